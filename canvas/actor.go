@@ -1,0 +1,111 @@
+package canvas
+
+// ActorType says what kind of principal made a write.
+type ActorType string
+
+// Actor types.
+const (
+	ActorAgent   ActorType = "agent"
+	ActorHuman   ActorType = "human"
+	ActorService ActorType = "service"
+)
+
+// Valid reports whether t is one of the known actor types.
+func (t ActorType) Valid() bool {
+	return t == ActorAgent || t == ActorHuman || t == ActorService
+}
+
+// Actor identifies who made a request. Agent actor ids are "agent-{uuid}".
+type Actor struct {
+	ID   string    `json:"actor_id"`
+	Type ActorType `json:"actor_type"`
+}
+
+// Role is what a token may do. Roles are ordered: viewer < editor < admin.
+type Role string
+
+// Roles.
+const (
+	RoleViewer Role = "viewer"
+	RoleEditor Role = "editor"
+	RoleAdmin  Role = "admin"
+)
+
+// ParseRole validates a role name.
+func ParseRole(s string) (Role, error) {
+	switch Role(s) {
+	case RoleViewer, RoleEditor, RoleAdmin:
+		return Role(s), nil
+	}
+	return "", Unprocessable("role", "unknown role %q; use viewer, editor or admin", s)
+}
+
+// Allows reports whether r includes the permissions of need.
+func (r Role) Allows(need Role) bool { return r.rank() >= need.rank() }
+
+func (r Role) rank() int {
+	switch r {
+	case RoleViewer:
+		return 1
+	case RoleEditor:
+		return 2
+	case RoleAdmin:
+		return 3
+	}
+	return 0
+}
+
+// Principal is an authenticated actor with its role and canvas scope.
+type Principal struct {
+	Actor
+	Role     Role
+	Canvases []string // empty: the role holds on every canvas
+}
+
+// CanAccess reports whether the principal's role reaches need on canvasID.
+func (p Principal) CanAccess(canvasID string, need Role) bool {
+	if !p.Role.Allows(need) {
+		return false
+	}
+	if len(p.Canvases) == 0 {
+		return true
+	}
+	for _, c := range p.Canvases {
+		if c == canvasID {
+			return true
+		}
+	}
+	return false
+}
+
+// ValidateActorID checks the id shape for an actor type: agents are "agent-{uuid}".
+func ValidateActorID(id string, t ActorType) error {
+	if id == "" || len(id) > 200 {
+		return Unprocessable("actor_id", "must be 1 to 200 characters")
+	}
+	if t == ActorAgent && !isAgentID(id) {
+		return Unprocessable("actor_id", "agent actor ids are agent-{uuid}, got %q", id)
+	}
+	return nil
+}
+
+func isAgentID(id string) bool {
+	const prefix = "agent-"
+	if len(id) != len(prefix)+36 || id[:len(prefix)] != prefix {
+		return false
+	}
+	u := id[len(prefix):]
+	for i, c := range u {
+		switch i {
+		case 8, 13, 18, 23:
+			if c != '-' {
+				return false
+			}
+		default:
+			if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+				return false
+			}
+		}
+	}
+	return true
+}

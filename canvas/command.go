@@ -1,0 +1,122 @@
+package canvas
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// MaxIdempotencyKeyLen bounds idempotency keys and command ids.
+const MaxIdempotencyKeyLen = 200
+
+// Envelope is a CommandEnvelope as clients send it.
+type Envelope struct {
+	ID             string          `json:"id,omitempty"`
+	Type           string          `json:"type"`
+	BaseRev        *int64          `json:"base_rev"`
+	IdempotencyKey string          `json:"idempotency_key,omitempty"`
+	Strict         bool            `json:"strict,omitempty"`
+	Args           json.RawMessage `json:"args,omitempty"`
+}
+
+// DecodeEnvelope strictly decodes one envelope: unknown top-level fields,
+// trailing data, a missing type or base_rev, or a non-object args are ErrInvalid.
+func DecodeEnvelope(data []byte) (Envelope, error) {
+	var e Envelope
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&e); err != nil {
+		return Envelope{}, Invalid("body", "not a valid CommandEnvelope: %v", jsonErrText(err))
+	}
+	if dec.More() {
+		return Envelope{}, Invalid("body", "trailing data after the CommandEnvelope")
+	}
+	return e, e.Validate()
+}
+
+// Validate checks the envelope's shape (not its args; the reducer does that).
+func (e *Envelope) Validate() error {
+	if e.Type == "" {
+		return Invalid("type", "is required, e.g. \"create_node\"")
+	}
+	if len(e.Type) > 64 {
+		return Invalid("type", "is longer than 64 characters")
+	}
+	if e.BaseRev == nil {
+		return Invalid("base_rev", "is required: send the head_rev you last read (GET /canvas_commands/snapshot/{canvas_id})")
+	}
+	if *e.BaseRev < 0 {
+		return Invalid("base_rev", "must be ≥ 0, got %d", *e.BaseRev)
+	}
+	if len(e.ID) > MaxIdempotencyKeyLen {
+		return Invalid("id", "is longer than %d characters", MaxIdempotencyKeyLen)
+	}
+	if len(e.IdempotencyKey) > MaxIdempotencyKeyLen {
+		return Invalid("idempotency_key", "is longer than %d characters", MaxIdempotencyKeyLen)
+	}
+	args := bytes.TrimSpace(e.Args)
+	if len(args) == 0 || bytes.Equal(args, []byte("null")) {
+		e.Args = json.RawMessage("{}")
+	} else if args[0] != '{' {
+		return Invalid("args", "must be a JSON object")
+	}
+	return nil
+}
+
+// Fingerprint is a canonical form of the envelope used to tell a replay of
+// an idempotency key (same envelope) from a misuse (different envelope).
+func (e *Envelope) Fingerprint() string {
+	var args any
+	_ = json.Unmarshal(e.Args, &args)
+	canon, _ := json.Marshal(args) // maps marshal with sorted keys
+	base := int64(-1)
+	if e.BaseRev != nil {
+		base = *e.BaseRev
+	}
+	return fmt.Sprintf("%s\x00%s\x00%d\x00%t\x00%s", e.ID, e.Type, base, e.Strict, canon)
+}
+
+// Command is an envelope ready for the reducer: authenticated, with the
+// revision it would commit as, a timestamp, and a seed for minting ids. The
+// reducer is deterministic given a Command and a State.
+type Command struct {
+	CanvasID string
+	ID       string // the envelope id, or one minted by the engine
+	Type     string
+	BaseRev  int64
+	Strict   bool
+	Args     json.RawMessage
+	Actor    Actor
+	Rev      int64     // the revision this command commits as (head+1)
+	TS       time.Time // commit timestamp
+	Seed     string    // random per command; minted ids derive from it
+}
+
+func jsonErrText(err error) string {
+	switch t := err.(type) {
+	case *json.SyntaxError:
+		return fmt.Sprintf("JSON syntax error at byte %d: %v", t.Offset, t)
+	case *json.UnmarshalTypeError:
+		return fmt.Sprintf("field %q must be %s, got JSON %s", t.Field, t.Type, t.Value)
+	}
+	return err.Error()
+}
+
+// DecodeStrict decodes JSON args into v, rejecting unknown fields and trailing data,
+// and names the offending field in the error (kind ErrUnprocessable, prefixed "args").
+func DecodeStrict(data []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		field := "args"
+		if t, ok := err.(*json.UnmarshalTypeError); ok && t.Field != "" {
+			field = "args." + t.Field
+		}
+		return Unprocessable(field, "%s", jsonErrText(err))
+	}
+	if dec.More() {
+		return Unprocessable("args", "trailing data after the args object")
+	}
+	return nil
+}

@@ -1,0 +1,250 @@
+package canvas
+
+import (
+	"encoding/json"
+	"sort"
+	"time"
+)
+
+// Shape types a node may have: TLDraw's shape types, plus "doc" for a
+// text/code document whose text is props.text and language props.language.
+var NodeTypes = []string{"geo", "note", "text", "draw", "arrow", "line", "frame", "image", "group", "doc"}
+
+// ValidNodeType reports whether t is one of NodeTypes.
+func ValidNodeType(t string) bool {
+	for _, n := range NodeTypes {
+		if n == t {
+			return true
+		}
+	}
+	return false
+}
+
+// Node is one shape on the canvas. Index orders nodes (z-order, ascending,
+// ties broken by ID); it is a fractional-index key compared as a string.
+// Rotation is in radians, as in TLDraw.
+type Node struct {
+	ID         string         `json:"id"`
+	Type       string         `json:"type"`
+	Name       string         `json:"name"`
+	ParentID   string         `json:"parent_id"`
+	X          float64        `json:"x"`
+	Y          float64        `json:"y"`
+	W          float64        `json:"w"`
+	H          float64        `json:"h"`
+	Rotation   float64        `json:"rotation"`
+	Index      string         `json:"index"`
+	Props      map[string]any `json:"props"`
+	CreatedBy  string         `json:"created_by"`
+	UpdatedBy  string         `json:"updated_by"`
+	CreatedRev int64          `json:"created_rev"`
+	UpdatedRev int64          `json:"updated_rev"`
+}
+
+// Edge connects two nodes. Deleting either node deletes the edge in the same commit.
+type Edge struct {
+	ID         string         `json:"id"`
+	From       string         `json:"from"`
+	To         string         `json:"to"`
+	Type       string         `json:"type"`
+	Props      map[string]any `json:"props"`
+	CreatedBy  string         `json:"created_by"`
+	CreatedRev int64          `json:"created_rev"`
+	UpdatedRev int64          `json:"updated_rev"`
+}
+
+// Kind names what a Change or a reference is about.
+type Kind string
+
+// Entity kinds.
+const (
+	KindNode Kind = "node"
+	KindEdge Kind = "edge"
+)
+
+// Ref names one entity.
+type Ref struct {
+	Kind Kind   `json:"kind"`
+	ID   string `json:"id"`
+}
+
+// State is the materialized state of one canvas at revision Rev. Deleted
+// entities leave a tombstone holding the revision that deleted them, so a
+// stale command that touches them is a conflict rather than "not found".
+//
+// State is not safe for concurrent use; the engine owns it.
+type State struct {
+	Rev        int64            `json:"rev"`
+	Nodes      map[string]*Node `json:"nodes"`
+	Edges      map[string]*Edge `json:"edges"`
+	Tombstones map[Ref]int64    `json:"-"`
+}
+
+// NewState returns an empty state at revision 0.
+func NewState() *State {
+	return &State{Nodes: map[string]*Node{}, Edges: map[string]*Edge{}, Tombstones: map[Ref]int64{}}
+}
+
+// ChangedAt returns the revision at which ref last changed: its updated_rev if
+// it exists, its deletion revision if it was deleted, and 0 if never seen.
+func (s *State) ChangedAt(ref Ref) int64 {
+	switch ref.Kind {
+	case KindNode:
+		if n, ok := s.Nodes[ref.ID]; ok {
+			return n.UpdatedRev
+		}
+	case KindEdge:
+		if e, ok := s.Edges[ref.ID]; ok {
+			return e.UpdatedRev
+		}
+	}
+	return s.Tombstones[ref]
+}
+
+// SortedNodes returns the nodes in z-order (Index, then ID).
+func (s *State) SortedNodes() []*Node {
+	out := make([]*Node, 0, len(s.Nodes))
+	for _, n := range s.Nodes {
+		out = append(out, n)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Index != out[j].Index {
+			return out[i].Index < out[j].Index
+		}
+		return out[i].ID < out[j].ID
+	})
+	return out
+}
+
+// SortedEdges returns the edges ordered by ID.
+func (s *State) SortedEdges() []*Edge {
+	out := make([]*Edge, 0, len(s.Edges))
+	for _, e := range s.Edges {
+		out = append(out, e)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out
+}
+
+// Clone returns a deep copy of s.
+func (s *State) Clone() *State {
+	c := &State{Rev: s.Rev, Nodes: make(map[string]*Node, len(s.Nodes)),
+		Edges: make(map[string]*Edge, len(s.Edges)), Tombstones: make(map[Ref]int64, len(s.Tombstones))}
+	for k, n := range s.Nodes {
+		c.Nodes[k] = n.Clone()
+	}
+	for k, e := range s.Edges {
+		c.Edges[k] = e.Clone()
+	}
+	for k, v := range s.Tombstones {
+		c.Tombstones[k] = v
+	}
+	return c
+}
+
+// Clone returns a deep copy of n.
+func (n *Node) Clone() *Node {
+	c := *n
+	c.Props = CloneProps(n.Props)
+	return &c
+}
+
+// Clone returns a deep copy of e.
+func (e *Edge) Clone() *Edge {
+	c := *e
+	c.Props = CloneProps(e.Props)
+	return &c
+}
+
+// CloneProps deep-copies a JSON-shaped map.
+func CloneProps(p map[string]any) map[string]any {
+	if p == nil {
+		return nil
+	}
+	out := make(map[string]any, len(p))
+	for k, v := range p {
+		out[k] = cloneJSON(v)
+	}
+	return out
+}
+
+func cloneJSON(v any) any {
+	switch t := v.(type) {
+	case map[string]any:
+		return CloneProps(t)
+	case []any:
+		c := make([]any, len(t))
+		for i, x := range t {
+			c[i] = cloneJSON(x)
+		}
+		return c
+	default:
+		return v
+	}
+}
+
+// SceneState is the wire form of a state: nodes in z-order, edges by id.
+type SceneState struct {
+	Nodes []*Node `json:"nodes"`
+	Edges []*Edge `json:"edges"`
+}
+
+// Scene returns the wire form of s.
+func (s *State) Scene() SceneState {
+	return SceneState{Nodes: s.SortedNodes(), Edges: s.SortedEdges()}
+}
+
+// Canvas is a canvas's metadata.
+type Canvas struct {
+	ID        string    `json:"canvas_id"`
+	Title     string    `json:"title"`
+	HeadRev   int64     `json:"head_rev"`
+	CreatedAt time.Time `json:"created_at"`
+	CreatedBy string    `json:"created_by,omitempty"`
+}
+
+// Op is what a Change does.
+type Op string
+
+// Change ops.
+const (
+	OpPut    Op = "put"    // Value is the entity's full new value (create or replace)
+	OpPatch  Op = "patch"  // Patch sets top-level fields; "props" is a JSON merge patch (null deletes a key)
+	OpDelete Op = "delete" // the entity is removed and leaves a tombstone
+)
+
+// Change is one entry of a commit's effective diff. Apply sets updated_rev
+// (and updated_by for nodes) from the commit, so patches need not carry them.
+type Change struct {
+	Op    Op              `json:"op"`
+	Kind  Kind            `json:"kind"`
+	ID    string          `json:"id"`
+	Value json.RawMessage `json:"value,omitempty"`
+	Patch map[string]any  `json:"patch,omitempty"`
+}
+
+// Commit is one applied command: one revision of one canvas. It is what the
+// event log stores, what SSE sends as canvas_commit data, and what
+// recovery_ops lists.
+type Commit struct {
+	CanvasID  string          `json:"canvas_id"`
+	EventID   string          `json:"event_id"`
+	Rev       int64           `json:"rev"`
+	CmdID     string          `json:"cmd_id"`
+	Type      string          `json:"type"`
+	Args      json.RawMessage `json:"args"`
+	ActorID   string          `json:"actor_id"`
+	ActorType ActorType       `json:"actor_type"`
+	TS        time.Time       `json:"ts"`
+	Changes   []Change        `json:"changes"`
+}
+
+// Touches reports whether the commit changed any of refs.
+func (c *Commit) Touches(refs map[Ref]bool) bool {
+	for _, ch := range c.Changes {
+		if refs[Ref{Kind: ch.Kind, ID: ch.ID}] {
+			return true
+		}
+	}
+	return false
+}

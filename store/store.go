@@ -1,0 +1,123 @@
+// Package store defines the Store interface every event-log backend
+// implements (its contract is in the doc comments below and is checked by the
+// storetest conformance suite), and the Engine: the one path every write
+// takes (load → decide → append → publish).
+package store
+
+import (
+	"context"
+	"time"
+
+	"github.com/canvasd/canvasd/canvas"
+)
+
+// Store persists canvases, their event logs, state snapshots, idempotency
+// records and tokens. All methods are safe for concurrent use. Errors wrap
+// the canvas sentinels (canvas.ErrNotFound, ...); a backend that cannot be
+// reached returns an error wrapping canvas.ErrUnavailable.
+type Store interface {
+	// CreateCanvas stores a new canvas with head 0. An existing id is canvas.ErrAlreadyExists.
+	CreateCanvas(ctx context.Context, c canvas.Canvas) error
+	// GetCanvas returns the canvas with its stored head revision, or canvas.ErrNotFound.
+	GetCanvas(ctx context.Context, id string) (canvas.Canvas, error)
+	// ListCanvases returns every canvas ordered by creation time, then id.
+	ListCanvases(ctx context.Context) ([]canvas.Canvas, error)
+	// DeleteCanvas removes a canvas with its log, snapshots and idempotency
+	// records, or returns canvas.ErrNotFound.
+	DeleteCanvas(ctx context.Context, id string) error
+
+	// Append atomically appends commits (revisions expectedHead+1, +2, ... in
+	// order, gap-free) to a canvas's log, moves its head to the last one, and
+	// stores the idempotency records, all in one transaction that is durable
+	// when Append returns nil (it survives a kill -9 of the process).
+	// If the stored head is not expectedHead it writes nothing and returns
+	// canvas.ErrHeadMismatch; if any record's key is already stored for the
+	// canvas it writes nothing and returns canvas.ErrDuplicateIdempotencyKey;
+	// a missing canvas is canvas.ErrNotFound.
+	Append(ctx context.Context, canvasID string, expectedHead int64, commits []canvas.Commit, idem []IdempotencyRecord) error
+	// ReadCommits returns up to limit commits with rev > afterRev in ascending
+	// order (an empty slice past the head); a missing canvas is canvas.ErrNotFound.
+	ReadCommits(ctx context.Context, canvasID string, afterRev int64, limit int) ([]canvas.Commit, error)
+
+	// SaveStateSnapshot stores the materialized state of a canvas at snap.Rev.
+	// Saving a rev that is already stored replaces it.
+	SaveStateSnapshot(ctx context.Context, canvasID string, snap StateSnapshot) error
+	// LoadStateSnapshot returns the stored snapshot with the greatest Rev ≤ atOrBefore,
+	// or canvas.ErrNotFound when there is none.
+	LoadStateSnapshot(ctx context.Context, canvasID string, atOrBefore int64) (StateSnapshot, error)
+
+	// GetIdempotency returns the record stored for (canvasID, key), or canvas.ErrNotFound.
+	GetIdempotency(ctx context.Context, canvasID, key string) (IdempotencyRecord, error)
+	// PruneIdempotency deletes records created before cutoff and says how many.
+	PruneIdempotency(ctx context.Context, cutoff time.Time) (int64, error)
+
+	// CreateNamedSnapshot stores a user-visible snapshot marker (label, rev).
+	// An existing id is canvas.ErrAlreadyExists; a missing canvas canvas.ErrNotFound.
+	CreateNamedSnapshot(ctx context.Context, s NamedSnapshot) error
+	// GetNamedSnapshot returns one marker, or canvas.ErrNotFound.
+	GetNamedSnapshot(ctx context.Context, canvasID, id string) (NamedSnapshot, error)
+	// ListNamedSnapshots returns a canvas's markers, oldest first.
+	ListNamedSnapshots(ctx context.Context, canvasID string) ([]NamedSnapshot, error)
+
+	// CreateToken stores a token by its hash. An existing actor id is canvas.ErrAlreadyExists.
+	CreateToken(ctx context.Context, t TokenRecord) error
+	// TokenByHash returns the token with that SHA-256 hash, or canvas.ErrNotFound.
+	TokenByHash(ctx context.Context, hash []byte) (TokenRecord, error)
+	// RevokeToken deletes the token of an actor, or returns canvas.ErrNotFound.
+	RevokeToken(ctx context.Context, actorID string) error
+
+	// Ping reports whether the backend is reachable (for /readyz).
+	Ping(ctx context.Context) error
+	// Close releases the backend's resources.
+	Close() error
+}
+
+// Notifier is implemented by stores shared between processes (PostgreSQL).
+// Listen blocks until ctx ends, calling wake(canvasID) after another process
+// appended to that canvas; wake("") means notifications may have been missed
+// (the listener reconnected) and every live canvas must catch up from the log.
+type Notifier interface {
+	Listen(ctx context.Context, wake func(canvasID string)) error
+}
+
+// StateSnapshot is a serialized canvas.State at Rev, written by reducer.Schema
+// version Schema. A snapshot with another schema is ignored and rebuilt.
+type StateSnapshot struct {
+	Rev    int64
+	Schema int
+	Data   []byte
+}
+
+// IdempotencyRecord is the stored answer to a command sent with an
+// idempotency key: replays return Status and Body unchanged.
+type IdempotencyRecord struct {
+	CanvasID    string
+	Key         string
+	Fingerprint string // canvas.Envelope.Fingerprint of the original envelope
+	Status      int    // HTTP status of the original answer
+	Body        []byte // JSON body of the original answer
+	Rev         int64  // revision the command committed as
+	CreatedAt   time.Time
+}
+
+// NamedSnapshot is a user-visible marker of a canvas revision.
+type NamedSnapshot struct {
+	CanvasID    string    `json:"canvas_id"`
+	ID          string    `json:"snapshot_id"`
+	Label       string    `json:"label"`
+	Description string    `json:"description"`
+	Rev         int64     `json:"rev"`
+	CreatedBy   string    `json:"created_by"`
+	CreatedAt   time.Time `json:"timestamp"`
+}
+
+// TokenRecord is a stored API token. Only the SHA-256 hash of the secret is kept.
+type TokenRecord struct {
+	Hash      []byte
+	ActorID   string
+	ActorType canvas.ActorType
+	Role      canvas.Role
+	Canvases  []string // empty: every canvas
+	Name      string
+	CreatedAt time.Time
+}
