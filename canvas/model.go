@@ -211,6 +211,7 @@ const (
 	OpPut    Op = "put"    // Value is the entity's full new value (create or replace)
 	OpPatch  Op = "patch"  // Patch sets top-level fields; "props" is a JSON merge patch (null deletes a key)
 	OpDelete Op = "delete" // the entity is removed and leaves a tombstone
+	// OpEdit (textedit.go): Edit splices a node's string prop (document line edits)
 )
 
 // Change is one entry of a commit's effective diff. Apply sets updated_rev
@@ -221,6 +222,7 @@ type Change struct {
 	ID    string          `json:"id"`
 	Value json.RawMessage `json:"value,omitempty"`
 	Patch map[string]any  `json:"patch,omitempty"`
+	Edit  *TextEdit       `json:"edit,omitempty"` // OpEdit only: a line splice of a node's string prop
 }
 
 // Commit is one applied command: one revision of one canvas. It is what the
@@ -247,4 +249,22 @@ func (c *Commit) Touches(refs map[Ref]bool) bool {
 		}
 	}
 	return false
+}
+
+// MaxIDLen bounds client-chosen ids of canvases, nodes and edges.
+const MaxIDLen = 128
+
+// ValidateID checks a client-chosen id: 1 to 128 characters of
+// [A-Za-z0-9_.:-]. field names the id in the error (kind ErrUnprocessable).
+func ValidateID(field, id string) error {
+	if id == "" || len(id) > MaxIDLen {
+		return Unprocessable(field, "must be 1 to %d characters, got %d", MaxIDLen, len(id))
+	}
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '.' || c == ':' || c == '-') {
+			return Unprocessable(field, "may only hold letters, digits and _ . : - (found %q at byte %d)", c, i)
+		}
+	}
+	return nil
 }

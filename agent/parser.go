@@ -1,0 +1,409 @@
+package agent
+
+import (
+	"math"
+	"strconv"
+	"unicode/utf16"
+	"unicode/utf8"
+)
+
+// ParsedAction is one action the parser found in the model's text so far.
+// Index is its position in the actions array; Complete is true once its
+// closing brace arrived (then it never changes again). A partial action's
+// Name and Params hold what has streamed so far (strings may be cut).
+type ParsedAction struct {
+	Index    int
+	Complete bool
+	Name     string
+	Params   map[string]any
+}
+
+// Parser parses the model output protocol ({"actions": [...]}, optionally in
+// a ```json fence, possibly preceded by prose) incrementally: Feed appends a
+// chunk and returns the actions completed by it plus a preview of the action
+// in progress. Each complete action is returned exactly once, in order.
+// Work per Feed is proportional to the unparsed tail, not the whole text.
+// A Parser is not safe for concurrent use.
+type Parser struct {
+	buf      []byte
+	max      int
+	started  bool // found the start of the JSON value
+	arrStart int  // offset just after the actions array's '[' (-1: not found yet)
+	resume   int  // offset where the next unparsed element (or top-level member) starts
+	next     int  // index of the next action
+	done     bool // the actions array closed
+	topObj   bool // the top-level value is an object (else the array itself)
+	overflow bool
+}
+
+// DefaultMaxOutputBytes bounds the model text a Parser accepts (later bytes are ignored).
+const DefaultMaxOutputBytes = 1 << 20
+
+// NewParser returns a parser accepting at most maxBytes of model text (≤ 0: DefaultMaxOutputBytes).
+func NewParser(maxBytes int) *Parser {
+	if maxBytes <= 0 {
+		maxBytes = DefaultMaxOutputBytes
+	}
+	return &Parser{arrStart: -1, max: maxBytes}
+}
+
+// Overflowed reports whether text beyond the byte bound was dropped.
+func (p *Parser) Overflowed() bool { return p.overflow }
+
+// Done reports whether the actions array has closed.
+func (p *Parser) Done() bool { return p.done }
+
+// Feed adds a chunk of model text. It returns the newly completed actions in
+// order and, when an action is in progress, its partial preview (nil otherwise).
+func (p *Parser) Feed(chunk string) (complete []ParsedAction, partial *ParsedAction) {
+	if p.done {
+		return nil, nil
+	}
+	room := p.max - len(p.buf)
+	if room <= 0 {
+		p.overflow = p.overflow || len(chunk) > 0
+		return nil, nil
+	}
+	if len(chunk) > room {
+		chunk = chunk[:room]
+		p.overflow = true
+	}
+	p.buf = append(p.buf, chunk...)
+	if !p.findArray() {
+		return nil, nil
+	}
+	for !p.done {
+		i := skipWS(p.buf, p.resume)
+		if i < len(p.buf) && p.buf[i] == ',' {
+			i = skipWS(p.buf, i+1)
+		}
+		if i >= len(p.buf) {
+			return complete, nil
+		}
+		if p.buf[i] == ']' {
+			p.done = true
+			p.resume = i + 1
+			return complete, nil
+		}
+		v, ok, end := parseValue(p.buf, i, 0)
+		if !ok {
+			if m, isObj := v.(map[string]any); isObj {
+				pa := toAction(p.next, false, m)
+				return complete, &pa
+			}
+			return complete, nil
+		}
+		p.resume = end
+		if m, isObj := v.(map[string]any); isObj {
+			complete = append(complete, toAction(p.next, true, m))
+		} else {
+			// A non-object element is not an action; it still takes an index.
+			complete = append(complete, ParsedAction{Index: p.next, Complete: true})
+		}
+		p.next++
+	}
+	return complete, nil
+}
+
+func toAction(idx int, complete bool, m map[string]any) ParsedAction {
+	pa := ParsedAction{Index: idx, Complete: complete}
+	pa.Name, _ = m["name"].(string)
+	if pa.Name == "" {
+		// Tolerate {"type": "create_shape", ...} and {"action": ...} spellings.
+		if s, ok := m["action"].(string); ok {
+			pa.Name = s
+		}
+	}
+	if params, ok := m["params"].(map[string]any); ok {
+		pa.Params = params
+	} else if params, ok := m["args"].(map[string]any); ok {
+		pa.Params = params
+	} else {
+		pa.Params = map[string]any{}
+	}
+	return pa
+}
+
+// findArray locates the actions array; it reports whether it has been found.
+func (p *Parser) findArray() bool {
+	if p.arrStart >= 0 {
+		return true
+	}
+	if !p.started {
+		// Skip prose and a ```json fence: the JSON starts at the first '{' or '['.
+		for i := p.resume; i < len(p.buf); i++ {
+			if c := p.buf[i]; c == '{' || c == '[' {
+				p.started = true
+				if c == '[' {
+					p.arrStart, p.resume = i+1, i+1
+					return true
+				}
+				p.topObj = true
+				p.resume = i + 1
+				break
+			}
+		}
+		if !p.started {
+			p.resume = len(p.buf)
+			return false
+		}
+	}
+	// Walk the top-level object's members until "actions": [.
+	for {
+		i := skipWS(p.buf, p.resume)
+		if i < len(p.buf) && p.buf[i] == ',' {
+			i = skipWS(p.buf, i+1)
+		}
+		if i >= len(p.buf) {
+			return false
+		}
+		if p.buf[i] == '}' {
+			// The object closed without actions: nothing to do, ever.
+			p.done = true
+			p.arrStart = len(p.buf)
+			p.resume = len(p.buf)
+			return true
+		}
+		if p.buf[i] != '"' {
+			p.done, p.arrStart = true, len(p.buf) // not JSON we understand
+			return true
+		}
+		key, ok, end := parseString(p.buf, i)
+		if !ok {
+			return false
+		}
+		j := skipWS(p.buf, end)
+		if j >= len(p.buf) {
+			return false
+		}
+		if p.buf[j] != ':' {
+			p.done, p.arrStart = true, len(p.buf)
+			return true
+		}
+		j = skipWS(p.buf, j+1)
+		if j >= len(p.buf) {
+			return false
+		}
+		if key == "actions" && p.buf[j] == '[' {
+			p.arrStart, p.resume = j+1, j+1
+			return true
+		}
+		_, ok, end = parseValue(p.buf, j, 0)
+		if !ok {
+			return false
+		}
+		p.resume = end
+	}
+}
+
+func skipWS(b []byte, i int) int {
+	for i < len(b) {
+		switch b[i] {
+		case ' ', '\t', '\n', '\r':
+			i++
+		default:
+			return i
+		}
+	}
+	return i
+}
+
+const maxDepth = 64
+
+// parseValue parses the JSON value at b[i:]. When the text ends inside the
+// value it returns what it has with ok=false: objects and arrays with the
+// members seen so far (a member whose value is cut keeps the cut value for
+// strings, and is left out otherwise), strings cut where the text ends.
+// Malformed JSON yields ok=false and end=-1.
+func parseValue(b []byte, i, depth int) (v any, ok bool, end int) {
+	if depth > maxDepth {
+		return nil, false, -1
+	}
+	i = skipWS(b, i)
+	if i >= len(b) {
+		return nil, false, i
+	}
+	switch c := b[i]; {
+	case c == '{':
+		m := map[string]any{}
+		j := i + 1
+		first := true
+		for {
+			j = skipWS(b, j)
+			if j >= len(b) {
+				return m, false, j
+			}
+			if b[j] == '}' {
+				return m, true, j + 1
+			}
+			if !first {
+				if b[j] != ',' {
+					return m, false, -1
+				}
+				j = skipWS(b, j+1)
+				if j >= len(b) {
+					return m, false, j
+				}
+			}
+			first = false
+			if b[j] != '"' {
+				return m, false, -1
+			}
+			key, kok, kend := parseString(b, j)
+			if !kok {
+				return m, false, kend
+			}
+			j = skipWS(b, kend)
+			if j >= len(b) {
+				return m, false, j
+			}
+			if b[j] != ':' {
+				return m, false, -1
+			}
+			val, vok, vend := parseValue(b, j+1, depth+1)
+			if !vok {
+				if vend >= 0 && val != nil {
+					m[key] = val // partial preview
+				}
+				return m, false, vend
+			}
+			m[key] = val
+			j = vend
+		}
+	case c == '[':
+		arr := []any{}
+		j := i + 1
+		first := true
+		for {
+			j = skipWS(b, j)
+			if j >= len(b) {
+				return arr, false, j
+			}
+			if b[j] == ']' {
+				return arr, true, j + 1
+			}
+			if !first {
+				if b[j] != ',' {
+					return arr, false, -1
+				}
+				j++
+			}
+			first = false
+			val, vok, vend := parseValue(b, j, depth+1)
+			if !vok {
+				if vend >= 0 && val != nil {
+					arr = append(arr, val)
+				}
+				return arr, false, vend
+			}
+			arr = append(arr, val)
+			j = vend
+		}
+	case c == '"':
+		s, sok, send := parseString(b, i)
+		return s, sok, send
+	case c == '-' || (c >= '0' && c <= '9'):
+		j := i + 1
+		for j < len(b) && (b[j] >= '0' && b[j] <= '9' || b[j] == '.' || b[j] == 'e' || b[j] == 'E' || b[j] == '+' || b[j] == '-') {
+			j++
+		}
+		if j >= len(b) {
+			return nil, false, j // the number may go on
+		}
+		f, err := strconv.ParseFloat(string(b[i:j]), 64)
+		if err != nil {
+			if ne, isNE := err.(*strconv.NumError); isNE && ne.Err == strconv.ErrRange {
+				return f, true, j // ±Inf or 0: the sanitizer clamps
+			}
+			return nil, false, -1
+		}
+		return f, true, j
+	default:
+		for _, lit := range []struct {
+			s string
+			v any
+		}{{"true", true}, {"false", false}, {"null", nil}, {"NaN", math.NaN()}, {"Infinity", math.Inf(1)}} {
+			n := len(lit.s)
+			if len(b)-i >= n && string(b[i:i+n]) == lit.s {
+				return lit.v, true, i + n
+			}
+			if len(b)-i < n && string(b[i:]) == lit.s[:len(b)-i] {
+				return nil, false, len(b)
+			}
+		}
+		return nil, false, -1
+	}
+}
+
+// parseString parses a JSON string at b[i] == '"'. Cut by the end of text, it
+// returns the decoded prefix with ok=false (never a dangling escape).
+func parseString(b []byte, i int) (string, bool, int) {
+	out := make([]byte, 0, 16)
+	j := i + 1
+	for j < len(b) {
+		c := b[j]
+		switch {
+		case c == '"':
+			return string(out), true, j + 1
+		case c == '\\':
+			if j+1 >= len(b) {
+				return string(out), false, len(b)
+			}
+			e := b[j+1]
+			switch e {
+			case '"', '\\', '/':
+				out = append(out, e)
+			case 'b':
+				out = append(out, '\b')
+			case 'f':
+				out = append(out, '\f')
+			case 'n':
+				out = append(out, '\n')
+			case 'r':
+				out = append(out, '\r')
+			case 't':
+				out = append(out, '\t')
+			case 'u':
+				if j+6 > len(b) {
+					return string(out), false, len(b)
+				}
+				r, err := strconv.ParseUint(string(b[j+2:j+6]), 16, 32)
+				if err != nil {
+					return string(out), false, -1
+				}
+				rn := rune(r)
+				if utf16.IsSurrogate(rn) {
+					if j+12 > len(b) {
+						return string(out), false, len(b)
+					}
+					if b[j+6] == '\\' && b[j+7] == 'u' {
+						r2, err := strconv.ParseUint(string(b[j+8:j+12]), 16, 32)
+						if err == nil {
+							rn = utf16.DecodeRune(rn, rune(r2))
+							j += 6
+						}
+					}
+				}
+				if rn == utf8.RuneError || utf16.IsSurrogate(rn) {
+					rn = utf8.RuneError
+				}
+				out = utf8.AppendRune(out, rn)
+				j += 6
+				continue
+			default:
+				return string(out), false, -1
+			}
+			j += 2
+		case c < 0x20:
+			return string(out), false, -1
+		default:
+			out = append(out, c)
+			j++
+		}
+	}
+	// Cut inside the string: drop a trailing partial UTF-8 sequence.
+	for len(out) > 0 && !utf8.Valid(out) {
+		out = out[:len(out)-1]
+	}
+	return string(out), false, len(b)
+}

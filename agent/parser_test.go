@@ -1,0 +1,148 @@
+package agent
+
+import (
+	"encoding/json"
+	"math/rand/v2"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+const posterJSON = "Sure! Here is the plan:\n```json\n" + `{"actions": [
+ {"name": "think", "params": {"text": "Bold \"hero\" first \u2014 then notes \ud83d\ude00"}},
+ {"name": "create_shape", "params": {"id": "hero", "type": "headline", "x": 80, "y": 60, "w": 720, "props": {"text": "RAW", "color": "brutalist orange", "size": "xl"}}},
+ {"name": "create_shape", "params": {"id": "n1", "type": "sticky", "x": -12.5e1, "y": 1E2, "props": {"text": "one"}}},
+ {"name": "update_shape", "params": {"id": "hero", "props": {"color": "ink"}, "rotation": 0}}
+]}` + "\n```\nDone."
+
+func collect(t *testing.T, p *Parser, chunks []string) (complete []ParsedAction, partials []ParsedAction) {
+	t.Helper()
+	for _, c := range chunks {
+		done, part := p.Feed(c)
+		complete = append(complete, done...)
+		if part != nil {
+			partials = append(partials, *part)
+		}
+	}
+	return
+}
+
+func wantActions(t *testing.T) []map[string]any {
+	t.Helper()
+	s := posterJSON[strings.Index(posterJSON, "{") : strings.LastIndex(posterJSON, "}")+1]
+	var doc struct {
+		Actions []map[string]any `json:"actions"`
+	}
+	if err := json.Unmarshal([]byte(s), &doc); err != nil {
+		t.Fatal(err)
+	}
+	return doc.Actions
+}
+
+func TestParserChunkings(t *testing.T) {
+	want := wantActions(t)
+	rng := rand.New(rand.NewPCG(1, 2))
+	for trial := 0; trial < 200; trial++ {
+		var chunks []string
+		rest := posterJSON
+		for len(rest) > 0 {
+			n := 1 + rng.IntN(12)
+			if trial == 0 {
+				n = 1
+			}
+			if n > len(rest) {
+				n = len(rest)
+			}
+			chunks = append(chunks, rest[:n])
+			rest = rest[n:]
+		}
+		p := NewParser(0)
+		got, partials := collect(t, p, chunks)
+		if len(got) != len(want) {
+			t.Fatalf("trial %d: %d complete actions, want %d", trial, len(got), len(want))
+		}
+		for i, a := range got {
+			if a.Index != i || !a.Complete || a.Name != want[i]["name"] || !reflect.DeepEqual(a.Params, want[i]["params"]) {
+				t.Fatalf("trial %d action %d = %+v, want %v", trial, i, a, want[i])
+			}
+		}
+		if !p.Done() {
+			t.Fatalf("trial %d: array not closed", trial)
+		}
+		for _, pa := range partials {
+			if pa.Complete || pa.Index >= len(want) {
+				t.Fatalf("bad partial %+v", pa)
+			}
+			// A partial's strings are prefixes of the final ones.
+			if !strings.HasPrefix(want[pa.Index]["name"].(string), pa.Name) {
+				t.Fatalf("partial name %q is not a prefix of %q", pa.Name, want[pa.Index]["name"])
+			}
+		}
+	}
+}
+
+func TestParserPartialPreview(t *testing.T) {
+	p := NewParser(0)
+	_, part := p.Feed(`{"actions":[{"name":"create_shape","params":{"type":"geo","x":12`)
+	if part == nil || part.Name != "create_shape" || part.Params["type"] != "geo" {
+		t.Fatalf("partial = %+v", part)
+	}
+	if _, has := part.Params["x"]; has {
+		t.Fatal("a number that may go on was previewed")
+	}
+	_, part = p.Feed(`3,"props":{"color":"yel`)
+	if props := part.Params["props"].(map[string]any); props["color"] != "yel" || part.Params["x"] != 123.0 {
+		t.Fatalf("partial = %+v", part)
+	}
+	done, part := p.Feed(`low"}}},`)
+	if len(done) != 1 || part != nil || done[0].Params["props"].(map[string]any)["color"] != "yellow" {
+		t.Fatalf("done %+v partial %+v", done, part)
+	}
+}
+
+func TestParserGarbageAndEdgeCases(t *testing.T) {
+	cases := map[string]int{
+		"I cannot help with that.": 0,
+		"{\"foo\": [1,2,{\"a\":\"}\"}], \"actions\": [{\"name\":\"think\",\"params\":{\"text\":\"x\"}}]}": 1,
+		`[{"name":"think","params":{"text":"bare array"}}]`:                                               1,
+		`{"actions": [{"name": "think", "params": {"text": "a"}} {"name": "x"}]}`:                         2, // a missing comma is tolerated
+		`{"actions": [{"name": "think", "params": {"text": "a"}}, {"name": "x" "y"}]}`:                    1, // malformed after the first
+		`{"actions": "none"}`: 0,
+		`{"actions": [1, {"name":"think","params":{"text":"b"}}]}`:                              2,
+		`{"actions": [{"name":"think","params":{"text":"\x01"}}]}`:                              0,
+		`{"actions": [{"name":"create_shape","params":{"x": 1e999, "y": -1e999}}]}`:             1,
+		`{"actions": [{"name":"create_shape","params":{"x": NaN, "y": Infinity, "ok": true}}]}`: 1,
+	}
+	for in, n := range cases {
+		p := NewParser(0)
+		got, _ := collect(t, p, []string{in})
+		if len(got) != n {
+			t.Errorf("%q: %d actions, want %d", in, len(got), n)
+		}
+	}
+	p := NewParser(10)
+	got, _ := collect(t, p, []string{`{"actions":[{"name":"think","params":{"text":"x"}}]}`})
+	if len(got) != 0 || !p.Overflowed() {
+		t.Fatalf("bound ignored: %v", got)
+	}
+}
+
+func TestParseStringEscapesCut(t *testing.T) {
+	for _, in := range []string{`"ab\`, `"ab\u00`, `"ab\ud83d`, "\"ab\xe2\x82"} {
+		s, ok, _ := parseString([]byte(in), 0)
+		if ok || s != "ab" {
+			t.Errorf("%q → %q %v, want \"ab\" cut", in, s, ok)
+		}
+	}
+}
+
+func BenchmarkParserFeed(b *testing.B) {
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		p := NewParser(0)
+		for j := 0; j < len(posterJSON); j += 8 {
+			end := min(j+8, len(posterJSON))
+			p.Feed(posterJSON[j:end])
+		}
+	}
+}

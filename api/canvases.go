@@ -1,0 +1,133 @@
+package api
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/canvasd/canvasd/canvas"
+)
+
+type createCanvasRequest struct {
+	CanvasID string `json:"canvas_id,omitempty"`
+	Title    string `json:"title,omitempty"`
+}
+
+func (s *Server) handleCreateCanvas(w http.ResponseWriter, r *http.Request) {
+	if err := authorize(r, "", canvas.RoleEditor); err != nil {
+		s.problem(w, r, err)
+		return
+	}
+	var req createCanvasRequest
+	if err := decodeJSON(r, &req); err != nil {
+		s.problem(w, r, err)
+		return
+	}
+	if req.CanvasID == "" {
+		var b [16]byte // 128 bits: unguessable
+		_, _ = rand.Read(b[:])
+		req.CanvasID = "c_" + hex.EncodeToString(b[:])
+	} else if err := canvas.ValidateID("canvas_id", req.CanvasID); err != nil {
+		s.problem(w, r, err)
+		return
+	}
+	if len(req.Title) > 500 {
+		s.problem(w, r, canvas.Unprocessable("title", "is longer than 500 characters"))
+		return
+	}
+	c := canvas.Canvas{ID: req.CanvasID, Title: req.Title, CreatedAt: time.Now().UTC().Truncate(time.Microsecond),
+		CreatedBy: principalFrom(r.Context()).ID}
+	if err := s.st.CreateCanvas(r.Context(), c); err != nil {
+		s.problem(w, r, err)
+		return
+	}
+	w.Header().Set("Location", "/api/canvases/"+c.ID)
+	writeJSON(w, http.StatusCreated, c)
+}
+
+func (s *Server) handleListCanvases(w http.ResponseWriter, r *http.Request) {
+	all, err := s.st.ListCanvases(r.Context())
+	if err != nil {
+		s.problem(w, r, err)
+		return
+	}
+	p := principalFrom(r.Context())
+	out := make([]canvas.Canvas, 0, len(all))
+	for _, c := range all {
+		if p.CanAccess(c.ID, canvas.RoleViewer) {
+			out = append(out, c)
+		}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"canvases": out})
+}
+
+func (s *Server) handleGetCanvas(w http.ResponseWriter, r *http.Request) {
+	id := chi.URLParam(r, "canvas_id")
+	if err := authorize(r, id, canvas.RoleViewer); err != nil {
+		s.problem(w, r, err)
+		return
+	}
+	c, err := s.st.GetCanvas(r.Context(), id)
+	if err != nil {
+		s.problem(w, r, err)
+		return
+	}
+	if head, _, err := s.engine.Head(r.Context(), id); err == nil {
+		c.HeadRev = head
+	}
+	writeJSON(w, http.StatusOK, c)
+}
+
+func (s *Server) handleDeleteCanvas(w http.ResponseWriter, r *http.Request) {
+	id := chi.URLParam(r, "canvas_id")
+	if err := authorize(r, id, canvas.RoleAdmin); err != nil {
+		s.problem(w, r, err)
+		return
+	}
+	if err := s.st.DeleteCanvas(r.Context(), id); err != nil {
+		s.problem(w, r, err)
+		return
+	}
+	s.engine.Forget(id)
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// snapshotResponse is GET /canvas_commands/snapshot/{canvas_id}.
+type snapshotResponse struct {
+	CanvasID    string            `json:"canvas_id"`
+	HeadRev     int64             `json:"head_rev"`
+	HeadEventID string            `json:"head_event_id"`
+	State       canvas.SceneState `json:"state"`
+}
+
+func (s *Server) handleSnapshot(w http.ResponseWriter, r *http.Request) {
+	id := chi.URLParam(r, "canvas_id")
+	if err := authorize(r, id, canvas.RoleViewer); err != nil {
+		s.problem(w, r, err)
+		return
+	}
+	at := int64(-1)
+	if v := r.URL.Query().Get("at_rev"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 0 {
+			s.problem(w, r, canvas.Invalid("at_rev", "must be a revision number ≥ 0, got %q", v))
+			return
+		}
+		at = n
+	}
+	var body []byte
+	err := s.engine.View(r.Context(), id, at, func(st *canvas.State, eventID string) error {
+		var err error
+		body, err = marshalJSON(snapshotResponse{CanvasID: id, HeadRev: st.Rev, HeadEventID: eventID, State: st.Scene()})
+		return err
+	})
+	if err != nil {
+		s.problem(w, r, err)
+		return
+	}
+	writeRaw(w, http.StatusOK, body)
+}

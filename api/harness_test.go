@@ -1,0 +1,269 @@
+package api
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	canvasd "github.com/canvasd/canvasd"
+	"github.com/canvasd/canvasd/canvas"
+	"github.com/canvasd/canvasd/store"
+	"github.com/canvasd/canvasd/store/sqlitestore"
+)
+
+const testAdmin = "cvd_test_admin_token"
+
+// testEnv is a real canvasd API on a real listener over a SQLite file.
+type testEnv struct {
+	t      testing.TB
+	srv    *httptest.Server
+	api    *Server
+	engine *store.Engine
+	st     store.Store
+	reg    *prometheus.Registry
+	spec   *openAPISpec
+}
+
+type envOption func(*Config)
+
+func newTestEnv(t testing.TB, opts ...envOption) *testEnv {
+	t.Helper()
+	ctx := context.Background()
+	st, err := sqlitestore.Open(ctx, filepath.Join(t.TempDir(), "canvasd.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewRegistry()
+	m := NewMetrics(reg)
+	hub := NewHub(0, m.SubscriberDelta)
+	eng := store.NewEngine(st, store.EngineConfig{Publisher: hub, Observer: m, SnapshotEvery: 50})
+	if err := eng.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	cfg := Config{Engine: eng, Store: st, Hub: hub, Metrics: m, Gatherer: reg, AdminToken: testAdmin,
+		OpenAPISpec: canvasd.Spec, Heartbeat: time.Minute}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	s, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(s.Handler())
+	t.Cleanup(func() {
+		ts.CloseClientConnections()
+		ts.Close()
+		eng.Stop()
+		st.Close()
+	})
+	return &testEnv{t: t, srv: ts, api: s, engine: eng, st: st, reg: reg, spec: loadSpec(t)}
+}
+
+// response is a decoded HTTP answer.
+type response struct {
+	Status int
+	Header http.Header
+	Body   []byte
+}
+
+func (r response) json(t testing.TB) map[string]any {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal(r.Body, &m); err != nil {
+		t.Fatalf("response is not a JSON object: %v: %s", err, r.Body)
+	}
+	return m
+}
+
+// do sends a request with the given token and body (a string is sent verbatim,
+// anything else as JSON) and checks the answer against openapi.yaml.
+func (e *testEnv) do(method, path, token string, body any) response {
+	e.t.Helper()
+	var rd io.Reader
+	var raw []byte
+	switch b := body.(type) {
+	case nil:
+	case string:
+		raw = []byte(b)
+	case []byte:
+		raw = b
+	default:
+		var err error
+		if raw, err = json.Marshal(b); err != nil {
+			e.t.Fatal(err)
+		}
+	}
+	if raw != nil {
+		rd = bytes.NewReader(raw)
+	}
+	req, err := http.NewRequest(method, e.srv.URL+path, rd)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if raw != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := e.srv.Client().Do(req)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	out, err := io.ReadAll(resp.Body)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if resp.StatusCode >= 400 && !strings.HasPrefix(resp.Header.Get("Content-Type"), "application/problem+json") && resp.StatusCode != http.StatusConflict {
+		e.t.Errorf("%s %s: status %d without a problem document: %s", method, path, resp.StatusCode, out)
+	}
+	if raw != nil {
+		req.Body = io.NopCloser(bytes.NewReader(raw))
+	}
+	checkResponse(e.t, e.spec, req, resp, out)
+	return response{Status: resp.StatusCode, Header: resp.Header, Body: out}
+}
+
+// must asserts a status and returns the JSON body.
+func (e *testEnv) must(status int, method, path, token string, body any) map[string]any {
+	e.t.Helper()
+	r := e.do(method, path, token, body)
+	if r.Status != status {
+		e.t.Fatalf("%s %s: status %d, want %d: %s", method, path, r.Status, status, r.Body)
+	}
+	if len(r.Body) == 0 {
+		return nil
+	}
+	return r.json(e.t)
+}
+
+func (e *testEnv) token(role canvas.Role, actorType canvas.ActorType, canvases ...string) (string, string) {
+	e.t.Helper()
+	m := e.must(201, "POST", "/api/tokens", testAdmin, map[string]any{"role": role, "actor_type": actorType, "canvases": canvases})
+	return m["token"].(string), m["actor_id"].(string)
+}
+
+func (e *testEnv) canvas(id string) string {
+	e.t.Helper()
+	m := e.must(201, "POST", "/api/canvases", testAdmin, map[string]any{"canvas_id": id, "title": "test"})
+	return m["canvas_id"].(string)
+}
+
+// command sends one envelope and returns the raw answer.
+func (e *testEnv) command(canvasID, token string, env map[string]any) response {
+	e.t.Helper()
+	return e.do("POST", "/canvas_commands/"+canvasID+"/command", token, env)
+}
+
+func (e *testEnv) snapshot(canvasID string) map[string]any {
+	e.t.Helper()
+	return e.must(200, "GET", "/canvas_commands/snapshot/"+canvasID, testAdmin, nil)
+}
+
+func env(typ string, base int64, args map[string]any) map[string]any {
+	return map[string]any{"type": typ, "base_rev": base, "args": args}
+}
+
+// sseEvent is one parsed SSE event.
+type sseMsg struct {
+	Event, ID string
+	Data      string
+}
+
+// sseStream is an open SSE response read event by event.
+type sseStream struct {
+	t      testing.TB
+	resp   *http.Response
+	events chan sseMsg
+}
+
+func (e *testEnv) stream(path, token string, header map[string]string) *sseStream {
+	e.t.Helper()
+	req, _ := http.NewRequest("GET", e.srv.URL+path, nil)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
+	resp, err := e.srv.Client().Do(req)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if resp.StatusCode != 200 {
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		e.t.Fatalf("stream %s: status %d: %s", path, resp.StatusCode, b)
+	}
+	s := &sseStream{t: e.t, resp: resp, events: make(chan sseMsg, 4096)}
+	go func() {
+		defer close(s.events)
+		sc := bufio.NewScanner(resp.Body)
+		sc.Buffer(make([]byte, 1<<20), 1<<24)
+		var m sseMsg
+		for sc.Scan() {
+			line := sc.Text()
+			switch {
+			case line == "":
+				if m.Event != "" || m.Data != "" {
+					s.events <- m
+				}
+				m = sseMsg{}
+			case strings.HasPrefix(line, ":"):
+				s.events <- sseMsg{Event: "comment"}
+			case strings.HasPrefix(line, "event: "):
+				m.Event = line[7:]
+			case strings.HasPrefix(line, "id: "):
+				m.ID = line[4:]
+			case strings.HasPrefix(line, "data: "):
+				if m.Data != "" {
+					m.Data += "\n"
+				}
+				m.Data += line[6:]
+			}
+		}
+	}()
+	e.t.Cleanup(s.close)
+	return s
+}
+
+func (s *sseStream) close() { s.resp.Body.Close() }
+
+// next returns the next event that is not a heartbeat comment.
+func (s *sseStream) next() sseMsg {
+	s.t.Helper()
+	for {
+		select {
+		case m, ok := <-s.events:
+			if !ok {
+				s.t.Fatal("stream ended")
+			}
+			if m.Event == "comment" {
+				continue
+			}
+			return m
+		case <-time.After(5 * time.Second):
+			s.t.Fatal("no SSE event within 5s")
+		}
+	}
+}
+
+func (m sseMsg) json(t testing.TB) map[string]any {
+	t.Helper()
+	var v map[string]any
+	if err := json.Unmarshal([]byte(m.Data), &v); err != nil {
+		t.Fatalf("event %s data is not JSON: %v: %q", m.Event, err, m.Data)
+	}
+	return v
+}

@@ -1,0 +1,102 @@
+package api
+
+import (
+	"sync"
+
+	"github.com/canvasd/canvasd/canvas"
+)
+
+// Hub fans commits and ephemeral events out to the SSE subscribers of each
+// canvas. Publishing never blocks: each subscriber has a bounded queue, and a
+// subscriber whose queue is full is kicked (it gets a reset event and
+// reconnects with Last-Event-ID). A commit is encoded once for all subscribers.
+type Hub struct {
+	queueSize int
+	onCount   func(delta int)
+
+	mu   sync.RWMutex
+	subs map[string]map[*subscriber]struct{}
+}
+
+// frame is one encoded SSE event; rev > 0 for commits.
+type frame struct {
+	rev  int64
+	data []byte
+}
+
+type subscriber struct {
+	ch     chan *frame
+	kicked chan struct{}
+	once   sync.Once
+}
+
+func (s *subscriber) kick() { s.once.Do(func() { close(s.kicked) }) }
+
+// NewHub returns a hub whose subscribers each queue at most queueSize events.
+// onCount, if not nil, is told of every subscriber added (+1) or removed (-1).
+func NewHub(queueSize int, onCount func(delta int)) *Hub {
+	if queueSize <= 0 {
+		queueSize = 256
+	}
+	return &Hub{queueSize: queueSize, onCount: onCount, subs: map[string]map[*subscriber]struct{}{}}
+}
+
+// Publish sends a commit to the canvas's subscribers (store.Publisher).
+func (h *Hub) Publish(c *canvas.Commit) {
+	h.send(c.CanvasID, &frame{rev: c.Rev, data: commitFrame(c)})
+}
+
+// PublishEvent sends an ephemeral event (no id, never stored) such as
+// gesture, agent:status or invoke to the canvas's subscribers.
+func (h *Hub) PublishEvent(canvasID, event string, v any) {
+	h.send(canvasID, &frame{data: sseEvent(event, "", v)})
+}
+
+// Subscribers returns how many streams a canvas has.
+func (h *Hub) Subscribers(canvasID string) int {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	return len(h.subs[canvasID])
+}
+
+func (h *Hub) send(canvasID string, f *frame) {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	for s := range h.subs[canvasID] {
+		select {
+		case s.ch <- f:
+		default:
+			s.kick()
+		}
+	}
+}
+
+func (h *Hub) subscribe(canvasID string) *subscriber {
+	s := &subscriber{ch: make(chan *frame, h.queueSize), kicked: make(chan struct{})}
+	h.mu.Lock()
+	set := h.subs[canvasID]
+	if set == nil {
+		set = map[*subscriber]struct{}{}
+		h.subs[canvasID] = set
+	}
+	set[s] = struct{}{}
+	h.mu.Unlock()
+	if h.onCount != nil {
+		h.onCount(1)
+	}
+	return s
+}
+
+func (h *Hub) unsubscribe(canvasID string, s *subscriber) {
+	h.mu.Lock()
+	if set := h.subs[canvasID]; set != nil {
+		delete(set, s)
+		if len(set) == 0 {
+			delete(h.subs, canvasID)
+		}
+	}
+	h.mu.Unlock()
+	if h.onCount != nil {
+		h.onCount(-1)
+	}
+}

@@ -1,0 +1,110 @@
+// Package api serves canvasd's HTTP contract (../shared/API.md): the route
+// table, handlers, the SSE hub, authentication, RFC 9457 problem documents
+// and Prometheus metrics. Handlers parse, authorize, delegate once, respond.
+package api
+
+import (
+	"errors"
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/canvasd/canvasd/store"
+)
+
+// Config wires a Server. Engine, Store, Hub and Metrics are required.
+type Config struct {
+	Logger          *slog.Logger
+	Engine          *store.Engine
+	Store           store.Store
+	Hub             *Hub
+	Metrics         *Metrics
+	Gatherer        prometheus.Gatherer // serves /metrics; nil: no metrics endpoint
+	AdminToken      string              // accepted as an admin token in addition to stored tokens
+	MaxCommandBytes int64               // body limit for commands (default 1 MiB)
+	Heartbeat       time.Duration       // SSE heartbeat interval (default 15 s)
+	MaxReplay       int64               // most commits replayed on resume before a reset (default 10000)
+	GestureInterval time.Duration       // minimum spacing of one actor's gestures (default 30 ms)
+	OpenAPISpec     []byte              // served at /openapi.yaml
+}
+
+// Server is canvasd's HTTP API.
+type Server struct {
+	cfg    Config
+	log    *slog.Logger
+	engine *store.Engine
+	st     store.Store
+	hub    *Hub
+	auth   *authenticator
+	router chi.Router
+
+	gestureMu   sync.Mutex
+	lastGesture map[string]time.Time
+}
+
+// New builds the server and its route table.
+func New(cfg Config) (*Server, error) {
+	if cfg.Engine == nil || cfg.Store == nil || cfg.Hub == nil || cfg.Metrics == nil {
+		return nil, errors.New("api: Engine, Store, Hub and Metrics are required")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.MaxCommandBytes <= 0 {
+		cfg.MaxCommandBytes = 1 << 20
+	}
+	if cfg.Heartbeat <= 0 {
+		cfg.Heartbeat = 15 * time.Second
+	}
+	if cfg.MaxReplay <= 0 {
+		cfg.MaxReplay = 10000
+	}
+	if cfg.GestureInterval <= 0 {
+		cfg.GestureInterval = 30 * time.Millisecond
+	}
+	s := &Server{cfg: cfg, log: cfg.Logger, engine: cfg.Engine, st: cfg.Store, hub: cfg.Hub,
+		auth: &authenticator{st: cfg.Store}, lastGesture: map[string]time.Time{}}
+	if cfg.AdminToken != "" {
+		s.auth.adminHash = HashToken(cfg.AdminToken)
+	}
+	s.router = s.routes()
+	return s, nil
+}
+
+// Handler returns the HTTP handler.
+func (s *Server) Handler() http.Handler { return s.router }
+
+// Routes returns the route table (for tests that walk it).
+func (s *Server) Routes() chi.Routes { return s.router }
+
+func (s *Server) problem(w http.ResponseWriter, r *http.Request, err error) {
+	writeProblem(w, r, s.log, err)
+}
+
+// limitBody caps a handler's request body; reading past it is a 413.
+func limitBody(n int64, next http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		r.Body = http.MaxBytesReader(w, r.Body, n)
+		next(w, r)
+	}
+}
+
+// recoverer turns a panic into a logged 500 problem document.
+func (s *Server) recoverer(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			if v := recover(); v != nil {
+				if v == http.ErrAbortHandler {
+					panic(v)
+				}
+				s.log.Error("panic in handler", "path", r.URL.Path, "panic", v)
+				s.problem(w, r, errors.New("panic"))
+			}
+		}()
+		next.ServeHTTP(w, r)
+	})
+}

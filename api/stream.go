@@ -1,0 +1,163 @@
+package api
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/canvasd/canvasd/canvas"
+)
+
+// resetEvent is the data of an SSE reset event: the client re-reads the snapshot.
+type resetEvent struct {
+	HeadRev int64  `json:"head_rev"`
+	Reason  string `json:"reason"`
+}
+
+// handleCanvasStream serves GET /sse/canvas/{canvas_id}: replay after
+// Last-Event-ID, caught_up, then live commits and ephemeral events, with no
+// gap and no duplicate. It registers for live events before reading the
+// replay, and drops live commits already sent.
+func (s *Server) handleCanvasStream(w http.ResponseWriter, r *http.Request) {
+	id := chi.URLParam(r, "canvas_id")
+	if err := authorize(r, id, canvas.RoleViewer); err != nil {
+		s.problem(w, r, err)
+		return
+	}
+	lastID := r.Header.Get("Last-Event-ID")
+	if lastID == "" {
+		lastID = r.URL.Query().Get("last_event_id")
+	}
+	ctx := r.Context()
+	head, _, err := s.engine.Head(ctx, id)
+	if err != nil {
+		s.problem(w, r, err)
+		return
+	}
+	sub := s.hub.subscribe(id)
+	defer s.hub.unsubscribe(id, sub)
+
+	rc := startSSE(w)
+	write := func(b []byte) bool {
+		_, err := w.Write(b)
+		return err == nil
+	}
+	last := head
+	if lastID != "" {
+		rev, ok, err := s.engine.ResolveEventID(ctx, id, lastID)
+		switch {
+		case err != nil:
+			s.log.Warn("resolving Last-Event-ID", "canvas", id, "err", err)
+			write(sseEvent("reset", "", resetEvent{HeadRev: head, Reason: "the stream could not be resumed; re-read the snapshot"}))
+			_ = rc.Flush()
+			return
+		case !ok:
+			write(sseEvent("reset", "", resetEvent{HeadRev: head, Reason: "Last-Event-ID " + stripBreaks(lastID) + " cannot be resumed on this canvas (unknown, or ahead of the head); re-read the snapshot"}))
+			_ = rc.Flush()
+			return
+		case head-rev > s.cfg.MaxReplay:
+			write(sseEvent("reset", "", resetEvent{HeadRev: head, Reason: "too many commits missed to replay; re-read the snapshot"}))
+			_ = rc.Flush()
+			return
+		}
+		last = rev
+		for last < head {
+			commits, _, err := s.engine.CommitsAfter(ctx, id, last, 1000)
+			if err != nil || len(commits) == 0 {
+				write(sseEvent("reset", "", resetEvent{HeadRev: head, Reason: "replay failed; re-read the snapshot"}))
+				_ = rc.Flush()
+				return
+			}
+			for _, c := range commits {
+				if !write(commitFrame(c)) {
+					return
+				}
+				last = c.Rev
+			}
+		}
+	}
+	if !write(sseEvent("caught_up", "", map[string]int64{"head_rev": last})) || rc.Flush() != nil {
+		return
+	}
+
+	hb := time.NewTimer(s.cfg.Heartbeat)
+	defer hb.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-sub.kicked:
+			write(sseEvent("reset", "", resetEvent{HeadRev: last, Reason: "this subscriber fell too far behind; reconnect with Last-Event-ID or re-read the snapshot"}))
+			_ = rc.Flush()
+			return
+		case <-hb.C:
+			if !write([]byte(heartbeatComment)) || rc.Flush() != nil {
+				return
+			}
+			hb.Reset(s.cfg.Heartbeat)
+		case f := <-sub.ch:
+			// Write everything queued, then flush once.
+			for f != nil {
+				if !s.emit(ctx, id, f, &last, write) {
+					return
+				}
+				select {
+				case f = <-sub.ch:
+				default:
+					f = nil
+				}
+			}
+			if rc.Flush() != nil {
+				return
+			}
+			hb.Reset(s.cfg.Heartbeat)
+		}
+	}
+}
+
+// emit writes one live frame, skipping commits already sent and filling any
+// gap before it from the engine.
+func (s *Server) emit(ctx context.Context, id string, f *frame, last *int64, write func([]byte) bool) bool {
+	if f.rev > 0 {
+		if f.rev <= *last {
+			return true // already replayed
+		}
+		if f.rev > *last+1 && !s.fillGap(ctx, id, last, f.rev, write) {
+			return false
+		}
+		*last = f.rev
+	}
+	return write(f.data)
+}
+
+// fillGap writes the commits between *last and upTo (exclusive) from the
+// engine, should a live commit ever arrive ahead of the stream.
+func (s *Server) fillGap(ctx context.Context, id string, last *int64, upTo int64, write func([]byte) bool) bool {
+	for *last < upTo-1 {
+		commits, _, err := s.engine.CommitsAfter(ctx, id, *last, int(upTo-1-*last))
+		if err != nil || len(commits) == 0 {
+			return false
+		}
+		for _, c := range commits {
+			if c.Rev >= upTo {
+				return true
+			}
+			if !write(commitFrame(c)) {
+				return false
+			}
+			*last = c.Rev
+		}
+	}
+	return true
+}
+
+// commitFrame encodes a commit as a canvas_commit SSE event.
+func commitFrame(c *canvas.Commit) []byte {
+	data, err := marshalJSON(c)
+	if err != nil {
+		data = []byte(`{}`)
+	}
+	return sseFrame("canvas_commit", c.EventID, data)
+}

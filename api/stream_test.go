@@ -1,0 +1,138 @@
+package api
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestStreamLiveAndResume(t *testing.T) {
+	e := newTestEnv(t)
+	id := e.canvas("c_sse")
+	create := func(base int64) map[string]any {
+		return e.must(200, "POST", "/canvas_commands/"+id+"/command", testAdmin, env("create_node", base, map[string]any{"name": "n"}))
+	}
+	s := e.stream("/sse/canvas/"+id, testAdmin, nil)
+	if m := s.next(); m.Event != "caught_up" || m.json(t)["head_rev"] != 0.0 {
+		t.Fatalf("first event %+v", m)
+	}
+	first := create(0)
+	m := s.next()
+	if m.Event != "canvas_commit" || m.ID != first["event_id"] || m.json(t)["rev"] != 1.0 {
+		t.Fatalf("live commit %+v", m)
+	}
+	for i := int64(1); i < 5; i++ {
+		create(i)
+	}
+	snapAt3 := e.must(200, "GET", "/canvas_commands/snapshot/"+id+"?at_rev=3", testAdmin, nil)
+	if snapAt3["head_rev"] != 3.0 || len(snapAt3["state"].(map[string]any)["nodes"].([]any)) != 3 {
+		t.Fatalf("time travel: %v", snapAt3)
+	}
+
+	resumes := map[string]map[string]string{
+		"event id header":   {"Last-Event-ID": first["event_id"].(string)},
+		"integer revision":  {"Last-Event-ID": "1"},
+		"snapshot event id": {"Last-Event-ID": snapAt3["head_event_id"].(string)},
+	}
+	for name, hdr := range resumes {
+		t.Run(name, func(t *testing.T) {
+			from := 1
+			if strings.HasPrefix(hdr["Last-Event-ID"], "3-") {
+				from = 3
+			}
+			r := e.stream("/sse/canvas/"+id, testAdmin, hdr)
+			for rev := from + 1; rev <= 5; rev++ {
+				m := r.next()
+				if m.Event != "canvas_commit" || m.json(t)["rev"] != float64(rev) {
+					t.Fatalf("replay: want rev %d, got %+v", rev, m)
+				}
+			}
+			if m := r.next(); m.Event != "caught_up" || m.json(t)["head_rev"] != 5.0 {
+				t.Fatalf("want caught_up 5, got %+v", m)
+			}
+		})
+	}
+	q := e.stream("/sse/canvas/"+id+"?last_event_id=4", testAdmin, nil)
+	if m := q.next(); m.json(t)["rev"] != 5.0 {
+		t.Fatalf("query resume: %+v", m)
+	}
+	for name, bad := range map[string]string{"unknown": "3-deadbeef", "ahead": "99", "garbage": "zz"} {
+		t.Run("reset "+name, func(t *testing.T) {
+			r := e.stream("/sse/canvas/"+id, testAdmin, map[string]string{"Last-Event-ID": bad})
+			if m := r.next(); m.Event != "reset" || m.json(t)["head_rev"] != 5.0 {
+				t.Fatalf("want reset, got %+v", m)
+			}
+		})
+	}
+	// The first stream saw every commit in order with no duplicate.
+	for rev := 2; rev <= 5; rev++ {
+		if m := s.next(); m.json(t)["rev"] != float64(rev) {
+			t.Fatalf("live order: want %d got %+v", rev, m)
+		}
+	}
+}
+
+func TestStreamGestureAndHeartbeat(t *testing.T) {
+	e := newTestEnv(t, func(c *Config) { c.Heartbeat = 50 * time.Millisecond })
+	id := e.canvas("c_gesture")
+	s := e.stream("/sse/canvas/"+id+"?access_token="+testAdmin, "", nil)
+	s.next() // caught_up
+	select {
+	case m := <-s.events:
+		if m.Event != "comment" {
+			t.Fatalf("want heartbeat, got %+v", m)
+		}
+	case <-time.After(2 * time.Second):
+		t.Fatal("no heartbeat")
+	}
+	e.must(202, "POST", "/canvas_commands/"+id+"/gesture", testAdmin, map[string]any{"cursor": map[string]any{"x": 1, "y": 2}, "selection": []string{"a"}})
+	m := s.next()
+	if m.Event != "gesture" || m.ID != "" {
+		t.Fatalf("gesture event %+v", m)
+	}
+	g := m.json(t)
+	if g["actor_id"] != AdminActorID || fmt.Sprint(g["cursor"]) != "map[x:1 y:2]" {
+		t.Fatalf("gesture data %v", g)
+	}
+	// A second gesture at once is throttled and never stored.
+	if r := e.must(202, "POST", "/canvas_commands/"+id+"/gesture", testAdmin, map[string]any{"cursor": map[string]any{"x": 3, "y": 4}}); r["delivered"] != false {
+		t.Fatalf("second gesture not throttled: %v", r)
+	}
+	if snap := e.snapshot(id); snap["head_rev"] != 0.0 {
+		t.Fatal("gesture was stored")
+	}
+}
+
+func TestSlowSubscriberIsResetNotBlocking(t *testing.T) {
+	e := newTestEnv(t)
+	e.api.hub.queueSize = 4
+	id := e.canvas("c_slow")
+	// A subscriber that never reads: it registers, then stalls.
+	stalled := e.api.hub.subscribe(id)
+	defer e.api.hub.unsubscribe(id, stalled)
+	live := e.stream("/sse/canvas/"+id, testAdmin, nil)
+	live.next()
+	start := time.Now()
+	for i := int64(0); i < 20; i++ {
+		e.must(200, "POST", "/canvas_commands/"+id+"/command", testAdmin, env("create_node", i, nil))
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("writers were slowed by a stalled subscriber: %v", d)
+	}
+	select {
+	case <-stalled.kicked:
+	default:
+		t.Fatal("stalled subscriber was not kicked")
+	}
+	// The reading subscriber got everything (or a reset, never a silent gap).
+	for rev := 1; rev <= 20; rev++ {
+		m := live.next()
+		if m.Event == "reset" {
+			return
+		}
+		if m.json(t)["rev"] != float64(rev) {
+			t.Fatalf("gap: want %d got %+v", rev, m)
+		}
+	}
+}

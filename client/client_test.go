@@ -1,0 +1,412 @@
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/canvasd/canvasd/canvas"
+)
+
+// cannedServer answers with the documented API.md bodies; it checks the
+// requests the client makes.
+func cannedServer(t *testing.T) (*httptest.Server, *sync.Map) {
+	t.Helper()
+	seen := &sync.Map{}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /canvas_commands/snapshot/{id}", func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "Bearer tok" {
+			w.Header().Set("Content-Type", "application/problem+json")
+			w.WriteHeader(401)
+			io.WriteString(w, `{"type":"https://canvasd.dev/problems/unauthorized","title":"Unauthorized","status":401,"detail":"missing token"}`)
+			return
+		}
+		if r.PathValue("id") == "missing" {
+			w.Header().Set("Content-Type", "application/problem+json")
+			w.WriteHeader(404)
+			io.WriteString(w, `{"type":"https://canvasd.dev/problems/not-found","title":"Not found","status":404,"detail":"canvas \"missing\" not found"}`)
+			return
+		}
+		rev := "7"
+		if a := r.URL.Query().Get("at_rev"); a != "" {
+			rev = a
+		}
+		fmt.Fprintf(w, `{"canvas_id":"c1","head_rev":%s,"head_event_id":"%s-ab","state":{"nodes":[{"id":"shape:a","type":"geo","name":"A","parent_id":"","x":1,"y":2,"w":3,"h":4,"rotation":0,"index":"a1","props":{"color":"red"},"created_by":"u","updated_by":"u","created_rev":1,"updated_rev":2}],"edges":[]}}`, rev, rev)
+	})
+	mux.HandleFunc("POST /canvas_commands/{id}/command", func(w http.ResponseWriter, r *http.Request) {
+		env, err := canvas.DecodeEnvelope(mustRead(r))
+		if err != nil {
+			w.Header().Set("Content-Type", "application/problem+json")
+			w.WriteHeader(400)
+			io.WriteString(w, `{"type":"x/invalid","title":"Malformed","status":400,"detail":"bad","field":"base_rev"}`)
+			return
+		}
+		seen.Store("env:"+env.Type, env)
+		switch env.Type {
+		case "create_node":
+			fmt.Fprintf(w, `{"status":"applied","current_rev":%d,"cmd_id":%q,"event_id":"43-aa","created_ids":["shape:x"]}`, *env.BaseRev+1, env.ID)
+		case "update_node":
+			w.WriteHeader(409)
+			io.WriteString(w, `{"status":"conflict","current_rev":45,"base_rev":42,"conflicting_ids":["shape:a"],"recovery_ops":[{"event_id":"44-bb","rev":44,"cmd_id":"h1","type":"update_node","args":{},"actor_id":"human-1","actor_type":"human","ts":"2026-01-01T00:00:00Z","changes":[{"op":"patch","kind":"node","id":"shape:a","patch":{"x":5}}]}],"suggestion":"re-read"}`)
+		default:
+			w.Header().Set("Content-Type", "application/problem+json")
+			w.WriteHeader(422)
+			io.WriteString(w, `{"type":"https://canvasd.dev/problems/unprocessable","title":"Command cannot be applied","status":422,"detail":"args.id: no node","field":"args.id"}`)
+		}
+	})
+	mux.HandleFunc("POST /canvas_commands/{id}/commands", func(w http.ResponseWriter, r *http.Request) {
+		var body struct {
+			BaseRev  int64             `json:"base_rev"`
+			Commands []canvas.Envelope `json:"commands"`
+		}
+		_ = json.Unmarshal(mustRead(r), &body)
+		seen.Store("batch", body.Commands)
+		fmt.Fprintf(w, `{"status":"applied","current_rev":%d,"results":[{"status":"applied","current_rev":%d,"cmd_id":"a","event_id":"x","created_ids":[]},{"status":"applied","current_rev":%d,"cmd_id":"b","event_id":"y","created_ids":[]}]}`, body.BaseRev+2, body.BaseRev+1, body.BaseRev+2)
+	})
+	mux.HandleFunc("GET /canvas_commands/c1/events", func(w http.ResponseWriter, r *http.Request) {
+		after, _ := strconv.Atoi(r.URL.Query().Get("after_rev"))
+		var cs []string
+		for rev := after + 1; rev <= 5 && rev <= after+2; rev++ {
+			cs = append(cs, fmt.Sprintf(`{"event_id":"%d-e","rev":%d,"cmd_id":"c","type":"create_node","args":{},"actor_id":"a","actor_type":"agent","ts":"2026-01-01T00:00:00Z","changes":[]}`, rev, rev))
+		}
+		fmt.Fprintf(w, `{"head_rev":5,"commits":[%s]}`, strings.Join(cs, ","))
+	})
+	mux.HandleFunc("POST /api/canvases", func(w http.ResponseWriter, r *http.Request) {
+		var b map[string]string
+		_ = json.Unmarshal(mustRead(r), &b)
+		if b["canvas_id"] == "taken" {
+			w.Header().Set("Content-Type", "application/problem+json")
+			w.WriteHeader(409)
+			io.WriteString(w, `{"type":"https://canvasd.dev/problems/already-exists","title":"Already exists","status":409,"detail":"canvas taken exists"}`)
+			return
+		}
+		w.WriteHeader(201)
+		fmt.Fprintf(w, `{"canvas_id":%q,"title":%q,"head_rev":0,"created_at":"2026-01-01T00:00:00Z"}`, b["canvas_id"], b["title"])
+	})
+	mux.HandleFunc("GET /api/canvases", func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, `{"canvases":[{"canvas_id":"c1","title":"t","head_rev":3,"created_at":"2026-01-01T00:00:00Z"}]}`)
+	})
+	mux.HandleFunc("POST /api/tokens", func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(201)
+		io.WriteString(w, `{"token":"secret","actor_id":"agent-00000000-0000-0000-0000-000000000000","actor_type":"agent","role":"editor","canvases":["c1"]}`)
+	})
+	mux.HandleFunc("POST /canvas_commands/{id}/gesture", func(w http.ResponseWriter, r *http.Request) {
+		seen.Store("gesture", string(mustRead(r)))
+		w.WriteHeader(202)
+	})
+	return httptest.NewServer(mux), seen
+}
+
+func mustRead(r *http.Request) []byte {
+	b, _ := io.ReadAll(r.Body)
+	return b
+}
+
+func newTestClient(t *testing.T, url string) *Client {
+	t.Helper()
+	c, err := New(url, "tok")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func TestClientCalls(t *testing.T) {
+	srv, seen := cannedServer(t)
+	defer srv.Close()
+	c := newTestClient(t, srv.URL)
+	ctx := context.Background()
+
+	snap, err := c.Snapshot(ctx, "c1")
+	if err != nil || snap.HeadRev != 7 || snap.HeadEventID != "7-ab" || len(snap.State.Nodes) != 1 || snap.State.Nodes[0].Props["color"] != "red" {
+		t.Fatalf("snapshot = %+v, %v", snap, err)
+	}
+	if snap, err = c.SnapshotAt(ctx, "c1", 3); err != nil || snap.HeadRev != 3 {
+		t.Fatalf("snapshot at 3 = %+v, %v", snap, err)
+	}
+	_, err = c.Snapshot(ctx, "missing")
+	var pe *ProblemError
+	if !errors.As(err, &pe) || pe.Status != 404 || !errors.Is(err, canvas.ErrNotFound) || !strings.Contains(pe.Detail, "missing") {
+		t.Fatalf("missing canvas: %v", err)
+	}
+	if _, err := c.WithToken("").Snapshot(ctx, "c1"); !errors.Is(err, canvas.ErrUnauthorized) {
+		t.Fatalf("no token: %v", err)
+	}
+
+	base := int64(42)
+	rr, err := c.Command(ctx, "c1", canvas.Envelope{Type: "create_node", BaseRev: &base, Args: json.RawMessage(`{"name":"x"}`)})
+	if err != nil || rr.CurrentRev != 43 || rr.Status != "applied" || len(rr.CreatedIDs) != 1 {
+		t.Fatalf("command = %+v, %v", rr, err)
+	}
+	v, _ := seen.Load("env:create_node")
+	if env := v.(canvas.Envelope); env.ID == "" || env.IdempotencyKey == "" || rr.CmdID != env.ID {
+		t.Fatalf("envelope not filled: %+v", env)
+	}
+
+	_, err = c.Command(ctx, "c1", canvas.Envelope{Type: "update_node", BaseRev: &base})
+	var ce *ConflictError
+	if !errors.As(err, &ce) || !errors.Is(err, canvas.ErrConflict) || ce.Result.CurrentRev != 45 || len(ce.Result.RecoveryOps) != 1 || ce.Result.RecoveryOps[0].ActorType != canvas.ActorHuman {
+		t.Fatalf("conflict: %#v", err)
+	}
+	_, err = c.Command(ctx, "c1", canvas.Envelope{Type: "delete_node", BaseRev: &base})
+	if !errors.As(err, &pe) || pe.Status != 422 || pe.Field() != "args.id" || !errors.Is(err, canvas.ErrUnprocessable) {
+		t.Fatalf("422: %v", err)
+	}
+	_, err = c.Command(ctx, "c1", canvas.Envelope{Type: "create_node"})
+	if !errors.Is(err, canvas.ErrInvalid) {
+		t.Fatalf("missing base_rev: %v", err)
+	}
+
+	br, err := c.Batch(ctx, "c1", 10, []canvas.Envelope{{Type: "create_node"}, {Type: "create_node"}})
+	if err != nil || br.CurrentRev != 12 || len(br.Results) != 2 {
+		t.Fatalf("batch = %+v, %v", br, err)
+	}
+	bv, _ := seen.Load("batch")
+	for _, e := range bv.([]canvas.Envelope) {
+		if e.BaseRev == nil || *e.BaseRev != 10 || e.IdempotencyKey == "" {
+			t.Fatalf("batch envelope %+v", e)
+		}
+	}
+
+	all, err := c.AllEvents(ctx, "c1", 0)
+	if err != nil || len(all) != 5 || all[4].Rev != 5 {
+		t.Fatalf("all events = %d, %v", len(all), err)
+	}
+
+	cv, err := c.CreateCanvas(ctx, "c9", "Nine")
+	if err != nil || cv.ID != "c9" || cv.Title != "Nine" {
+		t.Fatalf("create canvas %+v %v", cv, err)
+	}
+	if _, err := c.CreateCanvas(ctx, "taken", ""); !errors.Is(err, canvas.ErrAlreadyExists) {
+		t.Fatalf("taken: %v", err)
+	}
+	list, err := c.ListCanvases(ctx)
+	if err != nil || len(list) != 1 || list[0].HeadRev != 3 {
+		t.Fatalf("list %+v %v", list, err)
+	}
+	tok, err := c.CreateToken(ctx, TokenRequest{Role: canvas.RoleEditor, ActorType: canvas.ActorAgent})
+	if err != nil || tok.Token != "secret" || tok.ActorType != canvas.ActorAgent {
+		t.Fatalf("token %+v %v", tok, err)
+	}
+	if err := c.Gesture(ctx, "c1", Gesture{Cursor: Point{1, 2}, Selection: []string{"shape:a"}}); err != nil {
+		t.Fatal(err)
+	}
+	if g, _ := seen.Load("gesture"); !strings.Contains(g.(string), `"cursor":{"x":1,"y":2}`) {
+		t.Fatalf("gesture body %v", g)
+	}
+}
+
+func TestNewRejectsBadURL(t *testing.T) {
+	for _, u := range []string{"", "ftp://x", "127.0.0.1:8080", "http://"} {
+		if _, err := New(u, ""); err == nil {
+			t.Errorf("New(%q) accepted", u)
+		}
+	}
+}
+
+// sseServer serves commits 1..n; each connection sends at most perConn events
+// then drops, so the client must resume with Last-Event-ID.
+type sseServer struct {
+	mu       sync.Mutex
+	n        int
+	perConn  int
+	lastIDs  []string
+	resetFor string
+}
+
+func (s *sseServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	last := r.Header.Get("Last-Event-ID")
+	s.mu.Lock()
+	s.lastIDs = append(s.lastIDs, last)
+	s.mu.Unlock()
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.WriteHeader(200)
+	fl := w.(http.Flusher)
+	if last == s.resetFor && s.resetFor != "" {
+		io.WriteString(w, "event: reset\ndata: {\"head_rev\":3,\"reason\":\"unknown id\"}\n\n")
+		fl.Flush()
+		return
+	}
+	after := 0
+	if last != "" {
+		after, _ = strconv.Atoi(strings.SplitN(last, "-", 2)[0])
+	}
+	io.WriteString(w, ": heartbeat\r\nretry: 10\r\n\r\n")
+	sent := 0
+	for rev := after + 1; rev <= s.n && sent < s.perConn; rev++ {
+		// data split over two lines, CRLF and LF line ends mixed.
+		fmt.Fprintf(w, "id: %d-x\r\nevent: canvas_commit\ndata: {\"rev\":%d,\ndata: \"event_id\":\"%d-x\"}\n\n", rev, rev, rev)
+		sent++
+	}
+	if after+sent >= s.n {
+		fmt.Fprintf(w, "event: caught_up\ndata: {\"head_rev\":%d}\n\n", s.n)
+		fmt.Fprintf(w, "event: agent:status\ndata: {\"state\":\"done\"}\n\n")
+	}
+	fl.Flush()
+	// an unterminated event at the end must never be dispatched
+	io.WriteString(w, "event: canvas_commit\ndata: {\"rev\":999}")
+}
+
+func TestStreamResumes(t *testing.T) {
+	ss := &sseServer{n: 7, perConn: 2}
+	srv := httptest.NewServer(ss)
+	defer srv.Close()
+	c := newTestClient(t, srv.URL)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	st := c.Stream(ctx, "c1", StreamOptions{LastEventID: "1", MinRetry: time.Millisecond, MaxRetry: 5 * time.Millisecond})
+	defer st.Close()
+	var revs []int64
+	for {
+		ev, err := st.Recv()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ev.Event == EventCaughtUp {
+			continue
+		}
+		if ev.Event == EventAgentStatus {
+			if ev.ID != "" || string(ev.Data) != `{"state":"done"}` {
+				t.Fatalf("agent event %+v", ev)
+			}
+			break
+		}
+		cm, err := ev.Commit()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ev.ID != cm.EventID {
+			t.Fatalf("id %q vs data %q", ev.ID, cm.EventID)
+		}
+		revs = append(revs, cm.Rev)
+	}
+	if fmt.Sprint(revs) != "[2 3 4 5 6 7]" {
+		t.Fatalf("revs = %v (want 2..7 once each, in order)", revs)
+	}
+	ss.mu.Lock()
+	ids := fmt.Sprint(ss.lastIDs)
+	ss.mu.Unlock()
+	if ids != "[1 3-x 5-x]" {
+		t.Fatalf("Last-Event-ID per connection = %s", ids)
+	}
+	if st.LastEventID() != "7-x" || st.Connects() != 3 {
+		t.Fatalf("last id %q connects %d", st.LastEventID(), st.Connects())
+	}
+}
+
+func TestStreamResetResumesFromHead(t *testing.T) {
+	ss := &sseServer{n: 5, perConn: 10, resetFor: "99"}
+	srv := httptest.NewServer(ss)
+	defer srv.Close()
+	c := newTestClient(t, srv.URL)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	st := c.Stream(ctx, "c1", StreamOptions{LastEventID: "99", MinRetry: time.Millisecond})
+	defer st.Close()
+	ev, err := st.Recv()
+	if err != nil || ev.Event != EventReset {
+		t.Fatalf("first event %+v %v", ev, err)
+	}
+	ev, err = st.Recv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cm, _ := ev.Commit(); cm.Rev != 4 {
+		t.Fatalf("after reset got %+v; want resume after head_rev 3", ev)
+	}
+}
+
+func TestStreamBounds(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, "data: "+strings.Repeat("x", 5000)+"\n\n")
+	}))
+	defer srv.Close()
+	c := newTestClient(t, srv.URL)
+	st := c.Stream(context.Background(), "c1", StreamOptions{MaxLineBytes: 1024})
+	if _, err := st.Recv(); !errors.Is(err, ErrLineTooLong) {
+		t.Fatalf("long line: %v", err)
+	}
+	// many short data lines adding up past the event bound
+	srv2 := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		for i := 0; i < 100; i++ {
+			io.WriteString(w, "data: "+strings.Repeat("y", 100)+"\n")
+		}
+		io.WriteString(w, "\n")
+	}))
+	defer srv2.Close()
+	st = newTestClient(t, srv2.URL).Stream(context.Background(), "c1", StreamOptions{MaxEventBytes: 2048})
+	if _, err := st.Recv(); !errors.Is(err, ErrLineTooLong) {
+		t.Fatalf("big event: %v", err)
+	}
+}
+
+func TestStreamRefusedAndClosed(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/sse/canvas/nope" {
+			w.Header().Set("Content-Type", "application/problem+json")
+			w.WriteHeader(403)
+			io.WriteString(w, `{"type":"x/forbidden","title":"Forbidden","status":403,"detail":"no access"}`)
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.(http.Flusher).Flush()
+		<-r.Context().Done()
+	}))
+	defer srv.Close()
+	c := newTestClient(t, srv.URL)
+	st := c.Stream(context.Background(), "nope", StreamOptions{})
+	if _, err := st.Recv(); !errors.Is(err, canvas.ErrForbidden) {
+		t.Fatalf("403: %v", err)
+	}
+	st = c.Stream(context.Background(), "ok", StreamOptions{})
+	done := make(chan error, 1)
+	go func() { _, err := st.Recv(); done <- err }()
+	time.Sleep(50 * time.Millisecond)
+	st.Close()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Fatal("Recv after Close returned no error")
+		}
+	case <-time.After(3 * time.Second):
+		t.Fatal("Close did not unblock Recv")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	st = c.Stream(ctx, "ok", StreamOptions{})
+	go func() { time.Sleep(50 * time.Millisecond); cancel() }()
+	if _, err := st.Recv(); !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancel: %v", err)
+	}
+}
+
+func TestSplitSSELine(t *testing.T) {
+	in := "a\r\nb\nc\rd\r\n\r\n"
+	var got []string
+	data := []byte(in)
+	for len(data) > 0 {
+		n, tok, err := splitSSELine(data, true)
+		if err != nil || n == 0 {
+			break
+		}
+		got = append(got, string(tok))
+		data = data[n:]
+	}
+	if fmt.Sprintf("%q", got) != `["a" "b" "c" "d" ""]` {
+		t.Fatalf("lines %q", got)
+	}
+	// a CR at the end of the buffer waits for more input (it may be CRLF)
+	if n, _, _ := splitSSELine([]byte("x\r"), false); n != 0 {
+		t.Fatal("split a trailing CR without seeing the next byte")
+	}
+}

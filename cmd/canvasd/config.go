@@ -1,0 +1,108 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Config is canvasd's configuration, built once from flags and environment.
+// A flag given on the command line wins over its environment variable.
+type Config struct {
+	Addr            string
+	DataDir         string
+	DatabaseURL     string
+	AdminToken      string
+	Model           string
+	LogLevel        slog.Level
+	MaxCommandBytes int64
+	MaxImageBytes   int64
+	SnapshotEvery   int64
+	Heartbeat       time.Duration
+	ShutdownTimeout time.Duration
+}
+
+// setting is one flag with its environment variable and default.
+type setting struct {
+	flag, env, def, help string
+	set                  func(c *Config, v string) error
+}
+
+func settings() []setting {
+	str := func(f func(c *Config) *string) func(*Config, string) error {
+		return func(c *Config, v string) error { *f(c) = v; return nil }
+	}
+	i64 := func(name string, f func(c *Config) *int64) func(*Config, string) error {
+		return func(c *Config, v string) error {
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil || n <= 0 {
+				return fmt.Errorf("%s must be a positive integer, got %q", name, v)
+			}
+			*f(c) = n
+			return nil
+		}
+	}
+	dur := func(name string, f func(c *Config) *time.Duration) func(*Config, string) error {
+		return func(c *Config, v string) error {
+			d, err := time.ParseDuration(v)
+			if err != nil || d <= 0 {
+				return fmt.Errorf("%s must be a positive duration like 15s, got %q", name, v)
+			}
+			*f(c) = d
+			return nil
+		}
+	}
+	return []setting{
+		{"addr", "CANVASD_ADDR", "127.0.0.1:8080", "listen address", str(func(c *Config) *string { return &c.Addr })},
+		{"data-dir", "CANVASD_DATA_DIR", "./data", "directory for the embedded store and host files", str(func(c *Config) *string { return &c.DataDir })},
+		{"database-url", "CANVASD_DATABASE_URL", "", "empty: the embedded store in the data dir; postgres://...: PostgreSQL", str(func(c *Config) *string { return &c.DatabaseURL })},
+		{"admin-token", "CANVASD_ADMIN_TOKEN", "", "admin bearer token; empty: one is generated on first start and printed once", str(func(c *Config) *string { return &c.AdminToken })},
+		{"model", "CANVAS_STEWARD_MODEL", "debug/fake", "agent model: debug/fake or openai:<model>", str(func(c *Config) *string { return &c.Model })},
+		{"log-level", "CANVASD_LOG_LEVEL", "info", "debug, info, warn or error", func(c *Config, v string) error {
+			return c.LogLevel.UnmarshalText([]byte(v))
+		}},
+		{"max-command-bytes", "CANVASD_MAX_COMMAND_BYTES", "1048576", "request body limit for commands", i64("max-command-bytes", func(c *Config) *int64 { return &c.MaxCommandBytes })},
+		{"max-image-bytes", "CANVASD_MAX_IMAGE_BYTES", "10485760", "decoded size limit for image messages", i64("max-image-bytes", func(c *Config) *int64 { return &c.MaxImageBytes })},
+		{"snapshot-every", "CANVASD_SNAPSHOT_EVERY", "1000", "store a state snapshot every N commits", i64("snapshot-every", func(c *Config) *int64 { return &c.SnapshotEvery })},
+		{"heartbeat", "CANVASD_HEARTBEAT", "15s", "SSE heartbeat interval", dur("heartbeat", func(c *Config) *time.Duration { return &c.Heartbeat })},
+		{"shutdown-timeout", "CANVASD_SHUTDOWN_TIMEOUT", "10s", "how long shutdown waits for requests", dur("shutdown-timeout", func(c *Config) *time.Duration { return &c.ShutdownTimeout })},
+	}
+}
+
+// newFlagSet declares every setting as a flag writing into c.
+func newFlagSet(name string, c *Config, out io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(out)
+	for _, s := range settings() {
+		s := s
+		fs.Func(s.flag, fmt.Sprintf("%s (env %s, default %q)", s.help, s.env, s.def), func(v string) error { return s.set(c, v) })
+	}
+	return fs
+}
+
+// loadConfig applies defaults, then the environment, then flags, and
+// returns the remaining positional arguments.
+func loadConfig(name string, args []string, getenv func(string) string, out io.Writer) (Config, []string, error) {
+	var c Config
+	for _, s := range settings() {
+		v := s.def
+		if e := getenv(s.env); e != "" {
+			v = e
+		}
+		if err := s.set(&c, v); err != nil {
+			return Config{}, nil, usageError{fmt.Sprintf("%s: %v", s.env, err)}
+		}
+	}
+	fs := newFlagSet(name, &c, out)
+	if err := fs.Parse(args); err != nil {
+		return Config{}, nil, usageError{err.Error()}
+	}
+	if c.DatabaseURL != "" && !strings.HasPrefix(c.DatabaseURL, "postgres://") && !strings.HasPrefix(c.DatabaseURL, "postgresql://") {
+		return Config{}, nil, usageError{"--database-url must be empty (embedded store) or start with postgres://"}
+	}
+	return c, fs.Args(), nil
+}

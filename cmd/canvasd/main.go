@@ -1,0 +1,80 @@
+// Command canvasd is the canvas server: `canvasd serve` (the default),
+// `canvasd migrate`, `canvasd token create`, and the other subcommands of
+// ../shared/API.md "Start-up and configuration".
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	os.Exit(run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr))
+}
+
+const usage = `canvasd: a command-sourced canvas server for agents and people.
+
+Usage:
+  canvasd [serve] [flags]        run the server (default)
+  canvasd migrate [flags]        apply database migrations and exit
+  canvasd token create --role editor [--canvas ID]... [--actor-type agent] [--actor-id ID] [--name N]
+  canvasd help
+
+Flags (each also read from the environment variable shown):
+`
+
+// run is the testable entry point: it parses args and environment, runs the
+// subcommand until ctx ends, and returns the process exit code.
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+	sub := "serve"
+	if len(args) > 0 && args[0] != "" && args[0][0] != '-' {
+		sub, args = args[0], args[1:]
+	}
+	var err error
+	switch sub {
+	case "serve":
+		err = runServe(ctx, args, getenv, stdout, stderr)
+	case "migrate":
+		err = runMigrate(ctx, args, getenv, stdout, stderr)
+	case "token":
+		err = runToken(ctx, args, getenv, stdout, stderr)
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, usage)
+		newFlagSet("canvasd", &Config{}, stdout).PrintDefaults()
+		return 0
+	default:
+		if extra, ok := extraCommands()[sub]; ok {
+			err = extra(ctx, args, getenv, stdout, stderr)
+			break
+		}
+		fmt.Fprintf(stderr, "canvasd: unknown command %q; run `canvasd help`\n", sub)
+		return 2
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "canvasd %s: %v\n", sub, err)
+		if _, ok := err.(usageError); ok {
+			return 2
+		}
+		return 1
+	}
+	return 0
+}
+
+// usageError is a command-line mistake (exit code 2).
+type usageError struct{ msg string }
+
+func (e usageError) Error() string { return e.msg }
+
+// subcommand is the signature of every subcommand.
+type subcommand func(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error
+
+// extraCommands are the subcommands beyond serve, migrate and token.
+func extraCommands() map[string]subcommand {
+	return map[string]subcommand{}
+}

@@ -1,0 +1,134 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	canvasd "github.com/canvasd/canvasd"
+	"github.com/canvasd/canvasd/api"
+	"github.com/canvasd/canvasd/canvas"
+	"github.com/canvasd/canvasd/store"
+	"github.com/canvasd/canvasd/store/pgstore"
+	"github.com/canvasd/canvasd/store/sqlitestore"
+)
+
+// openStore opens the store the configuration names (running migrations).
+func openStore(ctx context.Context, c Config, log *slog.Logger) (store.Store, error) {
+	if c.DatabaseURL != "" {
+		return pgstore.Open(ctx, c.DatabaseURL, pgstore.WithLogger(log))
+	}
+	if err := os.MkdirAll(c.DataDir, 0o700); err != nil {
+		return nil, fmt.Errorf("creating data dir: %w", err)
+	}
+	return sqlitestore.Open(ctx, filepath.Join(c.DataDir, "canvasd.db"), sqlitestore.WithLogger(log))
+}
+
+func newLogger(c Config, w io.Writer) *slog.Logger {
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: c.LogLevel}))
+}
+
+func runServe(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	c, rest, err := loadConfig("canvasd serve", args, getenv, stderr)
+	if err != nil {
+		return err
+	}
+	if len(rest) > 0 {
+		return usageError{fmt.Sprintf("unexpected arguments %q", rest)}
+	}
+	log := newLogger(c, stderr)
+	st, err := openStore(ctx, c, log)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	if c.AdminToken == "" {
+		if err := ensureAdminToken(ctx, st, stdout); err != nil {
+			return err
+		}
+	}
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	metrics := api.NewMetrics(reg)
+	hub := api.NewHub(0, metrics.SubscriberDelta)
+	engine := store.NewEngine(st, store.EngineConfig{Logger: log, Publisher: hub, Observer: metrics, SnapshotEvery: c.SnapshotEvery})
+	if err := engine.Start(ctx); err != nil {
+		return err
+	}
+	defer engine.Stop()
+	srv, err := api.New(api.Config{Logger: log, Engine: engine, Store: st, Hub: hub, Metrics: metrics, Gatherer: reg,
+		AdminToken: c.AdminToken, MaxCommandBytes: c.MaxCommandBytes, Heartbeat: c.Heartbeat, OpenAPISpec: canvasd.Spec})
+	if err != nil {
+		return err
+	}
+
+	ln, err := net.Listen("tcp", c.Addr)
+	if err != nil {
+		return fmt.Errorf("listening on %s: %w", c.Addr, err)
+	}
+	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+	backend := "embedded SQLite in " + c.DataDir
+	if c.DatabaseURL != "" {
+		backend = "PostgreSQL"
+	}
+	log.Info("canvasd listening", "addr", "http://"+ln.Addr().String(), "store", backend)
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	log.Info("shutting down")
+	sctx, cancel := context.WithTimeout(context.Background(), c.ShutdownTimeout)
+	defer cancel()
+	// SSE streams never finish on their own: stop the engine's writers only after
+	// in-flight commands are answered, then close remaining connections.
+	if err := hs.Shutdown(sctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	_ = hs.Close()
+	return nil
+}
+
+// ensureAdminToken generates the admin token on first start, stores its hash
+// and prints the secret once. Later starts find it stored and print nothing.
+func ensureAdminToken(ctx context.Context, st store.Store, stdout io.Writer) error {
+	secret, hash := api.NewToken()
+	err := st.CreateToken(ctx, store.TokenRecord{Hash: hash, ActorID: api.AdminActorID, ActorType: canvas.ActorService,
+		Role: canvas.RoleAdmin, Canvases: []string{}, Name: "generated admin token", CreatedAt: time.Now().UTC()})
+	if errors.Is(err, canvas.ErrAlreadyExists) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("storing the generated admin token: %w", err)
+	}
+	fmt.Fprintf(stdout, "%s\nGenerated admin token (shown once; store it now):\n\n    %s\n\n%s\n",
+		strings.Repeat("=", 60), secret, strings.Repeat("=", 60))
+	return nil
+}
+
+func runMigrate(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	c, _, err := loadConfig("canvasd migrate", args, getenv, stderr)
+	if err != nil {
+		return err
+	}
+	st, err := openStore(ctx, c, newLogger(c, stderr)) // opening applies the migrations
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(stdout, "migrations applied")
+	return st.Close()
+}

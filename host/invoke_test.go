@@ -1,0 +1,200 @@
+package host
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/canvasd/canvasd/canvas"
+)
+
+func TestInvokeFirstAnswerWins(t *testing.T) {
+	h, _ := newTestHost(t, Config{})
+	b := NewBroker(h.HostDeliverer(nil))
+	sub := h.Hub().Subscribe("inv")
+	defer sub.Close()
+
+	var accepted atomic.Int32
+	go func() {
+		ev := <-sub.C
+		var req InvokeRequest
+		if err := json.Unmarshal(ev.Data, &req); err != nil || ev.Name != EventInvoke {
+			t.Errorf("event %s %s", ev.Name, ev.Data)
+			return
+		}
+		if _, err := b.Pending(req.InvokeID); err != nil {
+			t.Errorf("pending: %v", err)
+		}
+		var wg sync.WaitGroup
+		for i := 0; i < 8; i++ {
+			wg.Add(1)
+			go func(i int) {
+				defer wg.Done()
+				ok, err := b.Answer(req.InvokeID, Answer{OK: true, Result: json.RawMessage(itoa(i))})
+				if err != nil {
+					t.Errorf("answer %d: %v", i, err)
+				}
+				if ok {
+					accepted.Add(1)
+				}
+			}(i)
+		}
+		wg.Wait()
+	}()
+	a, err := b.Invoke(context.Background(), Target{HostSession: "inv"}, "eval", json.RawMessage(`{"js":"1+1"}`), 5*time.Second)
+	if err != nil || !a.OK || len(a.Result) == 0 {
+		t.Fatalf("invoke: %+v %v", a, err)
+	}
+	time.Sleep(20 * time.Millisecond)
+	if accepted.Load() != 1 {
+		t.Fatalf("%d answers accepted, want 1", accepted.Load())
+	}
+}
+
+func TestInvokeTimeouts(t *testing.T) {
+	h, _ := newTestHost(t, Config{})
+	b := NewBroker(h.HostDeliverer(nil))
+
+	// Nobody connected.
+	_, err := b.Invoke(context.Background(), Target{HostSession: "empty"}, "snapshot", nil, 30*time.Millisecond)
+	var te *InvokeTimeoutError
+	if !errors.As(err, &te) || te.Unconfirmed || te.Listeners != 0 || !errors.Is(err, ErrInvokeTimeout) {
+		t.Fatalf("no listener: %v", err)
+	}
+
+	// A browser connected but silent.
+	sub := h.Hub().Subscribe("quiet")
+	defer sub.Close()
+	start := time.Now()
+	_, err = b.Invoke(context.Background(), Target{HostSession: "quiet"}, "snapshot", nil, 50*time.Millisecond)
+	if !errors.As(err, &te) || !te.Unconfirmed || te.Listeners != 1 {
+		t.Fatalf("silent listener: %v", err)
+	}
+	if d := time.Since(start); d < 50*time.Millisecond || d > 2*time.Second {
+		t.Fatalf("waited %v", d)
+	}
+	ev := <-sub.C
+	var req InvokeRequest
+	_ = json.Unmarshal(ev.Data, &req)
+	if req.TimeoutMS != 50 || len(req.InvokeID) != 36 {
+		t.Fatalf("request %+v", req)
+	}
+	// A late answer is recognised and ignored; a made-up id is not found.
+	if ok, err := b.Answer(req.InvokeID, Answer{OK: true}); ok || err != nil {
+		t.Fatalf("late answer: %v %v", ok, err)
+	}
+	if _, err := b.Answer("inv_00000000000000000000000000000000", Answer{OK: true}); !errors.Is(err, canvas.ErrNotFound) {
+		t.Fatalf("unknown id: %v", err)
+	}
+	if _, err := b.Pending(req.InvokeID); !errors.Is(err, canvas.ErrNotFound) {
+		t.Fatalf("pending after timeout: %v", err)
+	}
+
+	// Context cancellation ends the wait.
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	if _, err := b.Invoke(ctx, Target{HostSession: "quiet"}, "snapshot", nil, time.Minute); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("ctx: %v", err)
+	}
+
+	// Bad requests.
+	for _, tc := range []struct {
+		t      Target
+		action string
+		pl     string
+	}{
+		{Target{}, "x", ""},
+		{Target{CanvasID: "c", HostSession: "s"}, "x", ""},
+		{Target{HostSession: "../x"}, "x", ""},
+		{Target{HostSession: "s"}, "", ""},
+		{Target{HostSession: "s"}, "x", "{bad"},
+	} {
+		if _, err := b.Invoke(context.Background(), tc.t, tc.action, json.RawMessage(tc.pl), time.Millisecond); !errors.Is(err, canvas.ErrInvalid) {
+			t.Errorf("%+v: %v", tc, err)
+		}
+	}
+	// Canvas targets without a canvas deliverer.
+	if _, err := b.Invoke(context.Background(), Target{CanvasID: "c1"}, "x", nil, time.Millisecond); !errors.Is(err, canvas.ErrNotFound) {
+		t.Fatalf("canvas target: %v", err)
+	}
+	// An answer with ok and error together is invalid.
+	if _, err := b.Answer("inv_x", Answer{OK: true, Error: json.RawMessage(`"e"`)}); !errors.Is(err, canvas.ErrInvalid) {
+		t.Fatalf("ok+error: %v", err)
+	}
+}
+
+func TestHubOverflowNeverBlocks(t *testing.T) {
+	hub := NewHub(4)
+	slow := hub.Subscribe("s")
+	fast := hub.Subscribe("s")
+	var got []Event
+	done := make(chan struct{})
+	go func() {
+		for ev := range fast.C {
+			got = append(got, ev)
+		}
+		close(done)
+	}()
+	start := time.Now()
+	for i := 0; i < 1000; i++ {
+		hub.Publish("s", Event{Name: "x", Data: json.RawMessage(itoa(i))})
+		if i%3 == 0 {
+			time.Sleep(time.Microsecond) // let the fast reader keep up
+		}
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Fatalf("publish took %v", d)
+	}
+	// The slow subscriber was ended with ErrOverflow; its channel is closed after its buffer.
+	n := 0
+	for range slow.C {
+		n++
+	}
+	if n != 4 || !errors.Is(slow.Err(), ErrOverflow) {
+		t.Fatalf("slow: %d buffered, err %v", n, slow.Err())
+	}
+	if hub.Count("s") > 1 {
+		t.Fatalf("count %d", hub.Count("s"))
+	}
+	fast.Close()
+	<-done
+	if fast.Err() == nil && len(got) > 0 {
+		// in order, no duplicates
+		for i := 1; i < len(got); i++ {
+			var a, b int
+			_ = json.Unmarshal(got[i-1].Data, &a)
+			_ = json.Unmarshal(got[i].Data, &b)
+			if b != a+1 {
+				t.Fatalf("out of order: %d then %d", a, b)
+			}
+		}
+	}
+	hub.CloseAll()
+	if s := hub.Subscribe("s"); !errors.Is(s.Err(), ErrHubClosed) {
+		t.Fatal("subscribe after CloseAll is live")
+	}
+}
+
+func TestPresentValidation(t *testing.T) {
+	h, _ := newTestHost(t, Config{})
+	sub := h.Hub().Subscribe("p")
+	defer sub.Close()
+	w := 300.0
+	if n, err := h.Present("p", Presentation{Action: PresentNavigate, Path: "yolo/", Placement: &Placement{Width: &w}}); err != nil || n != 1 {
+		t.Fatalf("present: %d %v", n, err)
+	}
+	ev := <-sub.C
+	if ev.Name != EventPresent || string(ev.Data) != `{"action":"navigate","path":"yolo/","placement":{"width":300}}` {
+		t.Fatalf("event %s %s", ev.Name, ev.Data)
+	}
+	neg := -1.0
+	for _, p := range []Presentation{{Action: "explode"}, {Action: PresentNavigate}, {Action: PresentNavigate, Path: "../x"}, {Action: PresentShow, Placement: &Placement{Height: &neg}}} {
+		if _, err := h.Present("p", p); !errors.Is(err, canvas.ErrUnprocessable) {
+			t.Errorf("%+v: %v", p, err)
+		}
+	}
+}

@@ -1,0 +1,311 @@
+package reducer
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"math"
+
+	"github.com/canvasd/canvasd/canvas"
+)
+
+// Apply applies commit c's changes to s, in order, and sets s.Rev = c.Rev.
+// Every node a change touches gets updated_rev = c.Rev and updated_by =
+// c.ActorID (edges: updated_rev); a put that creates an entity sets its
+// created_rev / created_by the same way; a delete leaves the tombstone
+// Tombstones[ref] = c.Rev and a put removes one. c.Rev must be above s.Rev.
+//
+// Apply is all-or-nothing: on error (a change naming a missing entity, a
+// malformed value or patch) s is left as it was. Entities are replaced, not
+// modified in place, so a *Node or *Edge read from s before Apply keeps its
+// old value. Apply never keeps references into c.
+func Apply(s *canvas.State, c *canvas.Commit) error {
+	if c.Rev <= s.Rev {
+		return fmt.Errorf("reducer: apply commit rev %d onto state at rev %d: %w", c.Rev, s.Rev, canvas.ErrInvalid)
+	}
+	if s.Nodes == nil {
+		s.Nodes = map[string]*canvas.Node{}
+	}
+	if s.Edges == nil {
+		s.Edges = map[string]*canvas.Edge{}
+	}
+	if s.Tombstones == nil {
+		s.Tombstones = map[canvas.Ref]int64{}
+	}
+	a := applier{s: s, c: c}
+	for i := range c.Changes {
+		if err := a.change(&c.Changes[i]); err != nil {
+			a.rollback()
+			return fmt.Errorf("reducer: apply rev %d change %d (%s %s %q): %w", c.Rev, i, c.Changes[i].Op, c.Changes[i].Kind, c.Changes[i].ID, err)
+		}
+	}
+	s.Rev = c.Rev
+	return nil
+}
+
+// saved is the prior value of one entity, for rollback.
+type saved struct {
+	ref       canvas.Ref
+	node      *canvas.Node
+	edge      *canvas.Edge
+	tomb      int64
+	hadTomb   bool
+	hadEntity bool
+}
+
+type applier struct {
+	s    *canvas.State
+	c    *canvas.Commit
+	undo []saved
+}
+
+func (a *applier) save(ref canvas.Ref) {
+	for i := range a.undo {
+		if a.undo[i].ref == ref {
+			return
+		}
+	}
+	sv := saved{ref: ref}
+	sv.tomb, sv.hadTomb = a.s.Tombstones[ref]
+	if ref.Kind == canvas.KindNode {
+		sv.node, sv.hadEntity = a.s.Nodes[ref.ID]
+	} else {
+		sv.edge, sv.hadEntity = a.s.Edges[ref.ID]
+	}
+	a.undo = append(a.undo, sv)
+}
+
+func (a *applier) rollback() {
+	for i := len(a.undo) - 1; i >= 0; i-- {
+		sv := a.undo[i]
+		if sv.hadTomb {
+			a.s.Tombstones[sv.ref] = sv.tomb
+		} else {
+			delete(a.s.Tombstones, sv.ref)
+		}
+		switch {
+		case sv.ref.Kind == canvas.KindNode && sv.hadEntity:
+			a.s.Nodes[sv.ref.ID] = sv.node
+		case sv.ref.Kind == canvas.KindNode:
+			delete(a.s.Nodes, sv.ref.ID)
+		case sv.hadEntity:
+			a.s.Edges[sv.ref.ID] = sv.edge
+		default:
+			delete(a.s.Edges, sv.ref.ID)
+		}
+	}
+}
+
+func (a *applier) change(ch *canvas.Change) error {
+	ref := canvas.Ref{Kind: ch.Kind, ID: ch.ID}
+	if ch.ID == "" {
+		return fmt.Errorf("change without an id: %w", canvas.ErrInvalid)
+	}
+	switch ch.Kind {
+	case canvas.KindNode:
+		return a.nodeChange(ref, ch)
+	case canvas.KindEdge:
+		return a.edgeChange(ref, ch)
+	}
+	return fmt.Errorf("unknown change kind %q: %w", ch.Kind, canvas.ErrInvalid)
+}
+
+func (a *applier) nodeChange(ref canvas.Ref, ch *canvas.Change) error {
+	s, c := a.s, a.c
+	old, exists := s.Nodes[ch.ID]
+	switch ch.Op {
+	case canvas.OpPut:
+		var n canvas.Node
+		if err := json.Unmarshal(ch.Value, &n); err != nil {
+			return fmt.Errorf("node value: %v: %w", err, canvas.ErrInvalid)
+		}
+		if n.ID != ch.ID {
+			return fmt.Errorf("node value has id %q: %w", n.ID, canvas.ErrInvalid)
+		}
+		if !finite(n.X, n.Y, n.W, n.H, n.Rotation) {
+			return fmt.Errorf("node value has non-finite geometry: %w", canvas.ErrInvalid)
+		}
+		if !exists {
+			n.CreatedRev, n.CreatedBy = c.Rev, c.ActorID
+		}
+		n.UpdatedRev, n.UpdatedBy = c.Rev, c.ActorID
+		a.save(ref)
+		s.Nodes[ch.ID] = &n
+		delete(s.Tombstones, ref)
+	case canvas.OpPatch:
+		if !exists {
+			return fmt.Errorf("patch of a missing node: %w", canvas.ErrNotFound)
+		}
+		n := *old
+		if err := patchNode(&n, ch.Patch); err != nil {
+			return err
+		}
+		n.UpdatedRev, n.UpdatedBy = c.Rev, c.ActorID
+		a.save(ref)
+		s.Nodes[ch.ID] = &n
+	case canvas.OpEdit:
+		if !exists {
+			return fmt.Errorf("edit of a missing node: %w", canvas.ErrNotFound)
+		}
+		n := *old
+		n.Props = maps.Clone(old.Props)
+		if _, err := ApplyEditChange(&n, ch.Edit); err != nil {
+			return err
+		}
+		n.UpdatedRev, n.UpdatedBy = c.Rev, c.ActorID
+		a.save(ref)
+		s.Nodes[ch.ID] = &n
+	case canvas.OpDelete:
+		if !exists {
+			return fmt.Errorf("delete of a missing node: %w", canvas.ErrNotFound)
+		}
+		a.save(ref)
+		delete(s.Nodes, ch.ID)
+		s.Tombstones[ref] = c.Rev
+	default:
+		return fmt.Errorf("unknown op %q: %w", ch.Op, canvas.ErrInvalid)
+	}
+	return nil
+}
+
+func (a *applier) edgeChange(ref canvas.Ref, ch *canvas.Change) error {
+	s, c := a.s, a.c
+	old, exists := s.Edges[ch.ID]
+	switch ch.Op {
+	case canvas.OpPut:
+		var e canvas.Edge
+		if err := json.Unmarshal(ch.Value, &e); err != nil {
+			return fmt.Errorf("edge value: %v: %w", err, canvas.ErrInvalid)
+		}
+		if e.ID != ch.ID {
+			return fmt.Errorf("edge value has id %q: %w", e.ID, canvas.ErrInvalid)
+		}
+		if !exists {
+			e.CreatedRev, e.CreatedBy = c.Rev, c.ActorID
+		}
+		e.UpdatedRev = c.Rev
+		a.save(ref)
+		s.Edges[ch.ID] = &e
+		delete(s.Tombstones, ref)
+	case canvas.OpPatch:
+		if !exists {
+			return fmt.Errorf("patch of a missing edge: %w", canvas.ErrNotFound)
+		}
+		e := *old
+		if err := patchEdge(&e, ch.Patch); err != nil {
+			return err
+		}
+		e.UpdatedRev = c.Rev
+		a.save(ref)
+		s.Edges[ch.ID] = &e
+	case canvas.OpDelete:
+		if !exists {
+			return fmt.Errorf("delete of a missing edge: %w", canvas.ErrNotFound)
+		}
+		a.save(ref)
+		delete(s.Edges, ch.ID)
+		s.Tombstones[ref] = c.Rev
+	default:
+		return fmt.Errorf("unknown op %q on an edge: %w", ch.Op, canvas.ErrInvalid)
+	}
+	return nil
+}
+
+// patchNode applies a node patch to n (a private copy).
+func patchNode(n *canvas.Node, p map[string]any) error {
+	for k, v := range p {
+		var err error
+		switch k {
+		case "type":
+			n.Type, err = patchString(k, v)
+		case "name":
+			n.Name, err = patchString(k, v)
+		case "parent_id":
+			n.ParentID, err = patchString(k, v)
+		case "index":
+			n.Index, err = patchString(k, v)
+		case "x":
+			n.X, err = patchNumber(k, v)
+		case "y":
+			n.Y, err = patchNumber(k, v)
+		case "w":
+			n.W, err = patchNumber(k, v)
+		case "h":
+			n.H, err = patchNumber(k, v)
+		case "rotation":
+			n.Rotation, err = patchNumber(k, v)
+		case "props":
+			n.Props, err = patchProps(n.Props, v)
+		default:
+			err = fmt.Errorf("patch field %q is not a patchable node field: %w", k, canvas.ErrInvalid)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// patchEdge applies an edge patch to e (a private copy).
+func patchEdge(e *canvas.Edge, p map[string]any) error {
+	for k, v := range p {
+		var err error
+		switch k {
+		case "from":
+			e.From, err = patchString(k, v)
+		case "to":
+			e.To, err = patchString(k, v)
+		case "type":
+			e.Type, err = patchString(k, v)
+		case "props":
+			e.Props, err = patchProps(e.Props, v)
+		default:
+			err = fmt.Errorf("patch field %q is not a patchable edge field: %w", k, canvas.ErrInvalid)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func patchString(k string, v any) (string, error) {
+	s, ok := v.(string)
+	if !ok {
+		return "", fmt.Errorf("patch field %q must be a string, got %T: %w", k, v, canvas.ErrInvalid)
+	}
+	return s, nil
+}
+
+func patchNumber(k string, v any) (float64, error) {
+	var f float64
+	switch t := v.(type) {
+	case float64:
+		f = t
+	case json.Number:
+		var err error
+		if f, err = t.Float64(); err != nil {
+			return 0, fmt.Errorf("patch field %q: %v: %w", k, err, canvas.ErrInvalid)
+		}
+	case int:
+		f = float64(t)
+	case int64:
+		f = float64(t)
+	default:
+		return 0, fmt.Errorf("patch field %q must be a number, got %T: %w", k, v, canvas.ErrInvalid)
+	}
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return 0, fmt.Errorf("patch field %q is not finite: %w", k, canvas.ErrInvalid)
+	}
+	return f, nil
+}
+
+func patchProps(old map[string]any, v any) (map[string]any, error) {
+	switch t := v.(type) {
+	case map[string]any:
+		return mergeProps(old, t), nil
+	case nil:
+		return map[string]any{}, nil
+	}
+	return nil, fmt.Errorf("patch field \"props\" must be an object (a JSON merge patch), got %T: %w", v, canvas.ErrInvalid)
+}

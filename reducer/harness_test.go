@@ -1,0 +1,182 @@
+package reducer
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/canvasd/canvasd/canvas"
+)
+
+// rh is a test harness: a live state and its log, driven through Decide and Apply.
+type rh struct {
+	t   testing.TB
+	s   *canvas.State
+	log []canvas.Commit
+}
+
+func newRH(t testing.TB) *rh { return &rh{t: t, s: canvas.NewState()} }
+
+func rhCommand(s *canvas.State, typ, args string) canvas.Command {
+	rev := s.Rev + 1
+	return canvas.Command{CanvasID: "c1", ID: fmt.Sprintf("cmd%d", rev), Type: typ, Args: json.RawMessage(args),
+		Actor: canvas.Actor{ID: "user-1", Type: canvas.ActorHuman}, Rev: rev, BaseRev: s.Rev,
+		TS: time.Unix(1700000000, 0).UTC(), Seed: fmt.Sprintf("s%d", rev)}
+}
+
+// try decides a command; on success it applies the commit and logs it.
+// It checks that Decide left the state untouched either way.
+func (h *rh) try(typ, args string) (Decision, error) {
+	h.t.Helper()
+	before := h.s.Clone()
+	cmd := rhCommand(h.s, typ, args)
+	dec, err := Decide(h.s, cmd)
+	if !reflect.DeepEqual(before, h.s) {
+		h.t.Fatalf("Decide(%s %s) modified its input state", typ, args)
+	}
+	if err != nil {
+		var fe *canvas.FieldError
+		if !errors.As(err, &fe) || !errors.Is(err, canvas.ErrUnprocessable) {
+			h.t.Fatalf("Decide(%s %s) error %v is not an Unprocessable FieldError", typ, args, err)
+		}
+		return dec, err
+	}
+	c := canvas.Commit{CanvasID: "c1", EventID: fmt.Sprintf("%d-x", cmd.Rev), Rev: cmd.Rev, CmdID: cmd.ID,
+		Type: typ, Args: cmd.Args, ActorID: cmd.Actor.ID, ActorType: cmd.Actor.Type, TS: cmd.TS, Changes: dec.Changes}
+	if err := Apply(h.s, &c); err != nil {
+		h.t.Fatalf("Apply(%s %s): %v", typ, args, err)
+	}
+	h.log = append(h.log, c)
+	return dec, nil
+}
+
+func (h *rh) do(typ, args string) Decision {
+	h.t.Helper()
+	dec, err := h.try(typ, args)
+	if err != nil {
+		h.t.Fatalf("%s %s: %v", typ, args, err)
+	}
+	return dec
+}
+
+func (h *rh) node(id string) *canvas.Node {
+	h.t.Helper()
+	n, ok := h.s.Nodes[id]
+	if !ok {
+		h.t.Fatalf("no node %q", id)
+	}
+	return n
+}
+
+// geo is a node's geometry for compact comparisons.
+type geo struct{ X, Y, W, H, R float64 }
+
+func geoOf(n *canvas.Node) geo { return geo{n.X, n.Y, n.W, n.H, n.Rotation} }
+
+func (h *rh) geo(id string) geo { return geoOf(h.node(id)) }
+
+// box creates a geo node with an explicit id and geometry.
+func (h *rh) box(id string, x, y, w, hh float64) {
+	h.t.Helper()
+	h.do("create_shape", fmt.Sprintf(`{"id":%q,"type":"geo","x":%v,"y":%v,"w":%v,"h":%v}`, id, x, y, w, hh))
+}
+
+func jsonOf(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
+}
+
+// checkInvariants asserts the structural invariants every reducer-made state keeps.
+func checkInvariants(t testing.TB, s *canvas.State) {
+	t.Helper()
+	kids := map[string][]*canvas.Node{}
+	keys := map[string]string{}
+	for id, n := range s.Nodes {
+		if n.ID != id {
+			t.Fatalf("node key %q holds id %q", id, n.ID)
+		}
+		if !ValidIndexKey(n.Index) {
+			t.Fatalf("node %q has invalid index %q", id, n.Index)
+		}
+		if other, dup := keys[n.Index]; dup {
+			t.Fatalf("nodes %q and %q share index %q", id, other, n.Index)
+		}
+		keys[n.Index] = id
+		if !finite(n.X, n.Y, n.W, n.H, n.Rotation) || n.W < 0 || n.H < 0 {
+			t.Fatalf("node %q has bad geometry %+v", id, geoOf(n))
+		}
+		if n.Props == nil {
+			t.Fatalf("node %q has nil props", id)
+		}
+		if n.ParentID != "" {
+			p, ok := s.Nodes[n.ParentID]
+			if !ok || !isContainer(p) {
+				t.Fatalf("node %q has parent %q that is missing or not a container", id, n.ParentID)
+			}
+			kids[n.ParentID] = append(kids[n.ParentID], n)
+		}
+		if _, ok := s.Tombstones[nodeRef(id)]; ok {
+			t.Fatalf("live node %q has a tombstone", id)
+		}
+	}
+	for id, n := range s.Nodes {
+		if n.Type != "group" {
+			continue
+		}
+		if len(kids[id]) == 0 {
+			t.Fatalf("group %q has no children", id)
+		}
+		r := bounds(kids[id][0])
+		for _, k := range kids[id][1:] {
+			r = r.union(bounds(k))
+		}
+		if n.X != r.minX || n.Y != r.minY || n.W != r.w() || n.H != r.h() || n.Rotation != 0 {
+			t.Fatalf("group %q geometry %+v, children's union %+v", id, geoOf(n), r)
+		}
+	}
+	for id, e := range s.Edges {
+		if _, ok := s.Nodes[e.From]; !ok {
+			t.Fatalf("edge %q from missing node %q", id, e.From)
+		}
+		if _, ok := s.Nodes[e.To]; !ok {
+			t.Fatalf("edge %q to missing node %q", id, e.To)
+		}
+		if _, ok := s.Tombstones[edgeRef(id)]; ok {
+			t.Fatalf("live edge %q has a tombstone", id)
+		}
+	}
+}
+
+// zOrder returns node ids in z-order.
+func zOrder(s *canvas.State) string {
+	var ids []string
+	for _, n := range s.SortedNodes() {
+		ids = append(ids, n.ID)
+	}
+	return strings.Join(ids, " ")
+}
+
+func changeSummary(chs []canvas.Change) string {
+	var out []string
+	for _, c := range chs {
+		s := string(c.Op) + " " + string(c.Kind) + " " + c.ID
+		if c.Op == canvas.OpPatch {
+			var ks []string
+			for k := range c.Patch {
+				ks = append(ks, k)
+			}
+			sort.Strings(ks)
+			s += " " + strings.Join(ks, ",")
+		}
+		out = append(out, s)
+	}
+	return strings.Join(out, "; ")
+}

@@ -1,0 +1,441 @@
+package reducer
+
+import (
+	"encoding/json"
+	"strings"
+
+	"github.com/canvasd/canvasd/canvas"
+)
+
+// Limits on free-form strings of nodes and edges.
+const (
+	maxNameLen     = 1024
+	maxEdgeTypeLen = 64
+)
+
+// Default sizes of created nodes: TLDraw's notes are 200×200.
+const (
+	defaultSize     = 100.0
+	defaultNoteSize = 200.0
+)
+
+type transformArgs struct {
+	X        *float64 `json:"x"`
+	Y        *float64 `json:"y"`
+	W        *float64 `json:"w"`
+	H        *float64 `json:"h"`
+	Rotation *float64 `json:"rotation"`
+}
+
+type createNodeArgs struct {
+	ID        string         `json:"id"`
+	Name      string         `json:"name"`
+	Type      string         `json:"type"`
+	Transform *transformArgs `json:"transform"`
+	ParentID  string         `json:"parent_id"`
+	Props     map[string]any `json:"props"`
+}
+
+type createShapeArgs struct {
+	ID       string         `json:"id"`
+	Type     string         `json:"type"`
+	X        *float64       `json:"x"`
+	Y        *float64       `json:"y"`
+	W        *float64       `json:"w"`
+	H        *float64       `json:"h"`
+	Rotation *float64       `json:"rotation"`
+	ParentID string         `json:"parent_id"`
+	Name     string         `json:"name"`
+	Props    map[string]any `json:"props"`
+}
+
+type updateNodeArgs struct {
+	ID        string         `json:"id"`
+	Name      *string        `json:"name"`
+	Transform *transformArgs `json:"transform"`
+	Props     map[string]any `json:"props"`
+}
+
+type updateShapeArgs struct {
+	ID       string         `json:"id"`
+	X        *float64       `json:"x"`
+	Y        *float64       `json:"y"`
+	W        *float64       `json:"w"`
+	H        *float64       `json:"h"`
+	Rotation *float64       `json:"rotation"`
+	Name     *string        `json:"name"`
+	Props    map[string]any `json:"props"`
+}
+
+type idArgs struct {
+	ID string `json:"id"`
+}
+
+type idsArgs struct {
+	IDs []string `json:"ids"`
+}
+
+type createEdgeArgs struct {
+	ID    string         `json:"id"`
+	From  string         `json:"from"`
+	To    string         `json:"to"`
+	Type  string         `json:"type"`
+	Props map[string]any `json:"props"`
+}
+
+type updateEdgeArgs struct {
+	ID    string         `json:"id"`
+	Props map[string]any `json:"props"`
+}
+
+// nodeSpec is a node to create; geo names the prefix of the geometry fields
+// in error messages ("args.transform." or "args.").
+type nodeSpec struct {
+	id, typ, name, parent string
+	x, y                  float64
+	w, h, rot             *float64
+	props                 map[string]any
+	geo                   string
+}
+
+func (t *tx) createNode(sp nodeSpec) error {
+	if sp.id != "" {
+		t.touch(nodeRef(sp.id))
+	}
+	if !canvas.ValidNodeType(sp.typ) {
+		return enumError("args.type", sp.typ, canvas.NodeTypes...)
+	}
+	if sp.typ == "group" {
+		return canvas.Unprocessable("args.type", "groups are made with the group command {ids, group_id?} from existing shapes")
+	}
+	if len(sp.name) > maxNameLen {
+		return canvas.Unprocessable("args.name", "is longer than %d bytes", maxNameLen)
+	}
+	size := defaultSize
+	if sp.typ == "note" {
+		size = defaultNoteSize
+	}
+	w, h, rot := size, size, 0.0
+	if sp.w != nil {
+		w = *sp.w
+	}
+	if sp.h != nil {
+		h = *sp.h
+	}
+	if w < 0 {
+		return canvas.Unprocessable(sp.geo+"w", "must be ≥ 0, got %v", w)
+	}
+	if h < 0 {
+		return canvas.Unprocessable(sp.geo+"h", "must be ≥ 0, got %v", h)
+	}
+	if sp.rot != nil {
+		rot = normRotation(*sp.rot)
+	}
+	id := sp.id
+	if id != "" {
+		if err := canvas.ValidateID("args.id", id); err != nil {
+			return err
+		}
+		if _, ok := t.getNode(id); ok {
+			return canvas.Unprocessable("args.id", "a node with id %q already exists; use update_node or another id", id)
+		}
+	}
+	if sp.parent != "" {
+		p, err := t.needNode("args.parent_id", sp.parent)
+		if err != nil {
+			return err
+		}
+		if !isContainer(p) {
+			return canvas.Unprocessable("args.parent_id", "node %q is a %q; only group and frame nodes hold children", p.ID, p.Type)
+		}
+	}
+	keys, err := t.frontKeys(1)
+	if err != nil {
+		return canvas.Unprocessable("args", "cannot place the node in z-order: %v", err)
+	}
+	if id == "" {
+		id = t.mintNodeID()
+	}
+	t.addNode(&canvas.Node{ID: id, Type: sp.typ, Name: sp.name, ParentID: sp.parent,
+		X: sp.x, Y: sp.y, W: w, H: h, Rotation: rot, Index: keys[0], Props: stripNulls(sp.props)})
+	t.created = append(t.created, id)
+	return nil
+}
+
+// decideCreateNode: create_node {id?, name, type (default "geo"), transform {x, y, w, h, rotation}, parent_id?, props?}.
+func decideCreateNode(t *tx, args json.RawMessage) error {
+	var a createNodeArgs
+	if err := decodeArgs(args, &a); err != nil {
+		return err
+	}
+	sp := nodeSpec{id: a.ID, typ: a.Type, name: a.Name, parent: a.ParentID, props: a.Props, geo: "args.transform."}
+	if sp.typ == "" {
+		sp.typ = "geo"
+	}
+	if tr := a.Transform; tr != nil {
+		if tr.X != nil {
+			sp.x = *tr.X
+		}
+		if tr.Y != nil {
+			sp.y = *tr.Y
+		}
+		sp.w, sp.h, sp.rot = tr.W, tr.H, tr.Rotation
+	}
+	return t.createNode(sp)
+}
+
+// decideCreateShape: create_shape {id?, type, x, y, w?, h?, rotation?, parent_id?, name?, props?}.
+func decideCreateShape(t *tx, args json.RawMessage) error {
+	var a createShapeArgs
+	if err := decodeArgs(args, &a); err != nil {
+		return err
+	}
+	if a.Type == "" {
+		return enumError("args.type", "", canvas.NodeTypes...)
+	}
+	if a.X == nil {
+		return canvas.Unprocessable("args.x", "is required: the page x of the shape's top-left corner")
+	}
+	if a.Y == nil {
+		return canvas.Unprocessable("args.y", "is required: the page y of the shape's top-left corner")
+	}
+	return t.createNode(nodeSpec{id: a.ID, typ: a.Type, name: a.Name, parent: a.ParentID, props: a.Props,
+		x: *a.X, y: *a.Y, w: a.W, h: a.H, rot: a.Rotation, geo: "args."})
+}
+
+// geomUpdate is a partial set of a node's geometry fields.
+type geomUpdate struct {
+	x, y, w, h, rot *float64
+	prefix          string // field prefix for errors
+}
+
+// updateNode changes name, geometry and props of an existing node.
+func (t *tx) updateNode(id string, name *string, g geomUpdate, props map[string]any) error {
+	n, err := t.needNode("args.id", id)
+	if err != nil {
+		return err
+	}
+	if name != nil && *name != n.Name {
+		if len(*name) > maxNameLen {
+			return canvas.Unprocessable("args.name", "is longer than %d bytes", maxNameLen)
+		}
+		t.editNode(id).Name = *name
+	}
+	if err := t.setGeometry(id, g); err != nil {
+		return err
+	}
+	if len(props) > 0 {
+		cur, _ := t.getNode(id)
+		merged := mergeProps(cur.Props, props)
+		if mergeDiff(cur.Props, merged) != nil {
+			t.editNode(id).Props = merged
+		}
+	}
+	return nil
+}
+
+// setGeometry sets the given geometry fields of node id. A group moves and
+// scales its contents (its own bounds follow them; its rotation stays 0); a
+// frame moves and rotates its contents with it.
+func (t *tx) setGeometry(id string, g geomUpdate) error {
+	if g.x == nil && g.y == nil && g.w == nil && g.h == nil && g.rot == nil {
+		return nil
+	}
+	if g.w != nil && *g.w < 0 {
+		return canvas.Unprocessable(g.prefix+"w", "must be ≥ 0, got %v", *g.w)
+	}
+	if g.h != nil && *g.h < 0 {
+		return canvas.Unprocessable(g.prefix+"h", "must be ≥ 0, got %v", *g.h)
+	}
+	n, _ := t.getNode(id)
+	dx, dy := 0.0, 0.0
+	if g.x != nil {
+		dx = *g.x - n.X
+	}
+	if g.y != nil {
+		dy = *g.y - n.Y
+	}
+	if n.Type == "group" {
+		if g.rot != nil && normRotation(*g.rot) != 0 {
+			return canvas.Unprocessable(g.prefix+"rotation", "a group's own rotation stays 0; turn its contents with the rotate command {ids, degrees}")
+		}
+		sx, sy := 1.0, 1.0
+		if g.w != nil && *g.w != n.W {
+			if n.W == 0 {
+				return canvas.Unprocessable(g.prefix+"w", "group %q has zero width and cannot be stretched", id)
+			}
+			sx = *g.w / n.W
+		}
+		if g.h != nil && *g.h != n.H {
+			if n.H == 0 {
+				return canvas.Unprocessable(g.prefix+"h", "group %q has zero height and cannot be stretched", id)
+			}
+			sy = *g.h / n.H
+		}
+		ox, oy := n.X+dx, n.Y+dy
+		t.transformTrees([]string{id}, func(m *canvas.Node) {
+			m.X, m.Y = m.X+dx, m.Y+dy
+			if sx != 1 || sy != 1 {
+				m.X, m.Y = ox+(m.X-ox)*sx, oy+(m.Y-oy)*sy
+				m.W, m.H = m.W*sx, m.H*sy
+			}
+		})
+		return nil
+	}
+	rot := n.Rotation
+	if g.rot != nil {
+		rot = normRotation(*g.rot)
+	}
+	if n.Type == "frame" && (dx != 0 || dy != 0 || rot != n.Rotation) {
+		// The contents follow the frame: translate, then turn about its new corner.
+		ox, oy := n.X+dx, n.Y+dy
+		delta := normRotation(rot - n.Rotation)
+		s, c := sincos(delta)
+		kids := append([]string(nil), t.children(id)...)
+		t.transformTrees(kids, func(m *canvas.Node) {
+			m.X, m.Y = m.X+dx, m.Y+dy
+			if delta != 0 {
+				m.X, m.Y = rotatePoint(m.X, m.Y, ox, oy, s, c)
+				if m.Type != "group" {
+					m.Rotation = normRotation(m.Rotation + delta)
+				}
+			}
+		})
+	}
+	m := t.editNode(id)
+	m.X, m.Y, m.Rotation = n.X+dx, n.Y+dy, rot
+	if g.w != nil {
+		m.W = *g.w
+	}
+	if g.h != nil {
+		m.H = *g.h
+	}
+	t.markDirty(m.ParentID)
+	return nil
+}
+
+// decideUpdateNode: update_node {id, name?, transform?, props?} (props merge as a JSON merge patch).
+func decideUpdateNode(t *tx, args json.RawMessage) error {
+	var a updateNodeArgs
+	if err := decodeArgs(args, &a); err != nil {
+		return err
+	}
+	g := geomUpdate{prefix: "args.transform."}
+	if tr := a.Transform; tr != nil {
+		g.x, g.y, g.w, g.h, g.rot = tr.X, tr.Y, tr.W, tr.H, tr.Rotation
+	}
+	return t.updateNode(a.ID, a.Name, g, a.Props)
+}
+
+// decideUpdateShape: update_shape {id, x?, y?, w?, h?, rotation?, name?, props?}.
+func decideUpdateShape(t *tx, args json.RawMessage) error {
+	var a updateShapeArgs
+	if err := decodeArgs(args, &a); err != nil {
+		return err
+	}
+	return t.updateNode(a.ID, a.Name, geomUpdate{x: a.X, y: a.Y, w: a.W, h: a.H, rot: a.Rotation, prefix: "args."}, a.Props)
+}
+
+// decideDeleteNode: delete_node {id}; deletes descendants and every edge touching a deleted node.
+func decideDeleteNode(t *tx, args json.RawMessage) error {
+	var a idArgs
+	if err := decodeArgs(args, &a); err != nil {
+		return err
+	}
+	if _, err := t.needNode("args.id", a.ID); err != nil {
+		return err
+	}
+	t.deleteTree(a.ID)
+	return nil
+}
+
+// decideDeleteShape: delete_shape {ids}.
+func decideDeleteShape(t *tx, args json.RawMessage) error {
+	var a idsArgs
+	if err := decodeArgs(args, &a); err != nil {
+		return err
+	}
+	if err := t.selection(a.IDs); err != nil {
+		return err
+	}
+	for _, id := range a.IDs {
+		t.deleteTree(id)
+	}
+	return nil
+}
+
+// decideCreateEdge: create_edge {id?, from, to, type? (default "arrow"), props?}.
+func decideCreateEdge(t *tx, args json.RawMessage) error {
+	var a createEdgeArgs
+	if err := decodeArgs(args, &a); err != nil {
+		return err
+	}
+	if a.ID != "" {
+		t.touch(edgeRef(a.ID))
+	}
+	if a.From != "" {
+		t.touch(nodeRef(a.From))
+	}
+	if a.To != "" {
+		t.touch(nodeRef(a.To))
+	}
+	if _, err := t.needNode("args.from", a.From); err != nil {
+		return err
+	}
+	if _, err := t.needNode("args.to", a.To); err != nil {
+		return err
+	}
+	typ := a.Type
+	if typ == "" {
+		typ = "arrow"
+	}
+	if len(typ) > maxEdgeTypeLen || strings.ContainsAny(typ, "\r\n\x00") {
+		return canvas.Unprocessable("args.type", "must be at most %d characters on one line", maxEdgeTypeLen)
+	}
+	id := a.ID
+	if id != "" {
+		if err := canvas.ValidateID("args.id", id); err != nil {
+			return err
+		}
+		if _, ok := t.getEdge(id); ok {
+			return canvas.Unprocessable("args.id", "an edge with id %q already exists; use update_edge or another id", id)
+		}
+	} else {
+		id = t.mintEdgeID()
+	}
+	t.addEdge(&canvas.Edge{ID: id, From: a.From, To: a.To, Type: typ, Props: stripNulls(a.Props)})
+	t.created = append(t.created, id)
+	return nil
+}
+
+// decideUpdateEdge: update_edge {id, props} (a JSON merge patch).
+func decideUpdateEdge(t *tx, args json.RawMessage) error {
+	var a updateEdgeArgs
+	if err := decodeArgs(args, &a); err != nil {
+		return err
+	}
+	e, err := t.needEdge("args.id", a.ID)
+	if err != nil {
+		return err
+	}
+	if len(a.Props) > 0 {
+		merged := mergeProps(e.Props, a.Props)
+		if mergeDiff(e.Props, merged) != nil {
+			t.editEdge(a.ID).Props = merged
+		}
+	}
+	return nil
+}
+
+// decideDeleteEdge: delete_edge {id}.
+func decideDeleteEdge(t *tx, args json.RawMessage) error {
+	var a idArgs
+	if err := decodeArgs(args, &a); err != nil {
+		return err
+	}
+	if _, err := t.needEdge("args.id", a.ID); err != nil {
+		return err
+	}
+	t.deleteEdge(a.ID)
+	return nil
+}

@@ -1,0 +1,326 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/canvasd/canvasd/canvas"
+	"github.com/canvasd/canvasd/reducer"
+)
+
+// Publisher receives every commit of every live canvas, per canvas in
+// revision order, gap-free. Publish must not block.
+type Publisher interface {
+	Publish(c *canvas.Commit)
+}
+
+// Observer receives engine measurements (Prometheus in the api package). Nil is allowed.
+type Observer interface {
+	// CommandDone is called once per command: its type, its outcome
+	// ("applied", "conflict", "rejected", "replayed", "error") and the time spent.
+	CommandDone(cmdType, outcome string, d time.Duration)
+}
+
+// EngineConfig configures an Engine. Zero values take the defaults noted.
+type EngineConfig struct {
+	Logger        *slog.Logger
+	Publisher     Publisher
+	Observer      Observer
+	SnapshotEvery int64            // store a state snapshot every N commits (default 1000)
+	RecentCommits int              // commits kept in memory per canvas for resume and recovery_ops (default 4096)
+	MaxGroup      int              // commands committed together in one Append (default 256)
+	Now           func() time.Time // default time.Now
+}
+
+// Response is the exact HTTP answer to a command or batch: a status (200,
+// 409 or 422) and its JSON body, and whether it is a stored idempotent replay.
+type Response struct {
+	Status   int
+	Body     []byte
+	Replayed bool
+}
+
+// Engine is the one path every write takes: per canvas it keeps the
+// materialized state in memory, decides commands with the reducer, appends
+// the commits through the Store (many commands per transaction: group
+// commit), and publishes them. One writer goroutine per live canvas
+// serializes its commands; reads (View, CommitsAfter) run concurrently.
+type Engine struct {
+	st   Store
+	cfg  EngineConfig
+	log  *slog.Logger
+	ctx  context.Context
+	stop context.CancelFunc
+	wg   sync.WaitGroup
+
+	mu    sync.Mutex
+	lives map[string]*live
+}
+
+// NewEngine returns an engine over st. Call Start before use and Stop after.
+func NewEngine(st Store, cfg EngineConfig) *Engine {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.SnapshotEvery <= 0 {
+		cfg.SnapshotEvery = 1000
+	}
+	if cfg.RecentCommits <= 0 {
+		cfg.RecentCommits = 4096
+	}
+	if cfg.MaxGroup <= 0 {
+		cfg.MaxGroup = 256
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	return &Engine{st: st, cfg: cfg, log: cfg.Logger, lives: map[string]*live{}}
+}
+
+// Start starts the engine; with a Notifier store it also listens for other
+// processes' commits. The engine runs until Stop.
+func (e *Engine) Start(ctx context.Context) error {
+	e.ctx, e.stop = context.WithCancel(ctx)
+	if n, ok := e.st.(Notifier); ok {
+		e.wg.Add(1)
+		go func() {
+			defer e.wg.Done()
+			for e.ctx.Err() == nil {
+				if err := n.Listen(e.ctx, e.Wake); err != nil && e.ctx.Err() == nil {
+					e.log.Warn("commit listener stopped; retrying", "err", err)
+					select {
+					case <-e.ctx.Done():
+					case <-time.After(time.Second):
+					}
+					e.Wake("")
+				}
+			}
+		}()
+	}
+	return nil
+}
+
+// Stop stops every canvas writer and waits for them; in-flight commands finish first.
+func (e *Engine) Stop() {
+	if e.stop != nil {
+		e.stop()
+	}
+	e.wg.Wait()
+}
+
+// Store returns the engine's store.
+func (e *Engine) Store() Store { return e.st }
+
+// Wake makes a live canvas catch up from the log (another process appended);
+// "" wakes every live canvas. Unknown or unloaded canvases are ignored.
+func (e *Engine) Wake(canvasID string) {
+	e.mu.Lock()
+	var targets []*live
+	if canvasID == "" {
+		for _, l := range e.lives {
+			targets = append(targets, l)
+		}
+	} else if l, ok := e.lives[canvasID]; ok {
+		targets = append(targets, l)
+	}
+	e.mu.Unlock()
+	for _, l := range targets {
+		select {
+		case l.wake <- struct{}{}:
+		default: // a wake is already pending
+		}
+	}
+}
+
+// Forget drops a canvas from memory (after DeleteCanvas).
+func (e *Engine) Forget(canvasID string) {
+	e.mu.Lock()
+	l := e.lives[canvasID]
+	delete(e.lives, canvasID)
+	e.mu.Unlock()
+	if l != nil {
+		l.cancel()
+	}
+}
+
+// live is one canvas held in memory with its writer goroutine.
+type live struct {
+	id     string
+	reqs   chan *request
+	wake   chan struct{}
+	cancel context.CancelFunc
+	ready  chan struct{} // closed when loading finished
+	err    error         // load error, set before ready is closed
+
+	mu          sync.RWMutex // guards everything below; the writer holds it while deciding and appending
+	state       *canvas.State
+	headEventID string
+	recent      []*canvas.Commit // the last commits, ascending, at most cfg.RecentCommits
+	snapRev     int64            // rev of the last stored state snapshot
+	idem        map[string]*IdempotencyRecord
+	idemOrder   []string
+}
+
+// request is one command or batch waiting for the writer.
+type request struct {
+	ctx     context.Context
+	actor   canvas.Actor
+	envs    []canvas.Envelope
+	baseRev int64 // batch base; single commands use envs[0].BaseRev
+	batch   bool
+	idemKey string // the key that answers this request (command key or batch key)
+	fp      string
+	start   time.Time
+	done    chan Response
+	err     error
+}
+
+// get returns the live canvas, loading it on first use.
+func (e *Engine) get(ctx context.Context, canvasID string) (*live, error) {
+	e.mu.Lock()
+	l, ok := e.lives[canvasID]
+	if !ok {
+		if e.ctx == nil || e.ctx.Err() != nil {
+			e.mu.Unlock()
+			return nil, fmt.Errorf("engine not running: %w", canvas.ErrUnavailable)
+		}
+		lctx, cancel := context.WithCancel(e.ctx)
+		l = &live{id: canvasID, reqs: make(chan *request, 1024), wake: make(chan struct{}, 1),
+			cancel: cancel, ready: make(chan struct{}), idem: map[string]*IdempotencyRecord{}}
+		e.lives[canvasID] = l
+		e.wg.Add(1)
+		go e.run(lctx, l)
+	}
+	e.mu.Unlock()
+	select {
+	case <-l.ready:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	if l.err != nil {
+		return nil, l.err
+	}
+	return l, nil
+}
+
+// run loads the canvas and then serves its writer queue.
+func (e *Engine) run(ctx context.Context, l *live) {
+	defer e.wg.Done()
+	l.err = e.load(ctx, l)
+	close(l.ready)
+	if l.err != nil {
+		e.mu.Lock()
+		if e.lives[l.id] == l {
+			delete(e.lives, l.id)
+		}
+		e.mu.Unlock()
+		return
+	}
+	group := make([]*request, 0, e.cfg.MaxGroup)
+	for {
+		select {
+		case <-ctx.Done():
+			e.drain(l)
+			return
+		case <-l.wake:
+			l.mu.Lock()
+			if err := e.catchUp(ctx, l); err != nil {
+				e.log.Warn("catch-up failed", "canvas", l.id, "err", err)
+			}
+			l.mu.Unlock()
+		case r := <-l.reqs:
+			group = append(group[:0], r)
+		fill:
+			for len(group) < e.cfg.MaxGroup {
+				select {
+				case r := <-l.reqs:
+					group = append(group, r)
+				default:
+					break fill
+				}
+			}
+			e.process(ctx, l, group)
+		}
+	}
+}
+
+func (e *Engine) drain(l *live) {
+	for {
+		select {
+		case r := <-l.reqs:
+			r.err = fmt.Errorf("server shutting down: %w", canvas.ErrUnavailable)
+			close(r.done)
+		default:
+			return
+		}
+	}
+}
+
+// load reads the latest snapshot of the current schema and the log tail.
+func (e *Engine) load(ctx context.Context, l *live) error {
+	c, err := e.st.GetCanvas(ctx, l.id)
+	if err != nil {
+		return err
+	}
+	st := canvas.NewState()
+	snap, err := e.st.LoadStateSnapshot(ctx, l.id, c.HeadRev)
+	switch {
+	case err == nil && snap.Schema == reducer.Schema:
+		if s, derr := reducer.DecodeState(snap.Data); derr == nil {
+			st = s
+			l.snapRev = snap.Rev
+		} else {
+			e.log.Warn("ignoring unreadable state snapshot", "canvas", l.id, "rev", snap.Rev, "err", derr)
+		}
+	case err == nil:
+		e.log.Info("ignoring state snapshot of another schema", "canvas", l.id, "schema", snap.Schema)
+	case !errors.Is(err, canvas.ErrNotFound):
+		return err
+	}
+	l.state = st
+	l.headEventID = strconv.FormatInt(st.Rev, 10)
+	return e.catchUp(ctx, l)
+}
+
+// catchUp applies and publishes commits appended after the in-memory head.
+// The caller holds l.mu (or owns l exclusively while loading).
+func (e *Engine) catchUp(ctx context.Context, l *live) error {
+	for {
+		commits, err := e.st.ReadCommits(ctx, l.id, l.state.Rev, 1000)
+		if err != nil {
+			return err
+		}
+		for i := range commits {
+			c := &commits[i]
+			if c.Rev != l.state.Rev+1 {
+				return fmt.Errorf("log of canvas %s has a gap at rev %d", l.id, l.state.Rev+1)
+			}
+			if err := reducer.Apply(l.state, c); err != nil {
+				return fmt.Errorf("replaying rev %d of canvas %s: %w", c.Rev, l.id, err)
+			}
+			e.committed(l, c)
+		}
+		if len(commits) < 1000 {
+			return nil
+		}
+	}
+}
+
+// committed records a durable commit in memory and publishes it.
+func (e *Engine) committed(l *live, c *canvas.Commit) {
+	l.headEventID = c.EventID
+	if len(l.recent) >= e.cfg.RecentCommits {
+		n := copy(l.recent, l.recent[len(l.recent)/4:])
+		clear(l.recent[n:])
+		l.recent = l.recent[:n]
+	}
+	l.recent = append(l.recent, c)
+	if e.cfg.Publisher != nil {
+		e.cfg.Publisher.Publish(c)
+	}
+}

@@ -1,0 +1,447 @@
+package store
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/canvasd/canvasd/canvas"
+	"github.com/canvasd/canvasd/reducer"
+)
+
+// maxIdemCache bounds the per-canvas in-memory idempotency cache; older keys
+// are still answered from the store.
+const maxIdemCache = 10000
+
+// maxRecoveryScan bounds how many commits a 409 scans for recovery_ops.
+const maxRecoveryScan = 2000
+
+// Execute decides and commits one command on a canvas for actor. It returns
+// the HTTP answer for applied (200) and conflicting (409) commands and for
+// idempotent replays; other failures are errors (a *canvas.FieldError for
+// 400/422, canvas.ErrNotFound for an unknown canvas, canvas.ErrUnavailable).
+// A rejected or conflicting command writes nothing.
+func (e *Engine) Execute(ctx context.Context, canvasID string, actor canvas.Actor, env canvas.Envelope) (Response, error) {
+	if err := env.Validate(); err != nil {
+		return Response{}, err
+	}
+	r := &request{ctx: ctx, actor: actor, envs: []canvas.Envelope{env}, baseRev: *env.BaseRev,
+		idemKey: env.IdempotencyKey, fp: env.Fingerprint()}
+	return e.submit(ctx, canvasID, r)
+}
+
+// ExecuteBatch decides and commits envs all-or-nothing, one revision per
+// command, each checked against baseRev (envelopes may omit base_rev). The
+// batch's own idempotencyKey, if any, makes a retry return the stored answer;
+// envelopes inside a batch must not carry keys of their own.
+func (e *Engine) ExecuteBatch(ctx context.Context, canvasID string, actor canvas.Actor, baseRev int64, idempotencyKey string, envs []canvas.Envelope) (Response, error) {
+	if len(envs) == 0 {
+		return Response{}, canvas.Invalid("commands", "must hold at least one command")
+	}
+	if len(idempotencyKey) > canvas.MaxIdempotencyKeyLen {
+		return Response{}, canvas.Invalid("idempotency_key", "is longer than %d characters", canvas.MaxIdempotencyKeyLen)
+	}
+	fp := strings.Builder{}
+	fp.WriteString("batch\x00" + strconv.FormatInt(baseRev, 10))
+	for i := range envs {
+		if envs[i].BaseRev == nil {
+			envs[i].BaseRev = &baseRev
+		}
+		if err := envs[i].Validate(); err != nil {
+			return Response{}, prefixField(err, fmt.Sprintf("commands[%d].", i))
+		}
+		if envs[i].IdempotencyKey != "" {
+			return Response{}, canvas.Invalid(fmt.Sprintf("commands[%d].idempotency_key", i),
+				"commands inside a batch cannot carry their own key; put one idempotency_key on the batch")
+		}
+		fp.WriteString("\x01" + envs[i].Fingerprint())
+	}
+	r := &request{ctx: ctx, actor: actor, envs: envs, baseRev: baseRev, batch: true,
+		idemKey: idempotencyKey, fp: fp.String()}
+	return e.submit(ctx, canvasID, r)
+}
+
+func (e *Engine) submit(ctx context.Context, canvasID string, r *request) (Response, error) {
+	l, err := e.get(ctx, canvasID)
+	if err != nil {
+		return Response{}, err
+	}
+	r.start = time.Now()
+	r.done = make(chan Response, 1)
+	select {
+	case l.reqs <- r:
+	case <-ctx.Done():
+		return Response{}, ctx.Err()
+	}
+	// Once queued, wait for the answer even if the client goes away: the
+	// command may commit, and its idempotency key will say so on a retry.
+	resp, ok := <-r.done
+	if !ok {
+		return Response{}, r.err
+	}
+	return resp, r.err
+}
+
+// pending is one request's answer being prepared within a group.
+type pending struct {
+	req      *request
+	resp     Response
+	err      error
+	commits  int // how many commits of the group are this request's
+	follower int // index+1 of the request with the same idempotency key in this group
+	results  []canvas.RevisionResult
+	idem     *IdempotencyRecord
+	outcome  string
+}
+
+// process commits a group of requests in one Append, retrying after a
+// concurrent append by another process. The writer holds l.mu throughout, so
+// readers never see an uncommitted state.
+func (e *Engine) process(ctx context.Context, l *live, group []*request) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for attempt := 0; ; attempt++ {
+		answers, err := e.tryGroup(ctx, l, group)
+		switch {
+		case err == nil:
+			e.answer(answers)
+			return
+		case errors.Is(err, canvas.ErrHeadMismatch) && attempt < 20:
+			if cerr := e.catchUp(ctx, l); cerr != nil {
+				e.failAll(group, cerr)
+				return
+			}
+		case errors.Is(err, canvas.ErrDuplicateIdempotencyKey) && len(group) > 1:
+			// Another process committed one of these keys; settle them one by one.
+			for _, r := range group {
+				l.mu.Unlock()
+				e.process(ctx, l, []*request{r})
+				l.mu.Lock()
+			}
+			return
+		case errors.Is(err, canvas.ErrDuplicateIdempotencyKey):
+			rec, gerr := e.st.GetIdempotency(ctx, l.id, group[0].idemKey)
+			if gerr != nil {
+				e.failAll(group, gerr)
+				return
+			}
+			e.cacheIdem(l, &rec)
+			// The next attempt finds the key in the cache and replays it.
+		default:
+			e.failAll(group, err)
+			return
+		}
+	}
+}
+
+func (e *Engine) failAll(group []*request, err error) {
+	for _, r := range group {
+		r.err = err
+		close(r.done)
+		e.observe(r, "error")
+	}
+}
+
+func (e *Engine) answer(answers []*pending) {
+	for _, p := range answers {
+		p.req.err = p.err
+		if p.err != nil {
+			close(p.req.done)
+		} else {
+			p.req.done <- p.resp
+		}
+		e.observe(p.req, p.outcome)
+	}
+}
+
+func (e *Engine) observe(r *request, outcome string) {
+	if e.cfg.Observer == nil {
+		return
+	}
+	t := "batch"
+	if !r.batch {
+		t = r.envs[0].Type
+	}
+	e.cfg.Observer.CommandDone(t, outcome, time.Since(r.start))
+}
+
+// tryGroup decides every request of the group against the in-memory state,
+// appends all resulting commits in one transaction, and on success publishes
+// them and returns the answers. On failure the state is rolled back.
+func (e *Engine) tryGroup(ctx context.Context, l *live, group []*request) ([]*pending, error) {
+	headBefore := l.state.Rev
+	var j journal
+	var commits []canvas.Commit
+	var idems []IdempotencyRecord
+	answers := make([]*pending, len(group))
+	keyOwner := map[string]int{}
+	for i, r := range group {
+		p := &pending{req: r}
+		answers[i] = p
+		if r.idemKey != "" {
+			if rec, ok := l.idem[r.idemKey]; ok {
+				e.replay(p, rec)
+				continue
+			}
+			if o, ok := keyOwner[r.idemKey]; ok {
+				if group[o].fp != r.fp {
+					p.err = idemMismatch(r.idemKey, 0)
+					p.outcome = "rejected"
+				} else {
+					p.follower = o + 1
+				}
+				continue
+			}
+			keyOwner[r.idemKey] = i
+		}
+		mark := j.mark()
+		reqStart := l.state.Rev
+		firstCommit := len(commits)
+		p.outcome = "applied"
+		for k := range r.envs {
+			c, res, err := e.decideOne(ctx, l, r, k, reqStart, &j, commits)
+			if err != nil {
+				j.rollback(l.state, mark)
+				commits = commits[:firstCommit]
+				p.results, p.commits = nil, 0
+				var ce *canvas.ConflictError
+				if errors.As(err, &ce) {
+					p.resp = Response{Status: http.StatusConflict, Body: mustJSON(ce.Result)}
+					p.outcome = "conflict"
+				} else {
+					if r.batch {
+						err = prefixField(err, fmt.Sprintf("commands[%d].", k))
+					}
+					p.err = err
+					p.outcome = "rejected"
+				}
+				break
+			}
+			commits = append(commits, *c)
+			p.results = append(p.results, res)
+			p.commits++
+		}
+		if p.commits == 0 {
+			continue
+		}
+		if r.batch {
+			p.resp = Response{Status: http.StatusOK, Body: mustJSON(batchResult{Status: canvas.StatusApplied,
+				CurrentRev: l.state.Rev, Results: p.results})}
+		} else {
+			p.resp = Response{Status: http.StatusOK, Body: mustJSON(p.results[0])}
+		}
+		if r.idemKey != "" {
+			p.idem = &IdempotencyRecord{CanvasID: l.id, Key: r.idemKey, Fingerprint: r.fp,
+				Status: p.resp.Status, Body: p.resp.Body, Rev: l.state.Rev, CreatedAt: e.cfg.Now().UTC()}
+			idems = append(idems, *p.idem)
+		}
+	}
+	for _, p := range answers {
+		if p.follower > 0 {
+			o := answers[p.follower-1]
+			p.resp, p.err, p.outcome = o.resp, o.err, o.outcome
+			if o.idem != nil {
+				p.resp.Replayed, p.outcome = true, "replayed"
+			}
+		}
+	}
+	if len(commits) == 0 {
+		return answers, nil
+	}
+	if err := e.st.Append(ctx, l.id, headBefore, commits, idems); err != nil {
+		j.rollback(l.state, 0)
+		return nil, err
+	}
+	for i := range commits {
+		e.committed(l, &commits[i])
+	}
+	for _, p := range answers {
+		if p.idem != nil {
+			e.cacheIdem(l, p.idem)
+		}
+	}
+	e.maybeSnapshot(l)
+	return answers, nil
+}
+
+func (e *Engine) replay(p *pending, rec *IdempotencyRecord) {
+	if rec.Fingerprint != p.req.fp {
+		p.err = idemMismatch(rec.Key, rec.Rev)
+		p.outcome = "rejected"
+		return
+	}
+	p.resp = Response{Status: rec.Status, Body: rec.Body, Replayed: true}
+	p.outcome = "replayed"
+}
+
+func idemMismatch(key string, rev int64) error {
+	at := ""
+	if rev > 0 {
+		at = fmt.Sprintf(" (it committed rev %d)", rev)
+	}
+	return canvas.Unprocessable("idempotency_key",
+		"%q was already used for a different command%s; use a new key for a new command", key, at)
+}
+
+// decideOne decides envelope k of r against the working state and, when it
+// applies, applies it (journaled) and returns its commit.
+func (e *Engine) decideOne(ctx context.Context, l *live, r *request, k int, reqStart int64, j *journal, pendingCommits []canvas.Commit) (*canvas.Commit, canvas.RevisionResult, error) {
+	env := r.envs[k]
+	base := *env.BaseRev
+	if r.batch {
+		base = r.baseRev
+	}
+	var seed [14]byte
+	_, _ = rand.Read(seed[:])
+	cmdID := env.ID
+	if cmdID == "" {
+		cmdID = "cmd_" + hex.EncodeToString(seed[8:])
+	}
+	rev := l.state.Rev + 1
+	cmd := canvas.Command{CanvasID: l.id, ID: cmdID, Type: env.Type, BaseRev: base, Strict: env.Strict,
+		Args: env.Args, Actor: r.actor, Rev: rev, TS: e.cfg.Now().UTC(), Seed: hex.EncodeToString(seed[:4])}
+	if base > reqStart {
+		return nil, canvas.RevisionResult{}, e.conflict(ctx, l, cmd, reqStart, nil, pendingCommits,
+			fmt.Sprintf("base_rev %d is ahead of the head (%d): re-read the snapshot and resend with its head_rev", base, reqStart))
+	}
+	dec, err := reducer.Decide(l.state, cmd)
+	stale := base < reqStart
+	if stale {
+		var conflicting []canvas.Ref
+		seen := map[canvas.Ref]bool{}
+		for _, ref := range dec.Touched {
+			if at := l.state.ChangedAt(ref); at > base && at <= reqStart && !seen[ref] {
+				seen[ref] = true
+				conflicting = append(conflicting, ref)
+			}
+		}
+		if len(conflicting) > 0 || env.Strict {
+			why := "entities this command touches changed after base_rev"
+			if len(conflicting) == 0 {
+				why = "strict is set and base_rev is stale"
+			}
+			return nil, canvas.RevisionResult{}, e.conflict(ctx, l, cmd, reqStart, conflicting, pendingCommits,
+				why+": re-read the state (or apply recovery_ops), re-plan, and resend with the new base_rev")
+		}
+	}
+	if err != nil {
+		return nil, canvas.RevisionResult{}, err
+	}
+	var seedEvt [6]byte
+	_, _ = rand.Read(seedEvt[:])
+	c := &canvas.Commit{CanvasID: l.id, EventID: strconv.FormatInt(rev, 10) + "-" + hex.EncodeToString(seedEvt[:]),
+		Rev: rev, CmdID: cmdID, Type: env.Type, Args: env.Args, ActorID: r.actor.ID, ActorType: r.actor.Type,
+		TS: cmd.TS, Changes: dec.Changes}
+	if c.Changes == nil {
+		c.Changes = []canvas.Change{}
+	}
+	j.record(l.state, c)
+	if err := reducer.Apply(l.state, c); err != nil {
+		return nil, canvas.RevisionResult{}, fmt.Errorf("applying decided changes: %w", err)
+	}
+	created := dec.CreatedIDs
+	if created == nil {
+		created = []string{}
+	}
+	return c, canvas.RevisionResult{Status: canvas.StatusApplied, CurrentRev: rev, CmdID: cmdID,
+		EventID: c.EventID, CreatedIDs: created, Rebased: stale, Result: dec.Result}, nil
+}
+
+// conflict builds the 409 answer: the commits after base_rev that touched
+// the conflicting entities (all commits after base_rev when none are named).
+func (e *Engine) conflict(ctx context.Context, l *live, cmd canvas.Command, head int64, refs []canvas.Ref, pendingCommits []canvas.Commit, suggestion string) error {
+	ids := make([]string, 0, len(refs))
+	want := map[canvas.Ref]bool{}
+	for _, r := range refs {
+		want[r] = true
+		ids = append(ids, r.ID)
+	}
+	sort.Strings(ids)
+	ops := []canvas.Commit{}
+	if cmd.BaseRev < head {
+		after, err := e.commitsAfterLocked(ctx, l, cmd.BaseRev, maxRecoveryScan)
+		if err == nil {
+			for _, c := range after {
+				if len(want) == 0 || c.Touches(want) {
+					ops = append(ops, *c)
+				}
+			}
+		}
+		for i := range pendingCommits {
+			if len(want) == 0 || pendingCommits[i].Touches(want) {
+				ops = append(ops, pendingCommits[i])
+			}
+		}
+	}
+	return &canvas.ConflictError{Result: canvas.ConflictResult{Status: canvas.StatusConflict, CurrentRev: head,
+		BaseRev: cmd.BaseRev, ConflictingIDs: ids, RecoveryOps: ops, Suggestion: suggestion}}
+}
+
+func (e *Engine) cacheIdem(l *live, rec *IdempotencyRecord) {
+	if _, ok := l.idem[rec.Key]; !ok {
+		l.idemOrder = append(l.idemOrder, rec.Key)
+	}
+	l.idem[rec.Key] = rec
+	if len(l.idemOrder) > maxIdemCache {
+		drop := len(l.idemOrder) - maxIdemCache
+		for _, k := range l.idemOrder[:drop] {
+			delete(l.idem, k)
+		}
+		l.idemOrder = append(l.idemOrder[:0], l.idemOrder[drop:]...)
+	}
+}
+
+// maybeSnapshot stores a state snapshot every SnapshotEvery commits, in the background.
+func (e *Engine) maybeSnapshot(l *live) {
+	if l.state.Rev-l.snapRev < e.cfg.SnapshotEvery {
+		return
+	}
+	data, err := reducer.EncodeState(l.state)
+	if err != nil {
+		e.log.Error("encoding state snapshot", "canvas", l.id, "err", err)
+		return
+	}
+	l.snapRev = l.state.Rev
+	snap := StateSnapshot{Rev: l.state.Rev, Schema: reducer.Schema, Data: data}
+	e.wg.Add(1)
+	go func() {
+		defer e.wg.Done()
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(e.ctx), 30*time.Second)
+		defer cancel()
+		if err := e.st.SaveStateSnapshot(ctx, l.id, snap); err != nil {
+			e.log.Warn("storing state snapshot", "canvas", l.id, "rev", snap.Rev, "err", err)
+		}
+	}()
+}
+
+type batchResult struct {
+	Status     string                  `json:"status"`
+	CurrentRev int64                   `json:"current_rev"`
+	Results    []canvas.RevisionResult `json:"results"`
+}
+
+func mustJSON(v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(fmt.Sprintf("encoding response: %v", err)) // our own types always encode
+	}
+	return b
+}
+
+func prefixField(err error, prefix string) error {
+	var fe *canvas.FieldError
+	if errors.As(err, &fe) {
+		c := *fe
+		c.Field = prefix + fe.Field
+		return &c
+	}
+	return err
+}

@@ -1,0 +1,223 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/canvasd/canvasd/canvas"
+	"github.com/canvasd/canvasd/reducer"
+)
+
+// View calls fn with the canvas state at atRev (-1: the head) and the event
+// id of that revision. At the head fn runs under the canvas's read lock: it
+// must not keep or modify s. Time travel (atRev < head) rebuilds the state
+// from the nearest stored snapshot and the log.
+func (e *Engine) View(ctx context.Context, canvasID string, atRev int64, fn func(s *canvas.State, eventID string) error) error {
+	l, err := e.get(ctx, canvasID)
+	if err != nil {
+		return err
+	}
+	l.mu.RLock()
+	head, headEvent := l.state.Rev, l.headEventID
+	if atRev < 0 || atRev == head {
+		defer l.mu.RUnlock()
+		return fn(l.state, headEvent)
+	}
+	l.mu.RUnlock()
+	if atRev > head {
+		return canvas.Unprocessable("at_rev", "revision %d is after the head (%d)", atRev, head)
+	}
+	s, evt, err := e.stateAt(ctx, canvasID, atRev)
+	if err != nil {
+		return err
+	}
+	return fn(s, evt)
+}
+
+// stateAt rebuilds the state at rev from the nearest snapshot and the log.
+func (e *Engine) stateAt(ctx context.Context, canvasID string, rev int64) (*canvas.State, string, error) {
+	s := canvas.NewState()
+	if snap, err := e.st.LoadStateSnapshot(ctx, canvasID, rev); err == nil && snap.Schema == reducer.Schema {
+		if d, derr := reducer.DecodeState(snap.Data); derr == nil {
+			s = d
+		}
+	}
+	evt := strconv.FormatInt(s.Rev, 10)
+	for s.Rev < rev {
+		commits, err := e.st.ReadCommits(ctx, canvasID, s.Rev, int(min(rev-s.Rev, 1000)))
+		if err != nil {
+			return nil, "", err
+		}
+		if len(commits) == 0 {
+			return nil, "", fmt.Errorf("log of canvas %s ends before rev %d", canvasID, rev)
+		}
+		for i := range commits {
+			if err := reducer.Apply(s, &commits[i]); err != nil {
+				return nil, "", err
+			}
+			evt = commits[i].EventID
+		}
+	}
+	return s, evt, nil
+}
+
+// Head returns the canvas's head revision and its event id.
+func (e *Engine) Head(ctx context.Context, canvasID string) (int64, string, error) {
+	l, err := e.get(ctx, canvasID)
+	if err != nil {
+		return 0, "", err
+	}
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.state.Rev, l.headEventID, nil
+}
+
+// CommitsAfter returns up to limit commits with rev > afterRev in order, from
+// memory when they are recent and from the store otherwise, with the head at
+// the time of the call. The returned commits must not be modified.
+func (e *Engine) CommitsAfter(ctx context.Context, canvasID string, afterRev int64, limit int) ([]*canvas.Commit, int64, error) {
+	l, err := e.get(ctx, canvasID)
+	if err != nil {
+		return nil, 0, err
+	}
+	l.mu.RLock()
+	head := l.state.Rev
+	if out, ok := l.recentAfter(afterRev, limit); ok {
+		l.mu.RUnlock()
+		return out, head, nil
+	}
+	l.mu.RUnlock()
+	commits, err := e.st.ReadCommits(ctx, canvasID, afterRev, limit)
+	if err != nil {
+		return nil, 0, err
+	}
+	out := make([]*canvas.Commit, len(commits))
+	for i := range commits {
+		out[i] = &commits[i]
+	}
+	return out, head, nil
+}
+
+// commitsAfterLocked is CommitsAfter for the writer, which holds l.mu.
+func (e *Engine) commitsAfterLocked(ctx context.Context, l *live, afterRev int64, limit int) ([]*canvas.Commit, error) {
+	if out, ok := l.recentAfter(afterRev, limit); ok {
+		return out, nil
+	}
+	commits, err := e.st.ReadCommits(ctx, l.id, afterRev, limit)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*canvas.Commit, len(commits))
+	for i := range commits {
+		out[i] = &commits[i]
+	}
+	return out, nil
+}
+
+// recentAfter serves commits after afterRev from memory when it holds them all.
+func (l *live) recentAfter(afterRev int64, limit int) ([]*canvas.Commit, bool) {
+	if afterRev >= l.state.Rev {
+		return nil, true
+	}
+	if len(l.recent) == 0 || l.recent[0].Rev > afterRev+1 {
+		return nil, false
+	}
+	i := int(afterRev + 1 - l.recent[0].Rev)
+	end := min(len(l.recent), i+limit)
+	return append([]*canvas.Commit(nil), l.recent[i:end]...), true
+}
+
+// ResolveEventID turns a Last-Event-ID into the revision it names: a commit's
+// event id ("<rev>-<hex>"), a snapshot's head_event_id, or a bare revision.
+// ok is false when the id cannot be resumed on this canvas (malformed,
+// ahead of the head, or naming a commit this log does not hold).
+func (e *Engine) ResolveEventID(ctx context.Context, canvasID, id string) (rev int64, ok bool, err error) {
+	revPart, suffix, hasSuffix := strings.Cut(id, "-")
+	rev, perr := strconv.ParseInt(revPart, 10, 64)
+	if perr != nil || rev < 0 {
+		return 0, false, nil
+	}
+	head, _, err := e.Head(ctx, canvasID)
+	if err != nil {
+		return 0, false, err
+	}
+	if rev > head {
+		return rev, false, nil
+	}
+	if !hasSuffix || rev == 0 {
+		return rev, !hasSuffix, nil
+	}
+	_ = suffix
+	commits, _, err := e.CommitsAfter(ctx, canvasID, rev-1, 1)
+	if err != nil {
+		return 0, false, err
+	}
+	return rev, len(commits) == 1 && commits[0].EventID == id, nil
+}
+
+// journal records the prior values of entities a group changes, so a failed
+// Append can restore the in-memory state exactly.
+type journal struct{ entries []journalEntry }
+
+type journalEntry struct {
+	rev     int64 // state.Rev before the commit (only on the first entry of a commit)
+	isRev   bool
+	ref     canvas.Ref
+	node    *canvas.Node
+	edge    *canvas.Edge
+	tomb    int64
+	hasTomb bool
+}
+
+func (j *journal) mark() int { return len(j.entries) }
+
+// record saves copies of what c's changes will overwrite.
+func (j *journal) record(s *canvas.State, c *canvas.Commit) {
+	j.entries = append(j.entries, journalEntry{rev: s.Rev, isRev: true})
+	for _, ch := range c.Changes {
+		ref := canvas.Ref{Kind: ch.Kind, ID: ch.ID}
+		en := journalEntry{ref: ref}
+		if ref.Kind == canvas.KindNode {
+			if n, ok := s.Nodes[ch.ID]; ok {
+				en.node = n.Clone()
+			}
+		} else if ed, ok := s.Edges[ch.ID]; ok {
+			en.edge = ed.Clone()
+		}
+		en.tomb, en.hasTomb = s.Tombstones[ref]
+		j.entries = append(j.entries, en)
+	}
+}
+
+// rollback restores s to what it was at mark.
+func (j *journal) rollback(s *canvas.State, mark int) {
+	for i := len(j.entries) - 1; i >= mark; i-- {
+		en := j.entries[i]
+		if en.isRev {
+			s.Rev = en.rev
+			continue
+		}
+		switch en.ref.Kind {
+		case canvas.KindNode:
+			if en.node != nil {
+				s.Nodes[en.ref.ID] = en.node
+			} else {
+				delete(s.Nodes, en.ref.ID)
+			}
+		case canvas.KindEdge:
+			if en.edge != nil {
+				s.Edges[en.ref.ID] = en.edge
+			} else {
+				delete(s.Edges, en.ref.ID)
+			}
+		}
+		if en.hasTomb {
+			s.Tombstones[en.ref] = en.tomb
+		} else {
+			delete(s.Tombstones, en.ref)
+		}
+	}
+	j.entries = j.entries[:mark]
+}

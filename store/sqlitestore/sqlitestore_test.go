@@ -1,0 +1,367 @@
+package sqlitestore_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/canvasd/canvasd/canvas"
+	"github.com/canvasd/canvasd/store"
+	"github.com/canvasd/canvasd/store/sqlitestore"
+	"github.com/canvasd/canvasd/store/storetest"
+)
+
+func openAt(t testing.TB, path string, opts ...sqlitestore.Option) *sqlitestore.Store {
+	t.Helper()
+	s, err := sqlitestore.Open(context.Background(), path, opts...)
+	if err != nil {
+		t.Fatalf("Open(%s): %v", path, err)
+	}
+	return s
+}
+
+func TestConformance(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) (store.Store, storetest.Reopen) {
+		path := filepath.Join(t.TempDir(), "canvas.db")
+		return openAt(t, path), func(t *testing.T) store.Store { return openAt(t, path) }
+	})
+}
+
+// TestConformanceSmallBatches runs the suite with a batch limit of 2, so
+// group commits are split often and savepoint handling sees full batches.
+func TestConformanceSmallBatches(t *testing.T) {
+	if testing.Short() {
+		t.Skip("short")
+	}
+	storetest.Run(t, func(t *testing.T) (store.Store, storetest.Reopen) {
+		path := filepath.Join(t.TempDir(), "canvas.db")
+		open := func(t *testing.T) store.Store { return openAt(t, path, sqlitestore.WithMaxBatch(2)) }
+		return open(t), open
+	})
+}
+
+func TestClosedStoreIsUnavailable(t *testing.T) {
+	s := openAt(t, filepath.Join(t.TempDir(), "c.db"))
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatalf("second Close: %v", err)
+	}
+	ctx := context.Background()
+	if err := s.CreateCanvas(ctx, canvas.Canvas{ID: "x"}); !errors.Is(err, canvas.ErrUnavailable) {
+		t.Fatalf("CreateCanvas after Close = %v, want ErrUnavailable", err)
+	}
+	if err := s.Ping(ctx); !errors.Is(err, canvas.ErrUnavailable) {
+		t.Fatalf("Ping after Close = %v, want ErrUnavailable", err)
+	}
+}
+
+func TestAppendValidatesRevisions(t *testing.T) {
+	s := openAt(t, filepath.Join(t.TempDir(), "c.db"))
+	defer s.Close()
+	ctx := context.Background()
+	if err := s.CreateCanvas(ctx, canvas.Canvas{ID: "c", CreatedAt: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	bad := []canvas.Commit{{Rev: 1, Type: "x"}, {Rev: 3, Type: "x"}}
+	if err := s.Append(ctx, "c", 0, bad, nil); !errors.Is(err, canvas.ErrInvalid) {
+		t.Fatalf("Append with a gap = %v, want ErrInvalid", err)
+	}
+	other := []canvas.Commit{{CanvasID: "d", Rev: 1, Type: "x"}}
+	if err := s.Append(ctx, "c", 0, other, nil); !errors.Is(err, canvas.ErrInvalid) {
+		t.Fatalf("Append of another canvas's commit = %v, want ErrInvalid", err)
+	}
+	if c, _ := s.GetCanvas(ctx, "c"); c.HeadRev != 0 {
+		t.Fatalf("head moved to %d", c.HeadRev)
+	}
+}
+
+func TestCanceledContextBeforeQueueing(t *testing.T) {
+	s := openAt(t, filepath.Join(t.TempDir(), "c.db"))
+	defer s.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	err := s.CreateCanvas(ctx, canvas.Canvas{ID: "c"})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("CreateCanvas with a canceled context = %v, want context.Canceled", err)
+	}
+	if _, err := s.GetCanvas(context.Background(), "c"); !errors.Is(err, canvas.ErrNotFound) {
+		t.Fatalf("the canceled create was written (err %v)", err)
+	}
+}
+
+func TestSecondOpenAppliesNoMigration(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "c.db")
+	s := openAt(t, path)
+	if err := s.CreateCanvas(context.Background(), canvas.Canvas{ID: "c", CreatedAt: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	s = openAt(t, path) // would fail on "table canvases already exists" if it re-ran 0001
+	defer s.Close()
+	if _, err := s.GetCanvas(context.Background(), "c"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// ---- crash test ----
+
+const crashEnv = "CANVASD_SQLITESTORE_CRASH_CHILD"
+
+const crashCanvases = 4
+
+// TestCrashChild is the child half of TestCrashDurability: it appends in a
+// loop (several canvases at once, so group commits batch them) and prints
+// "ack <canvas> <rev>" after each acknowledged Append, until killed.
+func TestCrashChild(t *testing.T) {
+	path := os.Getenv(crashEnv)
+	if path == "" {
+		t.Skip("child process of TestCrashDurability only")
+	}
+	s, err := sqlitestore.Open(context.Background(), path)
+	if err != nil {
+		fmt.Println("open error:", err)
+		os.Exit(2)
+	}
+	var mu sync.Mutex // one line per write(2)
+	out := bufio.NewWriter(os.Stdout)
+	var wg sync.WaitGroup
+	for i := range crashCanvases {
+		id := fmt.Sprintf("crash-%d", i)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ctx := context.Background()
+			c, err := s.GetCanvas(ctx, id) // continue from what the previous child left
+			if err != nil {
+				fmt.Println("get error:", err)
+				os.Exit(2)
+			}
+			for head := c.HeadRev; ; {
+				n := 1 + int(head%3) // 1..3 commits per Append
+				cs := make([]canvas.Commit, n)
+				for k := range cs {
+					cs[k] = crashCommit(id, head+1+int64(k))
+				}
+				idem := []store.IdempotencyRecord{{Key: fmt.Sprintf("k%d", head+1), Fingerprint: "f", Status: 200, Body: []byte("{}"), Rev: head + 1, CreatedAt: time.Now()}}
+				if err := s.Append(ctx, id, head, cs, idem); err != nil {
+					fmt.Println("append error:", err)
+					os.Exit(3)
+				}
+				head += int64(n)
+				mu.Lock()
+				fmt.Fprintf(out, "ack %s %d\n", id, head)
+				out.Flush()
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+func crashCommit(id string, rev int64) canvas.Commit {
+	return canvas.Commit{CanvasID: id, Rev: rev, EventID: fmt.Sprintf("%d-ab", rev), Type: "create_node",
+		Args: json.RawMessage(`{"name":"x"}`), ActorID: "human-1", ActorType: canvas.ActorHuman, TS: time.Now(),
+		Changes: []canvas.Change{{Op: canvas.OpPut, Kind: canvas.KindNode, ID: fmt.Sprintf("shape:%d", rev), Value: json.RawMessage(`{"id":"x"}`)}}}
+}
+
+// TestCrashDurability kills -9 a child process that appends in a loop, then
+// reopens the database, three times over the same file: every revision the child saw acknowledged must be
+// there, and every log must be gap-free.
+func TestCrashDurability(t *testing.T) {
+	if os.Getenv(crashEnv) != "" {
+		t.Skip("in the child")
+	}
+	path := filepath.Join(t.TempDir(), "crash.db")
+	s := openAt(t, path)
+	for i := range crashCanvases {
+		if err := s.CreateCanvas(context.Background(), canvas.Canvas{ID: fmt.Sprintf("crash-%d", i), CreatedAt: time.Now()}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	for round := range 3 { // kill at different moments, on top of the previous rounds' data
+		acked := runAndKill(t, path, 300+round*700)
+		s := openAt(t, path)
+		total := int64(0)
+		for i := range crashCanvases {
+			id := fmt.Sprintf("crash-%d", i)
+			c, err := s.GetCanvas(context.Background(), id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.HeadRev < acked[id] {
+				t.Fatalf("round %d: canvas %s head %d < acknowledged rev %d: an acknowledged commit was lost", round, id, c.HeadRev, acked[id])
+			}
+			cs, err := s.ReadCommits(context.Background(), id, 0, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if int64(len(cs)) != c.HeadRev {
+				t.Fatalf("round %d: canvas %s has %d commits, head %d", round, id, len(cs), c.HeadRev)
+			}
+			for k, cm := range cs {
+				if cm.Rev != int64(k+1) {
+					t.Fatalf("round %d: canvas %s: gap at %d (rev %d)", round, id, k+1, cm.Rev)
+				}
+			}
+			total += c.HeadRev
+		}
+		t.Logf("round %d: killed after %d acks; %d commits on disk", round, killAfterN(acked), total)
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// runAndKill starts the child, SIGKILLs it after it acknowledged killAfter
+// appends, and returns the highest acknowledged rev per canvas (including
+// acks still in the pipe when it died).
+func runAndKill(t *testing.T, path string, killAfter int) map[string]int64 {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestCrashChild$", "-test.count=1")
+	cmd.Env = append(os.Environ(), crashEnv+"="+path)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	acked := map[string]int64{}
+	var n atomic.Int64
+	defer func() { acked[""] = n.Load() }()
+	sc := bufio.NewScanner(stdout)
+	killed := false
+	timeout := time.AfterFunc(30*time.Second, func() { _ = cmd.Process.Kill() })
+	defer timeout.Stop()
+	for sc.Scan() {
+		line := sc.Text()
+		f := strings.Fields(line)
+		if len(f) != 3 || f[0] != "ack" {
+			if strings.HasPrefix(line, "PASS") || strings.HasPrefix(line, "ok") || strings.HasPrefix(line, "---") || strings.HasPrefix(line, "===") {
+				continue
+			}
+			t.Fatalf("child: %s", line)
+		}
+		rev, err := strconv.ParseInt(f[2], 10, 64)
+		if err != nil {
+			t.Fatalf("child: %s", line)
+		}
+		acked[f[1]] = max(acked[f[1]], rev)
+		if n.Add(1) == int64(killAfter) && !killed {
+			killed = true
+			if err := cmd.Process.Kill(); err != nil { // SIGKILL
+				t.Fatal(err)
+			}
+		}
+	}
+	_ = cmd.Wait()
+	if !killed {
+		t.Fatalf("child exited after %d acks before it was killed", n.Load())
+	}
+	return acked
+}
+
+// ---- benchmarks ----
+
+func benchCommit(id string, rev int64) canvas.Commit {
+	nodeID := "shape:" + strconv.FormatInt(rev, 10)
+	return canvas.Commit{CanvasID: id, Rev: rev, EventID: strconv.FormatInt(rev, 10) + "-0123456789abcdef", CmdID: "cmd_" + nodeID,
+		Type: "create_node", Args: json.RawMessage(`{"name":"New Idea","transform":{"x":100,"y":100}}`),
+		ActorID: "agent-00000000-0000-4000-8000-000000000001", ActorType: canvas.ActorAgent, TS: time.Now(),
+		Changes: []canvas.Change{{Op: canvas.OpPut, Kind: canvas.KindNode, ID: nodeID,
+			Value: json.RawMessage(`{"id":"` + nodeID + `","type":"geo","name":"New Idea","parent_id":"","x":100,"y":100,"w":100,"h":100,"rotation":0,"index":"a1","props":{},"created_by":"agent-1","updated_by":"agent-1","created_rev":1,"updated_rev":1}`)}}}
+}
+
+// BenchmarkAppendOneCanvasSerial: one canvas, one Append (one commit, one
+// idempotency record) at a time, each durable before the next.
+func BenchmarkAppendOneCanvasSerial(b *testing.B) {
+	benchSerial(b, 1)
+}
+
+// BenchmarkAppendOneCanvasSerialBatch16: as above with 16 commits per Append,
+// as the engine's per-canvas group commit sends them under load.
+func BenchmarkAppendOneCanvasSerialBatch16(b *testing.B) {
+	benchSerial(b, 16)
+}
+
+func benchSerial(b *testing.B, per int) {
+	s := openAt(b, filepath.Join(b.TempDir(), "bench.db"))
+	defer s.Close()
+	ctx := context.Background()
+	if err := s.CreateCanvas(ctx, canvas.Canvas{ID: "c", CreatedAt: time.Now()}); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	head := int64(0)
+	commits := make([]canvas.Commit, per)
+	idem := make([]store.IdempotencyRecord, per)
+	for b.Loop() {
+		for k := range per {
+			commits[k] = benchCommit("c", head+1+int64(k))
+			idem[k] = store.IdempotencyRecord{Key: "k" + strconv.FormatInt(head+1+int64(k), 10), Fingerprint: "fp", Status: 200,
+				Body: []byte(`{"status":"applied"}`), Rev: head + 1 + int64(k), CreatedAt: time.Now()}
+		}
+		if err := s.Append(ctx, "c", head, commits, idem); err != nil {
+			b.Fatal(err)
+		}
+		head += int64(per)
+	}
+	b.ReportMetric(float64(head)/b.Elapsed().Seconds(), "commits/s")
+}
+
+// BenchmarkAppendManyCanvasesParallel: 64 writers, each on its own canvas,
+// one commit per Append: the store's group commit batches them.
+func BenchmarkAppendManyCanvasesParallel(b *testing.B) {
+	s := openAt(b, filepath.Join(b.TempDir(), "bench.db"))
+	defer s.Close()
+	ctx := context.Background()
+	var next atomic.Int64
+	var total atomic.Int64
+	b.ReportAllocs()
+	b.SetParallelism(32)
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		id := "c" + strconv.FormatInt(next.Add(1), 10)
+		if err := s.CreateCanvas(ctx, canvas.Canvas{ID: id, CreatedAt: time.Now()}); err != nil {
+			b.Error(err)
+			return
+		}
+		head := int64(0)
+		commits := make([]canvas.Commit, 1)
+		idem := make([]store.IdempotencyRecord, 1)
+		for pb.Next() {
+			commits[0] = benchCommit(id, head+1)
+			idem[0] = store.IdempotencyRecord{Key: "k" + strconv.FormatInt(head+1, 10), Fingerprint: "fp", Status: 200,
+				Body: []byte(`{"status":"applied"}`), Rev: head + 1, CreatedAt: time.Now()}
+			if err := s.Append(ctx, id, head, commits, idem); err != nil {
+				b.Error(err)
+				return
+			}
+			head++
+		}
+		total.Add(head)
+	})
+	b.ReportMetric(float64(total.Load())/b.Elapsed().Seconds(), "commits/s")
+}
+
+// killAfterN returns the number of acks runAndKill read (stored under "").
+func killAfterN(acked map[string]int64) int64 { return acked[""] }
