@@ -40,6 +40,9 @@ func percentile(d []time.Duration, p float64) time.Duration {
 	return d[min(len(d)-1, int(float64(len(d))*p))]
 }
 
+// benchTotal is how many commands each throughput run sends.
+const benchTotal = 8000
+
 // BenchmarkCommandApplyHTTP measures one command over HTTP loopback on the
 // embedded store: latency of sequential commands, then throughput with
 // concurrent clients on one canvas and across canvases.
@@ -60,7 +63,7 @@ func BenchmarkCommandApplyHTTP(b *testing.B) {
 	cmd := func(base int) []byte {
 		return []byte(fmt.Sprintf(`{"type":"create_node","base_rev":%d,"args":{"name":"n","transform":{"x":1,"y":2}}}`, base))
 	}
-	const seq = 5000
+	const seq = 2000
 	lat := make([]time.Duration, 0, seq)
 	for i := 0; i < seq; i++ {
 		t0 := time.Now()
@@ -93,14 +96,14 @@ func BenchmarkCommandApplyHTTP(b *testing.B) {
 		return float64(per*clients) / time.Since(t0).Seconds()
 	}
 	mk("hot")
-	b.ReportMetric(throughput([]string{"hot"}, 32, 40000), "cmds/s-one-canvas")
+	b.ReportMetric(throughput([]string{"hot"}, 32, benchTotal), "cmds/s-one-canvas")
 	var many []string
 	for i := 0; i < 32; i++ {
 		id := fmt.Sprintf("many%d", i)
 		mk(id)
 		many = append(many, id)
 	}
-	b.ReportMetric(throughput(many, 32, 40000), "cmds/s-across-canvases")
+	b.ReportMetric(throughput(many, 32, benchTotal), "cmds/s-across-canvases")
 }
 
 // BenchmarkSSEDelivery measures commit → SSE delivery latency with 1,000

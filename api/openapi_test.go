@@ -802,7 +802,7 @@ func TestOpenAPIResponsesConform(t *testing.T) {
 			break
 		}
 	}
-	expect(http.StatusOK, "POST", "/canvas_commands/"+id+"/gesture", testAdmin, map[string]any{"cursor": map[string]any{"x": 3, "y": 4}, "selection": []string{"n1"}})
+	expect(http.StatusAccepted, "POST", "/canvas_commands/"+id+"/gesture", testAdmin, map[string]any{"cursor": map[string]any{"x": 3, "y": 4}, "selection": []string{"n1"}})
 	m := s.next()
 	checkSSEEvent(t, e.spec, path, m.Event, m.ID, m.Data)
 	s2 := e.stream(path+"?last_event_id=999", viewer, nil)

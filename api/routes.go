@@ -1,6 +1,7 @@
 package api
 
 import (
+	"fmt"
 	"net/http"
 
 	"github.com/go-chi/chi/v5"
@@ -14,7 +15,7 @@ func (s *Server) routes() chi.Router {
 	r := chi.NewRouter()
 	r.Use(s.recoverer)
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
-		s.problem(w, r, canvas.Invalid("path", "no route %s %s; see /openapi.yaml", r.Method, r.URL.Path))
+		s.problem(w, r, fmt.Errorf("%w: no route %s %s; see /openapi.yaml", canvas.ErrNotFound, r.Method, r.URL.Path))
 	})
 	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
 		writeJSONType(w, http.StatusMethodNotAllowed, "application/problem+json",

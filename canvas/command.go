@@ -91,6 +91,10 @@ type Command struct {
 	Rev      int64     // the revision this command commits as (head+1)
 	TS       time.Time // commit timestamp
 	Seed     string    // random per command; minted ids derive from it
+	// Snapshot is, for revert_to_snapshot only, the canvas state at the named
+	// snapshot's revision, loaded by the engine before Decide (nil otherwise).
+	// Decide only reads it.
+	Snapshot *State
 }
 
 func jsonErrText(err error) string {

@@ -78,6 +78,7 @@ type State struct {
 	Nodes      map[string]*Node `json:"nodes"`
 	Edges      map[string]*Edge `json:"edges"`
 	Tombstones map[Ref]int64    `json:"-"`
+	History    History          `json:"-"` // per-actor undo/redo stacks (history.go), maintained by reducer.Apply
 }
 
 // NewState returns an empty state at revision 0.
@@ -138,6 +139,13 @@ func (s *State) Clone() *State {
 	}
 	for k, v := range s.Tombstones {
 		c.Tombstones[k] = v
+	}
+	if s.History != nil { // entries are immutable; copy the per-actor records
+		c.History = make(History, len(s.History))
+		for k, h := range s.History {
+			hc := *h
+			c.History[k] = &hc
+		}
 	}
 	return c
 }

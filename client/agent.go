@@ -63,9 +63,9 @@ type AgentTodo struct {
 // AgentStats are a session's counters and latencies (milliseconds).
 type AgentStats struct {
 	Turns             int     `json:"turns"`
-	TTFBMS            float64 `json:"ttfb_ms"`             // run start → first model byte, first turn
+	TTFBMS            float64 `json:"ttfb_ms"`                 // run start → first model byte, first turn
 	TimeToFirstAction float64 `json:"time_to_first_action_ms"` // run start → first complete action envelope
-	ModelLatencyMS    float64 `json:"model_latency_ms"`    // total time spent streaming from the model
+	ModelLatencyMS    float64 `json:"model_latency_ms"`        // total time spent streaming from the model
 	ActionsParsed     int     `json:"actions_parsed"`
 	ActionsApplied    int     `json:"actions_applied"`
 	ActionsDropped    int     `json:"actions_dropped"`

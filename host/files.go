@@ -34,6 +34,7 @@ type FileInfo struct {
 	Path     string    `json:"path"`
 	Size     int64     `json:"size"`
 	Modified time.Time `json:"modified"`
+	Created  bool      `json:"-"` // PutFile: the file did not exist before
 }
 
 // ServePage answers GET/HEAD /host/{session}/{escapedPath}. escapedPath is
@@ -142,7 +143,8 @@ func commonHeaders(w http.ResponseWriter, csp string) {
 	hd.Set("X-Content-Type-Options", "nosniff")
 	hd.Set("Referrer-Policy", "no-referrer")
 	hd.Set("Cache-Control", "no-cache")
-	hd.Set("Cross-Origin-Resource-Policy", "same-origin")
+	// No Cross-Origin-Resource-Policy: sandboxed pages have an opaque origin,
+	// so same-origin would block their own scripts, styles and images.
 }
 
 func contentType(name string) string {
@@ -169,6 +171,9 @@ func (h *Host) PutFile(session, rel string, body io.Reader) (FileInfo, error) {
 		return FileInfo{}, err
 	}
 	clean, isDir, err := CleanPath(rel)
+	if errors.Is(err, canvas.ErrNotFound) {
+		return FileInfo{}, canvas.Invalid("path", "names starting with . are never served, so they cannot be written")
+	}
 	if err != nil {
 		return FileInfo{}, err
 	}
@@ -176,7 +181,7 @@ func (h *Host) PutFile(session, rel string, body io.Reader) (FileInfo, error) {
 		return FileInfo{}, canvas.Invalid("path", "name a file, not a directory")
 	}
 	if clean == ReservedDir || strings.HasPrefix(clean, ReservedDir+"/") {
-		return FileInfo{}, canvas.Unprocessable("path", "%s/ is reserved for built-in assets", ReservedDir)
+		return FileInfo{}, canvas.Invalid("path", "%s/ is reserved for built-in assets; choose another directory", ReservedDir)
 	}
 	if err := h.root.Mkdir(session, 0o750); err != nil && !errors.Is(err, fs.ErrExist) {
 		return FileInfo{}, fmt.Errorf("host: create session %q: %w", session, err)
@@ -191,7 +196,8 @@ func (h *Host) PutFile(session, rel string, body io.Reader) (FileInfo, error) {
 			return FileInfo{}, canvas.Unprocessable("path", "cannot create directory %q (a file of that name exists?)", dir)
 		}
 	}
-	if st, err := sroot.Lstat(clean); err == nil && st.IsDir() {
+	st, statErr := sroot.Lstat(clean)
+	if statErr == nil && st.IsDir() {
 		return FileInfo{}, canvas.Unprocessable("path", "%q is a directory", clean)
 	}
 	n, err := writeAtomic(sroot, clean, body, h.cfg.MaxFileBytes)
@@ -199,7 +205,7 @@ func (h *Host) PutFile(session, rel string, body io.Reader) (FileInfo, error) {
 		return FileInfo{}, err
 	}
 	h.publishReload(session, clean, "put")
-	return FileInfo{Path: clean, Size: n, Modified: time.Now().UTC()}, nil
+	return FileInfo{Path: clean, Size: n, Modified: time.Now().UTC(), Created: statErr != nil}, nil
 }
 
 // writeAtomic writes body to name inside root through a temporary file and a

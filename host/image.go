@@ -15,7 +15,7 @@ import (
 )
 
 // ErrUnsupportedMediaType: an image of a type the server does not accept
-// (HTTP 415). It is the Kind of a *canvas.FieldError naming the field.
+// (HTTP 415). The concrete error is a *UnsupportedMediaTypeError.
 var ErrUnsupportedMediaType = errors.New("unsupported media type")
 
 // Image media types accepted in image messages.
@@ -71,7 +71,7 @@ func sniffImage(b []byte) string {
 //     bad base64 (characters outside the standard alphabet, whitespace, bad
 //     padding), empty, or bytes of another supported type than declared;
 //   - ErrTooLarge (413): more than max decoded bytes;
-//   - kind ErrUnsupportedMediaType (415): a declared type other than the four,
+//   - *UnsupportedMediaTypeError (415): a declared type other than the four,
 //     or bytes that are not a PNG, JPEG, GIF or WebP image.
 func ParseImageDataURL(field, s string, max int64) (Image, error) {
 	const prefix = "data:"
@@ -92,7 +92,7 @@ func ParseImageDataURL(field, s string, max int64) (Image, error) {
 	switch mt {
 	case MediaPNG, MediaJPEG, MediaGIF, MediaWebP:
 	default:
-		return Image{}, &canvas.FieldError{Field: field, Kind: ErrUnsupportedMediaType,
+		return Image{}, &UnsupportedMediaTypeError{Field: field,
 			Reason: fmt.Sprintf("media type %q is not accepted; send image/png, image/jpeg, image/gif or image/webp", truncate(mt, 80))}
 	}
 	if max > 0 && int64(base64.StdEncoding.DecodedLen(len(payload))) > max+2 {
@@ -119,8 +119,8 @@ func ParseImageDataURL(field, s string, max int64) (Image, error) {
 	actual := sniffImage(data)
 	switch {
 	case actual == "":
-		return Image{}, &canvas.FieldError{Field: field, Kind: ErrUnsupportedMediaType,
-			Reason: fmt.Sprintf("declared %s but the bytes are not a PNG, JPEG, GIF or WebP image", mt)}
+		return Image{}, &UnsupportedMediaTypeError{Field: field,
+			Reason: fmt.Sprintf("declared %s but the bytes are not a PNG, JPEG, GIF or WebP image; convert it to PNG, JPEG, GIF or WebP", mt)}
 	case actual != mt:
 		return Image{}, canvas.Invalid(field, "declared %s but the bytes are %s; fix the data URL's media type", mt, actual)
 	}

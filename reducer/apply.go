@@ -33,12 +33,14 @@ func Apply(s *canvas.State, c *canvas.Commit) error {
 		s.Tombstones = map[canvas.Ref]int64{}
 	}
 	a := applier{s: s, c: c}
+	hist := CaptureHistory(s, c) // docs: per-actor undo/redo stacks (doc_history.go)
 	for i := range c.Changes {
 		if err := a.change(&c.Changes[i]); err != nil {
 			a.rollback()
 			return fmt.Errorf("reducer: apply rev %d change %d (%s %s %q): %w", c.Rev, i, c.Changes[i].Op, c.Changes[i].Kind, c.Changes[i].ID, err)
 		}
 	}
+	hist.Record(s)
 	s.Rev = c.Rev
 	return nil
 }

@@ -79,28 +79,52 @@ func ParseDiffFormat(field, s string) (string, error) {
 	return "", canvas.Unprocessable(field, "must be %q or %q, got %q", DiffUnified, DiffSplit, s)
 }
 
-// lineScript diffs before and after line by line with go-diff's line mode.
-func lineScript(before, after string) []lineOp {
+// rawDiff is a run of whole lines (with their terminators) that are equal
+// (' '), only in the old text ('-') or only in the new one ('+').
+type rawDiff struct {
+	kind byte
+	text string
+}
+
+// lineDiffs diffs before and after with go-diff's line mode:
+// DiffLinesToRunes → DiffMainRunes → DiffCharsToLines.
+func lineDiffs(before, after string) []rawDiff {
 	dmp := diffmatchpatch.New()
 	r1, r2, lines := dmp.DiffLinesToRunes(before, after)
 	diffs := dmp.DiffCharsToLines(dmp.DiffMainRunes(r1, r2, false), lines)
+	out := make([]rawDiff, 0, len(diffs))
+	for _, d := range diffs {
+		k := byte(' ')
+		switch d.Type {
+		case diffmatchpatch.DiffDelete:
+			k = '-'
+		case diffmatchpatch.DiffInsert:
+			k = '+'
+		}
+		out = append(out, rawDiff{kind: k, text: d.Text})
+	}
+	return out
+}
+
+// lineScript diffs before and after line by line.
+func lineScript(before, after string) []lineOp {
 	ops := make([]lineOp, 0, LineCount(after)+8)
 	o, n := 1, 1
-	for _, d := range diffs {
-		for pos := 0; pos < len(d.Text); {
-			content, next := lineAt(d.Text, pos)
-			op := lineOp{text: content, noEOL: next == len(d.Text) && d.Text[len(d.Text)-1] != '\n'}
+	for _, d := range lineDiffs(before, after) {
+		for pos := 0; pos < len(d.text); {
+			content, next := lineAt(d.text, pos)
+			op := lineOp{kind: d.kind, text: content, noEOL: next == len(d.text) && d.text[len(d.text)-1] != '\n'}
 			pos = next
-			switch d.Type {
-			case diffmatchpatch.DiffEqual:
-				op.kind, op.old, op.new = ' ', o, n
+			switch d.kind {
+			case ' ':
+				op.old, op.new = o, n
 				o++
 				n++
-			case diffmatchpatch.DiffDelete:
-				op.kind, op.old = '-', o
+			case '-':
+				op.old = o
 				o++
-			case diffmatchpatch.DiffInsert:
-				op.kind, op.new = '+', n
+			case '+':
+				op.new = n
 				n++
 			}
 			ops = append(ops, op)

@@ -107,6 +107,7 @@ func lineOffset(text string, pos, cur, target int) (int, bool) {
 		return pos, need == 0
 	}
 	const chunk = 8192
+	from := pos
 	for pos < len(text) {
 		end := min(pos+chunk, len(text))
 		if c := strings.Count(text[pos:end], "\n"); c < need {
@@ -123,7 +124,7 @@ func lineOffset(text string, pos, cur, target int) (int, bool) {
 		}
 	}
 	// Past the last line break: an unterminated last line counts as one more.
-	if need == 1 && len(text) > 0 && text[len(text)-1] != '\n' {
+	if need == 1 && len(text) > from && text[len(text)-1] != '\n' {
 		return len(text), true
 	}
 	return 0, false
@@ -138,7 +139,11 @@ func contentLines(content string) (lines []string, eol string, finalNL bool) {
 	}
 	eol = lineEnding(content, "")
 	finalNL = content[len(content)-1] == '\n'
-	return Lines(content), eol, finalNL
+	lines = Lines(content)
+	for i, l := range lines { // a line cannot end with CR: "x\r" + "\n" would read as a CRLF
+		lines[i] = strings.TrimRight(l, "\r")
+	}
+	return lines, eol, finalNL
 }
 
 // joinLines joins lines with eol, terminating the last one when term is set.
@@ -167,7 +172,39 @@ type doc struct {
 }
 
 func newDoc(text string) doc {
-	return doc{text: text, eol: lineEnding(text, ""), finalNL: text != "" && text[len(text)-1] == '\n', lines: LineCount(text)}
+	return doc{text: text, eol: lineEnding(text, ""), finalNL: text != "" && text[len(text)-1] == '\n', lines: -1}
+}
+
+// locate returns the offsets of lines a and b (a ≤ b, both ≤ count+1) and
+// fills d.lines, in one pass over the text.
+func (d *doc) locate(a, b int) (offA, offB int) {
+	offA, okA := lineOffset(d.text, 0, 1, a)
+	offB, okB := lineOffset(d.text, offA, a, b)
+	if !okA || !okB {
+		d.count()
+		return 0, 0
+	}
+	// Lines before b: b-1, plus the lines from offB on.
+	d.lines = b - 1 + LineCount(d.text[offB:])
+	return offA, offB
+}
+
+// locateRange returns the offsets of line start and of the line after end,
+// or zeros for a range that is not plausible; d.lines is filled either way.
+func (d *doc) locateRange(start, end int) (int, int) {
+	if start >= 1 && end >= start {
+		return d.locate(start, end+1)
+	}
+	d.count()
+	return 0, 0
+}
+
+// count fills d.lines.
+func (d *doc) count() int {
+	if d.lines < 0 {
+		d.lines = LineCount(d.text)
+	}
+	return d.lines
 }
 
 // splice builds the hunk that replaces lines [s, e] (e = s-1: an insertion
@@ -444,11 +481,10 @@ func decideReplaceLines(s *canvas.State, cmd canvas.Command) (Decision, error) {
 	if a.NewContent == nil {
 		return Decision{Touched: touched}, canvas.Unprocessable("args.new_content", "is required (use delete_lines to remove lines)")
 	}
+	startOff, endOff := d.locateRange(a.StartLine, a.EndLine)
 	if err := checkRange(a.StartLine, a.EndLine, d.lines); err != nil {
 		return Decision{Touched: touched}, err
 	}
-	startOff, _ := lineOffset(d.text, 0, 1, a.StartLine)
-	endOff, _ := lineOffset(d.text, startOff, a.StartLine, a.EndLine+1)
 	newLines, ceol, cfinal := contentLines(*a.NewContent)
 	hunk, after := d.splice(a.StartLine, a.EndLine, startOff, endOff, newLines, ceol, cfinal)
 	return Decision{
@@ -474,11 +510,16 @@ func decideInsertLines(s *canvas.State, cmd canvas.Command) (Decision, error) {
 	if a.Content == nil {
 		return Decision{Touched: touched}, canvas.Unprocessable("args.content", "is required: the lines to insert")
 	}
+	off := 0
+	if a.InsertAfterLine >= 0 {
+		off, _ = d.locate(a.InsertAfterLine+1, a.InsertAfterLine+1)
+	} else {
+		d.count()
+	}
 	if a.InsertAfterLine < 0 || a.InsertAfterLine > d.lines {
 		return Decision{Touched: touched}, canvas.Unprocessable("args.insert_after_line",
 			"must be between 0 (the top) and %d (after the last line; the document has %d lines), got %d", d.lines, d.lines, a.InsertAfterLine)
 	}
-	off, _ := lineOffset(d.text, 0, 1, a.InsertAfterLine+1)
 	newLines, ceol, cfinal := contentLines(*a.Content)
 	hunk, after := d.splice(a.InsertAfterLine+1, a.InsertAfterLine, off, off, newLines, ceol, cfinal)
 	return Decision{
@@ -501,11 +542,10 @@ func decideDeleteLines(s *canvas.State, cmd canvas.Command) (Decision, error) {
 	if err != nil {
 		return Decision{Touched: touched}, err
 	}
+	startOff, endOff := d.locateRange(a.StartLine, a.EndLine)
 	if err := checkRange(a.StartLine, a.EndLine, d.lines); err != nil {
 		return Decision{Touched: touched}, err
 	}
-	startOff, _ := lineOffset(d.text, 0, 1, a.StartLine)
-	endOff, _ := lineOffset(d.text, startOff, a.StartLine, a.EndLine+1)
 	hunk, after := d.splice(a.StartLine, a.EndLine, startOff, endOff, nil, "", false)
 	deleted := rangeText(d.text, startOff, endOff)
 	return Decision{
@@ -601,6 +641,7 @@ func decideSearchReplace(s *canvas.State, cmd canvas.Command) (Decision, error) 
 	if eol == "" {
 		eol = lineEnding(a.ReplaceWith, "\n")
 	}
+	d.count()
 	res := SearchReplaceResult{Success: true, NodeID: a.NodeID, AffectedLines: []int{}, Diffs: []LineDiff{}, NewLineCount: d.lines}
 	var hunks []canvas.TextHunk
 	remaining := -1
@@ -623,8 +664,9 @@ func decideSearchReplace(s *canvas.State, cmd canvas.Command) (Decision, error) 
 			continue
 		}
 		plain := out
-		if strings.IndexByte(out, '\r') >= 0 {
-			plain = strings.ReplaceAll(out, "\r\n", "\n")
+		if strings.IndexByte(out, '\r') >= 0 { // keep line breaks as "\n" and no CR at a line's end
+			plain = strings.TrimRight(strings.ReplaceAll(out, "\r\n", "\n"), "\r")
+			out = plain
 		}
 		if extra := strings.Count(plain, "\n"); extra > 0 {
 			res.NewLineCount += extra

@@ -232,14 +232,17 @@ func TestDocErrors(t *testing.T) {
 
 func TestApplyTextEditRejectsBadHunks(t *testing.T) {
 	for _, hunks := range [][]canvas.TextHunk{
-		{{Line: 5, Del: 0}},          // past count+1
-		{{Line: 3, Del: 1}},          // deletes past the end
+		{{Line: 5, Del: 0}},            // past count+1
+		{{Line: 3, Del: 1}},            // deletes past the end
 		{{Line: 2, Del: 1}, {Line: 1}}, // out of order
 		{{Line: 1, Del: -1}},
 	} {
 		if _, _, err := ApplyTextEdit("a\nb\n", hunks); !errors.Is(err, canvas.ErrUnprocessable) {
 			t.Errorf("hunks %+v: err = %v", hunks, err)
 		}
+	}
+	if _, _, err := ApplyTextEdit("a", []canvas.TextHunk{{Line: 2, Del: 1}}); err == nil {
+		t.Error("deleting line 2 of a one-line text succeeded")
 	}
 	got, _, err := ApplyTextEdit("a\nb", []canvas.TextHunk{{Line: 3, Del: 0, Ins: "c"}})
 	if err != nil || got != "a\nbc" { // appending at count+1 is a raw splice at the end
@@ -281,11 +284,20 @@ func FuzzDocEdit(f *testing.F) {
 	f.Add("", uint8(1), 0, 0, "", false)
 	f.Add("日本\n語", uint8(2), 2, 2, "", false)
 	f.Add("foo\r\nfoo bar\r\n", uint8(3), 0, 0, "o", true)
-	f.Fuzz(func(t *testing.T, text string, op uint8, a, b int, content string, crlf bool) {
+	f.Fuzz(fuzzBody)
+}
+
+func fuzzBody(t *testing.T, text string, op uint8, a, b int, content string, crlf bool) {
+	{
 		if crlf { // exercise CRLF documents often
 			text = strings.ReplaceAll(strings.ReplaceAll(text, "\r\n", "\n"), "\n", "\r\n")
 		}
-		n := LineCount(text)
+		if strings.HasSuffix(text, "\r") {
+			// An unterminated last line ending with CR turns into a CRLF line
+			// break when a line is appended after it; the line model cannot
+			// tell the two apart, so such texts are out of scope.
+			text += "x"
+		}
 		var typ string
 		args := map[string]any{}
 		switch op % 4 {
@@ -313,7 +325,6 @@ func FuzzDocEdit(f *testing.F) {
 		if newLineCount(t, dec.Result) != LineCount(got) {
 			t.Fatalf("new_line_count %d, text has %d lines: %q", newLineCount(t, dec.Result), LineCount(got), got)
 		}
-		_ = n
 		// Line-ending style and the final newline survive (unless the edit
 		// emptied the document, or the document had no line break to copy).
 		before, finalBefore := eolStyle(text)
@@ -321,6 +332,9 @@ func FuzzDocEdit(f *testing.F) {
 		if got != "" && text != "" {
 			emptyLast := false // an unterminated empty last line cannot exist (see doc.splice)
 			if cl, _, _ := contentLines(content); op%4 <= 1 && cl[len(cl)-1] == "" {
+				emptyLast = true
+			}
+			if op%4 == 2 && a >= 2 && a <= len(Lines(text)) && Lines(text)[a-2] == "" {
 				emptyLast = true
 			}
 			if finalBefore != finalAfter && !(emptyLast && !finalBefore) {
@@ -332,7 +346,7 @@ func FuzzDocEdit(f *testing.F) {
 		}
 		// The diff of the edit reproduces the new text.
 		checkDiffReproduces(t, text, got)
-	})
+	}
 }
 
 // checkDiffReproduces rebuilds after's lines from before's lines and the

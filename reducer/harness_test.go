@@ -24,6 +24,9 @@ func newRH(t testing.TB) *rh { return &rh{t: t, s: canvas.NewState()} }
 
 func rhCommand(s *canvas.State, typ, args string) canvas.Command {
 	rev := s.Rev + 1
+	if args == "" {
+		args = "{}" // as canvas.Envelope.Validate makes it
+	}
 	return canvas.Command{CanvasID: "c1", ID: fmt.Sprintf("cmd%d", rev), Type: typ, Args: json.RawMessage(args),
 		Actor: canvas.Actor{ID: "user-1", Type: canvas.ActorHuman}, Rev: rev, BaseRev: s.Rev,
 		TS: time.Unix(1700000000, 0).UTC(), Seed: fmt.Sprintf("s%d", rev)}

@@ -20,6 +20,8 @@
 package reducer
 
 import (
+	"encoding/json"
+
 	"github.com/canvasd/canvasd/canvas"
 )
 
@@ -61,6 +63,9 @@ func Decide(s *canvas.State, cmd canvas.Command) (Decision, error) {
 	}
 	if len(cmd.Args) == 0 {
 		cmd.Args = []byte("{}")
+	} else if !json.Valid(cmd.Args) {
+		// canvas.DecodeStrict alone lets a stray closing '}' or ']' through.
+		return Decision{}, canvas.Unprocessable("args", "is not a single valid JSON object")
 	}
 	return fn(s, cmd)
 }

@@ -16,6 +16,7 @@ type stateFile struct {
 	Nodes      []*canvas.Node `json:"nodes"`
 	Edges      []*canvas.Edge `json:"edges"`
 	Tombstones []tombstone    `json:"tombstones"`
+	History    canvas.History `json:"history,omitempty"` // per-actor undo/redo stacks (doc_history.go)
 }
 
 type tombstone struct {
@@ -27,7 +28,7 @@ type tombstone struct {
 // EncodeState encodes s, tombstones included, as JSON tagged with Schema.
 // The encoding is deterministic: nodes in z-order, edges and tombstones by id.
 func EncodeState(s *canvas.State) ([]byte, error) {
-	f := stateFile{Schema: Schema, Rev: s.Rev, Nodes: s.SortedNodes(), Edges: s.SortedEdges(),
+	f := stateFile{Schema: Schema, Rev: s.Rev, Nodes: s.SortedNodes(), Edges: s.SortedEdges(), History: s.History,
 		Tombstones: make([]tombstone, 0, len(s.Tombstones))}
 	for ref, rev := range s.Tombstones {
 		f.Tombstones = append(f.Tombstones, tombstone{Kind: ref.Kind, ID: ref.ID, Rev: rev})
@@ -56,7 +57,7 @@ func DecodeState(b []byte) (*canvas.State, error) {
 	if err := dec.Decode(&f); err != nil {
 		return nil, fmt.Errorf("reducer: decode state: %v: %w", err, canvas.ErrInvalid)
 	}
-	if dec.More() {
+	if len(bytes.TrimSpace(b[dec.InputOffset():])) > 0 { // dec.More() misses a stray '}' or ']'
 		return nil, fmt.Errorf("reducer: decode state: trailing data: %w", canvas.ErrInvalid)
 	}
 	if f.Schema != Schema {
@@ -94,6 +95,9 @@ func DecodeState(b []byte) (*canvas.State, error) {
 			return nil, fmt.Errorf("reducer: decode state: duplicate tombstone %s %q: %w", t.Kind, t.ID, canvas.ErrInvalid)
 		}
 		s.Tombstones[ref] = t.Rev
+	}
+	if len(f.History) > 0 {
+		s.History = f.History
 	}
 	return s, nil
 }

@@ -42,6 +42,10 @@ func verbTable() map[string]decideFunc {
 		"insert_lines":   decideInsertLines,
 		"delete_lines":   decideDeleteLines,
 		"search_replace": decideSearchReplace,
+		// History verbs (doc_history.go)
+		"undo":               decideUndo,
+		"redo":               decideRedo,
+		"revert_to_snapshot": decideRevertToSnapshot,
 	}
 }
 
@@ -72,10 +76,34 @@ func decodeArgs(args json.RawMessage, v any) error {
 			if j := strings.IndexByte(name, '"'); j >= 0 {
 				name = name[:j]
 			}
+			var top map[string]json.RawMessage
+			if json.Unmarshal(args, &top) == nil {
+				if _, ok := top[name]; !ok { // not top-level: inside a nested object
+					return canvas.Unprocessable("args", "unknown field %q inside a nested object; see the command's documented args", name)
+				}
+			}
 			return canvas.Unprocessable("args."+name, "unknown field; this command takes: %s", strings.Join(fieldNames(v), ", "))
 		}
 	}
+	if fe != nil {
+		// Speak JSON, not Go: "must be float64" → "must be a number".
+		fe.Reason = jsonTypeNames().Replace(fe.Reason)
+	}
 	return err
+}
+
+func jsonTypeNames() *strings.Replacer {
+	return strings.NewReplacer(
+		"must be float64", "must be a number",
+		"must be *float64", "must be a number",
+		"must be string", "must be a string",
+		"must be *string", "must be a string",
+		"must be []string", "must be an array of strings",
+		"must be map[string]interface {}", "must be an object",
+		"must be bool", "must be true or false",
+		"must be *bool", "must be true or false",
+		"must be int", "must be an integer",
+	)
 }
 
 // fieldNames lists the json names of the fields of the struct v points to.

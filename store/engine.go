@@ -154,6 +154,7 @@ type live struct {
 	reqs   chan *request
 	wake   chan struct{}
 	cancel context.CancelFunc
+	exited chan struct{} // closed when the writer has stopped and drained its queue
 	ready  chan struct{} // closed when loading finished
 	err    error         // load error, set before ready is closed
 
@@ -191,7 +192,7 @@ func (e *Engine) get(ctx context.Context, canvasID string) (*live, error) {
 		}
 		lctx, cancel := context.WithCancel(e.ctx)
 		l = &live{id: canvasID, reqs: make(chan *request, 1024), wake: make(chan struct{}, 1),
-			cancel: cancel, ready: make(chan struct{}), idem: map[string]*IdempotencyRecord{}}
+			cancel: cancel, ready: make(chan struct{}), exited: make(chan struct{}), idem: map[string]*IdempotencyRecord{}}
 		e.lives[canvasID] = l
 		e.wg.Add(1)
 		go e.run(lctx, l)
@@ -211,6 +212,7 @@ func (e *Engine) get(ctx context.Context, canvasID string) (*live, error) {
 // run loads the canvas and then serves its writer queue.
 func (e *Engine) run(ctx context.Context, l *live) {
 	defer e.wg.Done()
+	defer close(l.exited)
 	l.err = e.load(ctx, l)
 	close(l.ready)
 	if l.err != nil {

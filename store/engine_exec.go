@@ -83,11 +83,23 @@ func (e *Engine) submit(ctx context.Context, canvasID string, r *request) (Respo
 	}
 	// Once queued, wait for the answer even if the client goes away: the
 	// command may commit, and its idempotency key will say so on a retry.
-	resp, ok := <-r.done
-	if !ok {
-		return Response{}, r.err
+	select {
+	case resp, ok := <-r.done:
+		if !ok {
+			return Response{}, r.err
+		}
+		return resp, r.err
+	case <-l.exited:
+		select {
+		case resp, ok := <-r.done:
+			if ok {
+				return resp, r.err
+			}
+			return Response{}, r.err
+		default: // queued after the writer stopped: it never ran
+			return Response{}, fmt.Errorf("canvas %s is shutting down or was deleted: %w", canvasID, canvas.ErrUnavailable)
+		}
 	}
-	return resp, r.err
 }
 
 // pending is one request's answer being prepared within a group.

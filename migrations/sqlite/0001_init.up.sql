@@ -16,9 +16,11 @@ CREATE TABLE canvases (
 
 CREATE INDEX canvases_created_idx ON canvases (created_at, id);
 
--- The event log: one row per revision, gap-free per canvas. Clustered on
--- (canvas_id, rev) so a tail read is one range scan.
+-- The event log: one row per revision, gap-free per canvas. A rowid table
+-- (rows stored in insertion order, so a transaction carrying commits of many
+-- canvases dirties few pages) with a unique (canvas_id, rev) index for reads.
 CREATE TABLE commits (
+	seq        INTEGER PRIMARY KEY,
 	canvas_id  TEXT    NOT NULL REFERENCES canvases (id) ON DELETE CASCADE,
 	rev        INTEGER NOT NULL CHECK (rev > 0),
 	event_id   TEXT    NOT NULL,
@@ -28,9 +30,10 @@ CREATE TABLE commits (
 	actor_id   TEXT    NOT NULL,
 	actor_type TEXT    NOT NULL,
 	ts         INTEGER NOT NULL,
-	changes    TEXT    NOT NULL DEFAULT '[]', -- JSON array of canvas.Change
-	PRIMARY KEY (canvas_id, rev)
-) STRICT, WITHOUT ROWID;
+	changes    TEXT    NOT NULL DEFAULT '[]'  -- JSON array of canvas.Change
+) STRICT;
+
+CREATE UNIQUE INDEX commits_canvas_rev ON commits (canvas_id, rev);
 
 -- Materialized state every N commits, written by reducer schema `schema`.
 CREATE TABLE state_snapshots (
@@ -52,7 +55,7 @@ CREATE TABLE idempotency (
 	rev         INTEGER NOT NULL,
 	created_at  INTEGER NOT NULL,
 	PRIMARY KEY (canvas_id, key)
-) STRICT;
+) STRICT, WITHOUT ROWID;
 
 CREATE INDEX idempotency_created_idx ON idempotency (created_at);
 

@@ -104,3 +104,47 @@ func benchAppend(b *testing.B, writers, canvases, group int) {
 		b.ReportMetric(float64(mismatches.Load())/float64(len(all)), "retries/commit")
 	}
 }
+
+// BenchmarkCrossProcessWake measures, for appends made through one Store,
+// the time from Append returning (commit durable) to another Store's Listen
+// calling wake for that canvas: the store's share of cross-process
+// commit→SSE delivery.
+func BenchmarkCrossProcessWake(b *testing.B) {
+	url := testURL(b)
+	schema := newSchema(b, url)
+	listener, writer := openIn(b, url, schema), openIn(b, url, schema)
+	ctx, cancel := context.WithCancel(context.Background())
+	mustCreateCanvas(b, writer, "c1")
+	woke := make(chan string, 16)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = listener.Listen(ctx, func(id string) { woke <- id })
+	}()
+	defer func() { cancel(); <-done }()
+	if id := <-woke; id != "" {
+		b.Fatalf("first wake %q, want \"\"", id)
+	}
+	lat := make([]time.Duration, 0, b.N)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		if err := writer.Append(ctx, "c1", int64(i), mkCommits("c1", int64(i), 1, "w"), nil); err != nil {
+			b.Fatal(err)
+		}
+		acked := time.Now()
+		select {
+		case id := <-woke:
+			if id != "c1" {
+				b.Fatalf("wake(%q), want c1", id)
+			}
+		case <-time.After(5 * time.Second):
+			b.Fatal("no wake-up within 5 s")
+		}
+		lat = append(lat, time.Since(acked))
+	}
+	b.StopTimer()
+	slices.Sort(lat)
+	b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "wake-p50-µs")
+	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "wake-p99-µs")
+}

@@ -17,6 +17,7 @@ import (
 // and hold every acknowledged commit exactly once; idempotency holds across
 // the two stores.
 func TestConcurrentWritersTwoStores(t *testing.T) {
+	t.Parallel()
 	url := testURL(t)
 	schema := newSchema(t, url)
 	stores := []*Store{openIn(t, url, schema), openIn(t, url, schema)}
@@ -131,9 +132,24 @@ func TestConcurrentWritersTwoStores(t *testing.T) {
 // TestInvalidTextIsInvalid: PostgreSQL text cannot hold NUL; that is the
 // caller's bad input (canvas.ErrInvalid), not an outage.
 func TestInvalidTextIsInvalid(t *testing.T) {
+	t.Parallel()
 	s := openTest(t)
 	err := s.CreateCanvas(context.Background(), canvas.Canvas{ID: "c1", Title: "a\x00b"})
 	if !errors.Is(err, canvas.ErrInvalid) {
 		t.Fatalf("CreateCanvas with a NUL in the title = %v, want canvas.ErrInvalid", err)
+	}
+}
+
+func TestAppendInvalidArgsJSONIsInvalid(t *testing.T) {
+	t.Parallel()
+	s := openTest(t)
+	mustCreateCanvas(t, s, "c1")
+	cs := mkCommits("c1", 0, 1, "a")
+	cs[0].Args = []byte(`{"unterminated": `)
+	if err := s.Append(context.Background(), "c1", 0, cs, nil); !errors.Is(err, canvas.ErrInvalid) {
+		t.Fatalf("Append with args that are not JSON = %v, want canvas.ErrInvalid", err)
+	}
+	if c, _ := s.GetCanvas(context.Background(), "c1"); c.HeadRev != 0 {
+		t.Fatalf("head = %d after a rejected Append, want 0", c.HeadRev)
 	}
 }

@@ -12,6 +12,7 @@ import (
 // TestConformance runs the shared store suite against PostgreSQL, each
 // subtest in a fresh schema dropped at cleanup.
 func TestConformance(t *testing.T) {
+	t.Parallel()
 	url := testURL(t)
 	storetest.Run(t, func(t *testing.T) (store.Store, storetest.Reopen) {
 		schema := newSchema(t, url)

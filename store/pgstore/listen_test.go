@@ -61,6 +61,7 @@ func (w *wakeRecorder) waitFor(t *testing.T, want string, within time.Duration) 
 }
 
 func TestListenWakesForOtherStores(t *testing.T) {
+	t.Parallel()
 	url := testURL(t)
 	schema := newSchema(t, url)
 	a := openIn(t, url, schema)
@@ -110,6 +111,7 @@ func TestListenWakesForOtherStores(t *testing.T) {
 }
 
 func TestListenSurvivesTerminatedConnection(t *testing.T) {
+	t.Parallel()
 	url := testURL(t)
 	schema := newSchema(t, url)
 	a := openIn(t, url, schema)
@@ -141,6 +143,7 @@ func TestListenSurvivesTerminatedConnection(t *testing.T) {
 }
 
 func TestListenStopsOnClose(t *testing.T) {
+	t.Parallel()
 	s := openTest(t)
 	done := make(chan error, 1)
 	woke := make(chan struct{}, 8)
@@ -164,6 +167,7 @@ func TestListenStopsOnClose(t *testing.T) {
 }
 
 func TestParsePayload(t *testing.T) {
+	t.Parallel()
 	s := &Store{instance: "0123456789abcdef"}
 	cases := []struct {
 		in  string

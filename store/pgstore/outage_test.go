@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -211,6 +212,7 @@ func appendNext(ctx context.Context, s *Store, canvasID, actor string) (int64, e
 }
 
 func TestOutageFailsFastAndRecovers(t *testing.T) {
+	t.Parallel()
 	dbURL := testURL(t)
 	schema := newSchema(t, dbURL)
 	target, rewrite := proxied(t, dbURL)
@@ -312,6 +314,7 @@ func TestOutageFailsFastAndRecovers(t *testing.T) {
 }
 
 func TestOpenUnreachableFailsFast(t *testing.T) {
+	t.Parallel()
 	// A port nothing listens on.
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -326,5 +329,16 @@ func TestOpenUnreachableFailsFast(t *testing.T) {
 	}
 	if d := time.Since(start); d > 2500*time.Millisecond {
 		t.Fatalf("Open(unreachable) took %v", d)
+	}
+}
+
+func TestOpenBadURLHidesPassword(t *testing.T) {
+	t.Parallel()
+	_, err := Open(context.Background(), "postgres://u:s3cret@host:notaport/db", WithLogger(quietLogger()))
+	if !errors.Is(err, canvas.ErrInvalid) {
+		t.Fatalf("Open(bad URL) = %v, want canvas.ErrInvalid", err)
+	}
+	if strings.Contains(err.Error(), "s3cret") {
+		t.Fatalf("Open(bad URL) error leaks the password: %v", err)
 	}
 }

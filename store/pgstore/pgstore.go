@@ -19,6 +19,7 @@ package pgstore
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -80,7 +81,7 @@ type config struct {
 type Option func(*config)
 
 // WithSchema makes the store work in schema name: it is created if missing,
-// put first on every connection's search_path, and the migrations create
+// made the search_path of every connection, and the migrations create
 // their tables there. The NOTIFY channel becomes "canvasd_commits:<name>" so
 // stores in different schemas of one database do not wake each other. Tests
 // use it to give each test its own schema.
@@ -93,8 +94,8 @@ func WithLogger(l *slog.Logger) Option { return func(c *config) { c.logger = l }
 // pool_max_conns in the URL). Listen uses one extra connection of its own.
 func WithMaxConns(n int) Option { return func(c *config) { c.maxConns = int32(n) } }
 
-// WithConnectTimeout bounds establishing one connection (default 2 s, or
-// connect_timeout in the URL when it is set there).
+// WithConnectTimeout bounds establishing one connection (default 2 s; a
+// smaller connect_timeout in the URL wins).
 func WithConnectTimeout(d time.Duration) Option { return func(c *config) { c.connectTimeout = d } }
 
 // WithOpTimeout bounds each store operation that arrives with no earlier
@@ -102,7 +103,8 @@ func WithConnectTimeout(d time.Duration) Option { return func(c *config) { c.con
 // with canvas.ErrUnavailable instead of hanging them.
 func WithOpTimeout(d time.Duration) Option { return func(c *config) { c.opTimeout = d } }
 
-// WithChannel overrides the NOTIFY channel name.
+// WithChannel overrides the NOTIFY channel name (names over 63 bytes are
+// replaced by a hash of them).
 func WithChannel(name string) Option { return func(c *config) { c.channel = name } }
 
 // Open connects to the database at databaseURL (a postgres:// URL or a
@@ -120,7 +122,8 @@ func Open(ctx context.Context, databaseURL string, opts ...Option) (*Store, erro
 	}
 	pc, err := pgxpool.ParseConfig(databaseURL)
 	if err != nil {
-		return nil, fmt.Errorf("pgstore: parse database URL: %w", canvas.ErrInvalid)
+		// Not err's text: it may quote the URL, password included.
+		return nil, fmt.Errorf("pgstore: cannot parse the database URL (want postgres://user@host:5432/db?sslmode=disable): %w", canvas.ErrInvalid)
 	}
 	cc := pc.ConnConfig
 	if cc.ConnectTimeout == 0 || cc.ConnectTimeout > cfg.connectTimeout {
@@ -134,6 +137,9 @@ func Open(ctx context.Context, databaseURL string, opts ...Option) (*Store, erro
 	if cfg.schema != "" {
 		cc.RuntimeParams["search_path"] = cfg.schema
 	}
+	if cc.RuntimeParams["application_name"] == "" {
+		cc.RuntimeParams["application_name"] = "canvasd"
+	}
 	if cfg.maxConns > 0 {
 		pc.MaxConns = cfg.maxConns
 	}
@@ -144,6 +150,10 @@ func Open(ctx context.Context, databaseURL string, opts ...Option) (*Store, erro
 		if cfg.schema != "" {
 			channel = DefaultChannel + ":" + cfg.schema
 		}
+	}
+	if len(channel) > 63 { // PostgreSQL identifiers (LISTEN's channel) stop at 63 bytes
+		sum := sha256.Sum256([]byte(channel))
+		channel = DefaultChannel + ":" + hex.EncodeToString(sum[:12])
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, pc)
 	if err != nil {
@@ -223,9 +233,10 @@ func (s *Store) wrap(ctx context.Context, op string, err error) error {
 		return fmt.Errorf("pgstore: %s: %w: %w", op, canvas.ErrUnavailable, err)
 	}
 	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) && (pgErr.Code == "22021" || pgErr.Code == "22P05") {
-		// PostgreSQL text cannot hold NUL or invalid UTF-8: bad input, not a server fault.
-		return fmt.Errorf("pgstore: %s: text with NUL bytes or invalid UTF-8: %w: %w", op, canvas.ErrInvalid, err)
+	if errors.As(err, &pgErr) && (pgErr.Code == "22021" || pgErr.Code == "22P05" || pgErr.Code == "22P02") {
+		// Text with NUL bytes or invalid UTF-8, or args that are not JSON:
+		// the caller's bad input, not a server fault.
+		return fmt.Errorf("pgstore: %s: %w: %w", op, canvas.ErrInvalid, err)
 	}
 	return fmt.Errorf("pgstore: %s: %w", op, err)
 }

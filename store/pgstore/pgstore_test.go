@@ -16,6 +16,7 @@ import (
 )
 
 func TestAppendReadRoundTrip(t *testing.T) {
+	t.Parallel()
 	s := openTest(t)
 	ctx := context.Background()
 	mustCreateCanvas(t, s, "c1")
@@ -51,6 +52,7 @@ func TestAppendReadRoundTrip(t *testing.T) {
 }
 
 func TestAppendErrorsWriteNothing(t *testing.T) {
+	t.Parallel()
 	s := openTest(t)
 	ctx := context.Background()
 	mustCreateCanvas(t, s, "c1")
@@ -99,6 +101,7 @@ func TestAppendErrorsWriteNothing(t *testing.T) {
 // TestMigrationsRaceFree opens several stores on one fresh schema at once:
 // the advisory lock makes exactly one of them apply each version.
 func TestMigrationsRaceFree(t *testing.T) {
+	t.Parallel()
 	url := testURL(t)
 	schema := newSchema(t, url)
 	var wg sync.WaitGroup
@@ -133,6 +136,7 @@ func TestMigrationsRaceFree(t *testing.T) {
 // TestMigrationsDownUp checks that the down scripts undo the up scripts
 // completely (the schema is empty afterwards) and that up runs again.
 func TestMigrationsDownUp(t *testing.T) {
+	t.Parallel()
 	url := testURL(t)
 	schema := newSchema(t, url)
 	s := openIn(t, url, schema)
@@ -156,6 +160,7 @@ func TestMigrationsDownUp(t *testing.T) {
 // TestAgentTodosTable checks canvas_agent_todos against the agent design:
 // generated uuid ids, the status check and the defaults.
 func TestAgentTodosTable(t *testing.T) {
+	t.Parallel()
 	s := openTest(t)
 	ctx := context.Background()
 	var id, status string
@@ -172,6 +177,7 @@ func TestAgentTodosTable(t *testing.T) {
 }
 
 func TestDeleteCanvasRemovesEverything(t *testing.T) {
+	t.Parallel()
 	s := openTest(t)
 	ctx := context.Background()
 	mustCreateCanvas(t, s, "c1")

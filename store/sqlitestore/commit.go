@@ -6,6 +6,8 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
+	"runtime"
+	"strings"
 
 	"github.com/canvasd/canvasd/canvas"
 	"github.com/canvasd/canvasd/store"
@@ -75,10 +77,41 @@ func (s *Store) submit(ctx context.Context, j *job) error {
 // writer is the one write connection and its prepared statements. Only the
 // committer goroutine uses it.
 type writer struct {
-	conn                                     *sql.Conn
-	begin, commit, rollback                  *sql.Stmt
-	savepoint, release, rollbackTo           *sql.Stmt
-	updHead, headOf, insCommit, insIdem, has *sql.Stmt
+	conn                           *sql.Conn
+	begin, commit, rollback        *sql.Stmt
+	savepoint, release, rollbackTo *sql.Stmt
+	updHead, headOf, has           *sql.Stmt
+
+	// Multi-row INSERTs, prepared on first use: insCommits[k] inserts k+1
+	// rows. One statement per chunk of up to maxRows rows costs far less
+	// than one per row.
+	insCommits, insIdems [maxRows]*sql.Stmt
+	args                 []any // reused argument buffer
+}
+
+// maxRows is the largest multi-row INSERT (SQLite allows 32766 parameters).
+const maxRows = 32
+
+const (
+	insCommitSQL = `INSERT INTO commits (canvas_id, rev, event_id, cmd_id, type, args, actor_id, actor_type, ts, changes) VALUES `
+	commitRow    = `(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	insIdemSQL   = `INSERT INTO idempotency (canvas_id, key, fingerprint, status, body, rev, created_at) VALUES `
+	idemRow      = `(?, ?, ?, ?, ?, ?, ?)`
+	idemTail     = ` ON CONFLICT DO NOTHING`
+)
+
+// rowsStmt returns the cached statement inserting n rows (1 ≤ n ≤ maxRows).
+func (w *writer) rowsStmt(cache *[maxRows]*sql.Stmt, n int, head, row, tail string) (*sql.Stmt, error) {
+	if st := cache[n-1]; st != nil {
+		return st, nil
+	}
+	q := head + strings.Repeat(row+", ", n-1) + row + tail
+	st, err := w.conn.PrepareContext(bg, q)
+	if err != nil {
+		return nil, mapErr("prepare", err)
+	}
+	cache[n-1] = st
+	return st, nil
 }
 
 func newWriter(ctx context.Context, conn *sql.Conn) (*writer, error) {
@@ -95,10 +128,6 @@ func newWriter(ctx context.Context, conn *sql.Conn) (*writer, error) {
 		{&w.rollbackTo, `ROLLBACK TO job`},
 		{&w.updHead, `UPDATE canvases SET head_rev = ? WHERE id = ? AND head_rev = ?`},
 		{&w.headOf, `SELECT head_rev FROM canvases WHERE id = ?`},
-		{&w.insCommit, `INSERT INTO commits (canvas_id, rev, event_id, cmd_id, type, args, actor_id, actor_type, ts, changes)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`},
-		{&w.insIdem, `INSERT INTO idempotency (canvas_id, key, fingerprint, status, body, rev, created_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`},
 		{&w.has, `SELECT 1 FROM canvases WHERE id = ?`},
 	} {
 		st, err := conn.PrepareContext(ctx, p.q)
@@ -112,8 +141,9 @@ func newWriter(ctx context.Context, conn *sql.Conn) (*writer, error) {
 }
 
 func (w *writer) close() {
-	for _, st := range []*sql.Stmt{w.begin, w.commit, w.rollback, w.savepoint, w.release, w.rollbackTo,
-		w.updHead, w.headOf, w.insCommit, w.insIdem, w.has} {
+	sts := []*sql.Stmt{w.begin, w.commit, w.rollback, w.savepoint, w.release, w.rollbackTo, w.updHead, w.headOf, w.has}
+	sts = append(append(sts, w.insCommits[:]...), w.insIdems[:]...)
+	for _, st := range sts {
 		if st != nil {
 			st.Close()
 		}
@@ -139,12 +169,18 @@ func (s *Store) commitLoop(w *writer) {
 	defer close(s.stopped)
 	defer w.close()
 	batch := make([]*job, 0, s.maxBatch)
+	prev := 0
 	for {
 		j, ok := <-s.jobs
 		if !ok {
 			return
 		}
 		batch = append(batch[:0], j)
+		if prev > 1 {
+			// Concurrent writers are active: let them queue their next
+			// calls so this transaction carries more than one.
+			runtime.Gosched()
+		}
 	drain:
 		for len(batch) < s.maxBatch {
 			select {
@@ -158,6 +194,9 @@ func (s *Store) commitLoop(w *writer) {
 			}
 		}
 		s.runBatch(w, batch)
+		s.batches.Add(1)
+		s.jobsDone.Add(int64(len(batch)))
+		prev = len(batch)
 		for i, j := range batch {
 			j.done <- struct{}{}
 			batch[i] = nil
@@ -267,30 +306,53 @@ func (w *writer) appendCommits(j *job) error {
 		return fmt.Errorf("sqlitestore: append to canvas %q: expected head %d, stored head is %d: %w",
 			j.canvasID, j.expectedHead, head, canvas.ErrHeadMismatch)
 	}
-	for i := range j.idem {
-		r := &j.idem[i]
-		body := r.Body
-		if body == nil {
-			body = []byte{}
+	for lo := 0; lo < len(j.idem); lo += maxRows {
+		rs := j.idem[lo:min(lo+maxRows, len(j.idem))]
+		st, err := w.rowsStmt(&w.insIdems, len(rs), insIdemSQL, idemRow, idemTail)
+		if err != nil {
+			return err
 		}
-		res, err := w.insIdem.ExecContext(bg, j.canvasID, r.Key, r.Fingerprint, r.Status, body, r.Rev, r.CreatedAt.UnixMicro())
+		args := w.args[:0]
+		for i := range rs {
+			r := &rs[i]
+			body := r.Body
+			if body == nil {
+				body = []byte{}
+			}
+			args = append(args, j.canvasID, r.Key, r.Fingerprint, r.Status, body, r.Rev, r.CreatedAt.UnixMicro())
+		}
+		w.args = args
+		res, err := st.ExecContext(bg, args...)
+		clear(args)
 		if err != nil {
 			return mapErr("append to "+j.canvasID, err)
 		}
 		if n, err := res.RowsAffected(); err != nil {
 			return mapErr("append to "+j.canvasID, err)
-		} else if n == 0 {
-			return fmt.Errorf("sqlitestore: append to canvas %q: idempotency key %q: %w", j.canvasID, r.Key, canvas.ErrDuplicateIdempotencyKey)
+		} else if n != int64(len(rs)) {
+			return fmt.Errorf("sqlitestore: append to canvas %q: %w", j.canvasID, canvas.ErrDuplicateIdempotencyKey)
 		}
 	}
-	for i := range j.commits {
-		c := &j.commits[i]
-		var args any
-		if c.Args != nil {
-			args = string(c.Args)
+	for lo := 0; lo < len(j.commits); lo += maxRows {
+		cs := j.commits[lo:min(lo+maxRows, len(j.commits))]
+		st, err := w.rowsStmt(&w.insCommits, len(cs), insCommitSQL, commitRow, "")
+		if err != nil {
+			return err
 		}
-		if _, err := w.insCommit.ExecContext(bg, j.canvasID, c.Rev, c.EventID, c.CmdID, c.Type, args,
-			c.ActorID, string(c.ActorType), c.TS.UnixMicro(), j.changes[i]); err != nil {
+		args := w.args[:0]
+		for i := range cs {
+			c := &cs[i]
+			var a any
+			if c.Args != nil {
+				a = string(c.Args)
+			}
+			args = append(args, j.canvasID, c.Rev, c.EventID, c.CmdID, c.Type, a,
+				c.ActorID, string(c.ActorType), c.TS.UnixMicro(), j.changes[lo+i])
+		}
+		w.args = args
+		_, err = st.ExecContext(bg, args...)
+		clear(args)
+		if err != nil {
 			return mapErr("append to "+j.canvasID, err)
 		}
 	}

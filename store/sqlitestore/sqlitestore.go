@@ -29,6 +29,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"modernc.org/sqlite"
@@ -106,6 +107,8 @@ type Store struct {
 	jobs    chan *job
 	stopped chan struct{} // closed when the committer has exited
 
+	batches, jobsDone atomic.Int64
+
 	jobPool   sync.Pool
 	closeOnce sync.Once
 	closeErr  error
@@ -132,7 +135,7 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 		return nil, fmt.Errorf("sqlitestore: invalid database path %q: %w", path, canvas.ErrInvalid)
 	}
 	busy := cfg.busyTimeout.Milliseconds()
-	common := fmt.Sprintf("_pragma=busy_timeout(%d)&_pragma=foreign_keys(1)&_pragma=cache_size(-%d)", busy, cfg.cacheKiB)
+	common := fmt.Sprintf("_pragma=busy_timeout(%d)&_pragma=foreign_keys(0)&_pragma=cache_size(-%d)", busy, cfg.cacheKiB)
 	// journal_mode=WAL is persistent in the file; synchronous=NORMAL in WAL
 	// mode syncs at checkpoints only, which survives a process crash.
 	wdsn := path + "?" + common + "&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=temp_store(MEMORY)&_txlock=immediate"
@@ -290,6 +293,18 @@ func (s *Store) Close() error {
 		s.closeErr = errors.Join(errs...)
 	})
 	return s.closeErr
+}
+
+// Stats are counters of the group committer since Open.
+type Stats struct {
+	Transactions int64 // write transactions committed or rolled back
+	Writes       int64 // write calls (Append, CreateCanvas, ...) they carried
+}
+
+// Stats returns the committer's counters; Writes/Transactions is the mean
+// group-commit batch size.
+func (s *Store) Stats() Stats {
+	return Stats{Transactions: s.batches.Load(), Writes: s.jobsDone.Load()}
 }
 
 // Ping reports whether the database answers a query.

@@ -142,6 +142,12 @@ class CanvasAgentClient:
         for c in idle:
             c.close()
 
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:
+            pass
+
     def __enter__(self) -> "CanvasAgentClient":
         return self
 
@@ -384,6 +390,14 @@ class CanvasAgentClient:
         new idempotency key (``<key>.r<n>``), at most max_retries times, after
         which the last ConflictError is raised. Other errors raise their typed
         exception (ValidationError for 400/413/422, AuthError, NotFoundError, ...).
+
+        A 409 writes nothing and stores nothing, so calling again with the same
+        idempotency_key decides the command again. Once a call has committed,
+        calling again with its key replays the stored answer for the same
+        envelope; if the call had been replanned and the replan now produces a
+        different command, the server refuses its reused derived key with a
+        ValidationError (422, problem field ``idempotency_key``): the call
+        never applies twice.
         """
         return self.apply_result(
             canvas_id, action, args, base_rev, idempotency_key=idempotency_key,
@@ -415,7 +429,7 @@ class CanvasAgentClient:
                 env["id"] = cmd_id if replans == 0 else "%s.r%d" % (cmd_id, replans)
             if strict:
                 env["strict"] = True
-            resp = self._request("POST", path, body=env, retry=True)
+            resp = self._request("POST", path, body=dict(env, idempotency_key=_new_key()), retry=True)
             if 200 <= resp.status < 300 and isinstance(resp.data, dict):
                 d = resp.data
                 return ApplyResult(
@@ -527,7 +541,7 @@ class CanvasAgentClient:
                 error: Optional[BaseException] = None
                 retry_after: Optional[str] = None
                 headers = self._headers({"Accept": "text/event-stream", "Cache-Control": "no-cache"})
-                if parser.last_event_id:
+                if parser.last_event_id and failures == 0:
                     headers["Last-Event-ID"] = parser.last_event_id
                 try:
                     conn = self._connect(self.timeout)

@@ -157,14 +157,20 @@ class ConflictTest(E2E):
         self.assertEqual(r.replans, 1)
         self.assertNotEqual(r.idempotency_key, "mykey", "a replanned command is a new command with a new key")
         self.assertEqual(self.names()[a], "A by other + mine")
-        # The first attempt's key still answers with its stored 409.
+        # A 409 wrote nothing, so nothing was stored under the first key: the
+        # same envelope is decided again (and conflicts again, at today's head).
         with self.assertRaises(ConflictError) as cm:
             self.c.apply(self.cid, "update_node", {"id": a, "name": "A by me"}, base_rev=1, idempotency_key="mykey")
-        self.assertEqual(cm.exception.current_rev, 2)
-        # Repeating the whole call with the same key replays every step: no new commit.
-        r2 = self.c.apply_result(self.cid, "update_node", {"id": a, "name": "A by me"}, base_rev=1,
-                                 idempotency_key="mykey", on_conflict=replan)
-        self.assertEqual((r2.rev, r2.replayed), (3, True))
+        self.assertEqual(cm.exception.current_rev, 3)
+        self.assertNotIn("idempotent-replayed", cm.exception.headers)
+        # Repeating the whole call with the same key never applies twice: the
+        # replanned command's key (derived from "mykey") is taken, so the
+        # server refuses the new (different) replanned envelope.
+        with self.assertRaises(ValidationError) as cm:
+            self.c.apply(self.cid, "update_node", {"id": a, "name": "A by me"}, base_rev=1,
+                         idempotency_key="mykey", on_conflict=replan)
+        self.assertEqual(cm.exception.status, 422)
+        self.assertEqual(cm.exception.problem.get("field"), "idempotency_key")
         self.assertEqual(self.c.get_state(self.cid)["head_rev"], 3)
 
     def test_on_conflict_gives_up_after_max_retries(self):

@@ -1,0 +1,86 @@
+package agent
+
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Metrics are the runner's Prometheus collectors (names prefixed canvas_agent_).
+// A nil *Metrics records nothing.
+type Metrics struct {
+	ttfa         prometheus.Histogram
+	modelLatency prometheus.Histogram
+	actionCommit prometheus.Histogram
+	actions      *prometheus.CounterVec
+	conflicts    prometheus.Counter
+	followups    *prometheus.CounterVec
+	sessions     *prometheus.CounterVec
+}
+
+// NewMetrics registers the runner's collectors on reg (nil: unregistered).
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	buckets := []float64{.001, .0025, .005, .01, .02, .05, .1, .2, .5, 1, 2, 5, 10, 30, 60}
+	m := &Metrics{
+		ttfa: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "canvas_agent_time_to_first_action_seconds",
+			Help: "Run start to the first complete action envelope.", Buckets: buckets}),
+		modelLatency: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "canvas_agent_model_latency_seconds",
+			Help: "Model call to the end of its stream, per turn.", Buckets: buckets}),
+		actionCommit: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "canvas_agent_action_commit_seconds",
+			Help: "A complete action in the model stream to its commit.", Buckets: buckets}),
+		actions: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "canvas_agent_actions_total",
+			Help: "Model actions by outcome (applied, meta, dropped, duplicate, rejected, conflict, skipped)."}, []string{"outcome"}),
+		conflicts: prometheus.NewCounter(prometheus.CounterOpts{Name: "canvas_agent_conflicts_total",
+			Help: "Conflicts with concurrent edits (409 or a protected shape)."}),
+		followups: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "canvas_agent_followups_total",
+			Help: "Follow-up turns by kind (add_detail, low_action, replan)."}, []string{"kind"}),
+		sessions: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "canvas_agent_sessions_total",
+			Help: "Finished sessions by final state."}, []string{"state"}),
+	}
+	if reg != nil {
+		reg.MustRegister(m.ttfa, m.modelLatency, m.actionCommit, m.actions, m.conflicts, m.followups, m.sessions)
+	}
+	return m
+}
+
+func (m *Metrics) observeTTFA(d time.Duration) {
+	if m != nil {
+		m.ttfa.Observe(d.Seconds())
+	}
+}
+
+func (m *Metrics) observeModel(d time.Duration) {
+	if m != nil {
+		m.modelLatency.Observe(d.Seconds())
+	}
+}
+
+func (m *Metrics) observeCommit(d time.Duration) {
+	if m != nil {
+		m.actionCommit.Observe(d.Seconds())
+	}
+}
+
+func (m *Metrics) action(outcome string) {
+	if m != nil {
+		m.actions.WithLabelValues(outcome).Inc()
+	}
+}
+
+func (m *Metrics) conflict() {
+	if m != nil {
+		m.conflicts.Inc()
+	}
+}
+
+func (m *Metrics) followup(kind string) {
+	if m != nil {
+		m.followups.WithLabelValues(kind).Inc()
+	}
+}
+
+func (m *Metrics) session(state string) {
+	if m != nil {
+		m.sessions.WithLabelValues(state).Inc()
+	}
+}

@@ -1,0 +1,246 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	openai "github.com/sashabaranov/go-openai"
+)
+
+// Message is one prompt message. ImageDataURL (a data: URL) is sent as an
+// image part to providers that accept images.
+type Message struct {
+	Role         string // system | user | assistant
+	Text         string
+	ImageDataURL string
+}
+
+// ModelRequest is one model call.
+type ModelRequest struct {
+	Model       string // the provider's model name (after "openai:")
+	Messages    []Message
+	Temperature *float32 // nil: provider default; follow-ups use 0 (stricter sampling)
+	// Task is the plain instruction of this turn (the user's message, or the
+	// follow-up/replan instruction); the fake model answers from it.
+	Task string
+	// Kind is the turn kind: "initial", "followup", "low_action" or "replan".
+	Kind string
+	// Viewport is the current viewport (the fake model lays out inside it).
+	Viewport Box
+}
+
+// ModelStream yields the assistant's text as it streams. Recv returns io.EOF
+// at the end. Close releases the stream; it may be called at any time.
+type ModelStream interface {
+	Recv() (string, error)
+	Close() error
+}
+
+// Provider is a streaming chat model.
+type Provider interface {
+	Stream(ctx context.Context, req ModelRequest) (ModelStream, error)
+	// Vision reports whether the provider accepts image parts.
+	Vision() bool
+}
+
+// Providers resolves model specs ("debug/fake", "openai:<model>") to providers.
+type Providers struct {
+	cfg  Config
+	http *http.Client
+	fake *FakeProvider
+}
+
+// NewProviders returns a resolver using cfg's OpenAI settings; hc is the
+// HTTP client for OpenAI-compatible endpoints (nil: http.DefaultClient).
+func NewProviders(cfg Config, hc *http.Client) *Providers {
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	return &Providers{cfg: cfg, http: hc, fake: &FakeProvider{ChunkSize: 24}}
+}
+
+// SetFake replaces the debug/fake provider (tests and benchmarks tune its pacing).
+func (p *Providers) SetFake(f *FakeProvider) { p.fake = f }
+
+// Get returns the provider for spec and the model name to pass in ModelRequest.
+func (p *Providers) Get(spec string) (Provider, string, error) {
+	kind, model, err := ParseModel(spec)
+	if err != nil {
+		return nil, "", err
+	}
+	switch kind {
+	case "debug":
+		return p.fake, model, nil
+	case "openai":
+		cc := openai.DefaultConfig(p.cfg.OpenAIAPIKey)
+		if p.cfg.OpenAIBaseURL != "" {
+			cc.BaseURL = strings.TrimRight(p.cfg.OpenAIBaseURL, "/")
+		}
+		cc.HTTPClient = p.http
+		return &OpenAIProvider{client: openai.NewClientWithConfig(cc), vision: true}, model, nil
+	}
+	return nil, "", fmt.Errorf("no provider for %q", spec)
+}
+
+// OpenAIProvider streams chat completions from any OpenAI-compatible
+// endpoint through go-openai.
+type OpenAIProvider struct {
+	client *openai.Client
+	vision bool
+}
+
+// Vision reports true: image parts are sent as image_url content parts.
+func (o *OpenAIProvider) Vision() bool { return o.vision }
+
+// Stream starts a streaming chat completion.
+func (o *OpenAIProvider) Stream(ctx context.Context, req ModelRequest) (ModelStream, error) {
+	cr := openai.ChatCompletionRequest{Model: req.Model, Stream: true}
+	if req.Temperature != nil {
+		cr.Temperature = *req.Temperature
+	}
+	for _, m := range req.Messages {
+		cm := openai.ChatCompletionMessage{Role: m.Role}
+		if m.ImageDataURL != "" && o.vision {
+			cm.MultiContent = []openai.ChatMessagePart{
+				{Type: openai.ChatMessagePartTypeText, Text: m.Text},
+				{Type: openai.ChatMessagePartTypeImageURL, ImageURL: &openai.ChatMessageImageURL{URL: m.ImageDataURL, Detail: openai.ImageURLDetailLow}},
+			}
+		} else {
+			cm.Content = m.Text
+		}
+		cr.Messages = append(cr.Messages, cm)
+	}
+	s, err := o.client.CreateChatCompletionStream(ctx, cr)
+	if err != nil {
+		return nil, fmt.Errorf("openai stream: %w", err)
+	}
+	return &openaiStream{s: s}, nil
+}
+
+type openaiStream struct{ s *openai.ChatCompletionStream }
+
+func (o *openaiStream) Recv() (string, error) {
+	for {
+		r, err := o.s.Recv()
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				return "", io.EOF
+			}
+			return "", fmt.Errorf("openai stream: %w", err)
+		}
+		var b strings.Builder
+		for _, c := range r.Choices {
+			b.WriteString(c.Delta.Content)
+		}
+		if b.Len() > 0 {
+			return b.String(), nil
+		}
+	}
+}
+
+func (o *openaiStream) Close() error { return o.s.Close() }
+
+// FakeProvider is the deterministic, offline debug/fake model. For a task
+// mentioning a brutalist poster it drafts a hero headline, a supporting
+// block, a vertical divider and three sticky notes; follow-up and re-plan
+// turns answer with a think note; any other task becomes one sticky note.
+// It streams its reply in ChunkSize-byte chunks, ChunkDelay apart.
+type FakeProvider struct {
+	ChunkSize  int
+	ChunkDelay time.Duration
+	// Reply, when set, replaces the built-in replies (benchmarks and tests).
+	Reply func(req ModelRequest) string
+}
+
+// Vision reports false: the fake model ignores images.
+func (f *FakeProvider) Vision() bool { return false }
+
+// Stream returns the deterministic reply for req.
+func (f *FakeProvider) Stream(ctx context.Context, req ModelRequest) (ModelStream, error) {
+	text := FakeReply(req)
+	if f.Reply != nil {
+		text = f.Reply(req)
+	}
+	n := f.ChunkSize
+	if n <= 0 {
+		n = 24
+	}
+	return &fakeStream{ctx: ctx, text: text, n: n, delay: f.ChunkDelay}, nil
+}
+
+// FakeReply is the debug/fake model's reply to req.
+func FakeReply(req ModelRequest) string {
+	x, y := req.Viewport.X+80, req.Viewport.Y+80
+	task := strings.ToLower(req.Task)
+	switch {
+	case req.Kind == "replan":
+		return `{"actions":[{"name":"think","params":{"text":"Someone changed the canvas while I worked; I will leave their edits as they are."}}]}`
+	case req.Kind != "initial":
+		return `{"actions":[{"name":"think","params":{"text":"The draft is complete; nothing more to add."}}]}`
+	case strings.Contains(task, "brutalist poster"):
+		return fmt.Sprintf("```json\n"+`{"actions":[
+{"name":"think","params":{"text":"Drafting a brutalist poster: hero headline, supporting block, divider, three notes."}},
+{"name":"create_shape","params":{"id":"hero","type":"headline","x":%[1]g,"y":%[2]g,"w":720,"props":{"text":"RAW / HONEST / LOUD","size":"xl","font":"sans","color":"charcoal"}}},
+{"name":"create_shape","params":{"id":"support","type":"box","x":%[1]g,"y":%[3]g,"w":420,"h":260,"props":{"text":"Concrete, exposed, unapologetic.","color":"brutalist orange","fill":"solid","dash":"solid"}}},
+{"name":"create_shape","params":{"id":"divider","type":"box","name":"vertical divider","x":%[4]g,"y":%[3]g,"w":8,"h":520,"props":{"color":"ink","fill":"solid"}}},
+{"name":"create_shape","params":{"id":"note1","type":"sticky","x":%[5]g,"y":%[3]g,"props":{"text":"Raw materials","color":"burnt orange"}}},
+{"name":"create_shape","params":{"id":"note2","type":"sticky","x":%[5]g,"y":%[6]g,"props":{"text":"Heavy type","color":"yellow"}}},
+{"name":"create_shape","params":{"id":"note3","type":"sticky","x":%[5]g,"y":%[7]g,"props":{"text":"No ornament","color":"grey"}}}
+]}`+"\n```", x, y, y+200, x+460, x+500, y+440, y+680)
+	}
+	msg := strings.TrimSpace(req.Task)
+	if len(msg) > 200 {
+		msg = truncUTF8(msg, 200)
+	}
+	q := func(s string) string {
+		r := strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`, "\r", `\r`, "\t", `\t`)
+		return r.Replace(strings.ToValidUTF8(s, ""))
+	}
+	return fmt.Sprintf(`{"actions":[{"name":"think","params":{"text":"Noting that down."}},{"name":"create_shape","params":{"type":"sticky","x":%g,"y":%g,"props":{"text":"%s"}}}]}`, x, y, q(stripControl(msg)))
+}
+
+func stripControl(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r < 0x20 && r != '\n' && r != '\t' {
+			return -1
+		}
+		return r
+	}, s)
+}
+
+type fakeStream struct {
+	ctx   context.Context
+	text  string
+	n     int
+	delay time.Duration
+	pos   int
+}
+
+func (f *fakeStream) Recv() (string, error) {
+	if err := f.ctx.Err(); err != nil {
+		return "", err
+	}
+	if f.pos >= len(f.text) {
+		return "", io.EOF
+	}
+	if f.delay > 0 && f.pos > 0 {
+		t := time.NewTimer(f.delay)
+		select {
+		case <-f.ctx.Done():
+			t.Stop()
+			return "", f.ctx.Err()
+		case <-t.C:
+		}
+	}
+	end := min(f.pos+f.n, len(f.text))
+	s := f.text[f.pos:end]
+	f.pos = end
+	return s, nil
+}
+
+func (f *fakeStream) Close() error { return nil }

@@ -1,0 +1,710 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/prometheus/client_golang/prometheus"
+
+	canvasd "github.com/canvasd/canvasd"
+	"github.com/canvasd/canvasd/agent"
+	"github.com/canvasd/canvasd/canvas"
+	"github.com/canvasd/canvasd/client"
+	"github.com/canvasd/canvasd/store"
+	"github.com/canvasd/canvasd/store/sqlitestore"
+)
+
+// fakeOpenAI is a real HTTP endpoint speaking the OpenAI chat completions
+// streaming protocol (chat.completion.chunk events), replaying scripted replies.
+type fakeOpenAI struct {
+	srv     *httptest.Server
+	mu      sync.Mutex
+	reqs    []openAIRequest
+	replies []scriptedReply
+	aborted int // streams whose client went away before the end
+}
+
+type openAIRequest struct {
+	Model       string  `json:"model"`
+	Stream      bool    `json:"stream"`
+	Temperature float32 `json:"temperature"`
+	Messages    []struct {
+		Role    string `json:"role"`
+		Content string `json:"content"`
+	} `json:"messages"`
+}
+
+// scriptedReply streams chunks; before chunk i it waits on gates[i] when set.
+type scriptedReply struct {
+	chunks []string
+	gates  map[int]chan struct{}
+	delay  time.Duration
+}
+
+func chunked(s string, n int) []string {
+	var out []string
+	for len(s) > 0 {
+		k := min(n, len(s))
+		out = append(out, s[:k])
+		s = s[k:]
+	}
+	return out
+}
+
+func newFakeOpenAI(t *testing.T, replies ...scriptedReply) *fakeOpenAI {
+	f := &fakeOpenAI{replies: replies}
+	f.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/v1/chat/completions" || r.Header.Get("Authorization") != "Bearer sk-test" {
+			http.Error(w, `{"error":{"message":"bad path or key"}}`, 401)
+			return
+		}
+		var req openAIRequest
+		body, _ := io.ReadAll(r.Body)
+		if err := json.Unmarshal(body, &req); err != nil || !req.Stream {
+			http.Error(w, `{"error":{"message":"want a streaming request"}}`, 400)
+			return
+		}
+		f.mu.Lock()
+		i := len(f.reqs)
+		f.reqs = append(f.reqs, req)
+		var rep scriptedReply
+		if i < len(f.replies) {
+			rep = f.replies[i]
+		} else {
+			rep = scriptedReply{chunks: []string{`{"actions":[]}`}}
+		}
+		f.mu.Unlock()
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(200)
+		fl := w.(http.Flusher)
+		send := func(content, finish string) {
+			fr := "null"
+			if finish != "" {
+				fr = `"` + finish + `"`
+			}
+			c, _ := json.Marshal(content)
+			fmt.Fprintf(w, "data: {\"id\":\"chatcmpl-%d\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":%q,\"choices\":[{\"index\":0,\"delta\":{\"content\":%s},\"finish_reason\":%s}]}\n\n", i, req.Model, c, fr)
+			fl.Flush()
+		}
+		fmt.Fprintf(w, "data: {\"id\":\"chatcmpl-%d\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":%q,\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\"},\"finish_reason\":null}]}\n\n", i, req.Model)
+		fl.Flush()
+		for k, c := range rep.chunks {
+			if g := rep.gates[k]; g != nil {
+				select {
+				case <-g:
+				case <-r.Context().Done():
+				}
+			}
+			if rep.delay > 0 {
+				select {
+				case <-time.After(rep.delay):
+				case <-r.Context().Done():
+				}
+			}
+			if r.Context().Err() != nil {
+				f.mu.Lock()
+				f.aborted++
+				f.mu.Unlock()
+				return
+			}
+			send(c, "")
+		}
+		send("", "stop")
+		io.WriteString(w, "data: [DONE]\n\n")
+		fl.Flush()
+	}))
+	t.Cleanup(f.srv.Close)
+	return f
+}
+
+func (f *fakeOpenAI) requests() []openAIRequest {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]openAIRequest(nil), f.reqs...)
+}
+
+// agentEnv is a real canvasd (SQLite file, real listener) with the agent
+// endpoints mounted and a runner that reaches canvasd over HTTP with its own
+// agent token.
+type agentEnv struct {
+	t          testing.TB
+	srv        *httptest.Server
+	api        *Server
+	dbPath     string
+	sessions   *agent.SQLSessionStore
+	runner     *agent.Runner
+	admin      *client.Client
+	human      *client.Client
+	humanActor string
+	agentActor string
+	commitLat  *latencies
+}
+
+type latencies struct {
+	mu sync.Mutex
+	d  []time.Duration
+}
+
+func (l *latencies) add(d time.Duration) { l.mu.Lock(); l.d = append(l.d, d); l.mu.Unlock() }
+
+func newAgentEnv(t testing.TB, model *fakeOpenAI, tune func(*agent.Config)) *agentEnv {
+	t.Helper()
+	ctx := context.Background()
+	dbPath := filepath.Join(t.TempDir(), "canvasd.db")
+	st, err := sqlitestore.Open(ctx, dbPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewRegistry()
+	m := NewMetrics(reg)
+	hub := NewHub(0, m.SubscriberDelta)
+	eng := store.NewEngine(st, store.EngineConfig{Publisher: hub, Observer: m, SnapshotEvery: 50})
+	if err := eng.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(Config{Engine: eng, Store: st, Hub: hub, Metrics: m, Gatherer: reg, AdminToken: testAdmin,
+		OpenAPISpec: canvasd.Spec, Heartbeat: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(s.Handler())
+	e := &agentEnv{t: t, srv: ts, api: s, dbPath: dbPath, commitLat: &latencies{}}
+	e.admin, _ = client.New(ts.URL, testAdmin)
+
+	tok, err := e.admin.CreateToken(ctx, client.TokenRequest{Role: canvas.RoleEditor, ActorType: canvas.ActorAgent})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.agentActor = tok.ActorID
+	agentClient, _ := client.New(ts.URL, tok.Token)
+	htok, err := e.admin.CreateToken(ctx, client.TokenRequest{Role: canvas.RoleEditor, ActorType: canvas.ActorHuman})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.human, _ = client.New(ts.URL, htok.Token)
+	e.humanActor = htok.ActorID
+
+	e.sessions, err = agent.OpenSQLSessionStore(ctx, "", dbPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := agent.DefaultConfig()
+	cfg.OpenAIAPIKey = "sk-test"
+	if model != nil {
+		cfg.OpenAIBaseURL = model.srv.URL + "/v1"
+	}
+	cfg.Watchdog = 20 * time.Second
+	if tune != nil {
+		tune(&cfg)
+	}
+	e.runner, err = agent.NewRunner(agent.Deps{Config: cfg, Client: agentClient, ActorID: tok.ActorID, Events: hub,
+		Store: e.sessions, Logger: slog.New(slog.DiscardHandler), Metrics: agent.NewMetrics(reg), OnActionCommit: e.commitLat.add})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.runner.Start(ctx)
+	// Mount the agent routes unless the route table already has them.
+	if !s.router.Match(chi.NewRouteContext(), http.MethodGet, "/api/canvas-agent/catalog") {
+		s.router.Group(func(r chi.Router) {
+			r.Use(s.requireAuth)
+			s.agentRoutes(r, e.runner)
+		})
+	}
+	t.Cleanup(func() {
+		e.runner.Stop()
+		ts.CloseClientConnections()
+		ts.Close()
+		eng.Stop()
+		e.sessions.Close()
+		st.Close()
+	})
+	return e
+}
+
+func (e *agentEnv) newCanvas(id string) {
+	e.t.Helper()
+	if _, err := e.admin.CreateCanvas(context.Background(), id, "agent test"); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// run starts a session through the HTTP endpoint and waits for its end.
+func (e *agentEnv) run(req client.AgentRunRequest) client.AgentSession {
+	e.t.Helper()
+	id := e.start(req)
+	return e.wait(id)
+}
+
+func (e *agentEnv) start(req client.AgentRunRequest) string {
+	e.t.Helper()
+	res, err := e.human.RunAgent(context.Background(), req)
+	if err != nil || !res.OK || res.SessionID == "" {
+		e.t.Fatalf("run: %+v %v", res, err)
+	}
+	return res.SessionID
+}
+
+func (e *agentEnv) wait(id string) client.AgentSession {
+	e.t.Helper()
+	if ch := e.runner.Done(id); ch != nil {
+		select {
+		case <-ch:
+		case <-time.After(30 * time.Second):
+			e.t.Fatalf("session %s did not end", id)
+		}
+	}
+	s, err := e.human.AgentSession(context.Background(), id)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if !client.AgentTerminal(s.State) {
+		e.t.Fatalf("session %s ended in state %q", id, s.State)
+	}
+	return s
+}
+
+func (e *agentEnv) snapshot(id string) client.Snapshot {
+	e.t.Helper()
+	s, err := e.admin.Snapshot(context.Background(), id)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return s
+}
+
+func actionsJSON(actions ...string) string { return `{"actions":[` + strings.Join(actions, ",") + `]}` }
+
+// agentEvents collects agent:* events of a canvas from its SSE stream.
+type agentEvents struct {
+	mu     sync.Mutex
+	events []client.Event
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+func (e *agentEnv) watch(canvasID string) *agentEvents {
+	ctx, cancel := context.WithCancel(context.Background())
+	ae := &agentEvents{cancel: cancel, done: make(chan struct{})}
+	st := e.human.Stream(ctx, canvasID, client.StreamOptions{LastEventID: "0"})
+	ready := make(chan struct{})
+	go func() {
+		defer close(ae.done)
+		for {
+			ev, err := st.Recv()
+			if err != nil {
+				return
+			}
+			if ev.Event == client.EventCaughtUp {
+				close(ready)
+				continue
+			}
+			if strings.HasPrefix(ev.Event, "agent:") {
+				ae.mu.Lock()
+				ae.events = append(ae.events, ev)
+				ae.mu.Unlock()
+			}
+		}
+	}()
+	select {
+	case <-ready:
+	case <-time.After(5 * time.Second):
+		e.t.Fatal("stream did not catch up")
+	}
+	e.t.Cleanup(func() { cancel(); st.Close(); <-ae.done })
+	return ae
+}
+
+// until waits for an event matching f.
+func (ae *agentEvents) until(t testing.TB, f func(client.Event) bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		ae.mu.Lock()
+		for _, ev := range ae.events {
+			if f(ev) {
+				ae.mu.Unlock()
+				return
+			}
+		}
+		ae.mu.Unlock()
+		time.Sleep(5 * time.Millisecond)
+	}
+	t.Fatal("event never arrived")
+}
+
+func (ae *agentEvents) list() []client.Event {
+	ae.mu.Lock()
+	defer ae.mu.Unlock()
+	return append([]client.Event(nil), ae.events...)
+}
+
+func nodeByName(s client.Snapshot, text string) *canvas.Node {
+	for _, n := range s.State.Nodes {
+		if t, _ := n.Props["text"].(string); t == text {
+			return n
+		}
+	}
+	return nil
+}
+
+func TestAgentBrutalistPosterWithFakeModel(t *testing.T) {
+	e := newAgentEnv(t, nil, nil)
+	e.newCanvas("poster")
+	ev := e.watch("poster")
+	sess := e.run(client.AgentRunRequest{RoomID: "poster", Message: "Draft a brutalist poster concept", Viewport: &client.Box{X: 0, Y: 0, W: 1600, H: 900}})
+	if sess.State != client.AgentDone || sess.ActorID != e.agentActor {
+		t.Fatalf("session %+v", sess)
+	}
+	snap := e.snapshot("poster")
+	types := map[string]int{}
+	for _, n := range snap.State.Nodes {
+		types[n.Type]++
+		if n.CreatedBy != e.agentActor || !strings.HasPrefix(n.ID, "ag:") {
+			t.Errorf("node %s created by %q", n.ID, n.CreatedBy)
+		}
+	}
+	// hero headline (text), supporting block + vertical divider (geo), three sticky notes.
+	if types["text"] != 1 || types["geo"] != 2 || types["note"] != 3 || len(snap.State.Nodes) != 6 || snap.HeadRev != 6 {
+		t.Fatalf("types %v, head %d", types, snap.HeadRev)
+	}
+	hero := nodeByName(snap, "RAW / HONEST / LOUD")
+	if hero == nil || hero.Props["color"] != "black" || hero.Props["size"] != "xl" {
+		t.Fatalf("hero %+v", hero)
+	}
+	if n := nodeByName(snap, "Raw materials"); n == nil || n.Props["color"] != "orange" {
+		t.Fatalf("brand alias not coerced: %+v", n)
+	}
+	if sess.Stats.ActionsApplied != 6 || sess.Stats.Turns != 1 || sess.Stats.FollowUps != 0 || sess.Stats.TimeToFirstAction <= 0 {
+		t.Fatalf("stats %+v", sess.Stats)
+	}
+	if len(sess.Transcript) < 2 || sess.Transcript[0].Role != "user" || !strings.Contains(sess.Transcript[1].Text, "brutalist") {
+		t.Fatalf("transcript %+v", sess.Transcript)
+	}
+	ev.until(t, func(x client.Event) bool {
+		return x.Event == client.EventAgentStatus && strings.Contains(string(x.Data), `"state":"done"`)
+	})
+	var states []string
+	var lastSeq int64
+	complete := 0
+	for _, x := range ev.list() {
+		switch x.Event {
+		case client.EventAgentStatus:
+			var st agent.StatusEvent
+			x.Decode(&st)
+			if len(states) == 0 || states[len(states)-1] != st.State {
+				states = append(states, st.State)
+			}
+		case client.EventAgentAction:
+			var env agent.ActionEnvelope
+			if err := x.Decode(&env); err != nil {
+				t.Fatal(err)
+			}
+			if env.V != "tldraw-actions/1" || env.SessionID != sess.ID || env.Seq <= lastSeq {
+				t.Fatalf("envelope %+v after seq %d", env, lastSeq)
+			}
+			lastSeq = env.Seq
+			if !env.Partial {
+				complete += len(env.Actions)
+			}
+		}
+	}
+	if got := strings.Join(states, ","); got != "waiting_context,calling_model,streaming,done" {
+		t.Fatalf("states %s", got)
+	}
+	if complete != 7 { // think + 6 creates
+		t.Fatalf("%d complete actions in envelopes", complete)
+	}
+	// The catalog endpoint serves the prompt's catalog.
+	cat, err := e.human.AgentCatalog(context.Background())
+	if err != nil || !strings.Contains(string(cat), `"create_shape"`) || string(cat) != string(agent.CatalogJSON()) {
+		t.Fatalf("catalog %.80s %v", cat, err)
+	}
+}
+
+func TestAgentConflictingHumanEditWhileStreaming(t *testing.T) {
+	gate := make(chan struct{})
+	reply1 := actionsJSON(
+		`{"name":"create_shape","params":{"id":"hero","type":"text","x":10,"y":10,"props":{"text":"HERO","color":"black"}}}`,
+		`{"name":"update_shape","params":{"id":"hero","props":{"color":"orange"}}}`,
+		`{"name":"create_shape","params":{"id":"late","type":"note","x":500,"y":10,"props":{"text":"never"}}}`)
+	split := strings.Index(reply1, `{"name":"update_shape"`)
+	reply2 := actionsJSON(
+		`{"name":"create_shape","params":{"type":"note","x":300,"y":300,"props":{"text":"after replan"}}}`,
+		`{"name":"update_shape","params":{"id":"hero","props":{"color":"red"}}}`)
+	model := newFakeOpenAI(t,
+		scriptedReply{chunks: []string{reply1[:split], reply1[split:]}, gates: map[int]chan struct{}{1: gate}},
+		scriptedReply{chunks: chunked(reply2, 9)},
+		scriptedReply{chunks: []string{actionsJSON(`{"name":"think","params":{"text":"leaving the human's edits"}}`)}},
+	)
+	e := newAgentEnv(t, model, func(c *agent.Config) { c.Model = "openai:gpt-test"; c.LowActionThreshold = 0 })
+	e.newCanvas("c")
+	id := e.start(client.AgentRunRequest{RoomID: "c", Message: "make a hero"})
+
+	// Wait for the hero, then edit it as a human while the model is still streaming.
+	var hero *canvas.Node
+	for i := 0; hero == nil && i < 500; i++ {
+		hero = nodeByName(e.snapshot("c"), "HERO")
+		time.Sleep(5 * time.Millisecond)
+	}
+	if hero == nil {
+		t.Fatal("hero never appeared")
+	}
+	snap := e.snapshot("c")
+	base := snap.HeadRev
+	if _, err := e.human.Command(context.Background(), "c", canvas.Envelope{Type: "update_shape", BaseRev: &base,
+		Args: json.RawMessage(`{"id":"` + hero.ID + `","props":{"color":"green"}}`)}); err != nil {
+		t.Fatal(err)
+	}
+	close(gate)
+	sess := e.wait(id)
+
+	final := e.snapshot("c")
+	hero = nodeByName(final, "HERO")
+	if hero.Props["color"] != "green" || hero.UpdatedBy != e.humanActor {
+		t.Fatalf("the human edit was overwritten: %+v", hero)
+	}
+	if nodeByName(final, "never") != nil {
+		t.Fatal("an action after the conflict was applied from the stale plan")
+	}
+	if nodeByName(final, "after replan") == nil {
+		t.Fatal("the re-plan did not apply")
+	}
+	if sess.State != client.AgentDone || sess.Stats.Conflicts != 2 || sess.Stats.Replans != 2 || sess.Stats.Turns != 3 {
+		t.Fatalf("session %s stats %+v", sess.State, sess.Stats)
+	}
+	reqs := model.requests()
+	if len(reqs) != 3 {
+		t.Fatalf("%d model calls", len(reqs))
+	}
+	second := reqs[1].Messages[len(reqs[1].Messages)-1].Content
+	if !strings.Contains(second, "someone else changed") || !strings.Contains(second, hero.ID) || !strings.Contains(second, `"color":"green"`) {
+		t.Fatalf("re-plan prompt lacks the conflict or the fresh state: %.300s", second)
+	}
+	if reqs[0].Model != "gpt-test" || reqs[1].Temperature != 0 {
+		t.Fatalf("requests %+v", reqs[0])
+	}
+}
+
+func TestAgentGarbageReplyChangesNothing(t *testing.T) {
+	model := newFakeOpenAI(t, scriptedReply{chunks: chunked("I'm sorry, I can't draw. {not json at all ```", 5)})
+	e := newAgentEnv(t, model, func(c *agent.Config) { c.Model = "openai:gpt-test" })
+	e.newCanvas("g")
+	before := e.snapshot("g")
+	sess := e.run(client.AgentRunRequest{RoomID: "g", Message: "draw a cat"})
+	after := e.snapshot("g")
+	if after.HeadRev != before.HeadRev || len(after.State.Nodes) != 0 {
+		t.Fatalf("garbage changed the canvas: head %d → %d", before.HeadRev, after.HeadRev)
+	}
+	if sess.State != client.AgentDone || sess.Stats.ActionsApplied != 0 || sess.Stats.Turns != 1 {
+		t.Fatalf("session %+v", sess)
+	}
+	if !strings.Contains(sess.Transcript[len(sess.Transcript)-1].Text, "no valid actions") {
+		t.Fatalf("transcript %+v", sess.Transcript)
+	}
+	// Well-formed but invalid actions are dropped, also nothing applied.
+	model2 := newFakeOpenAI(t, scriptedReply{chunks: []string{actionsJSON(
+		`{"name":"explode","params":{}}`, `{"name":"create_shape","params":{"type":"r","x":1,"y":1}}`,
+		`{"name":"update_shape","params":{"id":"shape:nope","props":{"color":"red"}}}`)}})
+	e2 := newAgentEnv(t, model2, func(c *agent.Config) { c.Model = "openai:gpt-test" })
+	e2.newCanvas("g")
+	sess = e2.run(client.AgentRunRequest{RoomID: "g", Message: "x"})
+	if e2.snapshot("g").HeadRev != 0 || sess.Stats.ActionsDropped != 3 || sess.Stats.ActionsParsed != 3 {
+		t.Fatalf("invalid actions: %+v", sess.Stats)
+	}
+}
+
+func TestAgentCancelStopsApplying(t *testing.T) {
+	var acts []string
+	for i := 0; i < 200; i++ {
+		acts = append(acts, fmt.Sprintf(`{"name":"create_shape","params":{"type":"note","x":%d,"y":0,"props":{"text":"n%d"}}}`, i*10, i))
+	}
+	model := newFakeOpenAI(t, scriptedReply{chunks: chunked(actionsJSON(acts...), 40), delay: 5 * time.Millisecond})
+	e := newAgentEnv(t, model, func(c *agent.Config) { c.Model = "openai:gpt-test" })
+	e.newCanvas("k")
+	id := e.start(client.AgentRunRequest{RoomID: "k", Message: "many notes"})
+	for i := 0; e.snapshot("k").HeadRev < 3 && i < 1000; i++ {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if err := e.human.CancelAgent(context.Background(), id); err != nil {
+		t.Fatal(err)
+	}
+	head := e.snapshot("k").HeadRev
+	time.Sleep(300 * time.Millisecond)
+	if after := e.snapshot("k").HeadRev; after != head {
+		t.Fatalf("applied after cancel: head %d → %d", head, after)
+	}
+	if head >= 200 {
+		t.Fatal("the stream finished before the cancel; the test proves nothing")
+	}
+	sess, err := e.human.AgentSession(context.Background(), id)
+	if err != nil || sess.State != client.AgentCanceled {
+		t.Fatalf("session %+v %v", sess.State, err)
+	}
+	time.Sleep(50 * time.Millisecond)
+	model.mu.Lock()
+	aborted := model.aborted
+	model.mu.Unlock()
+	if aborted != 1 {
+		t.Fatalf("model stream not closed by cancel (aborted=%d)", aborted)
+	}
+	// Canceling again is harmless; an unknown session is 404.
+	if err := e.human.CancelAgent(context.Background(), id); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.human.CancelAgent(context.Background(), "as_nope"); !errors.Is(err, canvas.ErrNotFound) {
+		t.Fatalf("unknown session: %v", err)
+	}
+}
+
+func TestAgentFollowUpChainTodosAndRestart(t *testing.T) {
+	step := func(i int) scriptedReply {
+		return scriptedReply{chunks: chunked(actionsJSON(
+			fmt.Sprintf(`{"name":"create_shape","params":{"type":"note","x":%d,"y":0,"props":{"text":"step %d"}}}`, i*220, i),
+			fmt.Sprintf(`{"name":"todo","params":{"text":"todo %d"}}`, i),
+			fmt.Sprintf(`{"name":"add_detail","params":{"hint":"detail %d"}}`, i)), 17)}
+	}
+	model := newFakeOpenAI(t, step(0), step(1), step(2), step(3), step(4))
+	e := newAgentEnv(t, model, func(c *agent.Config) { c.Model = "openai:gpt-test"; c.MaxFollowups = 3; c.LowActionThreshold = 0 })
+	e.newCanvas("f")
+	sess := e.run(client.AgentRunRequest{RoomID: "f", Message: "plan a launch"})
+	reqs := model.requests()
+	if len(reqs) != 4 || sess.Stats.Turns != 4 || sess.Stats.FollowUps != 3 {
+		t.Fatalf("%d model calls, stats %+v", len(reqs), sess.Stats)
+	}
+	for i := 1; i < 4; i++ {
+		p := reqs[i].Messages[len(reqs[i].Messages)-1].Content
+		if !strings.Contains(p, fmt.Sprintf("detail %d", i-1)) || !strings.Contains(p, "step 0") {
+			t.Fatalf("follow-up %d prompt: %.200s", i, p)
+		}
+	}
+	if n := len(e.snapshot("f").State.Nodes); n != 4 {
+		t.Fatalf("%d nodes", n)
+	}
+	if len(sess.Todos) != 4 || sess.Todos[3].Text != "todo 3" || sess.Todos[3].Position != 3 || sess.Todos[0].Status != "open" {
+		t.Fatalf("todos %+v", sess.Todos)
+	}
+
+	// A new runner over the same database (a restart) still serves the session.
+	store2, err := agent.OpenSQLSessionStore(context.Background(), "", e.dbPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store2.Close()
+	got, err := store2.GetSession(context.Background(), sess.ID)
+	if err != nil || got.State != client.AgentDone || len(got.Todos) != 4 || len(got.Transcript) != len(sess.Transcript) || got.Stats != sess.Stats {
+		t.Fatalf("after restart: %+v %v", got, err)
+	}
+	if err := store2.SetTodoStatus(context.Background(), sess.ID, got.Todos[0].ID, "done"); err != nil {
+		t.Fatal(err)
+	}
+	got, _ = store2.GetSession(context.Background(), sess.ID)
+	if got.Todos[0].Status != "done" || got.Todos[0].ResolvedAt == nil {
+		t.Fatalf("todo %+v", got.Todos[0])
+	}
+}
+
+func TestAgentEndpointsAuthAndValidation(t *testing.T) {
+	e := newAgentEnv(t, nil, nil)
+	e.newCanvas("a")
+	e.newCanvas("b")
+	ctx := context.Background()
+	viewerTok, err := e.admin.CreateToken(ctx, client.TokenRequest{Role: canvas.RoleViewer, ActorType: canvas.ActorHuman, Canvases: []string{"a"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	viewer := e.human.WithToken(viewerTok.Token)
+	if _, err := viewer.RunAgent(ctx, client.AgentRunRequest{RoomID: "a", Message: "x"}); !errors.Is(err, canvas.ErrForbidden) {
+		t.Fatalf("viewer run: %v", err)
+	}
+	for _, bad := range []client.AgentRunRequest{{RoomID: "a"}, {Message: "x"}, {RoomID: "a", Message: "x", Model: "gpt-5"}} {
+		if _, err := e.human.RunAgent(ctx, bad); !errors.Is(err, canvas.ErrInvalid) {
+			t.Fatalf("%+v: %v", bad, err)
+		}
+	}
+	if _, err := e.human.RunAgent(ctx, client.AgentRunRequest{RoomID: "missing", Message: "x"}); !errors.Is(err, canvas.ErrNotFound) {
+		t.Fatalf("missing canvas: %v", err)
+	}
+	sess := e.run(client.AgentRunRequest{RoomID: "b", Message: "hello there"})
+	// A viewer scoped to canvas a cannot see a session of canvas b.
+	if _, err := viewer.AgentSession(ctx, sess.ID); !errors.Is(err, canvas.ErrNotFound) {
+		t.Fatalf("cross-canvas session read: %v", err)
+	}
+	// The generic fake reply is one note plus a low-action follow-up turn.
+	if sess.Stats.Turns != 2 || sess.Stats.FollowUps != 1 || nodeByName(e.snapshot("b"), "hello there") == nil {
+		t.Fatalf("stats %+v", sess.Stats)
+	}
+	// The event relay of standalone workers: humans may not publish, agents may.
+	if err := e.human.PublishAgentEvent(ctx, client.AgentEvent{CanvasID: "a", Event: "agent:chat", Data: json.RawMessage(`{"x":1}`)}); !errors.Is(err, canvas.ErrForbidden) {
+		t.Fatalf("human publish: %v", err)
+	}
+	agentTok, _ := e.admin.CreateToken(ctx, client.TokenRequest{Role: canvas.RoleEditor, ActorType: canvas.ActorAgent})
+	ac := e.human.WithToken(agentTok.Token)
+	ev := e.watch("a")
+	hev := agent.HTTPEvents{Client: ac}
+	hev.PublishEvent("a", "agent:chat", agent.ChatEvent{Type: "agent:chat", SessionID: "s1", Message: agent.ChatMessage{Role: "assistant", Text: "hi\nthere"}})
+	ev.until(t, func(x client.Event) bool { return x.Event == "agent:chat" && strings.Contains(string(x.Data), `hi\nthere`) })
+	if err := ac.PublishAgentEvent(ctx, client.AgentEvent{CanvasID: "a", Event: "canvas_commit", Data: json.RawMessage(`{}`)}); !errors.Is(err, canvas.ErrInvalid) {
+		t.Fatalf("non-agent topic: %v", err)
+	}
+}
+
+// BenchmarkAgentActionToCommit measures, with the fake model, the time from a
+// complete action in the model stream to its commit (target p99 ≤ 20 ms).
+func BenchmarkAgentActionToCommit(b *testing.B) {
+	e := newAgentEnv(b, nil, func(c *agent.Config) { c.LowActionThreshold = 0 })
+	var acts []string
+	for i := 0; i < 50; i++ {
+		acts = append(acts, fmt.Sprintf(`{"name":"create_shape","params":{"type":"geo","x":%d,"y":%d,"props":{"text":"b%d","color":"charcoal"}}}`, i%10*250, i/10*160, i))
+	}
+	reply := actionsJSON(acts...)
+	p := agent.NewProviders(agent.DefaultConfig(), nil)
+	p.SetFake(&agent.FakeProvider{ChunkSize: 64, Reply: func(agent.ModelRequest) string { return reply }})
+	// Swap the runner for one whose fake model streams the benchmark reply.
+	e.runner.Stop()
+	tok, _ := e.admin.CreateToken(context.Background(), client.TokenRequest{Role: canvas.RoleEditor, ActorType: canvas.ActorAgent})
+	ac, _ := client.New(e.srv.URL, tok.Token)
+	cfg := agent.DefaultConfig()
+	cfg.LowActionThreshold = 0
+	r, err := agent.NewRunner(agent.Deps{Config: cfg, Client: ac, Events: e.api.hub, Store: e.sessions, Providers: p, OnActionCommit: e.commitLat.add})
+	if err != nil {
+		b.Fatal(err)
+	}
+	r.Start(context.Background())
+	defer r.Stop()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		cid := fmt.Sprintf("bench-%d", i)
+		e.newCanvas(cid)
+		id, err := r.Run(context.Background(), client.AgentRunRequest{RoomID: cid, Message: "bench"})
+		if err != nil {
+			b.Fatal(err)
+		}
+		<-r.Done(id)
+	}
+	b.StopTimer()
+	e.commitLat.mu.Lock()
+	d := append([]time.Duration(nil), e.commitLat.d...)
+	e.commitLat.mu.Unlock()
+	if len(d) == 0 {
+		b.Fatal("no commits measured")
+	}
+	sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
+	q := func(p float64) float64 { return float64(d[int(p*float64(len(d)-1))].Microseconds()) / 1000 }
+	b.ReportMetric(q(0.5), "p50-ms")
+	b.ReportMetric(q(0.99), "p99-ms")
+	b.ReportMetric(float64(len(d))/float64(b.N), "actions/op")
+}

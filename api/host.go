@@ -1,0 +1,395 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/canvasd/canvasd/canvas"
+	"github.com/canvasd/canvasd/host"
+)
+
+// HostOptions wires the canvas host (host pages, A2UI, image messages and
+// invoke) into the API. cmd/canvasd builds the host with host.New and, when
+// the agent runner needs invoke too, one host.Broker shared with it.
+type HostOptions struct {
+	// Host serves /host/... and /api/host/...; nil disables every host route.
+	Host *host.Host
+	// Broker correlates invokes; nil: a broker delivering to host sessions
+	// (Host) and canvas streams (the API's Hub).
+	Broker *host.Broker
+	// Inbox receives image messages and A2UI userActions for the agent; nil:
+	// they are validated (and images stored) and answered 202 with
+	// "delivered": false.
+	Inbox host.Inbox
+}
+
+// hostAPI holds the handlers of the host, messages and invoke routes.
+type hostAPI struct {
+	s      *Server
+	host   *host.Host
+	broker *host.Broker
+	inbox  host.Inbox
+}
+
+// newHostAPI returns nil when o.Host is nil.
+func newHostAPI(s *Server, o HostOptions) *hostAPI {
+	if o.Host == nil {
+		return nil
+	}
+	b := o.Broker
+	if b == nil {
+		b = host.NewBroker(o.Host.HostDeliverer(CanvasInvokeDeliverer(s.hub)))
+	}
+	return &hostAPI{s: s, host: o.Host, broker: b, inbox: o.Inbox}
+}
+
+// mountPages registers the page route outside the authenticated group: it
+// authenticates itself so that the shell's static assets
+// (/host/{session}/__canvas__/<asset>) are served without credentials, like
+// the web UI shell, while every session file needs a token (header or
+// ?access_token=) with the viewer role on the session.
+func (h *hostAPI) mountPages(r chi.Router) {
+	r.Get("/host/{session}/*", h.handlePage)
+}
+
+// mountAPI registers the authenticated routes (inside the requireAuth group).
+func (h *hostAPI) mountAPI(r chi.Router) {
+	c := h.host.Config()
+	r.Get("/api/host/{session}/files", h.handleListFiles)
+	r.Put("/api/host/{session}/files/*", limitBody(c.MaxFileBytes+1, h.handlePutFile))
+	r.Delete("/api/host/{session}/files/*", h.handleDeleteFile)
+	r.Get("/sse/host/{session}", h.handleStream)
+	r.Post("/api/host/{session}/a2ui", limitBody(c.MaxA2UIBytes+1, h.handlePushA2UI))
+	r.Post("/api/host/{session}/a2ui/reset", h.handleResetA2UI)
+	r.Post("/api/host/{session}/actions", limitBody(256<<10, h.handleAction))
+	r.Post("/api/host/{session}/present", limitBody(16<<10, h.handlePresent))
+	r.Post("/api/sessions/{id}/messages", limitBody(messageBodyLimit(c.MaxImageBytes), h.handleMessage))
+	r.Post("/api/invoke", limitBody(maxInvokeBody, h.handleInvoke))
+	r.Post("/api/invoke/{invoke_id}", limitBody(maxInvokeBody, h.handleAnswer))
+}
+
+// problem writes err through the shared mapper and adds the members an error
+// offers through ProblemExtra (the bad lines of an A2UI push, unconfirmed
+// of an invoke timeout, the field of a 415).
+func (h *hostAPI) problem(w http.ResponseWriter, r *http.Request, err error) {
+	var ex interface{ ProblemExtra() map[string]any }
+	if !errors.As(err, &ex) {
+		h.s.problem(w, r, err)
+		return
+	}
+	p := problemFor(err)
+	if p.Extra == nil {
+		p.Extra = map[string]any{}
+	}
+	for k, v := range ex.ProblemExtra() {
+		p.Extra[k] = v
+	}
+	writeJSONType(w, p.Status, "application/problem+json", p)
+}
+
+// sessionParam validates the {session} URL parameter.
+func sessionParam(r *http.Request) (string, error) {
+	s := chi.URLParam(r, "session")
+	return s, host.ValidateSession(s)
+}
+
+// restOfPath returns the still-escaped request path after prefix; chi's "*"
+// value cannot be used because chi matches on the raw path only sometimes.
+func restOfPath(r *http.Request, prefix string) (string, error) {
+	rest, ok := strings.CutPrefix(r.URL.EscapedPath(), prefix)
+	if !ok {
+		return "", canvas.Invalid("path", "the session name must not be percent-encoded")
+	}
+	return rest, nil
+}
+
+// handlePage serves GET /host/{session}/{path}.
+func (h *hostAPI) handlePage(w http.ResponseWriter, r *http.Request) {
+	session, err := sessionParam(r)
+	if err != nil {
+		h.problem(w, r, err)
+		return
+	}
+	rest, err := restOfPath(r, "/host/"+session+"/")
+	if err != nil {
+		h.problem(w, r, err)
+		return
+	}
+	if !host.IsPublicAsset(rest) {
+		p, err := h.s.auth.authenticate(r)
+		if err != nil {
+			h.problem(w, r, err)
+			return
+		}
+		r = r.WithContext(context.WithValue(r.Context(), principalKey, p))
+		if err := authorize(r, session, canvas.RoleViewer); err != nil {
+			h.problem(w, r, err)
+			return
+		}
+	}
+	if err := h.host.ServePage(w, r, session, rest); err != nil {
+		h.problem(w, r, err)
+	}
+}
+
+type hostFileList struct {
+	Files []host.FileInfo `json:"files"`
+}
+
+func (h *hostAPI) handleListFiles(w http.ResponseWriter, r *http.Request) {
+	session, err := sessionParam(r)
+	if err == nil {
+		err = authorize(r, session, canvas.RoleEditor)
+	}
+	if err != nil {
+		h.problem(w, r, err)
+		return
+	}
+	files, err := h.host.ListFiles(session)
+	if err != nil {
+		h.problem(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, hostFileList{Files: files})
+}
+
+// filePath authorizes an editor on the session and returns the decoded path.
+func (h *hostAPI) filePath(r *http.Request) (session, rel string, err error) {
+	if session, err = sessionParam(r); err != nil {
+		return "", "", err
+	}
+	if err = authorize(r, session, canvas.RoleEditor); err != nil {
+		return "", "", err
+	}
+	rest, err := restOfPath(r, "/api/host/"+session+"/files/")
+	if err != nil {
+		return "", "", err
+	}
+	rel, _, err = host.ParsePath(rest)
+	if errors.Is(err, canvas.ErrNotFound) {
+		err = canvas.Invalid("path", "names starting with . are reserved and cannot be written or deleted")
+	}
+	return session, rel, err
+}
+
+func (h *hostAPI) handlePutFile(w http.ResponseWriter, r *http.Request) {
+	session, rel, err := h.filePath(r)
+	if err != nil {
+		h.problem(w, r, err)
+		return
+	}
+	fi, err := h.host.PutFile(session, rel, r.Body)
+	if err != nil {
+		h.problem(w, r, err)
+		return
+	}
+	status := http.StatusOK
+	if fi.Created {
+		status = http.StatusCreated
+	}
+	writeJSON(w, status, fi)
+}
+
+func (h *hostAPI) handleDeleteFile(w http.ResponseWriter, r *http.Request) {
+	session, rel, err := h.filePath(r)
+	if err == nil {
+		err = h.host.DeleteFile(session, rel)
+	}
+	if err != nil {
+		h.problem(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// handleStream serves GET /sse/host/{session}: first the a2ui messages that
+// rebuild the current surfaces (taken atomically with the subscription, so
+// nothing is missed or doubled), then live reload, a2ui, present and invoke
+// events. A subscriber that falls behind gets "reset" and the stream ends;
+// the browser reconnects and receives the surfaces again.
+func (h *hostAPI) handleStream(w http.ResponseWriter, r *http.Request) {
+	session, err := sessionParam(r)
+	if err == nil {
+		err = authorize(r, session, canvas.RoleViewer)
+	}
+	if err != nil {
+		h.problem(w, r, err)
+		return
+	}
+	sub, snapshot, err := h.host.Subscribe(session)
+	if err != nil {
+		h.problem(w, r, err)
+		return
+	}
+	defer sub.Close()
+	rc := startSSE(w)
+	write := func(b []byte) bool {
+		_, err := w.Write(b)
+		return err == nil
+	}
+	if !write([]byte("retry: 1000\n\n")) {
+		return
+	}
+	for _, ev := range snapshot {
+		if !write(sseFrame(ev.Name, "", ev.Data)) {
+			return
+		}
+	}
+	if rc.Flush() != nil {
+		return
+	}
+	hb := time.NewTimer(h.s.cfg.Heartbeat)
+	defer hb.Stop()
+	for {
+		select {
+		case <-r.Context().Done():
+			return
+		case <-hb.C:
+			if !write([]byte(heartbeatComment)) || rc.Flush() != nil {
+				return
+			}
+			hb.Reset(h.s.cfg.Heartbeat)
+		case ev, ok := <-sub.C:
+			if !ok {
+				reason := "the server is shutting down; reconnect"
+				if errors.Is(sub.Err(), host.ErrOverflow) {
+					reason = "this subscriber fell too far behind; reconnect to receive the current surfaces"
+				}
+				write(sseEvent("reset", "", map[string]string{"reason": reason}))
+				_ = rc.Flush()
+				return
+			}
+			for ok {
+				if !write(sseFrame(ev.Name, "", ev.Data)) {
+					return
+				}
+				select {
+				case ev, ok = <-sub.C:
+				default:
+					ok = false
+				}
+			}
+			if rc.Flush() != nil {
+				return
+			}
+			hb.Reset(h.s.cfg.Heartbeat)
+		}
+	}
+}
+
+// jsonlTypes are the media types accepted for an A2UI push (none is fine too).
+var jsonlTypes = map[string]bool{"application/jsonl": true, "application/x-ndjson": true,
+	"application/json-lines": true, "application/json": true, "text/plain": true}
+
+func (h *hostAPI) handlePushA2UI(w http.ResponseWriter, r *http.Request) {
+	session, err := sessionParam(r)
+	if err == nil {
+		err = authorize(r, session, canvas.RoleEditor)
+	}
+	if err != nil {
+		h.problem(w, r, err)
+		return
+	}
+	if ct := r.Header.Get("Content-Type"); ct != "" {
+		mt, _, perr := mime.ParseMediaType(ct)
+		if perr != nil || !jsonlTypes[mt] {
+			h.problem(w, r, &host.UnsupportedMediaTypeError{Field: "Content-Type",
+				Reason: fmt.Sprintf("%q is not accepted; send application/jsonl (one A2UI message per line)", ct)})
+			return
+		}
+	}
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		h.problem(w, r, err)
+		return
+	}
+	res, err := h.host.PushA2UI(session, body)
+	if err != nil {
+		h.problem(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, res)
+}
+
+func (h *hostAPI) handleResetA2UI(w http.ResponseWriter, r *http.Request) {
+	session, err := sessionParam(r)
+	if err == nil {
+		err = authorize(r, session, canvas.RoleEditor)
+	}
+	if err == nil {
+		_, err = h.host.ResetA2UI(session)
+	}
+	if err != nil {
+		h.problem(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// handleAction accepts a userAction from the A2UI shell and hands it to the
+// agent's inbox as a message.
+func (h *hostAPI) handleAction(w http.ResponseWriter, r *http.Request) {
+	session, err := sessionParam(r)
+	if err == nil {
+		err = authorize(r, session, canvas.RoleEditor)
+	}
+	if err != nil {
+		h.problem(w, r, err)
+		return
+	}
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		h.problem(w, r, err)
+		return
+	}
+	a, err := host.DecodeUserAction(body)
+	if err != nil {
+		h.problem(w, r, err)
+		return
+	}
+	delivered := false // nothing to deliver to without an agent inbox; the action is dropped after validation
+	if h.inbox != nil {
+		m := host.Message{SessionID: session, HostSession: session, Principal: principalFrom(r.Context()),
+			Prompt: fmt.Sprintf("userAction %q from component %q on surface %q", a.Name, a.SourceComponentID, a.SurfaceID),
+			Source: "a2ui", Action: &a, ReceivedAt: time.Now().UTC()}
+		if err := h.inbox.Deliver(r.Context(), m); err != nil {
+			h.problem(w, r, err)
+			return
+		}
+		delivered = true
+	}
+	h.s.log.Debug("host userAction", "session", session, "name", a.Name, "delivered", delivered)
+	w.WriteHeader(http.StatusAccepted)
+}
+
+// handlePresent publishes a present event (show, hide, navigate) to the
+// session's browsers.
+func (h *hostAPI) handlePresent(w http.ResponseWriter, r *http.Request) {
+	session, err := sessionParam(r)
+	if err == nil {
+		err = authorize(r, session, canvas.RoleEditor)
+	}
+	if err != nil {
+		h.problem(w, r, err)
+		return
+	}
+	var p host.Presentation
+	if err := decodeJSON(r, &p); err != nil {
+		h.problem(w, r, err)
+		return
+	}
+	n, err := h.host.Present(session, p)
+	if err != nil {
+		h.problem(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]int{"browsers": n})
+}

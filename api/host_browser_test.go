@@ -1,0 +1,113 @@
+package api
+
+import (
+	"context"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/canvasd/canvasd/canvas"
+	"github.com/canvasd/canvasd/host"
+)
+
+// chromiumPath is Debian's chromium (CI installs the package).
+const chromiumPath = "/usr/bin/chromium"
+
+// TestHostShellInChromium loads the built-in A2UI shell in headless
+// Chromium: a pushed surface renders with its data bindings, a data-model
+// update re-renders it live, a button's userAction (with its bound context)
+// reaches the agent inbox, and invokes (eval in the sandboxed helper,
+// snapshot) are answered by the page.
+func TestHostShellInChromium(t *testing.T) {
+	if _, err := os.Stat(chromiumPath); err != nil {
+		t.Skipf("no %s (apt-get install chromium): %v", chromiumPath, err)
+	}
+	e := newHostTestEnv(t, host.Config{})
+	editor, _ := e.token(canvas.RoleEditor, canvas.ActorHuman)
+	if code, res := e.post("/api/host/ui/a2ui", editor, "application/jsonl", []byte(hostSurface)); code != 200 {
+		t.Fatalf("push: %d %v", code, res)
+	}
+
+	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(),
+		chromedp.ExecPath(chromiumPath), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU,
+		chromedp.Flag("disable-background-networking", true), chromedp.NoFirstRun, chromedp.NoDefaultBrowserCheck,
+		chromedp.UserDataDir(t.TempDir()))
+	defer cancelAlloc()
+	browser, cancel := chromedp.NewContext(alloc)
+	defer cancel()
+	// The first action starts the browser and must not run under a timeout
+	// (it would stop the browser); later ones do.
+	if err := chromedp.Do(browser, chromedp.Navigate(e.srv.URL+"/host/ui/?access_token="+editor)); err != nil {
+		t.Fatalf("navigate: %v", err)
+	}
+	ctx, cancelT := context.WithTimeout(browser, 60*time.Second)
+	defer cancelT()
+	if err := chromedp.Do(ctx, chromedp.WaitVisible(chromedp.CSS(`[data-component-id="title"]`))); err != nil {
+		t.Fatalf("render: %v", err)
+	}
+	title, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(`[data-component-id="title"]`)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	status, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(`#status`)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if title != "Hello from A2UI" || status != "connected" {
+		t.Fatalf("title %q, status %q", title, status)
+	}
+
+	// Live data-model update.
+	upd := `{"dataModelUpdate":{"surfaceId":"main","path":"/greeting","contents":[]}}` + "\n" +
+		`{"dataModelUpdate":{"surfaceId":"main","contents":[{"key":"greeting","valueString":"Updated live"},{"key":"form","valueMap":[{"key":"name","valueString":"Ada"}]}]}}`
+	if code, res := e.post("/api/host/ui/a2ui", editor, "application/jsonl", []byte(upd)); code != 200 {
+		t.Fatalf("update: %d %v", code, res)
+	}
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`document.querySelector('[data-component-id="title"]').textContent === "Updated live"`,
+		chromedp.WithPollingTimeout(10*time.Second))); err != nil {
+		t.Fatalf("live update not rendered: %v", err)
+	}
+
+	// Type into the bound text field, then click the button.
+	err = chromedp.Do(ctx,
+		chromedp.SendKeys(chromedp.CSS(`[data-component-id="name"] input`), " Lovelace"),
+		chromedp.Click(chromedp.CSS(`[data-component-id="btn"]`)),
+	)
+	if err != nil {
+		t.Fatalf("click: %v", err)
+	}
+	m := e.inbox.next(t)
+	if m.Action == nil || m.Action.Name != "submit" || m.Action.SurfaceID != "main" || m.Action.SourceComponentID != "btn" ||
+		m.Action.Context["name"] != "Ada Lovelace" || m.Action.Context["kind"] != "demo" || m.HostSession != "ui" {
+		t.Fatalf("userAction reached the inbox as %+v (action %+v)", m, m.Action)
+	}
+
+	// Invokes answered by the page.
+	r := e.do("POST", "/api/invoke", editor, map[string]any{"host_session": "ui", "action": "eval", "payload": map[string]any{"js": "6*7"}, "timeout_ms": 10000})
+	if r.Status != 200 || r.json(t)["result"] != float64(42) {
+		t.Fatalf("eval invoke: %d %s", r.Status, r.Body)
+	}
+	// The eval helper runs in an opaque origin: no access to the shell's token or cookies.
+	r = e.do("POST", "/api/invoke", editor, map[string]any{"host_session": "ui", "action": "eval", "payload": map[string]any{"js": "String(location.search) + '|' + (function(){try{return document.cookie}catch(e){return 'blocked'}})()"}, "timeout_ms": 10000})
+	if res, _ := r.json(t)["result"].(string); r.Status != 200 || strings.Contains(res, editor) || !strings.HasSuffix(res, "|blocked") {
+		t.Fatalf("eval sandbox: %d %s", r.Status, r.Body)
+	}
+	r = e.do("POST", "/api/invoke", editor, map[string]any{"host_session": "ui", "action": "snapshot", "timeout_ms": 10000})
+	if res, _ := r.json(t)["result"].(map[string]any); r.Status != 200 || !strings.Contains(res["text"].(string), "Updated live") {
+		t.Fatalf("snapshot invoke: %d %s", r.Status, r.Body)
+	}
+	r = e.do("POST", "/api/invoke", editor, map[string]any{"host_session": "ui", "action": "teleport", "timeout_ms": 10000})
+	if r.Status != 200 || r.json(t)["ok"] != false {
+		t.Fatalf("unsupported invoke: %d %s", r.Status, r.Body)
+	}
+
+	// Reset removes the surface from the page.
+	e.must(204, "POST", "/api/host/ui/a2ui/reset", editor, nil)
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`document.querySelector('[data-component-id="title"]') === null`,
+		chromedp.WithPollingTimeout(10*time.Second))); err != nil {
+		t.Fatalf("reset not rendered: %v", err)
+	}
+}

@@ -1,0 +1,102 @@
+package api
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/canvasd/canvasd/canvas"
+	"github.com/canvasd/canvasd/host"
+)
+
+// maxInvokeBody bounds invoke requests and answers (an answer may carry a
+// screenshot as a data URL).
+const maxInvokeBody = 16 << 20
+
+// CanvasInvokeDeliverer sends invoke events to the browsers on a canvas's
+// stream (GET /sse/canvas/{canvas_id}, event "invoke") and reports how many
+// were subscribed.
+func CanvasInvokeDeliverer(hub *Hub) host.Deliverer {
+	return host.DelivererFunc(func(t host.Target, req host.InvokeRequest) (int, error) {
+		n := hub.Subscribers(t.CanvasID)
+		hub.PublishEvent(t.CanvasID, host.EventInvoke, req)
+		return n, nil
+	})
+}
+
+// invokeRequest is the body of POST /api/invoke.
+type invokeRequest struct {
+	CanvasID    string          `json:"canvas_id,omitempty"`
+	HostSession string          `json:"host_session,omitempty"`
+	Action      string          `json:"action"`
+	Payload     json.RawMessage `json:"payload,omitempty"`
+	TimeoutMS   int64           `json:"timeout_ms,omitempty"`
+}
+
+// authorizeTarget checks role need on the invoke's canvas or host session.
+func authorizeTarget(r *http.Request, t host.Target, need canvas.Role) error {
+	if t.HostSession != "" {
+		return authorize(r, t.HostSession, need)
+	}
+	return authorize(r, t.CanvasID, need)
+}
+
+// handleInvoke serves POST /api/invoke: it sends the invoke to the target's
+// browsers and answers with the first browser answer (200), or a 504
+// problem with unconfirmed (a browser was connected but did not answer).
+func (h *hostAPI) handleInvoke(w http.ResponseWriter, r *http.Request) {
+	var req invokeRequest
+	if err := decodeJSON(r, &req); err != nil {
+		h.problem(w, r, err)
+		return
+	}
+	t := host.Target{CanvasID: req.CanvasID, HostSession: req.HostSession}
+	if err := t.Validate(); err != nil {
+		h.problem(w, r, err)
+		return
+	}
+	if err := authorizeTarget(r, t, canvas.RoleEditor); err != nil {
+		h.problem(w, r, err)
+		return
+	}
+	if req.TimeoutMS < 0 || req.TimeoutMS > host.MaxInvokeTimeout.Milliseconds() {
+		h.problem(w, r, canvas.Invalid("timeout_ms", "must be 1 to %d", host.MaxInvokeTimeout.Milliseconds()))
+		return
+	}
+	a, err := h.broker.Invoke(r.Context(), t, req.Action, req.Payload, time.Duration(req.TimeoutMS)*time.Millisecond)
+	if err != nil {
+		if errors.Is(err, r.Context().Err()) && r.Context().Err() != nil {
+			return // the caller went away
+		}
+		h.problem(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, a)
+}
+
+// handleAnswer serves POST /api/invoke/{invoke_id}: the first answer to a
+// pending invoke wins ("accepted": true); later answers are acknowledged
+// with "accepted": false and ignored; an unknown id is a 404.
+func (h *hostAPI) handleAnswer(w http.ResponseWriter, r *http.Request) {
+	id := chi.URLParam(r, "invoke_id")
+	var a host.Answer
+	if err := decodeJSON(r, &a); err != nil {
+		h.problem(w, r, err)
+		return
+	}
+	if t, err := h.broker.Pending(id); err == nil {
+		if err := authorizeTarget(r, t, canvas.RoleViewer); err != nil {
+			h.problem(w, r, err)
+			return
+		}
+	}
+	accepted, err := h.broker.Answer(id, a)
+	if err != nil {
+		h.problem(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]bool{"accepted": accepted})
+}

@@ -1,0 +1,74 @@
+package api
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/canvasd/canvasd/canvas"
+	"github.com/canvasd/canvasd/host"
+)
+
+// messageBodyLimit is the body limit of POST /api/sessions/{id}/messages:
+// the base64 of the largest image plus room for the prompt. A larger body is
+// a 413 naming the limit; an image over maxImage decoded bytes is a 413 too.
+func messageBodyLimit(maxImage int64) int64 {
+	return maxImage/3*4 + 4 + host.MaxPromptBytes + 4096
+}
+
+// messageAccepted is the 202 answer of POST /api/sessions/{id}/messages.
+type messageAccepted struct {
+	OK        bool              `json:"ok"`
+	SessionID string            `json:"session_id"`
+	Delivered bool              `json:"delivered"`       // an agent inbox took the message
+	Image     *host.StoredImage `json:"image,omitempty"` // the stored image, by content hash
+}
+
+// handleMessage serves POST /api/sessions/{id}/messages (seed): it validates
+// the prompt and the optional imageData strictly (400 malformed, 413 too
+// large, 415 other types), stores the image by SHA-256 and hands the message
+// to the agent inbox. Any editor may post; the inbox decides whether the
+// principal may talk to that session.
+func (h *hostAPI) handleMessage(w http.ResponseWriter, r *http.Request) {
+	id := chi.URLParam(r, "id")
+	if p := principalFrom(r.Context()); !p.Role.Allows(canvas.RoleEditor) {
+		h.problem(w, r, fmt.Errorf("%w: sending a message needs the editor role; your token has %s", canvas.ErrForbidden, describeScope(p)))
+		return
+	}
+	if id == "" || len(id) > 200 {
+		h.problem(w, r, canvas.Invalid("id", "must be 1 to 200 characters"))
+		return
+	}
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		h.problem(w, r, err)
+		return
+	}
+	req, img, err := host.DecodeMessageRequest(body, h.host.Images().MaxBytes())
+	if err != nil {
+		h.problem(w, r, err)
+		return
+	}
+	out := messageAccepted{OK: true, SessionID: id}
+	m := host.Message{SessionID: id, Principal: principalFrom(r.Context()), Prompt: req.Prompt,
+		Source: req.Source, AppletSlug: req.AppletSlug, ReceivedAt: time.Now().UTC()}
+	if img != nil {
+		stored, err := h.host.Images().Put(*img)
+		if err != nil {
+			h.problem(w, r, err)
+			return
+		}
+		out.Image, m.Image = &stored, &stored
+	}
+	if h.inbox != nil {
+		if err := h.inbox.Deliver(r.Context(), m); err != nil {
+			h.problem(w, r, err)
+			return
+		}
+		out.Delivered = true
+	}
+	writeJSON(w, http.StatusAccepted, out)
+}

@@ -1,0 +1,37 @@
+package canvas
+
+// History holds the per-actor undo and redo stacks of a canvas. It is part
+// of the materialized State, maintained by the reducer's Apply from the
+// commits themselves (so replaying the log rebuilds it) and encoded with the
+// state. Entries are immutable once stored: code that changes a stack builds
+// new slices, so State.Clone may share them.
+type History map[string]*ActorHistory
+
+// ActorHistory is one actor's undo and redo stacks (last element on top).
+type ActorHistory struct {
+	Undo    []HistoryEntry `json:"undo"`
+	Redo    []HistoryEntry `json:"redo"`
+	LastRev int64          `json:"last_rev"` // the actor's latest commit (for bounding the number of actors kept)
+}
+
+// HistoryEntry reverses one commit. On the undo stack it reverses one of the
+// actor's commands; on the redo stack it reverses one of the actor's undos.
+type HistoryEntry struct {
+	Rev     int64    `json:"rev"`             // the commit it reverses
+	Type    string   `json:"type"`            // the command type the user sees (for a redo entry: the undone command's type)
+	Inverse []Change `json:"inverse"`         // the changes that reverse the commit
+	Expect  []RefRev `json:"expect"`          // each entity it writes and the revision whose value it must still hold
+	Restore []RefRev `json:"restore"`         // for each entity, the revision of the value Inverse restores (0: absent)
+	Lines   []int    `json:"lines,omitempty"` // document lines the commit changed (document verbs)
+	Size    int      `json:"size"`            // approximate bytes held by Inverse, for bounding the stacks
+}
+
+// RefRev is an entity and a revision.
+type RefRev struct {
+	Kind Kind   `json:"kind"`
+	ID   string `json:"id"`
+	Rev  int64  `json:"rev"`
+}
+
+// Ref returns the entity of r.
+func (r RefRev) Ref() Ref { return Ref{Kind: r.Kind, ID: r.ID} }

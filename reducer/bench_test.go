@@ -1,0 +1,109 @@
+package reducer
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/canvasd/canvasd/canvas"
+)
+
+// bigState builds a state of n nodes (and n/10 edges) through Decide and Apply.
+func bigState(tb testing.TB, n int) *canvas.State {
+	s := canvas.NewState()
+	step := func(typ, args string) {
+		cmd := rhCommand(s, typ, args)
+		dec, err := Decide(s, cmd)
+		if err != nil {
+			tb.Fatalf("%s: %v", typ, err)
+		}
+		c := commitOf(cmd, dec)
+		if err := Apply(s, &c); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	for i := 0; i < n; i++ {
+		step("create_shape", fmt.Sprintf(`{"id":"n%d","type":"geo","x":%d,"y":%d,"props":{"color":"blue","label":"node %d"}}`, i, i%100*120, i/100*120, i))
+	}
+	for i := 0; i+1 < n; i += 10 {
+		step("create_edge", fmt.Sprintf(`{"id":"e%d","from":"n%d","to":"n%d"}`, i, i, i+1))
+	}
+	return s
+}
+
+func benchDecideApply(b *testing.B, s *canvas.State, typ string, args func(i int) string) {
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		cmd := rhCommand(s, typ, args(i))
+		dec, err := Decide(s, cmd)
+		if err != nil {
+			b.Fatal(err)
+		}
+		c := commitOf(cmd, dec)
+		if err := Apply(s, &c); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkMove10k: Decide+Apply of a one-node move on a 10k-node state.
+func BenchmarkMove10k(b *testing.B) {
+	s := bigState(b, 10000)
+	benchDecideApply(b, s, "move", func(i int) string { return fmt.Sprintf(`{"ids":["n%d"],"dx":1,"dy":-1}`, i%10000) })
+}
+
+// BenchmarkMoveDecide10k: Decide alone (the part that runs under the canvas lock before the append).
+func BenchmarkMoveDecide10k(b *testing.B) {
+	s := bigState(b, 10000)
+	cmd := rhCommand(s, "move", `{"ids":["n5000"],"dx":1,"dy":-1}`)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := Decide(s, cmd); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkCreate10k: Decide+Apply of create_shape on a 10k-node state (no scan for the z-order key).
+func BenchmarkCreate10k(b *testing.B) {
+	s := bigState(b, 10000)
+	benchDecideApply(b, s, "create_shape", func(int) string { return `{"type":"geo","x":1,"y":2,"props":{"color":"red"}}` })
+}
+
+// BenchmarkUpdateProps10k: Decide+Apply of a props merge on a 10k-node state.
+func BenchmarkUpdateProps10k(b *testing.B) {
+	s := bigState(b, 10000)
+	benchDecideApply(b, s, "update_shape", func(i int) string { return fmt.Sprintf(`{"id":"n%d","props":{"label":"v%d"}}`, i%10000, i) })
+}
+
+// BenchmarkEncodeState10k: snapshot encoding of a 10k-node state.
+func BenchmarkEncodeState10k(b *testing.B) {
+	s := bigState(b, 10000)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		data, err := EncodeState(s)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.SetBytes(int64(len(data)))
+	}
+}
+
+// BenchmarkDecodeState10k: snapshot decoding of a 10k-node state (part of a cold load).
+func BenchmarkDecodeState10k(b *testing.B) {
+	data, err := EncodeState(bigState(b, 10000))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.SetBytes(int64(len(data)))
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := DecodeState(data); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+

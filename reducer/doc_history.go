@@ -1,0 +1,773 @@
+package reducer
+
+// Undo and redo, per actor, for every command type.
+//
+// Apply keeps, in State.History, each actor's undo and redo stacks: for every
+// commit it computes the inverse changes from the state before the commit
+// (cheaply: a patch's inverse patches back only the fields it set, a document
+// edit's inverse is a line splice) and pushes them on the committing actor's
+// undo stack; a new command clears that actor's redo stack. "undo" applies the
+// top of the caller's own undo stack and moves the reverse onto its redo
+// stack; "redo" does the opposite. Nothing is rewritten: undo and redo are
+// ordinary commits.
+//
+// Conflicts: every entry records, per entity, the revision whose value it
+// expects to find (its "stamp"). If any entity has changed since (someone
+// else edited it), undo/redo is refused with a *canvas.ConflictError listing
+// those entities; the engine fills recovery_ops with the commits after
+// ConflictResult.BaseRev that touched them. (No line-level rebase.) When
+// undo/redo brings back an older value, the stamps of that value held by the
+// actor's other entries are renamed to the new revision, so an actor can undo
+// several steps in a row.
+
+import (
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"sort"
+	"strings"
+
+	"github.com/canvasd/canvasd/canvas"
+)
+
+// History bounds.
+const (
+	MaxUndoEntries   = 100      // per actor and stack
+	MaxUndoBytes     = 16 << 20 // per actor, approximate bytes held by inverse changes
+	MaxHistoryActors = 256      // actors kept per canvas (the least recently active are dropped)
+	maxEntryLines    = 1000     // line numbers kept per entry
+)
+
+// Command types of the history verbs.
+const (
+	CmdUndo             = "undo"
+	CmdRedo             = "redo"
+	CmdRevertToSnapshot = "revert_to_snapshot"
+)
+
+type preImage struct {
+	node    *canvas.Node
+	edge    *canvas.Edge
+	rev     int64 // ChangedAt before the commit
+	changes int
+	first   *canvas.Change
+}
+
+// HistoryCapture holds what Apply must remember of the state before a commit
+// to record its inverse. Use: h := CaptureHistory(s, c) before applying c's
+// changes, then h.Record(s) after they all applied.
+type HistoryCapture struct {
+	c     *canvas.Commit
+	pre   map[canvas.Ref]*preImage
+	order []canvas.Ref
+}
+
+// CaptureHistory records the pre-images of the entities c changes. It relies
+// on Apply replacing (never mutating) entities, so the pointers stay valid.
+func CaptureHistory(s *canvas.State, c *canvas.Commit) *HistoryCapture {
+	if c.ActorID == "" {
+		return nil
+	}
+	h := &HistoryCapture{c: c, pre: make(map[canvas.Ref]*preImage, len(c.Changes))}
+	for i := range c.Changes {
+		ch := &c.Changes[i]
+		ref := canvas.Ref{Kind: ch.Kind, ID: ch.ID}
+		if p, ok := h.pre[ref]; ok {
+			p.changes++
+			continue
+		}
+		p := &preImage{rev: s.ChangedAt(ref), changes: 1, first: ch}
+		if ref.Kind == canvas.KindNode {
+			p.node = s.Nodes[ref.ID]
+		} else {
+			p.edge = s.Edges[ref.ID]
+		}
+		h.pre[ref] = p
+		h.order = append(h.order, ref)
+	}
+	return h
+}
+
+// Record updates the committing actor's stacks after c applied to s.
+func (h *HistoryCapture) Record(s *canvas.State) {
+	if h == nil {
+		return
+	}
+	c := h.c
+	if s.History == nil {
+		s.History = canvas.History{}
+	}
+	old := s.History[c.ActorID]
+	ah := &canvas.ActorHistory{LastRev: c.Rev}
+	if old != nil {
+		ah.Undo, ah.Redo = old.Undo, old.Redo
+	}
+	switch c.Type {
+	case CmdUndo, CmdRedo:
+		from, to := &ah.Undo, &ah.Redo
+		if c.Type == CmdRedo {
+			from, to = &ah.Redo, &ah.Undo
+		}
+		if len(*from) == 0 {
+			break
+		}
+		e := (*from)[len(*from)-1]
+		*from = (*from)[: len(*from)-1 : len(*from)-1]
+		rev := h.entry(e.Type)
+		rev.Lines = e.Lines
+		*to = pushEntry(*to, rev)
+		renames := map[canvas.Ref][2]int64{}
+		for _, r := range e.Restore {
+			if r.Rev != 0 {
+				renames[r.Ref()] = [2]int64{r.Rev, c.Rev}
+			}
+		}
+		ah.Undo = renameStamps(ah.Undo, renames)
+		ah.Redo = renameStamps(ah.Redo, renames)
+	default:
+		ah.Redo = nil
+		if len(c.Changes) > 0 {
+			ah.Undo = pushEntry(ah.Undo, h.entry(c.Type))
+		}
+	}
+	ah.Undo = boundEntries(ah.Undo)
+	ah.Redo = boundEntries(ah.Redo)
+	s.History[c.ActorID] = ah
+	if len(s.History) > MaxHistoryActors {
+		var victim string
+		var min int64 = -1
+		for id, a := range s.History {
+			if min < 0 || a.LastRev < min || a.LastRev == min && id < victim {
+				victim, min = id, a.LastRev
+			}
+		}
+		delete(s.History, victim)
+	}
+}
+
+// pushEntry appends without sharing the backing array with older states.
+func pushEntry(stack []canvas.HistoryEntry, e canvas.HistoryEntry) []canvas.HistoryEntry {
+	out := make([]canvas.HistoryEntry, len(stack), len(stack)+1)
+	copy(out, stack)
+	return append(out, e)
+}
+
+// boundEntries drops the oldest entries beyond the count and size bounds.
+func boundEntries(stack []canvas.HistoryEntry) []canvas.HistoryEntry {
+	size, keep := 0, 0
+	for i := len(stack) - 1; i >= 0; i-- {
+		if keep == MaxUndoEntries || size+stack[i].Size > MaxUndoBytes && keep > 0 {
+			break
+		}
+		size += stack[i].Size
+		keep++
+	}
+	return stack[len(stack)-keep:]
+}
+
+// renameStamps rewrites, in new entries, the expected/restored revision of
+// each renamed entity: the value stamped old is now current under new.
+func renameStamps(stack []canvas.HistoryEntry, renames map[canvas.Ref][2]int64) []canvas.HistoryEntry {
+	if len(renames) == 0 || len(stack) == 0 {
+		return stack
+	}
+	out := make([]canvas.HistoryEntry, len(stack))
+	for i, e := range stack {
+		e.Expect = renameRefRevs(e.Expect, renames)
+		e.Restore = renameRefRevs(e.Restore, renames)
+		out[i] = e
+	}
+	return out
+}
+
+func renameRefRevs(rs []canvas.RefRev, renames map[canvas.Ref][2]int64) []canvas.RefRev {
+	var out []canvas.RefRev
+	for i, r := range rs {
+		if rn, ok := renames[r.Ref()]; ok && r.Rev == rn[0] {
+			if out == nil {
+				out = append([]canvas.RefRev(nil), rs...)
+			}
+			out[i].Rev = rn[1]
+		}
+	}
+	if out == nil {
+		return rs
+	}
+	return out
+}
+
+// entry builds the history entry reversing h.c.
+func (h *HistoryCapture) entry(typ string) canvas.HistoryEntry {
+	c := h.c
+	e := canvas.HistoryEntry{Rev: c.Rev, Type: typ}
+	for i := len(h.order) - 1; i >= 0; i-- {
+		ref := h.order[i]
+		p := h.pre[ref]
+		e.Expect = append(e.Expect, canvas.RefRev{Kind: ref.Kind, ID: ref.ID, Rev: c.Rev})
+		e.Restore = append(e.Restore, canvas.RefRev{Kind: ref.Kind, ID: ref.ID, Rev: p.rev})
+		inv := invertChange(ref, p)
+		e.Size += changeSize(&inv)
+		e.Inverse = append(e.Inverse, inv)
+		if p.first.Op == canvas.OpEdit && p.first.Edit != nil && len(e.Lines) < maxEntryLines {
+			for _, hk := range p.first.Edit.Hunks {
+				n := max(hk.Del, LineCount(hk.Ins), 1)
+				for l := hk.Line; l < hk.Line+n && len(e.Lines) < maxEntryLines; l++ {
+					e.Lines = append(e.Lines, l)
+				}
+			}
+		}
+	}
+	return e
+}
+
+// invertChange returns the change that restores ref's pre-image.
+func invertChange(ref canvas.Ref, p *preImage) canvas.Change {
+	out := canvas.Change{Kind: ref.Kind, ID: ref.ID}
+	existed := p.node != nil || p.edge != nil
+	if !existed {
+		out.Op = canvas.OpDelete
+		return out
+	}
+	if p.changes == 1 {
+		switch {
+		case p.first.Op == canvas.OpPatch && p.node != nil:
+			if inv, ok := invertNodePatch(p.node, p.first.Patch); ok {
+				out.Op, out.Patch = canvas.OpPatch, inv
+				return out
+			}
+		case p.first.Op == canvas.OpPatch && p.edge != nil:
+			if inv, ok := invertEdgePatch(p.edge, p.first.Patch); ok {
+				out.Op, out.Patch = canvas.OpPatch, inv
+				return out
+			}
+		case p.first.Op == canvas.OpEdit && p.node != nil && p.first.Edit != nil:
+			if text, ok := p.node.Props[p.first.Edit.Prop].(string); ok || p.node.Props[p.first.Edit.Prop] == nil {
+				if inv, err := invertHunks(text, p.first.Edit.Hunks); err == nil {
+					out.Op, out.Edit = canvas.OpEdit, &canvas.TextEdit{Prop: p.first.Edit.Prop, Hunks: inv}
+					return out
+				}
+			}
+		}
+	}
+	out.Op = canvas.OpPut
+	var err error
+	if p.node != nil {
+		out.Value, err = json.Marshal(p.node)
+	} else {
+		out.Value, err = json.Marshal(p.edge)
+	}
+	if err != nil { // cannot happen for values that came out of JSON
+		out.Value = json.RawMessage("null")
+	}
+	return out
+}
+
+// invertHunks returns the splice that undoes hunks applied to text, without
+// building the new text.
+func invertHunks(text string, hunks []canvas.TextHunk) ([]canvas.TextHunk, error) {
+	inv := make([]canvas.TextHunk, len(hunks))
+	pos, cur, shift := 0, 1, 0
+	for i, h := range hunks {
+		if h.Del < 0 || h.Line < cur {
+			return nil, fmt.Errorf("hunk %d out of order: %w", i, canvas.ErrUnprocessable)
+		}
+		start, ok := lineOffset(text, pos, cur, h.Line)
+		if !ok {
+			return nil, fmt.Errorf("hunk %d past the end: %w", i, canvas.ErrUnprocessable)
+		}
+		end, ok := lineOffset(text, start, h.Line, h.Line+h.Del)
+		if !ok {
+			return nil, fmt.Errorf("hunk %d past the end: %w", i, canvas.ErrUnprocessable)
+		}
+		n := LineCount(h.Ins)
+		inv[i] = canvas.TextHunk{Line: h.Line + shift, Del: n, Ins: text[start:end]}
+		shift += n - h.Del
+		pos, cur = end, h.Line+h.Del
+	}
+	return inv, nil
+}
+
+// invertNodePatch returns the patch restoring the fields p sets on n.
+func invertNodePatch(n *canvas.Node, p map[string]any) (map[string]any, bool) {
+	inv := make(map[string]any, len(p))
+	for k, v := range p {
+		switch k {
+		case "type":
+			inv[k] = n.Type
+		case "name":
+			inv[k] = n.Name
+		case "parent_id":
+			inv[k] = n.ParentID
+		case "index":
+			inv[k] = n.Index
+		case "x":
+			inv[k] = n.X
+		case "y":
+			inv[k] = n.Y
+		case "w":
+			inv[k] = n.W
+		case "h":
+			inv[k] = n.H
+		case "rotation":
+			inv[k] = n.Rotation
+		case "props":
+			pm, ok := v.(map[string]any)
+			if !ok {
+				return nil, false
+			}
+			inv[k] = invertMergePatch(n.Props, pm)
+		default:
+			return nil, false
+		}
+	}
+	return inv, true
+}
+
+func invertEdgePatch(e *canvas.Edge, p map[string]any) (map[string]any, bool) {
+	inv := make(map[string]any, len(p))
+	for k, v := range p {
+		switch k {
+		case "from":
+			inv[k] = e.From
+		case "to":
+			inv[k] = e.To
+		case "type":
+			inv[k] = e.Type
+		case "props":
+			pm, ok := v.(map[string]any)
+			if !ok {
+				return nil, false
+			}
+			inv[k] = invertMergePatch(e.Props, pm)
+		default:
+			return nil, false
+		}
+	}
+	return inv, true
+}
+
+// invertMergePatch returns the JSON merge patch that turns merge(old, p)
+// back into old, for the keys p touches.
+func invertMergePatch(old map[string]any, p map[string]any) map[string]any {
+	inv := make(map[string]any, len(p))
+	for k, v := range p {
+		ov, had := old[k]
+		switch {
+		case !had:
+			inv[k] = nil
+		case isObject(v) && isObject(ov):
+			inv[k] = invertMergePatch(ov.(map[string]any), v.(map[string]any))
+		case isObject(ov):
+			// The patch replaced an object by a scalar: put the object back
+			// whole (a merge patch merges objects, so clear it first is not
+			// needed: the current value is not an object).
+			inv[k] = canvas.CloneProps(ov.(map[string]any))
+		default:
+			inv[k] = ov
+		}
+	}
+	return inv
+}
+
+func isObject(v any) bool { _, ok := v.(map[string]any); return ok }
+
+// changeSize approximates the bytes a change holds.
+func changeSize(ch *canvas.Change) int {
+	n := 64 + len(ch.Value)
+	if ch.Edit != nil {
+		for _, h := range ch.Edit.Hunks {
+			n += 24 + len(h.Ins)
+		}
+	}
+	if ch.Patch != nil {
+		n += valueSize(ch.Patch)
+	}
+	return n
+}
+
+func valueSize(v any) int {
+	switch t := v.(type) {
+	case string:
+		return len(t) + 16
+	case map[string]any:
+		n := 16
+		for k, x := range t {
+			n += len(k) + valueSize(x)
+		}
+		return n
+	case []any:
+		n := 16
+		for _, x := range t {
+			n += valueSize(x)
+		}
+		return n
+	}
+	return 16
+}
+
+// --- undo / redo decisions ---
+
+// HistoryActionResult is the result of undo and redo.
+type HistoryActionResult struct {
+	Success      bool           `json:"success"`
+	UndoneAction *HistoryAction `json:"undone_action,omitempty"`
+	RedoneAction *HistoryAction `json:"redone_action,omitempty"`
+	CanUndo      bool           `json:"can_undo"`
+	CanRedo      bool           `json:"can_redo"`
+}
+
+// HistoryAction describes the command an undo or redo reversed.
+type HistoryAction struct {
+	Type          string `json:"type"`
+	Rev           int64  `json:"rev"`
+	LinesAffected []int  `json:"lines_affected"`
+}
+
+// HistoryStatus reports whether actor can undo and redo on s (for UIs).
+func HistoryStatus(s *canvas.State, actorID string) (canUndo, canRedo bool) {
+	if h := s.History[actorID]; h != nil {
+		return len(h.Undo) > 0, len(h.Redo) > 0
+	}
+	return false, false
+}
+
+func decideUndo(s *canvas.State, cmd canvas.Command) (Decision, error) {
+	return decideHistory(s, cmd, true)
+}
+func decideRedo(s *canvas.State, cmd canvas.Command) (Decision, error) {
+	return decideHistory(s, cmd, false)
+}
+
+func decideHistory(s *canvas.State, cmd canvas.Command, undo bool) (Decision, error) {
+	var a struct{}
+	if err := decodeArgs(cmd.Args, &a); err != nil {
+		return Decision{}, err
+	}
+	h := s.History[cmd.Actor.ID]
+	var stack []canvas.HistoryEntry
+	if h != nil {
+		stack = h.Redo
+		if undo {
+			stack = h.Undo
+		}
+	}
+	if len(stack) == 0 {
+		if undo {
+			return Decision{}, canvas.Unprocessable("type", "nothing to undo: actor %s has no command of its own left to undo on this canvas (the last %d are kept)", cmd.Actor.ID, MaxUndoEntries)
+		}
+		return Decision{}, canvas.Unprocessable("type", "nothing to redo: actor %s has undone nothing since its last command (a new command clears the redo history)", cmd.Actor.ID)
+	}
+	e := stack[len(stack)-1]
+	dec := Decision{}
+	var conflicting []string
+	base := int64(-1)
+	for _, r := range e.Expect {
+		dec.Touched = append(dec.Touched, r.Ref())
+		if s.ChangedAt(r.Ref()) != r.Rev {
+			conflicting = append(conflicting, r.ID)
+			if base < 0 || r.Rev < base {
+				base = r.Rev
+			}
+		}
+	}
+	changes := append([]canvas.Change(nil), e.Inverse...)
+	// Entities the inverse puts back must still have their nodes; entities it
+	// deletes take their (newer) edges and children along.
+	put := map[canvas.Ref]bool{}
+	deleted := map[string]bool{}
+	for _, ch := range changes {
+		r := canvas.Ref{Kind: ch.Kind, ID: ch.ID}
+		if ch.Op == canvas.OpDelete && ch.Kind == canvas.KindNode {
+			deleted[ch.ID] = true
+		} else if ch.Op != canvas.OpDelete {
+			put[r] = true
+		}
+	}
+	exists := func(id string) bool {
+		_, ok := s.Nodes[id]
+		return ok && !deleted[id] || put[canvas.Ref{Kind: canvas.KindNode, ID: id}]
+	}
+	for _, ch := range changes {
+		if ch.Op != canvas.OpPut {
+			continue
+		}
+		var refs []string
+		if ch.Kind == canvas.KindEdge {
+			var ed canvas.Edge
+			if json.Unmarshal(ch.Value, &ed) == nil {
+				refs = []string{ed.From, ed.To}
+			}
+		} else {
+			var n canvas.Node
+			if json.Unmarshal(ch.Value, &n) == nil && n.ParentID != "" {
+				refs = []string{n.ParentID}
+			}
+		}
+		for _, id := range refs {
+			if id != "" && !exists(id) {
+				conflicting = append(conflicting, id)
+				dec.Touched = append(dec.Touched, canvas.Ref{Kind: canvas.KindNode, ID: id})
+				if at := s.ChangedAt(canvas.Ref{Kind: canvas.KindNode, ID: id}); base < 0 || at-1 < base {
+					base = max(at-1, 0)
+				}
+			}
+		}
+	}
+	if len(conflicting) > 0 {
+		sort.Strings(conflicting)
+		verb := "undo"
+		if !undo {
+			verb = "redo"
+		}
+		return dec, &canvas.ConflictError{Result: canvas.ConflictResult{
+			Status: canvas.StatusConflict, CurrentRev: s.Rev, BaseRev: base, ConflictingIDs: conflicting,
+			Suggestion: fmt.Sprintf("cannot %s %s (rev %d): %s changed since; recovery_ops lists who changed what. Re-read the state and edit directly instead.",
+				verb, e.Type, e.Rev, strings.Join(conflicting, ", ")),
+		}}
+	}
+	if len(deleted) > 0 {
+		ids := make([]string, 0)
+		for _, ed := range s.SortedEdges() {
+			r := canvas.Ref{Kind: canvas.KindEdge, ID: ed.ID}
+			if (deleted[ed.From] || deleted[ed.To]) && !put[r] && !inChanges(changes, r) {
+				ids = append(ids, ed.ID)
+			}
+		}
+		for _, id := range ids {
+			changes = append([]canvas.Change{{Op: canvas.OpDelete, Kind: canvas.KindEdge, ID: id}}, changes...)
+			dec.Touched = append(dec.Touched, canvas.Ref{Kind: canvas.KindEdge, ID: id})
+		}
+	}
+	dec.Changes = changes
+	act := &HistoryAction{Type: e.Type, Rev: e.Rev, LinesAffected: e.Lines}
+	if act.LinesAffected == nil {
+		act.LinesAffected = []int{}
+	}
+	res := HistoryActionResult{Success: true}
+	if undo {
+		res.UndoneAction, res.CanUndo, res.CanRedo = act, len(stack) > 1, true
+	} else {
+		res.RedoneAction, res.CanRedo, res.CanUndo = act, len(stack) > 1, true
+	}
+	dec.Result = res
+	return dec, nil
+}
+
+func inChanges(changes []canvas.Change, r canvas.Ref) bool {
+	for _, ch := range changes {
+		if ch.Kind == r.Kind && ch.ID == r.ID {
+			return true
+		}
+	}
+	return false
+}
+
+// --- revert_to_snapshot ---
+
+type revertArgs struct {
+	SnapshotID string `json:"snapshot_id"`
+	NodeID     string `json:"node_id,omitempty"`
+	Reason     string `json:"reason,omitempty"`
+}
+
+// RevertResult is the result of revert_to_snapshot.
+type RevertResult struct {
+	Success      bool     `json:"success"`
+	RevertedTo   Reverted `json:"reverted_to"`
+	NodesChanged []string `json:"nodes_changed"`
+	EdgesChanged []string `json:"edges_changed"`
+	Diff         string   `json:"diff"` // unified diffs of the documents it changes
+}
+
+// Reverted names the snapshot a revert went back to.
+type Reverted struct {
+	SnapshotID string `json:"snapshot_id"`
+	Rev        int64  `json:"rev"`
+}
+
+// decideRevertToSnapshot makes the canvas (or, with node_id, one node) equal
+// to cmd.Snapshot, the state at the snapshot's revision that the engine
+// loaded. It appends changes; history is not rewritten. Documents whose text
+// differs change by line splices.
+func decideRevertToSnapshot(s *canvas.State, cmd canvas.Command) (Decision, error) {
+	var a revertArgs
+	if err := decodeArgs(cmd.Args, &a); err != nil {
+		return Decision{}, err
+	}
+	if a.SnapshotID == "" {
+		return Decision{}, canvas.Unprocessable("args.snapshot_id", "is required: an id from GET /api/canvases/{id}/snapshots")
+	}
+	t := cmd.Snapshot
+	if t == nil {
+		return Decision{}, canvas.Unprocessable("args.snapshot_id", "snapshot %q was not loaded for this command", a.SnapshotID)
+	}
+	res := RevertResult{Success: true, RevertedTo: Reverted{SnapshotID: a.SnapshotID, Rev: t.Rev}, NodesChanged: []string{}, EdgesChanged: []string{}}
+	dec := Decision{}
+	var diffs strings.Builder
+	nodeIDs := map[string]bool{}
+	edgeIDs := map[string]bool{}
+	if a.NodeID != "" {
+		dec.Touched = []canvas.Ref{{Kind: canvas.KindNode, ID: a.NodeID}}
+		if _, ok := t.Nodes[a.NodeID]; !ok {
+			return dec, canvas.Unprocessable("args.node_id", "node %q did not exist at snapshot %q (rev %d)", a.NodeID, a.SnapshotID, t.Rev)
+		}
+		nodeIDs[a.NodeID] = true
+	} else {
+		for id := range t.Nodes {
+			nodeIDs[id] = true
+		}
+		for id := range s.Nodes {
+			nodeIDs[id] = true
+		}
+		for id := range t.Edges {
+			edgeIDs[id] = true
+		}
+		for id := range s.Edges {
+			edgeIDs[id] = true
+		}
+	}
+	// Deletes of edges first, then nodes in z-order of the target, then edge puts.
+	var nodeChanges, edgeDeletes, edgePuts []canvas.Change
+	for _, id := range sortedKeys(edgeIDs) {
+		cur, want := s.Edges[id], t.Edges[id]
+		ref := canvas.Ref{Kind: canvas.KindEdge, ID: id}
+		switch {
+		case want == nil && cur != nil:
+			edgeDeletes = append(edgeDeletes, canvas.Change{Op: canvas.OpDelete, Kind: canvas.KindEdge, ID: id})
+		case want != nil && (cur == nil || !edgesEqual(cur, want)):
+			v, _ := json.Marshal(want)
+			edgePuts = append(edgePuts, canvas.Change{Op: canvas.OpPut, Kind: canvas.KindEdge, ID: id, Value: v})
+		default:
+			continue
+		}
+		dec.Touched = append(dec.Touched, ref)
+		res.EdgesChanged = append(res.EdgesChanged, id)
+	}
+	deletedNodes := map[string]bool{}
+	for _, id := range sortedKeys(nodeIDs) {
+		cur, want := s.Nodes[id], t.Nodes[id]
+		var ch canvas.Change
+		switch {
+		case want == nil && cur != nil:
+			ch = canvas.Change{Op: canvas.OpDelete, Kind: canvas.KindNode, ID: id}
+			deletedNodes[id] = true
+		case want != nil && cur == nil:
+			v, _ := json.Marshal(want)
+			ch = canvas.Change{Op: canvas.OpPut, Kind: canvas.KindNode, ID: id, Value: v}
+		case want != nil && !nodesEqual(cur, want):
+			ch = nodeRevertChange(cur, want, &diffs)
+		default:
+			continue
+		}
+		nodeChanges = append(nodeChanges, ch)
+		if a.NodeID == "" || id != a.NodeID {
+			dec.Touched = append(dec.Touched, canvas.Ref{Kind: canvas.KindNode, ID: id})
+		}
+		res.NodesChanged = append(res.NodesChanged, id)
+	}
+	// A node-only revert that deletes nothing needs no edge handling; a full
+	// revert already lists every edge. Edges of deleted nodes must go too.
+	for _, ed := range s.SortedEdges() {
+		if (deletedNodes[ed.From] || deletedNodes[ed.To]) && !edgeIDs[ed.ID] {
+			edgeDeletes = append(edgeDeletes, canvas.Change{Op: canvas.OpDelete, Kind: canvas.KindEdge, ID: ed.ID})
+			dec.Touched = append(dec.Touched, canvas.Ref{Kind: canvas.KindEdge, ID: ed.ID})
+		}
+	}
+	// Puts of nodes before deletes so that parents exist; children are
+	// deleted before parents by sorting deletes last (order among them is
+	// irrelevant to Apply).
+	sort.SliceStable(nodeChanges, func(i, j int) bool {
+		return nodeChanges[i].Op != canvas.OpDelete && nodeChanges[j].Op == canvas.OpDelete
+	})
+	dec.Changes = append(append(edgeDeletes, nodeChanges...), edgePuts...)
+	res.Diff = diffs.String()
+	dec.Result = res
+	return dec, nil
+}
+
+// nodeRevertChange returns the change turning cur into want: a line splice
+// when only a document's text differs, else a put of want.
+func nodeRevertChange(cur, want *canvas.Node, diffs *strings.Builder) canvas.Change {
+	curText, curOK := cur.Props[DocTextProp].(string)
+	wantText, wantOK := want.Props[DocTextProp].(string)
+	if cur.Type == DocType && want.Type == DocType && curOK && wantOK {
+		d := Diff(curText, wantText, DiffOptions{Context: DefaultContext, FromName: cur.ID + " (current)", ToName: cur.ID + " (snapshot)"})
+		diffs.WriteString(d.Diff)
+		a, b := *cur, *want
+		a.Props, b.Props = withoutText(cur.Props), withoutText(want.Props)
+		if nodesEqual(&a, &b) {
+			return canvas.Change{Op: canvas.OpEdit, Kind: canvas.KindNode, ID: cur.ID,
+				Edit: &canvas.TextEdit{Prop: DocTextProp, Hunks: TextHunks(curText, wantText)}}
+		}
+	}
+	v, _ := json.Marshal(want)
+	return canvas.Change{Op: canvas.OpPut, Kind: canvas.KindNode, ID: cur.ID, Value: v}
+}
+
+func withoutText(p map[string]any) map[string]any {
+	out := make(map[string]any, len(p))
+	for k, v := range p {
+		if k != DocTextProp {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// TextHunks returns the line splice that turns before into after (go-diff
+// line mode): ApplyTextEdit(before, TextHunks(before, after)) == after.
+func TextHunks(before, after string) []canvas.TextHunk {
+	if before == after {
+		return nil
+	}
+	var out []canvas.TextHunk
+	var cur *canvas.TextHunk
+	line := 1
+	for _, d := range lineDiffs(before, after) {
+		n := LineCount(d.text)
+		switch d.kind {
+		case ' ':
+			cur = nil
+			line += n
+		case '-':
+			if cur == nil {
+				out = append(out, canvas.TextHunk{Line: line})
+				cur = &out[len(out)-1]
+			}
+			cur.Del += n
+			line += n
+		case '+':
+			if cur == nil {
+				out = append(out, canvas.TextHunk{Line: line})
+				cur = &out[len(out)-1]
+			}
+			cur.Ins += d.text
+		}
+	}
+	return out
+}
+
+func sortedKeys(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func nodesEqual(a, b *canvas.Node) bool {
+	return a.Type == b.Type && a.Name == b.Name && a.ParentID == b.ParentID && a.X == b.X && a.Y == b.Y &&
+		a.W == b.W && a.H == b.H && a.Rotation == b.Rotation && a.Index == b.Index && propsEqual(a.Props, b.Props)
+}
+
+func edgesEqual(a, b *canvas.Edge) bool {
+	return a.From == b.From && a.To == b.To && a.Type == b.Type && propsEqual(a.Props, b.Props)
+}
+
+func propsEqual(a, b map[string]any) bool {
+	if len(a) == 0 && len(b) == 0 {
+		return true
+	}
+	return reflect.DeepEqual(a, b)
+}

@@ -1,0 +1,624 @@
+package reducer
+
+import (
+	"errors"
+	"math"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/canvasd/canvasd/canvas"
+)
+
+func wantFieldError(t *testing.T, err error, field, reasonPart string) {
+	t.Helper()
+	var fe *canvas.FieldError
+	if !errors.As(err, &fe) {
+		t.Fatalf("error %v is not a FieldError (want field %s)", err, field)
+	}
+	if fe.Field != field || !strings.Contains(fe.Reason, reasonPart) || !errors.Is(err, canvas.ErrUnprocessable) {
+		t.Fatalf("error = %q on %q; want field %q with %q", fe.Reason, fe.Field, field, reasonPart)
+	}
+}
+
+func TestCreateNode(t *testing.T) {
+	h := newRH(t)
+	dec := h.do("create_node", `{"name":"New Idea","transform":{"x":100,"y":100}}`)
+	if !reflect.DeepEqual(dec.CreatedIDs, []string{"shape:s1-0"}) {
+		t.Fatalf("created = %v", dec.CreatedIDs)
+	}
+	n := h.node("shape:s1-0")
+	want := canvas.Node{ID: "shape:s1-0", Type: "geo", Name: "New Idea", X: 100, Y: 100, W: 100, H: 100, Index: "a1",
+		Props: map[string]any{}, CreatedBy: "user-1", UpdatedBy: "user-1", CreatedRev: 1, UpdatedRev: 1}
+	if !reflect.DeepEqual(*n, want) {
+		t.Fatalf("node = %+v\nwant %+v", *n, want)
+	}
+	if len(dec.Changes) != 1 || dec.Changes[0].Op != canvas.OpPut {
+		t.Fatalf("changes = %s", changeSummary(dec.Changes))
+	}
+	h.do("create_node", `{"id":"note1","type":"note","name":"n","props":{"color":"yellow","gone":null,"deep":{"a":null,"b":[null,1]}}}`)
+	n = h.node("note1")
+	if geoOf(n) != (geo{0, 0, 200, 200, 0}) || n.Index != "a2" {
+		t.Fatalf("note = %+v index %q", geoOf(n), n.Index)
+	}
+	if jsonOf(n.Props) != `{"color":"yellow","deep":{"b":[null,1]}}` {
+		t.Fatalf("props = %s", jsonOf(n.Props))
+	}
+	h.do("create_node", `{"id":"f","type":"frame","transform":{"x":1,"y":2,"w":300,"h":200,"rotation":-1.5707963267948966}}`)
+	if g := h.geo("f"); g != (geo{1, 2, 300, 200, 3 * math.Pi / 2}) {
+		t.Fatalf("frame = %+v", g)
+	}
+	h.do("create_node", `{"id":"inf","parent_id":"f"}`)
+	if h.node("inf").ParentID != "f" {
+		t.Fatal("parent not set")
+	}
+	if zOrder(h.s) != "shape:s1-0 note1 f inf" {
+		t.Fatalf("z-order = %s", zOrder(h.s))
+	}
+	checkInvariants(t, h.s)
+}
+
+func TestCreateErrors(t *testing.T) {
+	h := newRH(t)
+	h.box("a", 0, 0, 10, 10)
+	h.do("create_edge", `{"id":"e1","from":"a","to":"a"}`)
+	long := strings.Repeat("x", 129)
+	cases := []struct{ typ, args, field, reason string }{
+		{"create_nodes", `{}`, "type", "known types: align, create_edge"},
+		{"create_node", `{"id":"a"}`, "args.id", "already exists"},
+		{"create_node", `{"id":"bad id"}`, "args.id", "may only hold"},
+		{"create_node", `{"id":"` + long + `"}`, "args.id", "1 to 128"},
+		{"create_node", `{"type":"blob"}`, "args.type", "must be one of geo, note"},
+		{"create_node", `{"type":"group"}`, "args.type", "group command"},
+		{"create_node", `{"transform":{"w":-1}}`, "args.transform.w", "≥ 0"},
+		{"create_node", `{"transform":{"x":"1"}}`, "args.transform.x", "must be a number"},
+		{"create_node", `{"colour":"red"}`, "args.colour", "unknown field; this command takes: id, name, type"},
+		{"create_node", `{"transform":{"z":1}}`, "args", `unknown field "z" inside a nested object`},
+		{"create_node", `{"parent_id":"a"}`, "args.parent_id", "only group and frame"},
+		{"create_node", `{"parent_id":"zz"}`, "args.parent_id", `no node "zz"`},
+		{"create_node", `{"props":[1]}`, "args.props", ""},
+		{"create_shape", `{"x":1,"y":2}`, "args.type", "is required"},
+		{"create_shape", `{"type":"geo","y":2}`, "args.x", "is required"},
+		{"create_shape", `{"type":"geo","x":1,"y":2,"h":-3}`, "args.h", "≥ 0"},
+		{"create_edge", `{"from":"a","to":"nope"}`, "args.to", `no node "nope"`},
+		{"create_edge", `{"from":"a"}`, "args.to", "is required"},
+		{"create_edge", `{"id":"e1","from":"a","to":"a"}`, "args.id", "already exists"},
+		{"update_node", `{"id":"nope"}`, "args.id", `no node "nope"`},
+		{"update_node", `{"id":"a","transform":{"h":-1}}`, "args.transform.h", "≥ 0"},
+		{"update_shape", `{"id":"a","w":-1}`, "args.w", "≥ 0"},
+		{"update_edge", `{"id":"nope","props":{}}`, "args.id", `no edge "nope"`},
+		{"delete_shape", `{"ids":[]}`, "args.ids", "at least one"},
+		{"delete_shape", `{"ids":["a","a"]}`, "args.ids[1]", "duplicate"},
+		{"delete_edge", `{"id":""}`, "args.id", "is required"},
+	}
+	for _, c := range cases {
+		before := h.s.Clone()
+		_, err := h.try(c.typ, c.args)
+		if err == nil {
+			t.Fatalf("%s %s: no error", c.typ, c.args)
+		}
+		wantFieldError(t, err, c.field, c.reason)
+		if !reflect.DeepEqual(before, h.s) {
+			t.Fatalf("%s: state changed", c.typ)
+		}
+	}
+	// Touched lists the missing entity, so the engine can report a conflict.
+	h.do("delete_node", `{"id":"a"}`)
+	dec, err := h.try("update_shape", `{"id":"a","x":5}`)
+	wantFieldError(t, err, "args.id", "deleted at rev 3")
+	if !reflect.DeepEqual(dec.Touched, []canvas.Ref{nodeRef("a")}) {
+		t.Fatalf("touched = %v", dec.Touched)
+	}
+}
+
+func TestUpdateNodeEffectiveDiff(t *testing.T) {
+	h := newRH(t)
+	h.do("create_node", `{"id":"a","name":"A","transform":{"x":1,"y":2},"props":{"color":"red","size":"m","nested":{"k":1,"j":2}}}`)
+	dec := h.do("update_node", `{"id":"a","name":"A","transform":{"x":1,"y":5},"props":{"color":"red","size":null,"nested":{"k":3},"new":true}}`)
+	if len(dec.Changes) != 1 {
+		t.Fatalf("changes = %s", changeSummary(dec.Changes))
+	}
+	ch := dec.Changes[0]
+	if ch.Op != canvas.OpPatch || jsonOf(ch.Patch) != `{"props":{"nested":{"k":3},"new":true,"size":null},"y":5}` {
+		t.Fatalf("patch = %s", jsonOf(ch.Patch))
+	}
+	n := h.node("a")
+	if jsonOf(n.Props) != `{"color":"red","nested":{"j":2,"k":3},"new":true}` || n.UpdatedRev != 2 || n.CreatedRev != 1 {
+		t.Fatalf("node = %+v", n)
+	}
+	// A command that changes nothing yields no change.
+	dec = h.do("update_shape", `{"id":"a","x":1,"y":5,"name":"A","props":{"color":"red"}}`)
+	if len(dec.Changes) != 0 || !reflect.DeepEqual(dec.Touched, []canvas.Ref{nodeRef("a")}) {
+		t.Fatalf("no-op: changes %s touched %v", changeSummary(dec.Changes), dec.Touched)
+	}
+	if h.node("a").UpdatedRev != 2 || h.s.Rev != 3 {
+		t.Fatalf("no-op changed updated_rev or rev: %d %d", h.node("a").UpdatedRev, h.s.Rev)
+	}
+	dec = h.do("update_shape", `{"id":"a","w":50,"rotation":3.141592653589793}`)
+	if jsonOf(dec.Changes[0].Patch) != `{"rotation":3.141592653589793,"w":50}` {
+		t.Fatalf("patch = %s", jsonOf(dec.Changes[0].Patch))
+	}
+}
+
+func TestDeleteCascades(t *testing.T) {
+	h := newRH(t)
+	h.do("create_shape", `{"id":"f","type":"frame","x":0,"y":0,"w":500,"h":500}`)
+	h.do("create_shape", `{"id":"a","type":"geo","x":10,"y":10,"parent_id":"f"}`)
+	h.do("create_shape", `{"id":"b","type":"geo","x":200,"y":10,"parent_id":"f"}`)
+	h.box("c", 600, 0, 10, 10)
+	h.do("create_edge", `{"id":"e1","from":"a","to":"c"}`)
+	h.do("create_edge", `{"id":"e2","from":"c","to":"c"}`)
+	h.do("group", `{"ids":["a","b"],"group_id":"g"}`)
+	dec := h.do("delete_node", `{"id":"f"}`)
+	if got := changeSummary(dec.Changes); got != "delete node f; delete node g; delete node a; delete node b; delete edge e1" {
+		t.Fatalf("changes = %s", got)
+	}
+	rev := h.s.Rev
+	for _, r := range []canvas.Ref{nodeRef("f"), nodeRef("g"), nodeRef("a"), nodeRef("b"), edgeRef("e1")} {
+		if h.s.Tombstones[r] != rev || h.s.ChangedAt(r) != rev {
+			t.Fatalf("tombstone of %v = %d, want %d", r, h.s.Tombstones[r], rev)
+		}
+	}
+	if len(h.s.Nodes) != 1 || len(h.s.Edges) != 1 {
+		t.Fatalf("left: %v %v", h.s.Nodes, h.s.Edges)
+	}
+	// Re-creating a deleted id is allowed and clears its tombstone.
+	h.box("a", 0, 0, 1, 1)
+	if _, ok := h.s.Tombstones[nodeRef("a")]; ok {
+		t.Fatal("tombstone survived a re-create")
+	}
+	checkInvariants(t, h.s)
+}
+
+func TestMove(t *testing.T) {
+	cases := []struct {
+		name, args string
+		want       map[string]geo
+	}{
+		{"relative", `{"ids":["a","b"],"dx":5,"dy":-2.5}`, map[string]geo{"a": {5, -2.5, 10, 10, 0}, "b": {25, 17.5, 10, 20, 0}}},
+		{"dx only", `{"ids":["b"],"dx":1}`, map[string]geo{"a": {0, 0, 10, 10, 0}, "b": {21, 20, 10, 20, 0}}},
+		{"absolute", `{"id":"b","x":100,"y":200}`, map[string]geo{"b": {100, 200, 10, 20, 0}}},
+		{"absolute x only", `{"id":"b","x":-7}`, map[string]geo{"b": {-7, 20, 10, 20, 0}}},
+		{"group moves children", `{"ids":["g"],"dx":10,"dy":10}`, map[string]geo{"g": {50, 50, 30, 30, 0}, "c1": {50, 50, 10, 10, 0}, "c2": {70, 70, 10, 10, 0}}},
+		{"group and child move once", `{"ids":["c1","g"],"dx":10,"dy":0}`, map[string]geo{"c1": {50, 40, 10, 10, 0}, "c2": {70, 60, 10, 10, 0}}},
+		{"child moves group bounds", `{"ids":["c2"],"dx":10,"dy":10}`, map[string]geo{"g": {40, 40, 40, 40, 0}, "c1": {40, 40, 10, 10, 0}}},
+		{"absolute group", `{"id":"g","x":0,"y":0}`, map[string]geo{"g": {0, 0, 30, 30, 0}, "c2": {20, 20, 10, 10, 0}}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			h := newRH(t)
+			h.box("a", 0, 0, 10, 10)
+			h.box("b", 20, 20, 10, 20)
+			h.box("c1", 40, 40, 10, 10)
+			h.box("c2", 60, 60, 10, 10)
+			h.do("group", `{"ids":["c1","c2"],"group_id":"g"}`)
+			h.do("move", c.args)
+			for id, g := range c.want {
+				if got := h.geo(id); got != g {
+					t.Errorf("%s = %+v, want %+v", id, got, g)
+				}
+			}
+			checkInvariants(t, h.s)
+		})
+	}
+	h := newRH(t)
+	h.box("a", 0, 0, 10, 10)
+	for _, c := range []struct{ args, field string }{
+		{`{"ids":["a"]}`, "args.dx"},
+		{`{"id":"a"}`, "args.x"},
+		{`{"id":"a","dx":1}`, "args.dx"},
+		{`{"ids":["a"],"x":1}`, "args.x"},
+		{`{"ids":["a"],"id":"a","x":1}`, "args.ids"},
+		{`{"ids":["a","zz"],"dx":1}`, "args.ids[1]"},
+	} {
+		_, err := h.try("move", c.args)
+		wantFieldError(t, err, c.field, "")
+	}
+	dec := h.do("move", `{"ids":["a"],"dx":0,"dy":0}`)
+	if len(dec.Changes) != 0 {
+		t.Fatalf("zero move changed %s", changeSummary(dec.Changes))
+	}
+}
+
+func TestResize(t *testing.T) {
+	cases := []struct {
+		name, args string
+		want       map[string]geo
+	}{
+		{"scale about selection corner", `{"ids":["a","b"],"scale_x":2,"scale_y":0.5}`,
+			map[string]geo{"a": {10, 10, 20, 5, 0}, "b": {50, 20, 20, 10, 0}}},
+		{"scale about origin", `{"ids":["a"],"scale_x":2,"scale_y":2,"origin_x":0,"origin_y":0}`,
+			map[string]geo{"a": {20, 20, 20, 20, 0}}},
+		{"scale_x only", `{"ids":["b"],"scale_x":3}`, map[string]geo{"b": {30, 30, 30, 20, 0}}},
+		{"set size", `{"id":"a","w":40,"h":8}`, map[string]geo{"a": {10, 10, 40, 8, 0}}},
+		{"set group size scales children", `{"id":"g","w":60,"h":15}`,
+			map[string]geo{"g": {100, 100, 60, 15, 0}, "c1": {100, 100, 20, 5, 0}, "c2": {140, 110, 20, 5, 0}}},
+		{"scale group", `{"ids":["g"],"scale_x":0.5,"scale_y":0.5}`,
+			map[string]geo{"g": {100, 100, 15, 15, 0}, "c1": {100, 100, 5, 5, 0}, "c2": {110, 110, 5, 5, 0}}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			h := newRH(t)
+			h.box("a", 10, 10, 10, 10)
+			h.box("b", 30, 30, 10, 20)
+			h.box("c1", 100, 100, 10, 10)
+			h.box("c2", 120, 120, 10, 10)
+			h.do("group", `{"ids":["c1","c2"],"group_id":"g"}`)
+			h.do("resize", c.args)
+			for id, g := range c.want {
+				if got := h.geo(id); got != g {
+					t.Errorf("%s = %+v, want %+v", id, got, g)
+				}
+			}
+			checkInvariants(t, h.s)
+		})
+	}
+	h := newRH(t)
+	h.box("a", 0, 0, 10, 10)
+	for _, c := range []struct{ args, field string }{
+		{`{"ids":["a"],"scale_x":0}`, "args.scale_x"},
+		{`{"ids":["a"],"scale_y":-1}`, "args.scale_y"},
+		{`{"ids":["a"]}`, "args.scale_x"},
+		{`{"id":"a","w":-1}`, "args.w"},
+		{`{"id":"a"}`, "args.w"},
+		{`{"id":"a","scale_x":2}`, "args.scale_x"},
+	} {
+		_, err := h.try("resize", c.args)
+		wantFieldError(t, err, c.field, "")
+	}
+}
+
+func TestRotate(t *testing.T) {
+	h := newRH(t)
+	h.box("a", 0, 0, 100, 50)
+	h.do("rotate", `{"ids":["a"],"degrees":90}`)
+	if g := h.geo("a"); g != (geo{75, -25, 100, 50, math.Pi / 2}) {
+		t.Fatalf("a = %+v", g)
+	}
+	if b := bounds(h.node("a")); b != (rect{25, -25, 75, 75}) {
+		t.Fatalf("rotated bounds = %+v (centre must stay at 50,25)", b)
+	}
+	for i := 0; i < 3; i++ {
+		h.do("rotate", `{"ids":["a"],"degrees":90}`)
+	}
+	if g := h.geo("a"); g != (geo{0, 0, 100, 50, 0}) {
+		t.Fatalf("after four quarter turns a = %+v", g)
+	}
+	h.do("rotate", `{"ids":["a"],"degrees":-90,"origin_x":0,"origin_y":0}`)
+	if g := h.geo("a"); g != (geo{0, 0, 100, 50, 3 * math.Pi / 2}) {
+		t.Fatalf("a = %+v", g)
+	}
+	// Two shapes turn about their common centre; a group follows its children.
+	h = newRH(t)
+	h.box("a", 0, 0, 10, 10)
+	h.box("b", 30, 0, 10, 10)
+	h.do("group", `{"ids":["a","b"],"group_id":"g"}`)
+	h.do("rotate", `{"ids":["g"],"degrees":180}`)
+	if ga, gb := h.geo("a"), h.geo("b"); ga != (geo{40, 10, 10, 10, math.Pi}) || gb != (geo{10, 10, 10, 10, math.Pi}) {
+		t.Fatalf("a = %+v b = %+v", ga, gb)
+	}
+	if g := h.geo("g"); g != (geo{0, 0, 40, 10, 0}) {
+		t.Fatalf("group = %+v", g)
+	}
+	checkInvariants(t, h.s)
+	h.do("rotate", `{"ids":["a"],"degrees":45,"origin_x":0,"origin_y":0}`)
+	n := h.node("a")
+	if math.Abs(n.Rotation-5*math.Pi/4) > 1e-12 || math.Abs(n.X-(40-10)*math.Sqrt2/2) > 1e-9 || math.Abs(n.Y-(40+10)*math.Sqrt2/2) > 1e-9 {
+		t.Fatalf("a after 45° = %+v", geoOf(n))
+	}
+	checkInvariants(t, h.s)
+	_, err := h.try("rotate", `{"ids":["a"]}`)
+	wantFieldError(t, err, "args.degrees", "required")
+}
+
+func layoutState(t *testing.T) *rh {
+	h := newRH(t)
+	h.box("a", 0, 0, 10, 10)
+	h.box("b", 20, 5, 10, 20)
+	h.box("c", 50, -5, 30, 10)
+	return h
+}
+
+func TestAlign(t *testing.T) {
+	cases := []struct {
+		alignment string
+		want      [3]geo
+	}{
+		{"left", [3]geo{{0, 0, 10, 10, 0}, {0, 5, 10, 20, 0}, {0, -5, 30, 10, 0}}},
+		{"right", [3]geo{{70, 0, 10, 10, 0}, {70, 5, 10, 20, 0}, {50, -5, 30, 10, 0}}},
+		{"top", [3]geo{{0, -5, 10, 10, 0}, {20, -5, 10, 20, 0}, {50, -5, 30, 10, 0}}},
+		{"bottom", [3]geo{{0, 15, 10, 10, 0}, {20, 5, 10, 20, 0}, {50, 15, 30, 10, 0}}},
+		{"center-horizontal", [3]geo{{35, 0, 10, 10, 0}, {35, 5, 10, 20, 0}, {25, -5, 30, 10, 0}}},
+		{"center-vertical", [3]geo{{0, 5, 10, 10, 0}, {20, 0, 10, 20, 0}, {50, 5, 30, 10, 0}}},
+	}
+	for _, c := range cases {
+		t.Run(c.alignment, func(t *testing.T) {
+			h := layoutState(t)
+			dec := h.do("align", `{"ids":["a","b","c"],"alignment":"`+c.alignment+`"}`)
+			for i, id := range []string{"a", "b", "c"} {
+				if got := h.geo(id); got != c.want[i] {
+					t.Errorf("%s = %+v, want %+v", id, got, c.want[i])
+				}
+			}
+			if len(dec.Touched) != 3 {
+				t.Errorf("touched = %v", dec.Touched)
+			}
+		})
+	}
+	h := layoutState(t)
+	_, err := h.try("align", `{"ids":["a","b"],"alignment":"middle"}`)
+	wantFieldError(t, err, "args.alignment", "must be one of left, right, top, bottom, center-horizontal, center-vertical")
+}
+
+func TestDistributeAndStack(t *testing.T) {
+	h := newRH(t)
+	h.box("a", 0, 0, 10, 10)
+	h.box("b", 15, 3, 20, 10)
+	h.box("c", 100, 0, 10, 10)
+	h.box("d", 60, 0, 4, 10)
+	h.do("distribute", `{"ids":["c","b","a","d"],"direction":"horizontal"}`)
+	// Order by centre: a, b, d, c. Span 10..100 minus widths 24 = 66 → gap 22.
+	for id, want := range map[string]geo{"a": {0, 0, 10, 10, 0}, "b": {32, 3, 20, 10, 0}, "d": {74, 0, 4, 10, 0}, "c": {100, 0, 10, 10, 0}} {
+		if got := h.geo(id); got != want {
+			t.Errorf("distribute: %s = %+v, want %+v", id, got, want)
+		}
+	}
+	dec := h.do("distribute", `{"ids":["a","b"],"direction":"vertical"}`)
+	if len(dec.Changes) != 0 {
+		t.Fatal("distribute of two shapes changed something")
+	}
+
+	h = newRH(t)
+	h.box("a", 0, 0, 10, 10)
+	h.box("b", 100, 0, 20, 10)
+	h.box("c", 40, 7, 10, 10)
+	h.do("stack", `{"ids":["b","c","a"],"direction":"horizontal","gap":5}`)
+	for id, want := range map[string]geo{"a": {0, 0, 10, 10, 0}, "c": {15, 7, 10, 10, 0}, "b": {30, 0, 20, 10, 0}} {
+		if got := h.geo(id); got != want {
+			t.Errorf("stack: %s = %+v, want %+v", id, got, want)
+		}
+	}
+	h.do("stack", `{"ids":["a","b"],"direction":"vertical","gap":0}`)
+	if got := h.geo("b"); got != (geo{30, 10, 20, 10, 0}) {
+		t.Errorf("vertical stack: b = %+v", got)
+	}
+	_, err := h.try("stack", `{"ids":["a","b"],"direction":"horizontal"}`)
+	wantFieldError(t, err, "args.gap", "required")
+	_, err = h.try("distribute", `{"ids":["a","b"],"direction":"diagonal"}`)
+	wantFieldError(t, err, "args.direction", "horizontal, vertical")
+}
+
+func TestReorder(t *testing.T) {
+	setup := func(t *testing.T) *rh {
+		h := newRH(t)
+		for _, id := range []string{"a", "b", "c", "d", "e"} {
+			h.box(id, 0, 0, 1, 1)
+		}
+		return h
+	}
+	cases := []struct {
+		args, order, changed string
+	}{
+		{`{"ids":["a"],"op":"bring_to_front"}`, "b c d e a", "a"},
+		{`{"ids":["c","a"],"op":"bring_to_front"}`, "b d e a c", "a c"},
+		{`{"ids":["e"],"op":"bring_to_front"}`, "a b c d e", ""},
+		{`{"ids":["d","e"],"op":"bring_to_front"}`, "a b c d e", ""},
+		{`{"ids":["e"],"op":"send_to_back"}`, "e a b c d", "e"},
+		{`{"ids":["b","a"],"op":"send_to_back"}`, "a b c d e", ""},
+		{`{"ids":["b","d"],"op":"send_to_back"}`, "b d a c e", "b d"},
+		{`{"ids":["b"],"op":"bring_forward"}`, "a c b d e", "b"},
+		{`{"ids":["a","c"],"op":"bring_forward"}`, "b a d c e", "a c"},
+		{`{"ids":["a","b"],"op":"bring_forward"}`, "c a b d e", "a b"},
+		{`{"ids":["e"],"op":"bring_forward"}`, "a b c d e", ""},
+		{`{"ids":["d","e"],"op":"bring_forward"}`, "a b c d e", ""},
+		{`{"ids":["c"],"op":"send_backward"}`, "a c b d e", "c"},
+		{`{"ids":["b","e"],"op":"send_backward"}`, "b a c e d", "b e"},
+		{`{"ids":["a"],"op":"send_backward"}`, "a b c d e", ""},
+	}
+	for _, c := range cases {
+		t.Run(c.args, func(t *testing.T) {
+			h := setup(t)
+			dec := h.do("reorder", c.args)
+			if got := zOrder(h.s); got != c.order {
+				t.Fatalf("order = %s, want %s", got, c.order)
+			}
+			var changed []string
+			for _, ch := range dec.Changes {
+				if ch.Op != canvas.OpPatch || len(ch.Patch) != 1 || ch.Patch["index"] == nil {
+					t.Fatalf("change %+v", ch)
+				}
+				changed = append(changed, ch.ID)
+			}
+			if strings.Join(changed, " ") != c.changed {
+				t.Fatalf("changed %v, want %s", changed, c.changed)
+			}
+			checkInvariants(t, h.s)
+		})
+	}
+	// Many reorders at the same spot keep keys valid and never renumber others.
+	h := setup(t)
+	for i := 0; i < 300; i++ {
+		h.do("reorder", `{"ids":["a"],"op":"bring_forward"}`)
+		h.do("reorder", `{"ids":["a"],"op":"send_backward"}`)
+		h.do("reorder", `{"ids":["e"],"op":"send_to_back"}`)
+		h.do("reorder", `{"ids":["e"],"op":"bring_to_front"}`)
+	}
+	if got := zOrder(h.s); got != "a b c d e" {
+		t.Fatalf("order = %s", got)
+	}
+	for _, id := range []string{"b", "c", "d"} {
+		if h.node(id).UpdatedRev != 2+int64(strings.Index("bcd", id)) {
+			t.Fatalf("%s was rewritten", id)
+		}
+	}
+	checkInvariants(t, h.s)
+	_, err := h.try("reorder", `{"ids":["a"],"op":"to_top"}`)
+	wantFieldError(t, err, "args.op", "bring_to_front, send_to_back, bring_forward, send_backward")
+}
+
+func TestGroupUngroup(t *testing.T) {
+	h := newRH(t)
+	h.box("a", 0, 0, 10, 10)
+	h.box("b", 20, 20, 10, 10)
+	h.box("c", 100, 0, 10, 10)
+	dec := h.do("group", `{"ids":["a","b"]}`)
+	gid := "shape:s4-0"
+	if !reflect.DeepEqual(dec.CreatedIDs, []string{gid}) {
+		t.Fatalf("created = %v", dec.CreatedIDs)
+	}
+	g := h.node(gid)
+	if g.Type != "group" || geoOf(g) != (geo{0, 0, 30, 30, 0}) || h.node("a").ParentID != gid || h.node("b").ParentID != gid {
+		t.Fatalf("group = %+v", g)
+	}
+	if zOrder(h.s) != "a b "+gid+" c" {
+		t.Fatalf("z-order = %s", zOrder(h.s))
+	}
+	// Nested group inside the first: its parent is the common ancestor.
+	h.box("d", 50, 50, 10, 10)
+	_, err := h.try("group", `{"ids":["a",`+jsonOf(gid)+`]}`)
+	wantFieldError(t, err, "args.ids[0]", "is inside")
+	h.do("create_shape", `{"id":"x","type":"geo","x":5,"y":5,"w":1,"h":1}`)
+	h.do("update_shape", `{"id":"x","x":-5}`)
+	h.do("group", `{"ids":["a","b"],"group_id":"inner"}`)
+	if h.node("inner").ParentID != gid {
+		t.Fatalf("inner parent = %q", h.node("inner").ParentID)
+	}
+	checkInvariants(t, h.s)
+	// Moving a leaf updates both group levels.
+	h.do("move", `{"ids":["b"],"dx":10,"dy":0}`)
+	if h.geo(gid) != (geo{0, 0, 40, 30, 0}) || h.geo("inner") != (geo{0, 0, 40, 30, 0}) {
+		t.Fatalf("groups = %+v %+v", h.geo(gid), h.geo("inner"))
+	}
+	// Ungroup the outer: inner goes to the top level.
+	dec = h.do("ungroup", `{"id":`+jsonOf(gid)+`}`)
+	if h.node("inner").ParentID != "" {
+		t.Fatal("inner still has a parent")
+	}
+	if _, ok := h.s.Nodes[gid]; ok {
+		t.Fatal("group survived ungroup")
+	}
+	checkInvariants(t, h.s)
+	// Deleting every child deletes the group, and edges to it.
+	h.do("create_edge", `{"id":"ge","from":"inner","to":"c"}`)
+	dec = h.do("delete_shape", `{"ids":["a","b"]}`)
+	if got := changeSummary(dec.Changes); got != "delete node a; delete node b; delete node inner; delete edge ge" {
+		t.Fatalf("changes = %s", got)
+	}
+	checkInvariants(t, h.s)
+	_, err = h.try("ungroup", `{"id":"c"}`)
+	wantFieldError(t, err, "args.id", "not a group")
+	_, err = h.try("group", `{"ids":["c"],"group_id":"d"}`)
+	wantFieldError(t, err, "args.group_id", "already exists")
+	_, err = h.try("update_shape", `{"id":"c","rotation":1}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestGroupGeometryViaUpdate(t *testing.T) {
+	h := newRH(t)
+	h.box("a", 0, 0, 10, 10)
+	h.box("b", 30, 10, 10, 10)
+	h.do("group", `{"ids":["a","b"],"group_id":"g"}`)
+	h.do("update_shape", `{"id":"g","x":100,"w":80}`)
+	if h.geo("a") != (geo{100, 0, 20, 10, 0}) || h.geo("b") != (geo{160, 10, 20, 10, 0}) || h.geo("g") != (geo{100, 0, 80, 20, 0}) {
+		t.Fatalf("a %+v b %+v g %+v", h.geo("a"), h.geo("b"), h.geo("g"))
+	}
+	_, err := h.try("update_shape", `{"id":"g","rotation":1}`)
+	wantFieldError(t, err, "args.rotation", "rotate command")
+	// A frame carries its children when it moves or turns.
+	h.do("create_shape", `{"id":"f","type":"frame","x":0,"y":100,"w":100,"h":100}`)
+	h.do("create_shape", `{"id":"k","type":"geo","x":10,"y":110,"w":10,"h":10,"parent_id":"f"}`)
+	h.do("update_shape", `{"id":"f","x":10,"y":90,"rotation":3.141592653589793}`)
+	if h.geo("f") != (geo{10, 90, 100, 100, math.Pi}) || h.geo("k") != (geo{0, 80, 10, 10, math.Pi}) {
+		t.Fatalf("f %+v k %+v", h.geo("f"), h.geo("k"))
+	}
+	checkInvariants(t, h.s)
+}
+
+func TestEdges(t *testing.T) {
+	h := newRH(t)
+	h.box("a", 0, 0, 1, 1)
+	h.box("b", 0, 0, 1, 1)
+	dec := h.do("create_edge", `{"from":"a","to":"b","props":{"label":"x"}}`)
+	id := "edge:s3-0"
+	if !reflect.DeepEqual(dec.CreatedIDs, []string{id}) {
+		t.Fatalf("created %v", dec.CreatedIDs)
+	}
+	if !reflect.DeepEqual(dec.Touched, []canvas.Ref{nodeRef("a"), nodeRef("b"), edgeRef(id)}) {
+		t.Fatalf("touched %v", dec.Touched)
+	}
+	e := h.s.Edges[id]
+	want := canvas.Edge{ID: id, From: "a", To: "b", Type: "arrow", Props: map[string]any{"label": "x"}, CreatedBy: "user-1", CreatedRev: 3, UpdatedRev: 3}
+	if !reflect.DeepEqual(*e, want) {
+		t.Fatalf("edge %+v", *e)
+	}
+	dec = h.do("update_edge", `{"id":"`+id+`","props":{"label":null,"w":2}}`)
+	if jsonOf(dec.Changes[0].Patch) != `{"props":{"label":null,"w":2}}` || jsonOf(h.s.Edges[id].Props) != `{"w":2}` {
+		t.Fatalf("patch %s props %s", jsonOf(dec.Changes[0].Patch), jsonOf(h.s.Edges[id].Props))
+	}
+	h.do("delete_edge", `{"id":"`+id+`"}`)
+	if h.s.Tombstones[edgeRef(id)] != 5 {
+		t.Fatal("no tombstone")
+	}
+}
+
+func TestApplyIsAtomic(t *testing.T) {
+	h := newRH(t)
+	h.box("a", 0, 0, 1, 1)
+	before := h.s.Clone()
+	c := canvas.Commit{Rev: 2, ActorID: "u", Changes: []canvas.Change{
+		{Op: canvas.OpPatch, Kind: canvas.KindNode, ID: "a", Patch: map[string]any{"x": 5.0}},
+		{Op: canvas.OpDelete, Kind: canvas.KindNode, ID: "a"},
+		{Op: canvas.OpPatch, Kind: canvas.KindNode, ID: "a", Patch: map[string]any{"x": 6.0}},
+	}}
+	if err := Apply(h.s, &c); !errors.Is(err, canvas.ErrNotFound) {
+		t.Fatalf("err = %v", err)
+	}
+	if !reflect.DeepEqual(before, h.s) {
+		t.Fatal("failed Apply changed the state")
+	}
+	for _, bad := range []canvas.Change{
+		{Op: canvas.OpPatch, Kind: canvas.KindNode, ID: "a", Patch: map[string]any{"x": "1"}},
+		{Op: canvas.OpPatch, Kind: canvas.KindNode, ID: "a", Patch: map[string]any{"created_rev": 1.0}},
+		{Op: canvas.OpPut, Kind: canvas.KindNode, ID: "z", Value: []byte(`{"id":"y"}`)},
+		{Op: "bogus", Kind: canvas.KindNode, ID: "a"},
+		{Op: canvas.OpDelete, Kind: "blob", ID: "a"},
+	} {
+		c := canvas.Commit{Rev: 2, Changes: []canvas.Change{bad}}
+		if err := Apply(h.s, &c); err == nil {
+			t.Fatalf("Apply(%+v) succeeded", bad)
+		}
+	}
+	if err := Apply(h.s, &canvas.Commit{Rev: 1}); err == nil {
+		t.Fatal("Apply of an old revision succeeded")
+	}
+}
+
+func TestStateRoundTrip(t *testing.T) {
+	h := newRH(t)
+	h.box("a", 0.1, -0.0, 1e-300, 1e300)
+	h.box("b", 1, 2, 3, 4)
+	h.do("create_edge", `{"id":"e","from":"a","to":"b","props":{"n":[1,null,{"x":"y"}]}}`)
+	h.do("delete_node", `{"id":"b"}`)
+	b, err := EncodeState(h.s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := DecodeState(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(s, h.s) || len(s.Tombstones) != 2 {
+		t.Fatalf("round trip differs:\n%+v\n%+v", s, h.s)
+	}
+	b2, _ := EncodeState(s)
+	if string(b) != string(b2) {
+		t.Fatal("encoding is not stable")
+	}
+	for _, bad := range []string{`{"schema":2,"rev":1}`, `{"schema":1,"rev":1,"nodes":[{"id":""}]}`, `{"schema":1,"tombstones":[{"kind":"x","id":"a"}]}`, `{"schema":1} {}`, `{"schema":1}}`, `[]`} {
+		if _, err := DecodeState([]byte(bad)); !errors.Is(err, canvas.ErrInvalid) {
+			t.Fatalf("DecodeState(%s) = %v", bad, err)
+		}
+	}
+}
