@@ -191,8 +191,10 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	if c.ScreenshotTimeout < 2500*time.Millisecond {
 		c.ScreenshotTimeout = 2500 * time.Millisecond
 	}
-	if err := c.Validate(); err != nil {
-		errs = append(errs, err.Error())
+	if _, _, err := ParseModel(c.Model); err != nil {
+		errs = append(errs, "CANVAS_STEWARD_MODEL: "+err.Error())
+	} else if err := c.Validate(); err != nil {
+		errs = append(errs, "CANVAS_AGENT_*: "+err.Error())
 	}
 	if len(errs) > 0 {
 		return c, fmt.Errorf("agent config: %s: %w", strings.Join(errs, "; "), canvas.ErrInvalid)

@@ -111,6 +111,7 @@ type Runner struct {
 	stop     context.CancelFunc
 	sessions map[string]*session
 	wg       sync.WaitGroup
+	poll     time.Duration // worker mode: how often to check for remote cancels
 
 	cacheMu sync.Mutex
 	cache   map[string]cachedContext
@@ -185,6 +186,7 @@ type session struct {
 	seq       int64
 	knownRev  int64
 	protected map[string]bool
+	remote    bool // claimed from the shared queue: cancels arrive through the store
 	followups int
 	replans   int
 	lowUsed   bool
@@ -201,60 +203,83 @@ var ErrNotRunning = errors.New("agent runner is not running")
 // the session id; the run continues in the background. The canvas must
 // exist (canvas.ErrNotFound otherwise) and the message must be non-empty.
 func (r *Runner) Run(ctx context.Context, req client.AgentRunRequest) (string, error) {
-	if strings.TrimSpace(req.RoomID) == "" {
-		return "", canvas.Invalid("roomId", "is required: the canvas id")
+	rec, err := newSessionRecord(r.d.Config, req, r.d.Now(), client.AgentWaitingContext)
+	if err != nil {
+		return "", err
 	}
-	if strings.TrimSpace(req.Message) == "" {
-		return "", canvas.Invalid("message", "is required: what the agent should do")
-	}
-	if len(req.Message) > 20000 {
-		return "", canvas.Invalid("message", "is longer than 20000 bytes")
-	}
-	spec := req.Model
-	if spec == "" {
-		spec = r.d.Config.Model
-	}
-	if _, _, err := ParseModel(spec); err != nil {
-		return "", canvas.Invalid("model", "%v", err)
-	}
-	if req.Viewport != nil && (req.Viewport.W <= 0 || req.Viewport.H <= 0) {
-		return "", canvas.Invalid("viewport", "w and h must be > 0")
-	}
-	if len(req.Selection) > MaxIDs {
-		return "", canvas.Invalid("selection", "more than %d ids", MaxIDs)
-	}
-	r.mu.Lock()
-	base := r.base
-	r.mu.Unlock()
-	if base == nil || base.Err() != nil {
+	rec.ActorID = r.d.ActorID
+	if !r.running() {
 		return "", fmt.Errorf("agent: %w: %w", ErrNotRunning, canvas.ErrUnavailable)
 	}
 	if _, err := r.d.Client.GetCanvas(ctx, req.RoomID); err != nil {
 		return "", fmt.Errorf("agent run on canvas %q: %w", req.RoomID, err)
 	}
-	now := r.d.Now().UTC()
-	id := "as_" + uuid4()
-	rec := client.AgentSession{ID: id, CanvasID: req.RoomID, ActorID: r.d.ActorID, State: client.AgentWaitingContext, Model: spec,
-		Message: req.Message, Viewport: req.Viewport, Selection: req.Selection,
-		Transcript: []client.TranscriptEntry{{Role: "user", Text: req.Message, TS: now}}, Todos: []client.AgentTodo{},
-		CreatedAt: now, UpdatedAt: now}
 	if err := r.d.Store.CreateSession(ctx, rec); err != nil {
 		return "", err
 	}
-	sctx, cancel := context.WithTimeout(base, r.d.Config.Watchdog)
-	s := &session{r: r, ctx: sctx, cancel: cancel, done: make(chan struct{}), rec: rec, spec: spec,
-		protected: map[string]bool{}, started: r.d.Now(), queue: []task{{kind: "initial", text: req.Message}}}
-	r.mu.Lock()
-	if r.base.Err() != nil {
-		r.mu.Unlock()
-		cancel()
-		return "", fmt.Errorf("agent: %w: %w", ErrNotRunning, canvas.ErrUnavailable)
+	if err := r.launch(rec, false); err != nil {
+		return "", err
 	}
-	r.sessions[id] = s
+	return rec.ID, nil
+}
+
+// newSessionRecord validates a run request and returns the session to store.
+func newSessionRecord(cfg Config, req client.AgentRunRequest, now time.Time, state string) (client.AgentSession, error) {
+	if strings.TrimSpace(req.RoomID) == "" {
+		return client.AgentSession{}, canvas.Invalid("roomId", "is required: the canvas id")
+	}
+	if strings.TrimSpace(req.Message) == "" {
+		return client.AgentSession{}, canvas.Invalid("message", "is required: what the agent should do")
+	}
+	if len(req.Message) > 20000 {
+		return client.AgentSession{}, canvas.Invalid("message", "is longer than 20000 bytes")
+	}
+	spec := req.Model
+	if spec == "" {
+		spec = cfg.Model
+	}
+	if _, _, err := ParseModel(spec); err != nil {
+		return client.AgentSession{}, canvas.Invalid("model", "%v", err)
+	}
+	if req.Viewport != nil && (req.Viewport.W <= 0 || req.Viewport.H <= 0) {
+		return client.AgentSession{}, canvas.Invalid("viewport", "w and h must be > 0")
+	}
+	if len(req.Selection) > MaxIDs {
+		return client.AgentSession{}, canvas.Invalid("selection", "more than %d ids", MaxIDs)
+	}
+	now = now.UTC()
+	return client.AgentSession{ID: "as_" + uuid4(), CanvasID: req.RoomID, State: state, Model: spec,
+		Message: req.Message, Viewport: req.Viewport, Selection: req.Selection,
+		Transcript: []client.TranscriptEntry{{Role: "user", Text: req.Message, TS: now}}, Todos: []client.AgentTodo{},
+		CreatedAt: now, UpdatedAt: now}, nil
+}
+
+func (r *Runner) running() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.base != nil && r.base.Err() == nil
+}
+
+// launch starts the worker goroutine of a stored session. remote: the
+// session was claimed from the shared queue, so a cancel may arrive through
+// the store (polled).
+func (r *Runner) launch(rec client.AgentSession, remote bool) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.base == nil || r.base.Err() != nil {
+		return fmt.Errorf("agent: %w: %w", ErrNotRunning, canvas.ErrUnavailable)
+	}
+	sctx, cancel := context.WithTimeout(r.base, r.d.Config.Watchdog)
+	s := &session{r: r, ctx: sctx, cancel: cancel, done: make(chan struct{}), rec: rec, spec: rec.Model,
+		protected: map[string]bool{}, started: r.d.Now(), queue: []task{{kind: "initial", text: rec.Message}}, remote: remote}
+	r.sessions[rec.ID] = s
 	r.wg.Add(1)
-	r.mu.Unlock()
 	go s.work()
-	return id, nil
+	if remote {
+		r.wg.Add(1)
+		go s.watchRemoteCancel()
+	}
+	return nil
 }
 
 // Session returns a session with its transcript, todos and stats: the live
@@ -377,7 +402,7 @@ func (s *session) finish(state, detail string) {
 	s.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if err := s.r.d.Store.SaveSession(ctx, rec); err != nil {
+	if err := s.r.d.Store.SaveSession(ctx, rec); err != nil && !errors.Is(err, canvas.ErrConflict) {
 		s.r.log.Error("agent: saving session failed", "session_id", rec.ID, "err", err)
 	}
 	s.r.publish(rec.CanvasID, client.EventAgentStatus, StatusEvent{Type: "agent:status", SessionID: rec.ID, State: state, Detail: detailOrNil(detail)})
@@ -409,6 +434,10 @@ func (s *session) status(state string, detail any) {
 	s.mu.Unlock()
 	s.r.publish(rec.CanvasID, client.EventAgentStatus, StatusEvent{Type: "agent:status", SessionID: rec.ID, State: state, Detail: detail})
 	if err := s.r.d.Store.SaveSession(s.ctx, rec); err != nil && s.ctx.Err() == nil {
+		if errors.Is(err, canvas.ErrConflict) {
+			s.markCanceled() // ended elsewhere (a cancel through another server)
+			return
+		}
 		s.r.log.Warn("agent: saving session state failed", "session_id", rec.ID, "err", err)
 	}
 }
@@ -761,6 +790,10 @@ func (s *session) apply(ts *turnState, a Action, at time.Time) error {
 			r.d.Metrics.action("skipped")
 			return nil
 		}
+	}
+	if s.remote && s.remoteCanceled() {
+		s.markCanceled()
+		return s.ctx.Err()
 	}
 	args, err := json.Marshal(a.Params)
 	if err != nil {

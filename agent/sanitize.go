@@ -548,6 +548,9 @@ func (s *Sanitizer) sanitizeWith(a Action, final bool) (Action, map[string]bool,
 		if _, ok := out["id"]; !ok {
 			return a, nil, a.Name + ": id is required"
 		}
+		if a.Name == "update_shape" && len(out) == 1 {
+			return a, nil, "update_shape: nothing valid to change"
+		}
 	}
 	if v.Meta {
 		if a.Name == "think" || a.Name == "todo" {

@@ -260,3 +260,11 @@ func checkNums(t *testing.T, v any) {
 		}
 	}
 }
+
+func TestSanitizeDropsEmptyUpdate(t *testing.T) {
+	s := NewSanitizer([]string{"shape:a"}, seqIDs())
+	ready, drops := pushAll(s, act("update_shape", `{"id":"shape:a","props":{"color":"r"}}`))
+	if len(ready) != 0 || len(drops) != 1 || !strings.Contains(drops[0].Reason, "nothing valid") {
+		t.Fatalf("ready %v drops %v", ready, drops)
+	}
+}

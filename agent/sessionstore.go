@@ -27,8 +27,20 @@ type SessionStore interface {
 	// a canvas that does not exist is canvas.ErrNotFound.
 	CreateSession(ctx context.Context, s client.AgentSession) error
 	// SaveSession replaces a session's state, detail, transcript and stats and
-	// sets updated_at (Todos are ignored).
+	// sets updated_at (Todos are ignored). A session that has ended (done,
+	// canceled, error) never changes again: saving it is an error wrapping
+	// canvas.ErrConflict (how a worker learns of a cancel made elsewhere).
 	SaveSession(ctx context.Context, s client.AgentSession) error
+	// ClaimSession atomically moves the oldest queued session (StateQueued)
+	// to waiting_context with actorID as its agent and returns it; with none
+	// queued it returns canvas.ErrNotFound. Concurrent claimers (several
+	// workers) never get the same session.
+	ClaimSession(ctx context.Context, actorID string) (client.AgentSession, error)
+	// SessionState returns a session's stored state, or canvas.ErrNotFound.
+	SessionState(ctx context.Context, id string) (string, error)
+	// CancelSession marks a session canceled unless it has ended, and
+	// reports whether it did. A missing session is canvas.ErrNotFound.
+	CancelSession(ctx context.Context, id string) (bool, error)
 	// GetSession returns a session with its todos in position order.
 	GetSession(ctx context.Context, id string) (client.AgentSession, error)
 	// AddTodo appends a todo at the end of its session's list (ID, Position
@@ -184,15 +196,70 @@ func (s *SQLSessionStore) SaveSession(ctx context.Context, a client.AgentSession
 	if err != nil {
 		return fmt.Errorf("agent session store: encode: %w", err)
 	}
-	res, err := s.db.ExecContext(ctx, s.q(`UPDATE canvas_agent_sessions SET state = ?, model = ?, data = ?, updated_at = ? WHERE id = ?`),
-		a.State, a.Model, data, s.ts(time.Now()), a.ID)
+	res, err := s.db.ExecContext(ctx, s.q(`UPDATE canvas_agent_sessions SET state = ?, model = ?, actor_id = ?, data = ?, updated_at = ?
+		WHERE id = ? AND state NOT IN ('done', 'canceled', 'error')`),
+		a.State, a.Model, a.ActorID, data, s.ts(time.Now()), a.ID)
 	if err != nil {
 		return s.wrap("save session", err)
 	}
 	if n, _ := res.RowsAffected(); n == 0 {
-		return fmt.Errorf("agent session store: session %q: %w", a.ID, canvas.ErrNotFound)
+		return s.endedOrMissing(ctx, a.ID)
 	}
 	return nil
+}
+
+// SessionState implements SessionStore.
+func (s *SQLSessionStore) SessionState(ctx context.Context, id string) (string, error) {
+	var state string
+	err := s.db.QueryRowContext(ctx, s.q(`SELECT state FROM canvas_agent_sessions WHERE id = ?`), id).Scan(&state)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", fmt.Errorf("agent session %q: %w", id, canvas.ErrNotFound)
+	}
+	return state, s.wrap("read session state", err)
+}
+
+// endedOrMissing explains an update that matched no row.
+func (s *SQLSessionStore) endedOrMissing(ctx context.Context, id string) error {
+	state, err := s.SessionState(ctx, id)
+	if err != nil {
+		return err
+	}
+	return fmt.Errorf("agent session %q has already ended (%s): %w", id, state, canvas.ErrConflict)
+}
+
+// ClaimSession implements SessionStore.
+func (s *SQLSessionStore) ClaimSession(ctx context.Context, actorID string) (client.AgentSession, error) {
+	lock := ""
+	if s.postgres {
+		lock = " FOR UPDATE SKIP LOCKED"
+	}
+	var id string
+	err := s.db.QueryRowContext(ctx, s.q(`UPDATE canvas_agent_sessions SET state = ?, actor_id = ?, updated_at = ?
+		WHERE id = (SELECT id FROM canvas_agent_sessions WHERE state = ? ORDER BY created_at, id LIMIT 1`+lock+`) AND state = ?
+		RETURNING id`), "waiting_context", actorID, s.ts(time.Now()), StateQueued, StateQueued).Scan(&id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return client.AgentSession{}, fmt.Errorf("no queued agent session: %w", canvas.ErrNotFound)
+	}
+	if err != nil {
+		return client.AgentSession{}, s.wrap("claim session", err)
+	}
+	return s.GetSession(ctx, id)
+}
+
+// CancelSession implements SessionStore.
+func (s *SQLSessionStore) CancelSession(ctx context.Context, id string) (bool, error) {
+	res, err := s.db.ExecContext(ctx, s.q(`UPDATE canvas_agent_sessions SET state = 'canceled', updated_at = ?
+		WHERE id = ? AND state NOT IN ('done', 'canceled', 'error')`), s.ts(time.Now()), id)
+	if err != nil {
+		return false, s.wrap("cancel session", err)
+	}
+	if n, _ := res.RowsAffected(); n > 0 {
+		return true, nil
+	}
+	if err := s.endedOrMissing(ctx, id); errors.Is(err, canvas.ErrNotFound) {
+		return false, err
+	}
+	return false, nil
 }
 
 // GetSession implements SessionStore.
@@ -279,7 +346,7 @@ func (s *SQLSessionStore) SetTodoStatus(ctx context.Context, sessionID, todoID, 
 	if status != "open" {
 		resolved = s.ts(time.Now())
 	}
-	res, err := s.db.ExecContext(ctx, s.q(`UPDATE canvas_agent_todos SET status = ?, resolved_at = ? WHERE id = ? AND session_id = ?`), status, resolved, todoID, sessionID)
+	res, err := s.db.ExecContext(ctx, s.q(`UPDATE canvas_agent_todos SET status = ?, resolved_at = ? WHERE CAST(id AS TEXT) = ? AND session_id = ?`), status, resolved, todoID, sessionID)
 	if err != nil {
 		return s.wrap("set todo status", err)
 	}

@@ -6,12 +6,15 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strings"
+	"time"
 
 	"github.com/go-chi/chi/v5"
 
 	"github.com/canvasd/canvasd/agent"
 	"github.com/canvasd/canvasd/canvas"
 	"github.com/canvasd/canvasd/client"
+	"github.com/canvasd/canvasd/host"
 )
 
 // *agent.Runner is the AgentService of an in-process runner.
@@ -165,4 +168,41 @@ func (s *Server) handleAgentEvent(w http.ResponseWriter, r *http.Request) {
 	}
 	s.hub.PublishEvent(req.CanvasID, req.Event, json.RawMessage(data))
 	w.WriteHeader(http.StatusAccepted)
+}
+
+// AgentScreenshotter gets agent screenshots from the browsers on a canvas's
+// stream through the invoke broker (in-process runner). With no browser
+// subscribed it fails at once, so the run continues text-only without
+// waiting for a timeout. The browser answers the invoke (action
+// "agent:screenshot", payload an agent.ScreenshotRequest) with an
+// agent.Screenshot as its result.
+type AgentScreenshotter struct {
+	Hub    *Hub
+	Broker *host.Broker
+}
+
+// Screenshot implements agent.Screenshotter.
+func (a AgentScreenshotter) Screenshot(ctx context.Context, canvasID string, req agent.ScreenshotRequest, timeout time.Duration) (agent.Screenshot, error) {
+	if a.Hub.Subscribers(canvasID) == 0 {
+		return agent.Screenshot{}, fmt.Errorf("no browser is connected to canvas %q: %w", canvasID, canvas.ErrUnavailable)
+	}
+	payload, err := json.Marshal(req)
+	if err != nil {
+		return agent.Screenshot{}, err
+	}
+	ans, err := a.Broker.Invoke(ctx, host.Target{CanvasID: canvasID}, "agent:screenshot", payload, timeout)
+	if err != nil {
+		return agent.Screenshot{}, err
+	}
+	if !ans.OK {
+		return agent.Screenshot{}, fmt.Errorf("the browser could not take a screenshot: %s", ans.Error)
+	}
+	var shot agent.Screenshot
+	if err := json.Unmarshal(ans.Result, &shot); err != nil {
+		return agent.Screenshot{}, fmt.Errorf("screenshot answer: %w", err)
+	}
+	if !strings.HasPrefix(shot.DataURL, "data:image/") {
+		return agent.Screenshot{}, fmt.Errorf("screenshot answer has no data:image URL: %w", canvas.ErrInvalid)
+	}
+	return shot, nil
 }

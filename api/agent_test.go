@@ -23,6 +23,7 @@ import (
 	"github.com/canvasd/canvasd/agent"
 	"github.com/canvasd/canvasd/canvas"
 	"github.com/canvasd/canvasd/client"
+	"github.com/canvasd/canvasd/host"
 	"github.com/canvasd/canvasd/store"
 	"github.com/canvasd/canvasd/store/sqlitestore"
 )
@@ -42,9 +43,32 @@ type openAIRequest struct {
 	Stream      bool    `json:"stream"`
 	Temperature float32 `json:"temperature"`
 	Messages    []struct {
-		Role    string `json:"role"`
-		Content string `json:"content"`
+		Role    string          `json:"role"`
+		Content json.RawMessage `json:"content"` // a string, or parts [{type, text | image_url}]
 	} `json:"messages"`
+}
+
+// last returns the text and image URL of the last message.
+func (r openAIRequest) last() (text, image string) {
+	c := r.Messages[len(r.Messages)-1].Content
+	if json.Unmarshal(c, &text) == nil {
+		return text, ""
+	}
+	var parts []struct {
+		Type     string `json:"type"`
+		Text     string `json:"text"`
+		ImageURL struct {
+			URL string `json:"url"`
+		} `json:"image_url"`
+	}
+	_ = json.Unmarshal(c, &parts)
+	for _, p := range parts {
+		text += p.Text
+		if p.Type == "image_url" {
+			image = p.ImageURL.URL
+		}
+	}
+	return text, image
 }
 
 // scriptedReply streams chunks; before chunk i it waits on gates[i] when set.
@@ -151,6 +175,7 @@ type agentEnv struct {
 	humanActor string
 	agentActor string
 	commitLat  *latencies
+	hub        *Hub
 }
 
 type latencies struct {
@@ -161,6 +186,20 @@ type latencies struct {
 func (l *latencies) add(d time.Duration) { l.mu.Lock(); l.d = append(l.d, d); l.mu.Unlock() }
 
 func newAgentEnv(t testing.TB, model *fakeOpenAI, tune func(*agent.Config)) *agentEnv {
+	t.Helper()
+	return newAgentEnvMode(t, model, tune, false)
+}
+
+// newAgentEnvMode with worker=true serves the agent endpoints from an
+// agent.Queue and runs the runner as a separate worker: it claims sessions
+// from the shared database and publishes events through the HTTP relay.
+func newAgentEnvMode(t testing.TB, model *fakeOpenAI, tune func(*agent.Config), worker bool) *agentEnv {
+	return newAgentEnvFull(t, model, tune, worker, worker)
+}
+
+// newAgentEnvFull: queue serves the endpoints from an agent.Queue; worker
+// also runs the test's runner as a worker claiming from it.
+func newAgentEnvFull(t testing.TB, model *fakeOpenAI, tune func(*agent.Config), queue, worker bool) *agentEnv {
 	t.Helper()
 	ctx := context.Background()
 	dbPath := filepath.Join(t.TempDir(), "canvasd.db")
@@ -181,7 +220,7 @@ func newAgentEnv(t testing.TB, model *fakeOpenAI, tune func(*agent.Config)) *age
 		t.Fatal(err)
 	}
 	ts := httptest.NewServer(s.Handler())
-	e := &agentEnv{t: t, srv: ts, api: s, dbPath: dbPath, commitLat: &latencies{}}
+	e := &agentEnv{t: t, srv: ts, api: s, dbPath: dbPath, commitLat: &latencies{}, hub: hub}
 	e.admin, _ = client.New(ts.URL, testAdmin)
 
 	tok, err := e.admin.CreateToken(ctx, client.TokenRequest{Role: canvas.RoleEditor, ActorType: canvas.ActorAgent})
@@ -210,20 +249,37 @@ func newAgentEnv(t testing.TB, model *fakeOpenAI, tune func(*agent.Config)) *age
 	if tune != nil {
 		tune(&cfg)
 	}
-	e.runner, err = agent.NewRunner(agent.Deps{Config: cfg, Client: agentClient, ActorID: tok.ActorID, Events: hub,
+	var events agent.Events = hub
+	if worker {
+		events = agent.HTTPEvents{Client: agentClient}
+	}
+	e.runner, err = agent.NewRunner(agent.Deps{Config: cfg, Client: agentClient, ActorID: tok.ActorID, Events: events,
 		Store: e.sessions, Logger: slog.New(slog.DiscardHandler), Metrics: agent.NewMetrics(reg), OnActionCommit: e.commitLat.add})
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.runner.Start(ctx)
+	wctx, stopWorker := context.WithCancel(ctx)
+	workerDone := make(chan struct{})
+	e.runner.Start(wctx)
+	var svc AgentService = e.runner
+	if queue {
+		svc = agent.NewQueue(cfg, e.sessions, hub)
+	}
+	if worker {
+		go func() { defer close(workerDone); e.runner.Work(wctx, agent.WorkerOptions{Poll: 20 * time.Millisecond}) }()
+	} else {
+		close(workerDone)
+	}
 	// Mount the agent routes unless the route table already has them.
 	if !s.router.Match(chi.NewRouteContext(), http.MethodGet, "/api/canvas-agent/catalog") {
 		s.router.Group(func(r chi.Router) {
 			r.Use(s.requireAuth)
-			s.agentRoutes(r, e.runner)
+			s.agentRoutes(r, svc)
 		})
 	}
 	t.Cleanup(func() {
+		stopWorker()
+		<-workerDone
 		e.runner.Stop()
 		ts.CloseClientConnections()
 		ts.Close()
@@ -266,14 +322,20 @@ func (e *agentEnv) wait(id string) client.AgentSession {
 			e.t.Fatalf("session %s did not end", id)
 		}
 	}
-	s, err := e.human.AgentSession(context.Background(), id)
-	if err != nil {
-		e.t.Fatal(err)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		s, err := e.human.AgentSession(context.Background(), id)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		if client.AgentTerminal(s.State) {
+			return s
+		}
+		if time.Now().After(deadline) {
+			e.t.Fatalf("session %s still %q", id, s.State)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
-	if !client.AgentTerminal(s.State) {
-		e.t.Fatalf("session %s ended in state %q", id, s.State)
-	}
-	return s
 }
 
 func (e *agentEnv) snapshot(id string) client.Snapshot {
@@ -489,7 +551,7 @@ func TestAgentConflictingHumanEditWhileStreaming(t *testing.T) {
 	if len(reqs) != 3 {
 		t.Fatalf("%d model calls", len(reqs))
 	}
-	second := reqs[1].Messages[len(reqs[1].Messages)-1].Content
+	second, _ := reqs[1].last()
 	if !strings.Contains(second, "someone else changed") || !strings.Contains(second, hero.ID) || !strings.Contains(second, `"color":"green"`) {
 		t.Fatalf("re-plan prompt lacks the conflict or the fresh state: %.300s", second)
 	}
@@ -500,10 +562,13 @@ func TestAgentConflictingHumanEditWhileStreaming(t *testing.T) {
 
 func TestAgentGarbageReplyChangesNothing(t *testing.T) {
 	model := newFakeOpenAI(t, scriptedReply{chunks: chunked("I'm sorry, I can't draw. {not json at all ```", 5)})
-	e := newAgentEnv(t, model, func(c *agent.Config) { c.Model = "openai:gpt-test" })
+	e := newAgentEnv(t, model, nil) // the default model is debug/fake; the request overrides it
 	e.newCanvas("g")
 	before := e.snapshot("g")
-	sess := e.run(client.AgentRunRequest{RoomID: "g", Message: "draw a cat"})
+	sess := e.run(client.AgentRunRequest{RoomID: "g", Message: "draw a cat", Model: "openai:gpt-test"})
+	if sess.Model != "openai:gpt-test" || len(model.requests()) != 1 {
+		t.Fatalf("model override ignored: %s", sess.Model)
+	}
 	after := e.snapshot("g")
 	if after.HeadRev != before.HeadRev || len(after.State.Nodes) != 0 {
 		t.Fatalf("garbage changed the canvas: head %d → %d", before.HeadRev, after.HeadRev)
@@ -585,7 +650,7 @@ func TestAgentFollowUpChainTodosAndRestart(t *testing.T) {
 		t.Fatalf("%d model calls, stats %+v", len(reqs), sess.Stats)
 	}
 	for i := 1; i < 4; i++ {
-		p := reqs[i].Messages[len(reqs[i].Messages)-1].Content
+		p, _ := reqs[i].last()
 		if !strings.Contains(p, fmt.Sprintf("detail %d", i-1)) || !strings.Contains(p, "step 0") {
 			t.Fatalf("follow-up %d prompt: %.200s", i, p)
 		}
@@ -655,7 +720,9 @@ func TestAgentEndpointsAuthAndValidation(t *testing.T) {
 	ev := e.watch("a")
 	hev := agent.HTTPEvents{Client: ac}
 	hev.PublishEvent("a", "agent:chat", agent.ChatEvent{Type: "agent:chat", SessionID: "s1", Message: agent.ChatMessage{Role: "assistant", Text: "hi\nthere"}})
-	ev.until(t, func(x client.Event) bool { return x.Event == "agent:chat" && strings.Contains(string(x.Data), `hi\nthere`) })
+	ev.until(t, func(x client.Event) bool {
+		return x.Event == "agent:chat" && strings.Contains(string(x.Data), `hi\nthere`)
+	})
 	if err := ac.PublishAgentEvent(ctx, client.AgentEvent{CanvasID: "a", Event: "canvas_commit", Data: json.RawMessage(`{}`)}); !errors.Is(err, canvas.ErrInvalid) {
 		t.Fatalf("non-agent topic: %v", err)
 	}
@@ -707,4 +774,176 @@ func BenchmarkAgentActionToCommit(b *testing.B) {
 	b.ReportMetric(q(0.5), "p50-ms")
 	b.ReportMetric(q(0.99), "p99-ms")
 	b.ReportMetric(float64(len(d))/float64(b.N), "actions/op")
+}
+
+func TestAgentWatchdogAndModelFailure(t *testing.T) {
+	never := make(chan struct{})
+	t.Cleanup(func() { close(never) })
+	model := newFakeOpenAI(t, scriptedReply{chunks: []string{`{"actions":[`, `]}`}, gates: map[int]chan struct{}{1: never}})
+	e := newAgentEnv(t, model, func(c *agent.Config) { c.Model = "openai:gpt-test"; c.Watchdog = 300 * time.Millisecond })
+	e.newCanvas("w")
+	start := time.Now()
+	sess := e.run(client.AgentRunRequest{RoomID: "w", Message: "hang"})
+	if sess.State != client.AgentError || !strings.Contains(sess.Detail, "watchdog") || time.Since(start) > 5*time.Second {
+		t.Fatalf("session %s %q after %v", sess.State, sess.Detail, time.Since(start))
+	}
+	// A model endpoint that refuses (wrong key) ends the session in error, with the reason.
+	e2 := newAgentEnv(t, model, func(c *agent.Config) { c.Model = "openai:gpt-test"; c.OpenAIAPIKey = "sk-wrong" })
+	e2.newCanvas("w")
+	sess = e2.run(client.AgentRunRequest{RoomID: "w", Message: "x"})
+	if sess.State != client.AgentError || !strings.Contains(sess.Detail, "401") {
+		t.Fatalf("session %s %q", sess.State, sess.Detail)
+	}
+}
+
+func TestAgentStandaloneWorker(t *testing.T) {
+	e := newAgentEnvMode(t, nil, nil, true)
+	e.newCanvas("p")
+	ev := e.watch("p")
+	sess := e.run(client.AgentRunRequest{RoomID: "p", Message: "Draft a brutalist poster concept"})
+	if sess.State != client.AgentDone || sess.ActorID != e.agentActor || sess.Stats.ActionsApplied != 6 {
+		t.Fatalf("session %s actor %s stats %+v", sess.State, sess.ActorID, sess.Stats)
+	}
+	if n := len(e.snapshot("p").State.Nodes); n != 6 {
+		t.Fatalf("%d nodes", n)
+	}
+	// The worker's events reached the canvas stream through the relay.
+	ev.until(t, func(x client.Event) bool {
+		return x.Event == client.EventAgentAction && strings.Contains(string(x.Data), sess.ID)
+	})
+	ev.until(t, func(x client.Event) bool {
+		return x.Event == client.EventAgentStatus && strings.Contains(string(x.Data), `"state":"done"`)
+	})
+
+	// Cancel through the server: the worker stops applying.
+	var acts []string
+	for i := 0; i < 300; i++ {
+		acts = append(acts, fmt.Sprintf(`{"name":"create_shape","params":{"type":"note","x":%d,"y":900,"props":{"text":"m%d"}}}`, i*10, i))
+	}
+	model := newFakeOpenAI(t, scriptedReply{chunks: chunked(actionsJSON(acts...), 40), delay: 5 * time.Millisecond})
+	e2 := newAgentEnvMode(t, model, func(c *agent.Config) { c.Model = "openai:gpt-test" }, true)
+	e2.newCanvas("q")
+	id := e2.start(client.AgentRunRequest{RoomID: "q", Message: "many"})
+	if s, _ := e2.human.AgentSession(context.Background(), id); s.State != client.AgentScheduled && s.State != client.AgentWaitingContext &&
+		s.State != client.AgentCallingModel && s.State != client.AgentStreaming {
+		t.Fatalf("fresh session state %q", s.State)
+	}
+	for i := 0; e2.snapshot("q").HeadRev < 3 && i < 1000; i++ {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if err := e2.human.CancelAgent(context.Background(), id); err != nil {
+		t.Fatal(err)
+	}
+	<-e2.runner.Done(id) // the worker noticed
+	head := e2.snapshot("q").HeadRev
+	time.Sleep(200 * time.Millisecond)
+	if after := e2.snapshot("q").HeadRev; after != head || head >= 300 {
+		t.Fatalf("worker applied after cancel: head %d → %d", head, after)
+	}
+	if s, _ := e2.human.AgentSession(context.Background(), id); s.State != client.AgentCanceled {
+		t.Fatalf("state %q", s.State)
+	}
+}
+
+func TestAgentScreenshotReachesVisionModel(t *testing.T) {
+	model := newFakeOpenAI(t,
+		scriptedReply{chunks: []string{actionsJSON(`{"name":"think","params":{"text":"seen"}}`)}},
+		scriptedReply{chunks: []string{actionsJSON(`{"name":"think","params":{"text":"blind"}}`)}})
+	e := newAgentEnv(t, model, nil)
+	e.runner.Stop()
+	broker := host.NewBroker(CanvasInvokeDeliverer(e.hub))
+	tok, _ := e.admin.CreateToken(context.Background(), client.TokenRequest{Role: canvas.RoleEditor, ActorType: canvas.ActorAgent})
+	ac, _ := client.New(e.srv.URL, tok.Token)
+	cfg := agent.DefaultConfig()
+	cfg.Model, cfg.OpenAIAPIKey, cfg.OpenAIBaseURL, cfg.LowActionThreshold = "openai:gpt-vision", "sk-test", model.srv.URL+"/v1", 0
+	r, err := agent.NewRunner(agent.Deps{Config: cfg, Client: ac, Events: e.hub, Store: e.sessions,
+		Screenshots: AgentScreenshotter{Hub: e.hub, Broker: broker}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Start(context.Background())
+	defer r.Stop()
+	e.newCanvas("v")
+
+	// A browser on the canvas stream answers screenshot invokes.
+	ctx, cancel := context.WithCancel(context.Background())
+	st := e.human.Stream(ctx, "v", client.StreamOptions{})
+	answered := make(chan agent.ScreenshotRequest, 4)
+	go func() {
+		for {
+			ev, err := st.Recv()
+			if err != nil {
+				return
+			}
+			if ev.Event != "invoke" {
+				continue
+			}
+			var inv host.InvokeRequest
+			ev.Decode(&inv)
+			var req agent.ScreenshotRequest
+			json.Unmarshal(inv.Payload, &req)
+			res, _ := json.Marshal(agent.Screenshot{DataURL: "data:image/png;base64,iVBORw0KGgo=", Bounds: *req.Bounds, DocVersion: "0"})
+			broker.Answer(inv.InvokeID, host.Answer{OK: true, Result: res})
+			answered <- req
+		}
+	}()
+	for e.hub.Subscribers("v") == 0 {
+		time.Sleep(5 * time.Millisecond)
+	}
+	id, err := r.Run(context.Background(), client.AgentRunRequest{RoomID: "v", Message: "look", Viewport: &client.Box{X: 1, Y: 2, W: 300, H: 200}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-r.Done(id)
+	req := <-answered
+	if req.Type != "agent:screenshot_request" || req.SessionID != id || req.Bounds.W != 300 {
+		t.Fatalf("screenshot request %+v", req)
+	}
+	if _, img := model.requests()[0].last(); img != "data:image/png;base64,iVBORw0KGgo=" {
+		t.Fatalf("the model got no image part: %q", img)
+	}
+	// Without a browser the run continues text-only at once.
+	cancel()
+	st.Close()
+	for e.hub.Subscribers("v") > 0 {
+		time.Sleep(5 * time.Millisecond)
+	}
+	start := time.Now()
+	id, _ = r.Run(context.Background(), client.AgentRunRequest{RoomID: "v", Message: "look again"})
+	<-r.Done(id)
+	sess, _ := r.Session(context.Background(), id)
+	if _, img := model.requests()[1].last(); img != "" || sess.Stats.ScreenshotMissed != 1 || sess.State != client.AgentDone || time.Since(start) > 2*time.Second {
+		t.Fatalf("text-only run: image %q stats %+v in %v", img, sess.Stats, time.Since(start))
+	}
+}
+
+func TestAgentRunWorkerProcess(t *testing.T) {
+	e := newAgentEnvFull(t, nil, nil, true, false) // the server queues; RunWorker is the worker
+	e.newCanvas("rw")
+	tok, err := e.admin.CreateToken(context.Background(), client.TokenRequest{Role: canvas.RoleEditor, ActorType: canvas.ActorAgent})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- agent.RunWorker(ctx, agent.WorkerSettings{ServerURL: e.srv.URL, Token: tok.Token, ActorID: tok.ActorID,
+			SQLitePath: e.dbPath, Config: agent.DefaultConfig(), Options: agent.WorkerOptions{Poll: 20 * time.Millisecond}})
+	}()
+	sess := e.run(client.AgentRunRequest{RoomID: "rw", Message: "Draft a brutalist poster concept"})
+	if sess.State != client.AgentDone || sess.ActorID != tok.ActorID || len(e.snapshot("rw").State.Nodes) != 6 {
+		t.Fatalf("session %s by %s", sess.State, sess.ActorID)
+	}
+	for _, n := range e.snapshot("rw").State.Nodes {
+		if n.CreatedBy != tok.ActorID {
+			t.Fatalf("node by %s", n.CreatedBy)
+		}
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if err := agent.RunWorker(context.Background(), agent.WorkerSettings{ServerURL: e.srv.URL}); !errors.Is(err, canvas.ErrInvalid) {
+		t.Fatalf("no token: %v", err)
+	}
 }

@@ -17,6 +17,7 @@ import (
 
 	canvasd "github.com/canvasd/canvasd"
 	"github.com/canvasd/canvasd/canvas"
+	"github.com/canvasd/canvasd/host"
 	"github.com/canvasd/canvasd/store"
 	"github.com/canvasd/canvasd/store/sqlitestore"
 )
@@ -54,6 +55,14 @@ func newTestEnv(t testing.TB, opts ...envOption) *testEnv {
 		OpenAPISpec: canvasd.Spec, Heartbeat: time.Minute}
 	for _, o := range opts {
 		o(&cfg)
+	}
+	if cfg.Host.Host == nil {
+		h, err := host.New(host.Config{DataDir: t.TempDir()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { h.Close() })
+		cfg.Host.Host = h
 	}
 	s, err := New(cfg)
 	if err != nil {

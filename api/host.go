@@ -76,25 +76,6 @@ func (h *hostAPI) mountAPI(r chi.Router) {
 	r.Post("/api/invoke/{invoke_id}", limitBody(maxInvokeBody, h.handleAnswer))
 }
 
-// problem writes err through the shared mapper and adds the members an error
-// offers through ProblemExtra (the bad lines of an A2UI push, unconfirmed
-// of an invoke timeout, the field of a 415).
-func (h *hostAPI) problem(w http.ResponseWriter, r *http.Request, err error) {
-	var ex interface{ ProblemExtra() map[string]any }
-	if !errors.As(err, &ex) {
-		h.s.problem(w, r, err)
-		return
-	}
-	p := problemFor(err)
-	if p.Extra == nil {
-		p.Extra = map[string]any{}
-	}
-	for k, v := range ex.ProblemExtra() {
-		p.Extra[k] = v
-	}
-	writeJSONType(w, p.Status, "application/problem+json", p)
-}
-
 // sessionParam validates the {session} URL parameter.
 func sessionParam(r *http.Request) (string, error) {
 	s := chi.URLParam(r, "session")
@@ -115,28 +96,28 @@ func restOfPath(r *http.Request, prefix string) (string, error) {
 func (h *hostAPI) handlePage(w http.ResponseWriter, r *http.Request) {
 	session, err := sessionParam(r)
 	if err != nil {
-		h.problem(w, r, err)
+		h.s.problem(w, r, err)
 		return
 	}
 	rest, err := restOfPath(r, "/host/"+session+"/")
 	if err != nil {
-		h.problem(w, r, err)
+		h.s.problem(w, r, err)
 		return
 	}
 	if !host.IsPublicAsset(rest) {
 		p, err := h.s.auth.authenticate(r)
 		if err != nil {
-			h.problem(w, r, err)
+			h.s.problem(w, r, err)
 			return
 		}
 		r = r.WithContext(context.WithValue(r.Context(), principalKey, p))
 		if err := authorize(r, session, canvas.RoleViewer); err != nil {
-			h.problem(w, r, err)
+			h.s.problem(w, r, err)
 			return
 		}
 	}
 	if err := h.host.ServePage(w, r, session, rest); err != nil {
-		h.problem(w, r, err)
+		h.s.problem(w, r, err)
 	}
 }
 
@@ -150,12 +131,12 @@ func (h *hostAPI) handleListFiles(w http.ResponseWriter, r *http.Request) {
 		err = authorize(r, session, canvas.RoleEditor)
 	}
 	if err != nil {
-		h.problem(w, r, err)
+		h.s.problem(w, r, err)
 		return
 	}
 	files, err := h.host.ListFiles(session)
 	if err != nil {
-		h.problem(w, r, err)
+		h.s.problem(w, r, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, hostFileList{Files: files})
@@ -183,12 +164,12 @@ func (h *hostAPI) filePath(r *http.Request) (session, rel string, err error) {
 func (h *hostAPI) handlePutFile(w http.ResponseWriter, r *http.Request) {
 	session, rel, err := h.filePath(r)
 	if err != nil {
-		h.problem(w, r, err)
+		h.s.problem(w, r, err)
 		return
 	}
 	fi, err := h.host.PutFile(session, rel, r.Body)
 	if err != nil {
-		h.problem(w, r, err)
+		h.s.problem(w, r, err)
 		return
 	}
 	status := http.StatusOK
@@ -204,7 +185,7 @@ func (h *hostAPI) handleDeleteFile(w http.ResponseWriter, r *http.Request) {
 		err = h.host.DeleteFile(session, rel)
 	}
 	if err != nil {
-		h.problem(w, r, err)
+		h.s.problem(w, r, err)
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)
@@ -221,12 +202,12 @@ func (h *hostAPI) handleStream(w http.ResponseWriter, r *http.Request) {
 		err = authorize(r, session, canvas.RoleViewer)
 	}
 	if err != nil {
-		h.problem(w, r, err)
+		h.s.problem(w, r, err)
 		return
 	}
 	sub, snapshot, err := h.host.Subscribe(session)
 	if err != nil {
-		h.problem(w, r, err)
+		h.s.problem(w, r, err)
 		return
 	}
 	defer sub.Close()
@@ -295,25 +276,25 @@ func (h *hostAPI) handlePushA2UI(w http.ResponseWriter, r *http.Request) {
 		err = authorize(r, session, canvas.RoleEditor)
 	}
 	if err != nil {
-		h.problem(w, r, err)
+		h.s.problem(w, r, err)
 		return
 	}
 	if ct := r.Header.Get("Content-Type"); ct != "" {
 		mt, _, perr := mime.ParseMediaType(ct)
 		if perr != nil || !jsonlTypes[mt] {
-			h.problem(w, r, &host.UnsupportedMediaTypeError{Field: "Content-Type",
+			h.s.problem(w, r, &host.UnsupportedMediaTypeError{Field: "Content-Type",
 				Reason: fmt.Sprintf("%q is not accepted; send application/jsonl (one A2UI message per line)", ct)})
 			return
 		}
 	}
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
-		h.problem(w, r, err)
+		h.s.problem(w, r, err)
 		return
 	}
 	res, err := h.host.PushA2UI(session, body)
 	if err != nil {
-		h.problem(w, r, err)
+		h.s.problem(w, r, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, res)
@@ -328,7 +309,7 @@ func (h *hostAPI) handleResetA2UI(w http.ResponseWriter, r *http.Request) {
 		_, err = h.host.ResetA2UI(session)
 	}
 	if err != nil {
-		h.problem(w, r, err)
+		h.s.problem(w, r, err)
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)
@@ -342,17 +323,17 @@ func (h *hostAPI) handleAction(w http.ResponseWriter, r *http.Request) {
 		err = authorize(r, session, canvas.RoleEditor)
 	}
 	if err != nil {
-		h.problem(w, r, err)
+		h.s.problem(w, r, err)
 		return
 	}
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
-		h.problem(w, r, err)
+		h.s.problem(w, r, err)
 		return
 	}
 	a, err := host.DecodeUserAction(body)
 	if err != nil {
-		h.problem(w, r, err)
+		h.s.problem(w, r, err)
 		return
 	}
 	delivered := false // nothing to deliver to without an agent inbox; the action is dropped after validation
@@ -361,7 +342,7 @@ func (h *hostAPI) handleAction(w http.ResponseWriter, r *http.Request) {
 			Prompt: fmt.Sprintf("userAction %q from component %q on surface %q", a.Name, a.SourceComponentID, a.SurfaceID),
 			Source: "a2ui", Action: &a, ReceivedAt: time.Now().UTC()}
 		if err := h.inbox.Deliver(r.Context(), m); err != nil {
-			h.problem(w, r, err)
+			h.s.problem(w, r, err)
 			return
 		}
 		delivered = true
@@ -378,17 +359,17 @@ func (h *hostAPI) handlePresent(w http.ResponseWriter, r *http.Request) {
 		err = authorize(r, session, canvas.RoleEditor)
 	}
 	if err != nil {
-		h.problem(w, r, err)
+		h.s.problem(w, r, err)
 		return
 	}
 	var p host.Presentation
 	if err := decodeJSON(r, &p); err != nil {
-		h.problem(w, r, err)
+		h.s.problem(w, r, err)
 		return
 	}
 	n, err := h.host.Present(session, p)
 	if err != nil {
-		h.problem(w, r, err)
+		h.s.problem(w, r, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]int{"browsers": n})

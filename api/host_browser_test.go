@@ -104,10 +104,43 @@ func TestHostShellInChromium(t *testing.T) {
 		t.Fatalf("unsupported invoke: %d %s", r.Status, r.Body)
 	}
 
+	// A template list over a data-model map, with relative bindings.
+	list := `{"surfaceUpdate":{"surfaceId":"todo","components":[{"id":"todos","component":{"List":{"children":{"template":{"componentId":"todo_item","dataBinding":"/items"}}}}},{"id":"todo_item","component":{"Text":{"text":{"path":"title"}}}}]}}` + "\n" +
+		`{"dataModelUpdate":{"surfaceId":"todo","contents":[{"key":"items","valueMap":[{"key":"a","valueMap":[{"key":"title","valueString":"first"}]},{"key":"b","valueMap":[{"key":"title","valueString":"second"}]}]}]}}` + "\n" +
+		`{"beginRendering":{"surfaceId":"todo","root":"todos"}}`
+	if code, res := e.post("/api/host/ui/a2ui", editor, "application/jsonl", []byte(list)); code != 200 {
+		t.Fatalf("list push: %d %v", code, res)
+	}
+	items, err := chromedp.Run(ctx, chromedp.Poll[string](
+		`(() => { const t = [...document.querySelectorAll('[data-surface-id="todo"] [data-component-id="todo_item"]')].map(e => e.textContent).join(","); return t === "first,second" && t; })()`,
+		chromedp.WithPollingTimeout(10*time.Second)))
+	if err != nil || items != "first,second" {
+		t.Fatalf("template list: %q %v", items, err)
+	}
+
 	// Reset removes the surface from the page.
 	e.must(204, "POST", "/api/host/ui/a2ui/reset", editor, nil)
 	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`document.querySelector('[data-component-id="title"]') === null`,
 		chromedp.WithPollingTimeout(10*time.Second))); err != nil {
 		t.Fatalf("reset not rendered: %v", err)
+	}
+
+	// An agent-written page runs its scripts in an opaque origin: no cookies,
+	// no storage; served with the sandbox policy.
+	page := `<!doctype html><title>agent</title><body><p id="out">waiting</p><script>
+var r = [];
+try { document.cookie; r.push("cookie-ok"); } catch (e) { r.push("cookie-blocked"); }
+try { localStorage.length; r.push("storage-ok"); } catch (e) { r.push("storage-blocked"); }
+r.push(String(self.origin));
+document.getElementById("out").textContent = r.join(" ");
+</script></body>`
+	e.must(201, "PUT", "/api/host/agentpage/files/index.html", editor, page)
+	if err := chromedp.Do(ctx, chromedp.Navigate(e.srv.URL+"/host/agentpage/?access_token="+editor)); err != nil {
+		t.Fatal(err)
+	}
+	out, err := chromedp.Run(ctx, chromedp.Poll[string](`(() => { const t = document.getElementById("out").textContent; return t !== "waiting" && t; })()`,
+		chromedp.WithPollingTimeout(10*time.Second)))
+	if err != nil || out != "cookie-blocked storage-blocked null" {
+		t.Fatalf("agent page ran as %q (%v); want an opaque origin", out, err)
 	}
 }

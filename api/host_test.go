@@ -9,12 +9,9 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/go-chi/chi/v5"
 
 	"github.com/canvasd/canvasd/canvas"
 	"github.com/canvasd/canvasd/host"
@@ -52,30 +49,15 @@ type hostTestEnv struct {
 // routes.go mounts them, on a real listener.
 func newHostTestEnv(t *testing.T, cfg host.Config) *hostTestEnv {
 	t.Helper()
-	base := newTestEnv(t)
 	cfg.DataDir = t.TempDir()
 	h, err := host.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { h.Close() })
 	inbox := &recordingInbox{msgs: make(chan host.Message, 64)}
-	ha := newHostAPI(base.api, HostOptions{Host: h, Inbox: inbox})
-	r := chi.NewRouter()
-	ha.mountPages(r)
-	r.Group(func(g chi.Router) {
-		g.Use(base.api.requireAuth)
-		ha.mountAPI(g)
-	})
-	r.NotFound(base.api.Handler().ServeHTTP)
-	srv := httptest.NewServer(r)
-	t.Cleanup(func() {
-		srv.CloseClientConnections()
-		srv.Close()
-		h.Close()
-	})
-	e := *base
-	e.srv = srv
-	return &hostTestEnv{testEnv: &e, host: h, inbox: inbox}
+	e := newTestEnv(t, func(c *Config) { c.Host = HostOptions{Host: h, Inbox: inbox} })
+	return &hostTestEnv{testEnv: e, host: h, inbox: inbox}
 }
 
 // raw sends a request target byte for byte and returns status, headers, body.
@@ -140,6 +122,7 @@ func TestHostPagesAndFilesE2E(t *testing.T) {
 	if ev.Event != "reload" || ev.json(t)["path"] != "index.html" {
 		t.Fatalf("reload event %+v", ev)
 	}
+	checkSSEEvent(t, e.spec, "/sse/host/sess", ev.Event, ev.ID, ev.Data)
 	e.must(200, "PUT", "/api/host/sess/files/index.html", editor, "<h1>agent page v2</h1>")
 	e.must(201, "PUT", "/api/host/sess/files/css/app%20main.css", editor, "body{}")
 	if r := e.do("PUT", "/api/host/sess/files/big.bin", editor, strings.Repeat("x", 2000)); r.Status != 413 {
@@ -260,17 +243,18 @@ func TestHostA2UIE2E(t *testing.T) {
 	if code, _ := e.post("/api/host/s1/actions", editor, "application/json", []byte(`{"userAction":{"name":"x"}}`)); code != 400 {
 		t.Fatalf("bad action: %d", code)
 	}
-	// present (not yet in openapi.yaml, so sent without the spec check).
-	req, _ := http.NewRequest("POST", e.srv.URL+"/api/host/s1/present", strings.NewReader(`{"action":"navigate","path":"docs/","placement":{"x":10,"y":20,"width":400,"height":300}}`))
-	req.Header.Set("Authorization", "Bearer "+editor)
-	resp, err := e.srv.Client().Do(req)
-	if err != nil || resp.StatusCode != 200 {
-		t.Fatalf("present: %v %v", resp.StatusCode, err)
+	if code, res := e.post("/api/host/s1/present", editor, "application/json",
+		[]byte(`{"action":"navigate","path":"docs/","placement":{"x":10,"y":20,"width":400,"height":300}}`)); code != 200 || res["browsers"] != float64(2) {
+		t.Fatalf("present: %d %v", code, res)
 	}
-	resp.Body.Close()
-	if ev := live.next(); ev.Event != "present" || ev.json(t)["path"] != "docs/" {
+	if code, _ := e.post("/api/host/s1/present", editor, "application/json", []byte(`{"action":"explode"}`)); code != 422 {
+		t.Fatalf("bad present: %d", code)
+	}
+	ev := live.next()
+	if ev.Event != "present" || ev.json(t)["path"] != "docs/" || ev.json(t)["placement"].(map[string]any)["width"] != float64(400) {
 		t.Fatalf("present event %+v", ev)
 	}
+	checkSSEEvent(t, e.spec, "/sse/host/s1", ev.Event, ev.ID, ev.Data)
 	e.must(204, "POST", "/api/host/s1/a2ui/reset", editor, nil)
 	if ev := live.next(); ev.Event != "a2ui" || ev.json(t)["deleteSurface"] == nil {
 		t.Fatalf("reset event %+v", ev)

@@ -50,20 +50,20 @@ func authorizeTarget(r *http.Request, t host.Target, need canvas.Role) error {
 func (h *hostAPI) handleInvoke(w http.ResponseWriter, r *http.Request) {
 	var req invokeRequest
 	if err := decodeJSON(r, &req); err != nil {
-		h.problem(w, r, err)
+		h.s.problem(w, r, err)
 		return
 	}
 	t := host.Target{CanvasID: req.CanvasID, HostSession: req.HostSession}
 	if err := t.Validate(); err != nil {
-		h.problem(w, r, err)
+		h.s.problem(w, r, err)
 		return
 	}
 	if err := authorizeTarget(r, t, canvas.RoleEditor); err != nil {
-		h.problem(w, r, err)
+		h.s.problem(w, r, err)
 		return
 	}
 	if req.TimeoutMS < 0 || req.TimeoutMS > host.MaxInvokeTimeout.Milliseconds() {
-		h.problem(w, r, canvas.Invalid("timeout_ms", "must be 1 to %d", host.MaxInvokeTimeout.Milliseconds()))
+		h.s.problem(w, r, canvas.Invalid("timeout_ms", "must be 1 to %d", host.MaxInvokeTimeout.Milliseconds()))
 		return
 	}
 	a, err := h.broker.Invoke(r.Context(), t, req.Action, req.Payload, time.Duration(req.TimeoutMS)*time.Millisecond)
@@ -71,7 +71,7 @@ func (h *hostAPI) handleInvoke(w http.ResponseWriter, r *http.Request) {
 		if errors.Is(err, r.Context().Err()) && r.Context().Err() != nil {
 			return // the caller went away
 		}
-		h.problem(w, r, err)
+		h.s.problem(w, r, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, a)
@@ -84,18 +84,18 @@ func (h *hostAPI) handleAnswer(w http.ResponseWriter, r *http.Request) {
 	id := chi.URLParam(r, "invoke_id")
 	var a host.Answer
 	if err := decodeJSON(r, &a); err != nil {
-		h.problem(w, r, err)
+		h.s.problem(w, r, err)
 		return
 	}
 	if t, err := h.broker.Pending(id); err == nil {
 		if err := authorizeTarget(r, t, canvas.RoleViewer); err != nil {
-			h.problem(w, r, err)
+			h.s.problem(w, r, err)
 			return
 		}
 	}
 	accepted, err := h.broker.Answer(id, a)
 	if err != nil {
-		h.problem(w, r, err)
+		h.s.problem(w, r, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]bool{"accepted": accepted})

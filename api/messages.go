@@ -35,21 +35,21 @@ type messageAccepted struct {
 func (h *hostAPI) handleMessage(w http.ResponseWriter, r *http.Request) {
 	id := chi.URLParam(r, "id")
 	if p := principalFrom(r.Context()); !p.Role.Allows(canvas.RoleEditor) {
-		h.problem(w, r, fmt.Errorf("%w: sending a message needs the editor role; your token has %s", canvas.ErrForbidden, describeScope(p)))
+		h.s.problem(w, r, fmt.Errorf("%w: sending a message needs the editor role; your token has %s", canvas.ErrForbidden, describeScope(p)))
 		return
 	}
 	if id == "" || len(id) > 200 {
-		h.problem(w, r, canvas.Invalid("id", "must be 1 to 200 characters"))
+		h.s.problem(w, r, canvas.Invalid("id", "must be 1 to 200 characters"))
 		return
 	}
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
-		h.problem(w, r, err)
+		h.s.problem(w, r, err)
 		return
 	}
 	req, img, err := host.DecodeMessageRequest(body, h.host.Images().MaxBytes())
 	if err != nil {
-		h.problem(w, r, err)
+		h.s.problem(w, r, err)
 		return
 	}
 	out := messageAccepted{OK: true, SessionID: id}
@@ -58,14 +58,14 @@ func (h *hostAPI) handleMessage(w http.ResponseWriter, r *http.Request) {
 	if img != nil {
 		stored, err := h.host.Images().Put(*img)
 		if err != nil {
-			h.problem(w, r, err)
+			h.s.problem(w, r, err)
 			return
 		}
 		out.Image, m.Image = &stored, &stored
 	}
 	if h.inbox != nil {
 		if err := h.inbox.Deliver(r.Context(), m); err != nil {
-			h.problem(w, r, err)
+			h.s.problem(w, r, err)
 			return
 		}
 		out.Delivered = true

@@ -530,7 +530,7 @@ func TestOpenAPIContractRules(t *testing.T) {
 			}
 			if op.RequestBody != nil {
 				for _, code := range []int{http.StatusBadRequest, http.StatusRequestEntityTooLarge} {
-					if path != "/mcp" && op.Responses.Status(code) == nil {
+					if op.Responses.Status(code) == nil {
 						t.Errorf("%s: takes a body but does not declare %d", name, code)
 					}
 				}
@@ -810,6 +810,33 @@ func TestOpenAPIResponsesConform(t *testing.T) {
 	checkSSEEvent(t, e.spec, path, m.Event, m.ID, m.Data)
 	if m.Event != "reset" {
 		t.Errorf("resume past the head: got %q, want reset", m.Event)
+	}
+
+	// MCP over plain HTTP: a JSON-RPC request answered as JSON or as one SSE message event.
+	for _, accept := range []string{"application/json, text/event-stream", ""} {
+		rpc := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"openapi-test","version":"1"}}}`
+		req, err := http.NewRequest("POST", e.srv.URL+"/mcp", strings.NewReader(rpc))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Authorization", "Bearer "+testAdmin)
+		req.Header.Set("Content-Type", "application/json")
+		if accept != "" {
+			req.Header.Set("Accept", accept)
+		}
+		resp, err := e.srv.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := map[bool]int{true: 200, false: 400}[accept != ""]; resp.StatusCode != want {
+			t.Errorf("POST /mcp (Accept %q): status %d, want %d: %s", accept, resp.StatusCode, want, body)
+		}
+		checkResponse(t, e.spec, req, resp, body)
 	}
 
 	expect(http.StatusMethodNotAllowed, "DELETE", "/healthz", "", nil)

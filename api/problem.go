@@ -40,9 +40,30 @@ type TypedProblem interface {
 
 const problemBase = "https://canvasd.dev/problems/"
 
-// problemFor maps an error to its problem document. It is the one place where
-// errors become HTTP statuses.
+// ProblemExtras lets an error add members to its problem document (for
+// example the bad lines of an A2UI push).
+type ProblemExtras interface {
+	ProblemExtra() map[string]any
+}
+
+// problemFor maps an error to its problem document, with any members the
+// error offers through ProblemExtras. It is the one place where errors become
+// HTTP statuses.
 func problemFor(err error) Problem {
+	p := baseProblem(err)
+	var ex ProblemExtras
+	if errors.As(err, &ex) {
+		if p.Extra == nil {
+			p.Extra = map[string]any{}
+		}
+		for k, v := range ex.ProblemExtra() {
+			p.Extra[k] = v
+		}
+	}
+	return p
+}
+
+func baseProblem(err error) Problem {
 	var fe *canvas.FieldError
 	var tp TypedProblem
 	var mbe *http.MaxBytesError

@@ -30,6 +30,10 @@ func (s *Server) routes() chi.Router {
 		r.Method(http.MethodGet, "/metrics", promhttp.HandlerFor(s.cfg.Gatherer, promhttp.HandlerOpts{}))
 	}
 	r.Get("/openapi.yaml", s.handleOpenAPI)
+	hostAPI := newHostAPI(s, s.cfg.Host)
+	if hostAPI != nil {
+		hostAPI.mountPages(r) // authenticates itself; the built-in shell's assets are public
+	}
 
 	// Authenticated.
 	r.Group(func(r chi.Router) {
@@ -52,10 +56,15 @@ func (s *Server) routes() chi.Router {
 		r.Get("/sse/canvas/{canvas_id}", s.handleCanvasStream)
 
 		// Documents, snapshots and MCP (docs*.go, mcp*.go).
+		s.docRoutes(r)
+		r.Method(http.MethodPost, "/mcp", http.MaxBytesHandler(s.mcpHandler(nil), cmdLimit)) // nil: no in-process agent runner
 
 		// Agent (agent*.go).
 
 		// Canvas host, image messages and invoke (host*.go, messages*.go, invoke*.go).
+		if hostAPI != nil {
+			hostAPI.mountAPI(r)
+		}
 	})
 	return r
 }

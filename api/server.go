@@ -30,6 +30,7 @@ type Config struct {
 	MaxReplay       int64               // most commits replayed on resume before a reset (default 10000)
 	GestureInterval time.Duration       // minimum spacing of one actor's gestures (default 30 ms)
 	OpenAPISpec     []byte              // served at /openapi.yaml
+	Host            HostOptions         // canvas host, image messages and invoke (host.go); zero: not served
 }
 
 // Server is canvasd's HTTP API.

@@ -218,3 +218,21 @@ func TestA2UILimits(t *testing.T) {
 		t.Fatalf("surfaces: %v", err)
 	}
 }
+
+func TestA2UIStateLimit(t *testing.T) {
+	h, _ := newTestHost(t, Config{MaxStateBytes: 2000})
+	big := `{"dataModelUpdate":{"surfaceId":"a","path":"/k%d","contents":[{"key":"v","valueString":"` + strings.Repeat("x", 600) + `"}]}}`
+	var err error
+	n := 0
+	for ; n < 10 && err == nil; n++ {
+		_, err = h.PushA2UI("st", []byte(strings.Replace(big, "%d", itoa(n), 1)))
+	}
+	if !errors.Is(err, canvas.ErrTooLarge) || n < 2 {
+		t.Fatalf("after %d pushes: %v", n, err)
+	}
+	// The rejected push left the earlier state intact.
+	msgs, _ := h.A2UIMessages("st")
+	if len(msgs) != 1 || strings.Contains(string(msgs[0]), "k"+itoa(n-1)) {
+		t.Fatalf("state after a rejected push: %s", msgs)
+	}
+}

@@ -19,6 +19,7 @@ const (
 	DefaultMaxA2UILines        = 5000     // messages in one push
 	DefaultMaxComponents       = 10000    // components kept per surface
 	DefaultMaxSurfaces         = 256      // surfaces kept per session
+	DefaultMaxStateBytes int64 = 8 << 20  // encoded surfaces and data models of one session
 	maxSessionLen              = 128
 )
 
@@ -33,6 +34,7 @@ type Config struct {
 	MaxA2UILines  int
 	MaxComponents int
 	MaxSurfaces   int
+	MaxStateBytes int64
 	QueueSize     int
 	// ShellFS holds the built-in A2UI shell (index.html, shell.js, shell.css);
 	// nil uses the embedded copy. When it has no index.html the host serves a
@@ -79,6 +81,9 @@ func New(cfg Config) (*Host, error) {
 	}
 	if cfg.MaxSurfaces <= 0 {
 		cfg.MaxSurfaces = DefaultMaxSurfaces
+	}
+	if cfg.MaxStateBytes <= 0 {
+		cfg.MaxStateBytes = DefaultMaxStateBytes
 	}
 	if cfg.QueueSize <= 0 {
 		cfg.QueueSize = DefaultQueueSize

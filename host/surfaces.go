@@ -110,6 +110,10 @@ func (h *Host) persistLocked(session string, st *sessionState) error {
 	if err != nil {
 		return fmt.Errorf("host: encode a2ui state: %w", err)
 	}
+	if int64(len(b)) > h.cfg.MaxStateBytes {
+		return fmt.Errorf("the session's surfaces would take %d bytes, over the limit of %d; delete surfaces (deleteSurface) or send smaller data models: %w",
+			len(b), h.cfg.MaxStateBytes, canvas.ErrTooLarge)
+	}
 	if err := h.root.Mkdir(session, 0o750); err != nil && !errors.Is(err, fs.ErrExist) {
 		return fmt.Errorf("host: create session %q: %w", session, err)
 	}
@@ -165,7 +169,8 @@ type PushResult struct {
 // after the push: every component id reference resolves, every
 // beginRendering root exists, no component contains itself, and the surface
 // and component limits hold. A bad push is a *ValidationError (422); a body
-// over MaxA2UIBytes is ErrTooLarge.
+// over MaxA2UIBytes, or surfaces that would encode to more than
+// MaxStateBytes, is ErrTooLarge (and nothing is applied).
 func (h *Host) PushA2UI(session string, body []byte) (PushResult, error) {
 	if err := ValidateSession(session); err != nil {
 		return PushResult{}, err

@@ -31,6 +31,12 @@ func bigState(tb testing.TB, n int) *canvas.State {
 }
 
 func benchDecideApply(b *testing.B, s *canvas.State, typ string, args func(i int) string) {
+	benchDecideApplyAs(b, s, "user-1", typ, args)
+}
+
+// benchDecideApplyAs runs Decide+Apply with commits by actor; an empty actor
+// records no undo history (doc_history.go), which isolates the reducer core.
+func benchDecideApplyAs(b *testing.B, s *canvas.State, actor, typ string, args func(i int) string) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
@@ -40,6 +46,7 @@ func benchDecideApply(b *testing.B, s *canvas.State, typ string, args func(i int
 			b.Fatal(err)
 		}
 		c := commitOf(cmd, dec)
+		c.ActorID = actor
 		if err := Apply(s, &c); err != nil {
 			b.Fatal(err)
 		}
@@ -50,6 +57,12 @@ func benchDecideApply(b *testing.B, s *canvas.State, typ string, args func(i int
 func BenchmarkMove10k(b *testing.B) {
 	s := bigState(b, 10000)
 	benchDecideApply(b, s, "move", func(i int) string { return fmt.Sprintf(`{"ids":["n%d"],"dx":1,"dy":-1}`, i%10000) })
+}
+
+// BenchmarkMove10kNoHistory: the same without undo-history recording.
+func BenchmarkMove10kNoHistory(b *testing.B) {
+	s := bigState(b, 10000)
+	benchDecideApplyAs(b, s, "", "move", func(i int) string { return fmt.Sprintf(`{"ids":["n%d"],"dx":1,"dy":-1}`, i%10000) })
 }
 
 // BenchmarkMoveDecide10k: Decide alone (the part that runs under the canvas lock before the append).
@@ -106,4 +119,3 @@ func BenchmarkDecodeState10k(b *testing.B) {
 		}
 	}
 }
-

@@ -86,22 +86,115 @@ type rawDiff struct {
 	text string
 }
 
-// lineDiffs diffs before and after with go-diff's line mode:
-// DiffLinesToRunes → DiffMainRunes → DiffCharsToLines.
+// lineDiffs diffs before and after in go-diff's line mode: every distinct
+// line (terminator included) becomes one rune, go-diff's DiffMainRunes diffs
+// the rune strings, and the runes map back to lines. This is
+// DiffLinesToRunes → DiffMainRunes → DiffCharsToLines with a tokenizer that
+// presizes its table and slices lines instead of copying them, plus trimming
+// of common leading and trailing lines first.
 func lineDiffs(before, after string) []rawDiff {
-	dmp := diffmatchpatch.New()
-	r1, r2, lines := dmp.DiffLinesToRunes(before, after)
-	diffs := dmp.DiffCharsToLines(dmp.DiffMainRunes(r1, r2, false), lines)
-	out := make([]rawDiff, 0, len(diffs))
-	for _, d := range diffs {
-		k := byte(' ')
-		switch d.Type {
-		case diffmatchpatch.DiffDelete:
-			k = '-'
-		case diffmatchpatch.DiffInsert:
-			k = '+'
+	a, b := splitKeep(before), splitKeep(after)
+	// Common prefix and suffix lines need no diffing.
+	p := 0
+	for p < len(a) && p < len(b) && a[p] == b[p] {
+		p++
+	}
+	q := 0
+	for q < len(a)-p && q < len(b)-p && a[len(a)-1-q] == b[len(b)-1-q] {
+		q++
+	}
+	var out []rawDiff
+	if p > 0 {
+		out = append(out, rawDiff{' ', strings.Join(a[:p], "")})
+	}
+	ma, mb := a[p:len(a)-q], b[p:len(b)-q]
+	switch {
+	case len(ma) == 0 && len(mb) == 0:
+	case len(ma) == 0:
+		out = append(out, rawDiff{'+', strings.Join(mb, "")})
+	case len(mb) == 0:
+		out = append(out, rawDiff{'-', strings.Join(ma, "")})
+	default:
+		out = append(out, diffMiddle(ma, mb)...)
+	}
+	if q > 0 {
+		out = append(out, rawDiff{' ', strings.Join(a[len(a)-q:], "")})
+	}
+	return out
+}
+
+// maxLineRunes is the number of distinct lines the rune encoding can hold
+// (every code point except the surrogates).
+const maxLineRunes = 0x110000 - 0x800
+
+func diffMiddle(a, b []string) []rawDiff {
+	ids := make(map[string]rune, len(a)+len(b))
+	var table []string
+	encode := func(lines []string) []rune {
+		rs := make([]rune, len(lines))
+		for i, l := range lines {
+			r, ok := ids[l]
+			if !ok {
+				n := len(table)
+				r = rune(n)
+				if n >= 0xD800 {
+					r = rune(n + 0x800) // skip the surrogates: they are not valid runes
+				}
+				ids[l] = r
+				table = append(table, l)
+			}
+			rs[i] = r
 		}
-		out = append(out, rawDiff{kind: k, text: d.Text})
+		return rs
+	}
+	if len(a)+len(b) >= maxLineRunes { // too many distinct lines to encode: go-diff's own tokenizer
+		dmp := diffmatchpatch.New()
+		r1, r2, lines := dmp.DiffLinesToRunes(strings.Join(a, ""), strings.Join(b, ""))
+		var out []rawDiff
+		for _, d := range dmp.DiffCharsToLines(dmp.DiffMainRunes(r1, r2, false), lines) {
+			out = append(out, rawDiff{diffKind(d.Type), d.Text})
+		}
+		return out
+	}
+	r1, r2 := encode(a), encode(b)
+	diffs := diffmatchpatch.New().DiffMainRunes(r1, r2, false)
+	out := make([]rawDiff, 0, len(diffs))
+	var sb strings.Builder
+	for _, d := range diffs {
+		sb.Reset()
+		for _, r := range d.Text {
+			n := int(r)
+			if n >= 0xD800 {
+				n -= 0x800
+			}
+			sb.WriteString(table[n])
+		}
+		out = append(out, rawDiff{diffKind(d.Type), sb.String()})
+	}
+	return out
+}
+
+func diffKind(t diffmatchpatch.Operation) byte {
+	switch t {
+	case diffmatchpatch.DiffDelete:
+		return '-'
+	case diffmatchpatch.DiffInsert:
+		return '+'
+	}
+	return ' '
+}
+
+// splitKeep splits text into lines that keep their terminators.
+func splitKeep(text string) []string {
+	out := make([]string, 0, strings.Count(text, "\n")+1)
+	for pos := 0; pos < len(text); {
+		i := strings.IndexByte(text[pos:], '\n')
+		if i < 0 {
+			out = append(out, text[pos:])
+			break
+		}
+		out = append(out, text[pos:pos+i+1])
+		pos += i + 1
 	}
 	return out
 }

@@ -94,10 +94,14 @@ func (h *HistoryCapture) Record(s *canvas.State) {
 		return
 	}
 	c := h.c
-	if s.History == nil {
-		s.History = canvas.History{}
+	// The map is replaced, never modified in place, so a holder of the old
+	// s.History (the engine's rollback journal, a Clone) keeps the old stacks.
+	hist := make(canvas.History, len(s.History)+1)
+	for k, v := range s.History {
+		hist[k] = v
 	}
-	old := s.History[c.ActorID]
+	defer func() { s.History = hist }()
+	old := hist[c.ActorID]
 	ah := &canvas.ActorHistory{LastRev: c.Rev}
 	if old != nil {
 		ah.Undo, ah.Redo = old.Undo, old.Redo
@@ -122,8 +126,19 @@ func (h *HistoryCapture) Record(s *canvas.State) {
 				renames[r.Ref()] = [2]int64{r.Rev, c.Rev}
 			}
 		}
+		// The restored values are current again under c.Rev, for every
+		// actor's entries (bob undoing his edit lets alice undo hers).
 		ah.Undo = renameStamps(ah.Undo, renames)
 		ah.Redo = renameStamps(ah.Redo, renames)
+		for id, other := range hist {
+			if id == c.ActorID {
+				continue
+			}
+			u, r := renameStamps(other.Undo, renames), renameStamps(other.Redo, renames)
+			if !sameEntries(u, other.Undo) || !sameEntries(r, other.Redo) {
+				hist[id] = &canvas.ActorHistory{Undo: u, Redo: r, LastRev: other.LastRev}
+			}
+		}
 	default:
 		ah.Redo = nil
 		if len(c.Changes) > 0 {
@@ -132,16 +147,16 @@ func (h *HistoryCapture) Record(s *canvas.State) {
 	}
 	ah.Undo = boundEntries(ah.Undo)
 	ah.Redo = boundEntries(ah.Redo)
-	s.History[c.ActorID] = ah
-	if len(s.History) > MaxHistoryActors {
+	hist[c.ActorID] = ah
+	if len(hist) > MaxHistoryActors {
 		var victim string
 		var min int64 = -1
-		for id, a := range s.History {
+		for id, a := range hist {
 			if min < 0 || a.LastRev < min || a.LastRev == min && id < victim {
 				victim, min = id, a.LastRev
 			}
 		}
-		delete(s.History, victim)
+		delete(hist, victim)
 	}
 }
 
@@ -171,13 +186,30 @@ func renameStamps(stack []canvas.HistoryEntry, renames map[canvas.Ref][2]int64) 
 	if len(renames) == 0 || len(stack) == 0 {
 		return stack
 	}
-	out := make([]canvas.HistoryEntry, len(stack))
+	var out []canvas.HistoryEntry
 	for i, e := range stack {
-		e.Expect = renameRefRevs(e.Expect, renames)
-		e.Restore = renameRefRevs(e.Restore, renames)
-		out[i] = e
+		ex, re := renameRefRevs(e.Expect, renames), renameRefRevs(e.Restore, renames)
+		if out == nil && sameRefRevs(ex, e.Expect) && sameRefRevs(re, e.Restore) {
+			continue
+		}
+		if out == nil {
+			out = append([]canvas.HistoryEntry(nil), stack...)
+		}
+		out[i].Expect, out[i].Restore = ex, re
+	}
+	if out == nil {
+		return stack
 	}
 	return out
+}
+
+// sameRefRevs and sameEntries report whether two slices share their backing array and length.
+func sameRefRevs(a, b []canvas.RefRev) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
+}
+
+func sameEntries(a, b []canvas.HistoryEntry) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
 }
 
 func renameRefRevs(rs []canvas.RefRev, renames map[canvas.Ref][2]int64) []canvas.RefRev {
@@ -520,7 +552,9 @@ func decideHistory(s *canvas.State, cmd canvas.Command, undo bool) (Decision, er
 			verb = "redo"
 		}
 		return dec, &canvas.ConflictError{Result: canvas.ConflictResult{
-			Status: canvas.StatusConflict, CurrentRev: s.Rev, BaseRev: base, ConflictingIDs: conflicting,
+			// RecoveryOps: the engine fills in the commits after BaseRev that
+			// touched ConflictingIDs (Decide cannot read the log).
+			Status: canvas.StatusConflict, CurrentRev: s.Rev, BaseRev: base, ConflictingIDs: conflicting, RecoveryOps: []canvas.Commit{},
 			Suggestion: fmt.Sprintf("cannot %s %s (rev %d): %s changed since; recovery_ops lists who changed what. Re-read the state and edit directly instead.",
 				verb, e.Type, e.Rev, strings.Join(conflicting, ", ")),
 		}}
@@ -770,4 +804,21 @@ func propsEqual(a, b map[string]any) bool {
 		return true
 	}
 	return reflect.DeepEqual(a, b)
+}
+
+// RevertSnapshotID returns the snapshot_id of revert_to_snapshot args, for
+// the engine to load the state at that snapshot into Command.Snapshot before
+// Decide. Malformed args are a *canvas.FieldError naming the field.
+func RevertSnapshotID(args json.RawMessage) (string, error) {
+	var a revertArgs
+	if len(args) == 0 {
+		args = json.RawMessage("{}")
+	}
+	if err := decodeArgs(args, &a); err != nil {
+		return "", err
+	}
+	if a.SnapshotID == "" {
+		return "", canvas.Unprocessable("args.snapshot_id", "is required: an id from GET /api/canvases/{id}/snapshots")
+	}
+	return a.SnapshotID, nil
 }

@@ -4,12 +4,16 @@
 package main
 
 import (
+	"errors"
+
 	"context"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/canvasd/canvasd/host"
 )
 
 func main() {
@@ -58,7 +62,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "canvasd %s: %v\n", sub, err)
-		if _, ok := err.(usageError); ok {
+		var hostUsage host.UsageError
+		if _, ok := err.(usageError); ok || errors.As(err, &hostUsage) {
 			return 2
 		}
 		return 1
@@ -76,5 +81,5 @@ type subcommand func(ctx context.Context, args []string, getenv func(string) str
 
 // extraCommands are the subcommands beyond serve, migrate and token.
 func extraCommands() map[string]subcommand {
-	return map[string]subcommand{}
+	return map[string]subcommand{"host": host.Command}
 }

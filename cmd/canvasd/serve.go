@@ -19,6 +19,7 @@ import (
 	canvasd "github.com/canvasd/canvasd"
 	"github.com/canvasd/canvasd/api"
 	"github.com/canvasd/canvasd/canvas"
+	"github.com/canvasd/canvasd/host"
 	"github.com/canvasd/canvasd/store"
 	"github.com/canvasd/canvasd/store/pgstore"
 	"github.com/canvasd/canvasd/store/sqlitestore"
@@ -68,8 +69,15 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		return err
 	}
 	defer engine.Stop()
+	hostSrv, err := host.New(host.Config{DataDir: c.DataDir, MaxImageBytes: c.MaxImageBytes, Logger: log})
+	if err != nil {
+		return err
+	}
+	defer hostSrv.Close()
+	broker := host.NewBroker(hostSrv.HostDeliverer(api.CanvasInvokeDeliverer(hub)))
 	srv, err := api.New(api.Config{Logger: log, Engine: engine, Store: st, Hub: hub, Metrics: metrics, Gatherer: reg,
-		AdminToken: c.AdminToken, MaxCommandBytes: c.MaxCommandBytes, Heartbeat: c.Heartbeat, OpenAPISpec: canvasd.Spec})
+		AdminToken: c.AdminToken, MaxCommandBytes: c.MaxCommandBytes, Heartbeat: c.Heartbeat, OpenAPISpec: canvasd.Spec,
+		Host: api.HostOptions{Host: hostSrv, Broker: broker}})
 	if err != nil {
 		return err
 	}
@@ -79,6 +87,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		return fmt.Errorf("listening on %s: %w", c.Addr, err)
 	}
 	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+	hs.RegisterOnShutdown(hostSrv.Hub().CloseAll)
 	backend := "embedded SQLite in " + c.DataDir
 	if c.DatabaseURL != "" {
 		backend = "PostgreSQL"

@@ -93,7 +93,7 @@ func (s *Store) listenOnce(ctx context.Context, wake func(string)) (listened boo
 		if err != nil {
 			return true, err
 		}
-		if id, own := s.parsePayload(n.Payload); !own && false {
+		if id, own := s.parsePayload(n.Payload); !own {
 			wake(id)
 		}
 	}

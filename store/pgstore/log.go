@@ -48,8 +48,11 @@ SELECT (SELECT count(*) FROM head), EXISTS (SELECT 1 FROM canvases WHERE id = $1
 // canvas.ErrHeadMismatch, a key already stored for the canvas (or repeated
 // within idem) canvas.ErrDuplicateIdempotencyKey, a missing canvas
 // canvas.ErrNotFound; in each case nothing is written. Commits whose Rev is
-// not the next revision are canvas.ErrInvalid. After the commit, other
-// processes are notified (asynchronously; see Listen).
+// not the next revision are canvas.ErrInvalid. An error wrapping
+// canvas.ErrUnavailable (the database went away or did not answer in time)
+// leaves the outcome unknown, as with any remote commit: the statement may
+// have committed, so re-read the head and the log before deciding again.
+// After the commit, other processes are notified (asynchronously; see Listen).
 func (s *Store) Append(ctx context.Context, canvasID string, expectedHead int64, commits []canvas.Commit, idem []store.IdempotencyRecord) error {
 	if expectedHead < 0 {
 		return fmt.Errorf("pgstore: append to %q: expected head %d < 0: %w", canvasID, expectedHead, canvas.ErrInvalid)

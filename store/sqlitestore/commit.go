@@ -85,9 +85,14 @@ type writer struct {
 	// Multi-row INSERTs, prepared on first use: insCommits[k] inserts k+1
 	// rows. One statement per chunk of up to maxRows rows costs far less
 	// than one per row.
-	insCommits, insIdems [maxRows]*sql.Stmt
-	args                 []any // reused argument buffer
+	insCommits, insIdems, hasKeys [maxRows]*sql.Stmt
+	args                          []any // reused argument buffer
+
+	pending []*job               // checked Appends whose rows flush inserts
+	keys    map[idemKey]struct{} // idempotency keys taken by this batch's Appends
 }
+
+type idemKey struct{ canvasID, key string }
 
 // maxRows is the largest multi-row INSERT (SQLite allows 32766 parameters).
 const maxRows = 32
@@ -97,15 +102,16 @@ const (
 	commitRow    = `(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	insIdemSQL   = `INSERT INTO idempotency (canvas_id, key, fingerprint, status, body, rev, created_at) VALUES `
 	idemRow      = `(?, ?, ?, ?, ?, ?, ?)`
-	idemTail     = ` ON CONFLICT DO NOTHING`
+	hasKeysSQL   = `SELECT key FROM idempotency WHERE canvas_id = ? AND key IN (`
 )
 
-// rowsStmt returns the cached statement inserting n rows (1 ≤ n ≤ maxRows).
-func (w *writer) rowsStmt(cache *[maxRows]*sql.Stmt, n int, head, row, tail string) (*sql.Stmt, error) {
+// cached returns the cached statement head + n×item (joined by sep) + tail,
+// preparing it on first use (1 ≤ n ≤ maxRows).
+func (w *writer) cached(cache *[maxRows]*sql.Stmt, n int, head, item, sep, tail string) (*sql.Stmt, error) {
 	if st := cache[n-1]; st != nil {
 		return st, nil
 	}
-	q := head + strings.Repeat(row+", ", n-1) + row + tail
+	q := head + strings.Repeat(item+sep, n-1) + item + tail
 	st, err := w.conn.PrepareContext(bg, q)
 	if err != nil {
 		return nil, mapErr("prepare", err)
@@ -115,7 +121,7 @@ func (w *writer) rowsStmt(cache *[maxRows]*sql.Stmt, n int, head, row, tail stri
 }
 
 func newWriter(ctx context.Context, conn *sql.Conn) (*writer, error) {
-	w := &writer{conn: conn}
+	w := &writer{conn: conn, keys: map[idemKey]struct{}{}}
 	for _, p := range []struct {
 		dst **sql.Stmt
 		q   string
@@ -142,7 +148,7 @@ func newWriter(ctx context.Context, conn *sql.Conn) (*writer, error) {
 
 func (w *writer) close() {
 	sts := []*sql.Stmt{w.begin, w.commit, w.rollback, w.savepoint, w.release, w.rollbackTo, w.updHead, w.headOf, w.has}
-	sts = append(append(sts, w.insCommits[:]...), w.insIdems[:]...)
+	sts = append(append(append(sts, w.insCommits[:]...), w.insIdems[:]...), w.hasKeys[:]...)
 	for _, st := range sts {
 		if st != nil {
 			st.Close()
@@ -197,6 +203,13 @@ func (s *Store) commitLoop(w *writer) {
 		s.batches.Add(1)
 		s.jobsDone.Add(int64(len(batch)))
 		prev = len(batch)
+		var appended int64
+		for _, j := range batch {
+			if j.err == nil && j.fn == nil {
+				appended += int64(len(j.commits))
+			}
+		}
+		s.commitsDone.Add(appended)
 		for i, j := range batch {
 			j.done <- struct{}{}
 			batch[i] = nil
@@ -204,65 +217,119 @@ func (s *Store) commitLoop(w *writer) {
 	}
 }
 
-// runBatch runs the jobs in one transaction, each in its own savepoint (a
-// lone job needs none: its failure rolls back the whole transaction), and
-// sets every job's err. A job's nil err stands only if COMMIT succeeds.
+// runBatch runs the jobs in one transaction and sets every job's err; a
+// job's nil err stands only if COMMIT succeeds.
+//
+// An Append is checked first (its idempotency keys are not stored, not even
+// by an earlier Append of this batch; then the head moves only if it is the
+// expected one), so a failing Append writes nothing and needs no savepoint.
+// The rows of the Appends that passed are inserted together, a few
+// multi-row INSERTs for the whole batch. Any other write runs in its own
+// savepoint, after the pending rows are flushed.
+//
+// If that fast path meets an unexpected error (say a row that violates a
+// constraint the checks cannot see), the transaction is rolled back and the
+// batch runs again isolated: every job in its own savepoint with its own
+// INSERTs, so only the culprit fails. An error that breaks the transaction
+// itself (I/O, full disk) fails every job.
 func (s *Store) runBatch(w *writer, batch []*job) {
+	if !s.tryBatch(w, batch, false) {
+		return
+	}
+	for _, j := range batch {
+		j.err = nil
+	}
+	s.tryBatch(w, batch, true)
+}
+
+// tryBatch runs batch once; it reports whether the caller should run it
+// again isolated (only after a fast-path failure, with everything rolled back).
+func (s *Store) tryBatch(w *writer, batch []*job, isolated bool) (retry bool) {
 	if _, err := w.begin.ExecContext(bg); err != nil {
 		err = mapErr("begin", err)
 		for _, j := range batch {
 			j.err = err
 		}
-		return
+		return false
 	}
-	if len(batch) == 1 {
-		j := batch[0]
-		j.err = s.runJob(w, j)
-		if j.err != nil {
-			s.rollbackAll(w)
-			return
+	w.pending = w.pending[:0]
+	clear(w.keys)
+	single := len(batch) == 1
+	for _, j := range batch {
+		if err := j.ctx.Err(); err != nil {
+			j.err = fmt.Errorf("sqlitestore: write canceled before it ran: %w", err)
+			continue
 		}
-	} else {
-		for i, j := range batch {
-			if _, err := w.savepoint.ExecContext(bg); err != nil {
-				s.abort(w, batch[:i], batch[i:], mapErr("savepoint", err))
-				return
+		if j.fn == nil && !isolated {
+			var fatal error
+			if j.err, fatal = w.checkAppend(j); fatal != nil {
+				s.abort(w, batch, fatal)
+				return !single
 			}
-			if j.err = s.runJob(w, j); j.err != nil {
-				if _, err := w.rollbackTo.ExecContext(bg); err != nil {
-					// The failure took the transaction down (I/O error, full
-					// disk): nothing in it can be committed.
-					s.abort(w, batch[:i], batch[i+1:], mapErr("rollback to savepoint", err))
-					return
+			if j.err == nil {
+				w.pending = append(w.pending, j)
+			}
+			continue
+		}
+		if err := w.flush(); err != nil {
+			s.abort(w, batch, err)
+			return !isolated && !single
+		}
+		// The flushed keys are in the table now; fn may delete some
+		// (DeleteCanvas, PruneIdempotency), so the table alone decides.
+		clear(w.keys)
+		run := j.fn
+		if run == nil { // an Append, isolated
+			run = func(w *writer) error {
+				err, fatal := w.checkAppend(j)
+				if err == nil && fatal == nil {
+					w.pending = append(w.pending, j)
+					fatal = w.flush()
 				}
-			}
-			if _, err := w.release.ExecContext(bg); err != nil {
-				s.abort(w, batch[:i+1], batch[i+1:], mapErr("release savepoint", err))
-				return
+				return errors.Join(err, fatal)
 			}
 		}
+		if single {
+			if j.err = run(w); j.err != nil {
+				s.rollbackAll(w)
+				return false
+			}
+			continue
+		}
+		if _, err := w.savepoint.ExecContext(bg); err != nil {
+			s.abort(w, batch, mapErr("savepoint", err))
+			return false
+		}
+		if j.err = run(w); j.err != nil {
+			w.pending = w.pending[:0]
+			if _, err := w.rollbackTo.ExecContext(bg); err != nil {
+				// The failure took the transaction down (I/O error, full
+				// disk): nothing in it can be committed.
+				s.abort(w, batch, mapErr("rollback to savepoint", err))
+				return false
+			}
+		}
+		if _, err := w.release.ExecContext(bg); err != nil {
+			s.abort(w, batch, mapErr("release savepoint", err))
+			return false
+		}
+	}
+	if err := w.flush(); err != nil {
+		s.abort(w, batch, err)
+		return !isolated && !single
 	}
 	if _, err := w.commit.ExecContext(bg); err != nil {
-		err = mapErr("commit", err)
-		s.rollbackAll(w)
-		for _, j := range batch {
-			if j.err == nil {
-				j.err = err
-			}
-		}
+		s.abort(w, batch, mapErr("commit", err))
 	}
+	return false
 }
 
-// abort rolls the transaction back after an error that broke it: jobs in
-// ran that had succeeded, and every job in rest, fail with err.
-func (s *Store) abort(w *writer, ran, rest []*job, err error) {
+// abort rolls the transaction back after an error that broke it: every job
+// that had not failed on its own fails with err.
+func (s *Store) abort(w *writer, batch []*job, err error) {
 	s.rollbackAll(w)
-	for _, j := range ran {
-		if j.err == nil {
-			j.err = err
-		}
-	}
-	for _, j := range rest {
+	w.pending = w.pending[:0]
+	for _, j := range batch {
 		if j.err == nil {
 			j.err = err
 		}
@@ -276,85 +343,125 @@ func (s *Store) rollbackAll(w *writer) {
 	}
 }
 
-func (s *Store) runJob(w *writer, j *job) error {
-	if err := j.ctx.Err(); err != nil {
-		return fmt.Errorf("sqlitestore: write canceled before it ran: %w", err)
+// checkAppend decides an Append inside the batch's transaction without
+// writing anything but the new head: err is the Append's own failure
+// (nothing written), fatal an error that breaks the transaction.
+func (w *writer) checkAppend(j *job) (err, fatal error) {
+	for i := range j.idem {
+		k := idemKey{j.canvasID, j.idem[i].Key}
+		if _, dup := w.keys[k]; dup {
+			return fmt.Errorf("sqlitestore: append to canvas %q: idempotency key %q: %w", j.canvasID, k.key, canvas.ErrDuplicateIdempotencyKey), nil
+		}
 	}
-	if j.fn != nil {
-		return j.fn(w)
+	for lo := 0; lo < len(j.idem); lo += maxRows {
+		rs := j.idem[lo:min(lo+maxRows, len(j.idem))]
+		st, err := w.cached(&w.hasKeys, len(rs), hasKeysSQL, "?", ", ", ")")
+		if err != nil {
+			return nil, err
+		}
+		args := append(w.args[:0], j.canvasID)
+		for i := range rs {
+			args = append(args, rs[i].Key)
+		}
+		w.args = args
+		var key string
+		err = st.QueryRowContext(bg, args...).Scan(&key)
+		clear(args)
+		if err == nil {
+			return fmt.Errorf("sqlitestore: append to canvas %q: idempotency key %q: %w", j.canvasID, key, canvas.ErrDuplicateIdempotencyKey), nil
+		}
+		if !errors.Is(err, sql.ErrNoRows) {
+			return nil, mapErr("append to "+j.canvasID, err)
+		}
 	}
-	return w.appendCommits(j)
-}
-
-func (w *writer) appendCommits(j *job) error {
 	newHead := j.expectedHead + int64(len(j.commits))
 	res, err := w.updHead.ExecContext(bg, newHead, j.canvasID, j.expectedHead)
 	if err != nil {
-		return mapErr("append to "+j.canvasID, err)
+		return nil, mapErr("append to "+j.canvasID, err)
 	}
 	if n, err := res.RowsAffected(); err != nil {
-		return mapErr("append to "+j.canvasID, err)
+		return nil, mapErr("append to "+j.canvasID, err)
 	} else if n == 0 {
 		var head int64
 		err := w.headOf.QueryRowContext(bg, j.canvasID).Scan(&head)
 		if errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("sqlitestore: append to canvas %q: %w", j.canvasID, canvas.ErrNotFound)
+			return fmt.Errorf("sqlitestore: append to canvas %q: %w", j.canvasID, canvas.ErrNotFound), nil
 		}
 		if err != nil {
-			return mapErr("append to "+j.canvasID, err)
+			return nil, mapErr("append to "+j.canvasID, err)
 		}
 		return fmt.Errorf("sqlitestore: append to canvas %q: expected head %d, stored head is %d: %w",
-			j.canvasID, j.expectedHead, head, canvas.ErrHeadMismatch)
+			j.canvasID, j.expectedHead, head, canvas.ErrHeadMismatch), nil
 	}
-	for lo := 0; lo < len(j.idem); lo += maxRows {
-		rs := j.idem[lo:min(lo+maxRows, len(j.idem))]
-		st, err := w.rowsStmt(&w.insIdems, len(rs), insIdemSQL, idemRow, idemTail)
+	for i := range j.idem {
+		w.keys[idemKey{j.canvasID, j.idem[i].Key}] = struct{}{}
+	}
+	return nil, nil
+}
+
+// flush inserts the rows of the pending (checked) Appends: idempotency
+// records, then commits, up to maxRows rows per statement. An error here is
+// unexpected (the checks passed) and breaks the transaction.
+func (w *writer) flush() error {
+	if len(w.pending) == 0 {
+		return nil
+	}
+	defer func() { w.pending = w.pending[:0] }()
+	args, rows := w.args[:0], 0
+	insert := func(cache *[maxRows]*sql.Stmt, head, row, tail string) error {
+		st, err := w.cached(cache, rows, head, row, ", ", tail)
 		if err != nil {
 			return err
 		}
-		args := w.args[:0]
-		for i := range rs {
-			r := &rs[i]
+		_, err = st.ExecContext(bg, args...)
+		clear(args)
+		args, rows = args[:0], 0
+		if err != nil {
+			return mapErr("append", err)
+		}
+		return nil
+	}
+	for _, j := range w.pending {
+		for i := range j.idem {
+			r := &j.idem[i]
 			body := r.Body
 			if body == nil {
 				body = []byte{}
 			}
 			args = append(args, j.canvasID, r.Key, r.Fingerprint, r.Status, body, r.Rev, r.CreatedAt.UnixMicro())
-		}
-		w.args = args
-		res, err := st.ExecContext(bg, args...)
-		clear(args)
-		if err != nil {
-			return mapErr("append to "+j.canvasID, err)
-		}
-		if n, err := res.RowsAffected(); err != nil {
-			return mapErr("append to "+j.canvasID, err)
-		} else if n != int64(len(rs)) {
-			return fmt.Errorf("sqlitestore: append to canvas %q: %w", j.canvasID, canvas.ErrDuplicateIdempotencyKey)
+			if rows++; rows == maxRows {
+				if err := insert(&w.insIdems, insIdemSQL, idemRow, ""); err != nil {
+					return err
+				}
+			}
 		}
 	}
-	for lo := 0; lo < len(j.commits); lo += maxRows {
-		cs := j.commits[lo:min(lo+maxRows, len(j.commits))]
-		st, err := w.rowsStmt(&w.insCommits, len(cs), insCommitSQL, commitRow, "")
-		if err != nil {
+	if rows > 0 {
+		if err := insert(&w.insIdems, insIdemSQL, idemRow, ""); err != nil {
 			return err
 		}
-		args := w.args[:0]
-		for i := range cs {
-			c := &cs[i]
+	}
+	for _, j := range w.pending {
+		for i := range j.commits {
+			c := &j.commits[i]
 			var a any
 			if c.Args != nil {
 				a = string(c.Args)
 			}
 			args = append(args, j.canvasID, c.Rev, c.EventID, c.CmdID, c.Type, a,
-				c.ActorID, string(c.ActorType), c.TS.UnixMicro(), j.changes[lo+i])
-		}
-		w.args = args
-		_, err = st.ExecContext(bg, args...)
-		clear(args)
-		if err != nil {
-			return mapErr("append to "+j.canvasID, err)
+				c.ActorID, string(c.ActorType), c.TS.UnixMicro(), j.changes[i])
+			if rows++; rows == maxRows {
+				if err := insert(&w.insCommits, insCommitSQL, commitRow, ""); err != nil {
+					return err
+				}
+			}
 		}
 	}
+	if rows > 0 {
+		if err := insert(&w.insCommits, insCommitSQL, commitRow, ""); err != nil {
+			return err
+		}
+	}
+	w.args = args
 	return nil
 }

@@ -3,6 +3,7 @@ package sqlitestore_test
 import (
 	"bufio"
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -18,10 +19,18 @@ import (
 	"time"
 
 	"github.com/canvasd/canvasd/canvas"
+	"github.com/canvasd/canvasd/migrations"
 	"github.com/canvasd/canvasd/store"
 	"github.com/canvasd/canvasd/store/sqlitestore"
 	"github.com/canvasd/canvasd/store/storetest"
+	"go.uber.org/goleak"
 )
+
+// TestMain fails the package if any test leaves a goroutine behind (the
+// committer, the checkpointer, database/sql's openers).
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
 
 func openAt(t testing.TB, path string, opts ...sqlitestore.Option) *sqlitestore.Store {
 	t.Helper()
@@ -388,3 +397,193 @@ func reportCPU(b *testing.B, since time.Duration, commits int64) {
 
 // killAfterN returns the number of acks runAndKill read (stored under "").
 func killAfterN(acked map[string]int64) int64 { return acked[""] }
+
+// TestMigrationDownUndoesUp applies every down script in reverse and checks
+// that no table is left, then that the up scripts apply again.
+func TestMigrationDownUndoesUp(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "m.db")
+	openAt(t, path).Close()
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	ms, err := migrations.Load(sqlitestore.Dialect)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tables := func() []string {
+		rows, err := db.Query(`SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name != 'schema_migrations' ORDER BY name`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
+		var out []string
+		for rows.Next() {
+			var n string
+			if err := rows.Scan(&n); err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, n)
+		}
+		return out
+	}
+	if got := tables(); len(got) != 8 {
+		t.Fatalf("tables after up: %v", got)
+	}
+	for i := len(ms) - 1; i >= 0; i-- {
+		if _, err := db.Exec(ms[i].Down); err != nil {
+			t.Fatalf("down %d: %v", ms[i].Version, err)
+		}
+		if _, err := db.Exec(`DELETE FROM schema_migrations WHERE version = ?`, ms[i].Version); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := tables(); len(got) != 0 {
+		t.Fatalf("tables left after every down: %v", got)
+	}
+	db.Close()
+	s := openAt(t, path) // applies the ups again
+	defer s.Close()
+	if err := s.CreateCanvas(context.Background(), canvas.Canvas{ID: "c", CreatedAt: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestAgentTables checks the agent tables' defaults and constraints, and
+// that DeleteCanvas removes a canvas's sessions and their todos.
+func TestAgentTables(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "a.db")
+	s := openAt(t, path)
+	defer s.Close()
+	ctx := context.Background()
+	for _, id := range []string{"c1", "c2"} {
+		if err := s.CreateCanvas(ctx, canvas.Canvas{ID: id, CreatedAt: time.Now()}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db, err := sql.Open("sqlite", path+"?_pragma=foreign_keys(1)&_pragma=busy_timeout(5000)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	mustExec := func(q string, args ...any) {
+		t.Helper()
+		if _, err := db.Exec(q, args...); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	mustExec(`INSERT INTO canvas_agent_sessions (id, canvas_id, actor_id, state, data) VALUES ('s1', 'c1', 'agent-x', 'streaming', '{"k":1}')`)
+	mustExec(`INSERT INTO canvas_agent_sessions (id, canvas_id, actor_id, state) VALUES ('s2', 'c2', 'agent-x', 'done')`)
+	mustExec(`INSERT INTO canvas_agent_todos (session_id, text) VALUES ('s1', 'draw a box'), ('s1', 'label it')`)
+	mustExec(`INSERT INTO canvas_agent_todos (session_id, text, status, position) VALUES ('s2', 'keep me', 'done', 1)`)
+
+	var id, status string
+	var created int64
+	if err := db.QueryRow(`SELECT id, status, created_at FROM canvas_agent_todos WHERE text = 'draw a box'`).Scan(&id, &status, &created); err != nil {
+		t.Fatal(err)
+	}
+	if len(id) != 36 || id[14] != '4' || !strings.ContainsRune("89ab", rune(id[19])) || status != "open" {
+		t.Fatalf("todo defaults: id %q status %q, want a v4 uuid and open", id, status)
+	}
+	if d := time.Since(time.UnixMicro(created)); d < 0 || d > time.Minute {
+		t.Fatalf("todo created_at default is %v ago", d)
+	}
+	if _, err := db.Exec(`INSERT INTO canvas_agent_todos (session_id, text, status) VALUES ('s1', 'x', 'bogus')`); err == nil {
+		t.Fatal("a todo with status bogus was accepted")
+	}
+	if _, err := db.Exec(`INSERT INTO canvas_agent_sessions (id, canvas_id, actor_id, state, data) VALUES ('s3', 'c1', 'a', 'done', 'not json')`); err == nil {
+		t.Fatal("a session with invalid JSON data was accepted")
+	}
+	if _, err := db.Exec(`INSERT INTO canvas_agent_sessions (id, canvas_id, actor_id, state) VALUES ('s4', 'nope', 'a', 'done')`); err == nil {
+		t.Fatal("a session of a missing canvas was accepted")
+	}
+
+	if err := s.DeleteCanvas(ctx, "c1"); err != nil {
+		t.Fatal(err)
+	}
+	var sessions, todos int
+	if err := db.QueryRow(`SELECT (SELECT count(*) FROM canvas_agent_sessions), (SELECT count(*) FROM canvas_agent_todos)`).Scan(&sessions, &todos); err != nil {
+		t.Fatal(err)
+	}
+	if sessions != 1 || todos != 1 {
+		t.Fatalf("after deleting c1: %d sessions, %d todos; want c2's 1 and 1", sessions, todos)
+	}
+}
+
+// BenchmarkEngineExecute measures commands through the engine (decide,
+// append, publish) on this store: "one-canvas" has 64 concurrent clients on
+// one canvas, "many-canvases" 64 clients each on its own canvas. Each client
+// moves its own node (update_node) with the base_rev it last saw, and every
+// command carries an idempotency key, as the Python client sends.
+func BenchmarkEngineExecute(b *testing.B) {
+	for _, mode := range []string{"one-canvas", "many-canvases"} {
+		b.Run(mode, func(b *testing.B) {
+			s := openAt(b, filepath.Join(b.TempDir(), "engine.db"))
+			defer s.Close()
+			ctx := context.Background()
+			e := store.NewEngine(s, store.EngineConfig{})
+			if err := e.Start(ctx); err != nil {
+				b.Fatal(err)
+			}
+			defer e.Stop()
+			if err := s.CreateCanvas(ctx, canvas.Canvas{ID: "hot", CreatedAt: time.Now()}); err != nil {
+				b.Fatal(err)
+			}
+			actor := canvas.Actor{ID: "human-1", Type: canvas.ActorHuman}
+			var next, total atomic.Int64
+			b.ReportAllocs()
+			b.SetParallelism(32)
+			b.ResetTimer()
+			cpu0, st0 := cpuTime(), s.Stats()
+			b.RunParallel(func(pb *testing.PB) {
+				g := next.Add(1)
+				id := "hot"
+				if mode == "many-canvases" {
+					id = "c" + strconv.FormatInt(g, 10)
+					if err := s.CreateCanvas(ctx, canvas.Canvas{ID: id, CreatedAt: time.Now()}); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+				// Each client creates its own node, then moves it: the state
+				// stays small and no command conflicts.
+				node := "shape:n" + strconv.FormatInt(g, 10)
+				base := int64(0)
+				exec := func(typ, key, args string) bool {
+					env := canvas.Envelope{Type: typ, BaseRev: &base, IdempotencyKey: key, Args: json.RawMessage(args)}
+					resp, err := e.Execute(ctx, id, actor, env)
+					if err != nil || resp.Status != 200 {
+						b.Errorf("Execute: %v, status %d: %s", err, resp.Status, resp.Body)
+						return false
+					}
+					var r canvas.RevisionResult
+					if err := json.Unmarshal(resp.Body, &r); err != nil {
+						b.Error(err)
+						return false
+					}
+					base = r.CurrentRev
+					return true
+				}
+				if !exec("create_node", "", `{"id":"`+node+`","name":"New Idea","transform":{"x":0,"y":0,"w":100,"h":100}}`) {
+					return
+				}
+				n := int64(0)
+				for pb.Next() {
+					n++
+					key := "k" + strconv.FormatInt(g, 10) + "-" + strconv.FormatInt(n, 10)
+					if !exec("update_node", key, `{"id":"`+node+`","transform":{"x":`+strconv.FormatInt(n, 10)+`}}`) {
+						return
+					}
+				}
+				total.Add(n)
+			})
+			b.ReportMetric(float64(total.Load())/b.Elapsed().Seconds(), "commands/s")
+			reportCPU(b, cpu0, total.Load())
+			if st := s.Stats(); st.Transactions > st0.Transactions {
+				b.ReportMetric(float64(st.Writes-st0.Writes)/float64(st.Transactions-st0.Transactions), "appends/tx")
+				b.ReportMetric(float64(st.Commits-st0.Commits)/float64(st.Transactions-st0.Transactions), "commits/tx")
+			}
+		})
+	}
+}

@@ -1,0 +1,234 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/canvasd/canvasd/canvas"
+	"github.com/canvasd/canvasd/client"
+)
+
+// StateQueued is the stored state of a session accepted by a server whose
+// agents run as separate `canvasd agent` workers, until a worker claims it.
+// The API shows it as "scheduled".
+const StateQueued = "queued"
+
+// Queue is the agent endpoints' service on a server without an in-process
+// runner: Run stores the session as queued (a worker sharing the database
+// claims it), Cancel marks it canceled in the store (the worker notices
+// within its poll interval and stops applying). It implements the same
+// methods as Runner.
+type Queue struct {
+	cfg    Config
+	store  SessionStore
+	events Events
+	now    func() time.Time
+}
+
+// NewQueue returns the queue service. events may be nil.
+func NewQueue(cfg Config, store SessionStore, events Events) *Queue {
+	return &Queue{cfg: cfg, store: store, events: events, now: time.Now}
+}
+
+// Run validates and queues a session. A canvas that does not exist is canvas.ErrNotFound.
+func (q *Queue) Run(ctx context.Context, req client.AgentRunRequest) (string, error) {
+	rec, err := newSessionRecord(q.cfg, req, q.now(), StateQueued)
+	if err != nil {
+		return "", err
+	}
+	if err := q.store.CreateSession(ctx, rec); err != nil {
+		return "", err
+	}
+	q.publish(rec.CanvasID, StatusEvent{Type: "agent:status", SessionID: rec.ID, State: client.AgentScheduled, Detail: "queued for an agent worker"})
+	return rec.ID, nil
+}
+
+func (q *Queue) publish(canvasID string, ev StatusEvent) {
+	if q.events != nil {
+		q.events.PublishEvent(canvasID, client.EventAgentStatus, ev)
+	}
+}
+
+// Session returns the stored session (a queued one shows as scheduled).
+func (q *Queue) Session(ctx context.Context, id string) (client.AgentSession, error) {
+	s, err := q.store.GetSession(ctx, id)
+	if s.State == StateQueued {
+		s.State = client.AgentScheduled
+	}
+	return s, err
+}
+
+// Cancel marks the session canceled; its worker stops within its poll interval.
+func (q *Queue) Cancel(ctx context.Context, id string) error {
+	s, err := q.store.GetSession(ctx, id)
+	if err != nil {
+		return err
+	}
+	changed, err := q.store.CancelSession(ctx, id)
+	if err != nil {
+		return err
+	}
+	if changed {
+		q.publish(s.CanvasID, StatusEvent{Type: "agent:status", SessionID: id, State: client.AgentCanceled, Detail: "canceled"})
+	}
+	return nil
+}
+
+// Catalog returns the action catalog JSON.
+func (q *Queue) Catalog() []byte { return CatalogJSON() }
+
+// WorkerOptions tune Runner.Work.
+type WorkerOptions struct {
+	Poll          time.Duration // how often to look for queued sessions and cancels (default 200 ms)
+	MaxConcurrent int           // sessions run at once (default 8)
+}
+
+// Work claims queued sessions from the store and runs them until ctx ends
+// (the `canvasd agent` worker). Start must have been called. It returns
+// ctx's error, or an error when the store keeps failing.
+func (r *Runner) Work(ctx context.Context, o WorkerOptions) error {
+	if o.Poll <= 0 {
+		o.Poll = 200 * time.Millisecond
+	}
+	if o.MaxConcurrent <= 0 {
+		o.MaxConcurrent = 8
+	}
+	r.mu.Lock()
+	r.poll = o.Poll
+	r.mu.Unlock()
+	failures := 0
+	t := time.NewTicker(o.Poll)
+	defer t.Stop()
+	for {
+		for r.active() < o.MaxConcurrent && r.running() {
+			rec, err := r.d.Store.ClaimSession(ctx, r.d.ActorID)
+			if errors.Is(err, canvas.ErrNotFound) {
+				failures = 0
+				break
+			}
+			if err != nil {
+				failures++
+				r.log.Warn("agent worker: claiming a session failed", "err", err, "failures", failures)
+				if failures >= 50 {
+					return fmt.Errorf("agent worker: the session store keeps failing: %w", err)
+				}
+				break
+			}
+			failures = 0
+			r.log.Info("agent worker: claimed session", "session_id", rec.ID, "canvas_id", rec.CanvasID)
+			if err := r.launch(rec, true); err != nil {
+				return err
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+func (r *Runner) active() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.sessions)
+}
+
+// watchRemoteCancel polls the store for a cancel made by the server.
+func (s *session) watchRemoteCancel() {
+	defer s.r.wg.Done()
+	s.r.mu.Lock()
+	poll := s.r.poll
+	s.r.mu.Unlock()
+	if poll <= 0 {
+		poll = 200 * time.Millisecond
+	}
+	t := time.NewTicker(poll)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.done:
+			return
+		case <-s.ctx.Done():
+			return
+		case <-t.C:
+			if s.remoteCanceled() {
+				s.markCanceled()
+				return
+			}
+		}
+	}
+}
+
+// remoteCanceled reports whether the stored session was canceled elsewhere.
+func (s *session) remoteCanceled() bool {
+	st, err := s.r.d.Store.SessionState(s.ctx, s.rec.ID)
+	return err == nil && st == client.AgentCanceled
+}
+
+func (s *session) markCanceled() {
+	s.mu.Lock()
+	s.canceled = true
+	s.mu.Unlock()
+	s.cancel()
+}
+
+// WorkerSettings configure a standalone agent worker (`canvasd agent`).
+type WorkerSettings struct {
+	ServerURL string // a canvasd base URL, e.g. http://127.0.0.1:8080
+	Token     string // an agent token (actor agent-{uuid}) with the editor role
+	ActorID   string // that token's actor id, recorded with sessions (optional)
+	// DatabaseURL is the servers' PostgreSQL ("postgres://..."); empty: the
+	// embedded SQLite database file at SQLitePath shared with the server.
+	DatabaseURL string
+	SQLitePath  string
+	Config      Config
+	Logger      *slog.Logger
+	Registerer  prometheus.Registerer // nil: metrics not registered
+	Options     WorkerOptions
+}
+
+// RunWorker runs a standalone agent worker until ctx ends: it claims the
+// sessions queued by servers (whose agent endpoints use a Queue), applies
+// actions through the server's HTTP API with its own token, and publishes
+// agent events through POST /api/canvas-agent/events. It returns nil when
+// ctx ends, or an error when it cannot start or its store keeps failing.
+func RunWorker(ctx context.Context, ws WorkerSettings) error {
+	if ws.Token == "" {
+		return fmt.Errorf("agent worker: a token is required (canvasd token create --role editor --actor-type agent): %w", canvas.ErrInvalid)
+	}
+	log := ws.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	c, err := client.New(ws.ServerURL, ws.Token)
+	if err != nil {
+		return err
+	}
+	if err := c.Health(ctx); err != nil {
+		return fmt.Errorf("agent worker: server %s is not healthy: %w", ws.ServerURL, err)
+	}
+	ss, err := OpenSQLSessionStore(ctx, ws.DatabaseURL, ws.SQLitePath)
+	if err != nil {
+		return err
+	}
+	defer ss.Close()
+	r, err := NewRunner(Deps{Config: ws.Config, Client: c, ActorID: ws.ActorID, Events: HTTPEvents{Client: c, Log: log},
+		Store: ss, Screenshots: InvokeScreenshotter{Client: c}, Logger: log, Metrics: NewMetrics(ws.Registerer)})
+	if err != nil {
+		return err
+	}
+	r.Start(ctx)
+	defer r.Stop()
+	log.Info("agent worker: started", "server", ws.ServerURL, "config", ws.Config.String())
+	err = r.Work(ctx, ws.Options)
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return nil
+	}
+	return err
+}

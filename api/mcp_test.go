@@ -1,0 +1,182 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/canvasd/canvasd/canvas"
+)
+
+type bearer struct {
+	token string
+	next  http.RoundTripper
+}
+
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.token)
+	return b.next.RoundTrip(r)
+}
+
+// mcpSession connects the SDK's own client to /mcp over HTTP with token.
+func mcpSession(t *testing.T, e *testEnv, token string) *mcp.ClientSession {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c := mcp.NewClient(&mcp.Implementation{Name: "canvasd-test", Version: "1"}, nil)
+	tr := &mcp.StreamableClientTransport{Endpoint: e.srv.URL + "/mcp", DisableStandaloneSSE: true, MaxRetries: -1,
+		HTTPClient: &http.Client{Transport: bearer{token, e.srv.Client().Transport}}}
+	cs, err := c.Connect(ctx, tr, nil)
+	if err != nil {
+		t.Fatalf("connect: %v", err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+// callTool calls a tool and returns its structured output and whether it was a tool error.
+func callTool(t *testing.T, cs *mcp.ClientSession, name string, args map[string]any) (map[string]any, bool, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
+	if err != nil {
+		t.Fatalf("%s: protocol error: %v", name, err)
+	}
+	var text strings.Builder
+	for _, c := range res.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			text.WriteString(tc.Text)
+		}
+	}
+	var out map[string]any
+	if res.StructuredContent != nil {
+		b, _ := json.Marshal(res.StructuredContent)
+		_ = json.Unmarshal(b, &out)
+	}
+	return out, res.IsError, text.String()
+}
+
+func TestMCPTools(t *testing.T) {
+	e, cid, tok := docSetup(t)
+	cs := mcpSession(t, e, tok)
+	ctx := context.Background()
+	tools, err := cs.ListTools(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, tl := range tools.Tools {
+		names = append(names, tl.Name)
+		if tl.InputSchema == nil {
+			t.Errorf("%s has no input schema", tl.Name)
+		}
+		if tl.Name == "canvas_get_content" && (tl.Annotations == nil || !tl.Annotations.ReadOnlyHint) {
+			t.Errorf("canvas_get_content is not read-only: %+v", tl.Annotations)
+		}
+		if tl.Name == "canvas_delete_lines" && (tl.Annotations == nil || tl.Annotations.DestructiveHint == nil || !*tl.Annotations.DestructiveHint) {
+			t.Errorf("canvas_delete_lines is not destructive: %+v", tl.Annotations)
+		}
+	}
+	sort.Strings(names)
+	want := []string{"canvas_agent_edit_request", "canvas_apply", "canvas_delete_lines", "canvas_get_content", "canvas_get_diff",
+		"canvas_get_selection_context", "canvas_get_state", "canvas_insert_lines", "canvas_redo", "canvas_replace_lines",
+		"canvas_revert_to_snapshot", "canvas_save_snapshot", "canvas_search_replace", "canvas_undo"}
+	if strings.Join(names, ",") != strings.Join(want, ",") {
+		t.Fatalf("tools = %v", names)
+	}
+
+	out, isErr, text := callTool(t, cs, "canvas_get_content", map[string]any{"canvas_id": cid, "node_id": "doc1", "start_line": 1, "end_line": 2})
+	if isErr || out["line_count"].(float64) != 5 || len(out["numbered_lines"].([]any)) != 2 {
+		t.Fatalf("get_content: %v %s", out, text)
+	}
+	snap, isErr, text := callTool(t, cs, "canvas_save_snapshot", map[string]any{"canvas_id": cid, "node_id": "doc1", "label": "before"})
+	if isErr || snap["snapshot_id"] == "" || snap["line_count"].(float64) != 5 {
+		t.Fatalf("save_snapshot: %v %s", snap, text)
+	}
+	out, isErr, text = callTool(t, cs, "canvas_replace_lines", map[string]any{"canvas_id": cid, "node_id": "doc1", "start_line": 1, "end_line": 2, "new_content": "import re", "reason": "tidy"})
+	if isErr || out["lines_affected"].(float64) != 2 || out["new_line_count"].(float64) != 4 || out["success"] != true {
+		t.Fatalf("replace_lines: %v %s", out, text)
+	}
+	out, isErr, text = callTool(t, cs, "canvas_insert_lines", map[string]any{"canvas_id": cid, "node_id": "doc1", "insert_after_line": 0, "content": "#!/usr/bin/env python"})
+	if isErr || out["lines_inserted"].(float64) != 1 {
+		t.Fatalf("insert_lines: %v %s", out, text)
+	}
+	out, isErr, text = callTool(t, cs, "canvas_search_replace", map[string]any{"canvas_id": cid, "node_id": "doc1", "search_pattern": "HI", "replace_with": "bye", "case_sensitive": false})
+	if isErr || out["replacements_made"].(float64) != 1 {
+		t.Fatalf("search_replace: %v %s", out, text)
+	}
+	out, isErr, text = callTool(t, cs, "canvas_get_diff", map[string]any{"canvas_id": cid, "node_id": "doc1", "since": snap["snapshot_id"]})
+	if isErr || out["has_changes"] != true || !strings.Contains(out["diff"].(string), "+import re") {
+		t.Fatalf("get_diff: %v %s", out, text)
+	}
+	out, isErr, text = callTool(t, cs, "canvas_undo", map[string]any{"canvas_id": cid})
+	if isErr || out["undone_action"].(map[string]any)["type"] != "search_replace" || out["can_redo"] != true {
+		t.Fatalf("undo: %v %s", out, text)
+	}
+	out, isErr, text = callTool(t, cs, "canvas_redo", map[string]any{"canvas_id": cid})
+	if isErr || out["redone_action"].(map[string]any)["type"] != "search_replace" {
+		t.Fatalf("redo: %v %s", out, text)
+	}
+	out, isErr, text = callTool(t, cs, "canvas_get_selection_context", map[string]any{"canvas_id": cid, "node_id": "doc1", "start_line": 3, "end_line": 3})
+	if isErr || !strings.HasPrefix(out["formatted_for_chat"].(string), "[Selected from lines 3-3]:\n```python\n") {
+		t.Fatalf("selection: %v %s", out, text)
+	}
+	out, isErr, text = callTool(t, cs, "canvas_get_state", map[string]any{"canvas_id": cid})
+	if isErr || len(out["state"].(map[string]any)["nodes"].([]any)) != 1 {
+		t.Fatalf("get_state: %v %s", out, text)
+	}
+	out, isErr, text = callTool(t, cs, "canvas_apply", map[string]any{"canvas_id": cid, "type": "create_node", "args": map[string]any{"id": "n1", "name": "idea"}})
+	if isErr || out["status"] != "applied" || out["created_ids"].([]any)[0] != "n1" {
+		t.Fatalf("apply: %v %s", out, text)
+	}
+	// Failures are tool errors carrying the problem detail.
+	_, isErr, text = callTool(t, cs, "canvas_delete_lines", map[string]any{"canvas_id": cid, "node_id": "doc1", "start_line": 3, "end_line": 99})
+	if !isErr || !strings.Contains(text, "args.end_line") || !strings.Contains(text, "the document has 5 lines") {
+		t.Fatalf("out of range: %v %s", isErr, text)
+	}
+	_, isErr, text = callTool(t, cs, "canvas_get_content", map[string]any{"canvas_id": cid, "node_id": "missing"})
+	if !isErr || !strings.Contains(text, "404") {
+		t.Fatalf("missing node: %v %s", isErr, text)
+	}
+	_, isErr, text = callTool(t, cs, "canvas_agent_edit_request", map[string]any{"canvas_id": cid, "instruction": "add a docstring"})
+	if !isErr || !strings.Contains(text, "no agent runner is configured") {
+		t.Fatalf("agent edit request: %v %s", isErr, text)
+	}
+	// A viewer may read but not write, and a token scoped to another canvas may do neither.
+	viewer, _ := e.token(canvas.RoleViewer, canvas.ActorAgent)
+	vs := mcpSession(t, e, viewer)
+	if _, isErr, text = callTool(t, vs, "canvas_get_content", map[string]any{"canvas_id": cid, "node_id": "doc1"}); isErr {
+		t.Fatalf("viewer read: %s", text)
+	}
+	if _, isErr, text = callTool(t, vs, "canvas_undo", map[string]any{"canvas_id": cid}); !isErr || !strings.Contains(text, "editor") {
+		t.Fatalf("viewer undo: %v %s", isErr, text)
+	}
+	other, _ := e.token(canvas.RoleEditor, canvas.ActorHuman, "elsewhere")
+	scoped := mcpSession(t, e, other)
+	if _, isErr, text = callTool(t, scoped, "canvas_get_content", map[string]any{"canvas_id": cid, "node_id": "doc1"}); !isErr || !strings.Contains(text, "Forbidden") {
+		t.Fatalf("scoped token read: %v %s", isErr, text)
+	}
+}
+
+func TestMCPRequiresAuth(t *testing.T) {
+	e := newTestEnv(t)
+	req, _ := http.NewRequest("POST", e.srv.URL+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	resp, err := e.srv.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("status %d without a token", resp.StatusCode)
+	}
+}

@@ -1,0 +1,64 @@
+package host
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+func BenchmarkParsePath(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, _, err := ParsePath("assets/img/hero%20shot.png"); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkPushA2UI(b *testing.B) {
+	h, err := New(Config{DataDir: b.TempDir()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer h.Close()
+	body := []byte(seedExample)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := h.PushA2UI("bench", body); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkValidate100Components(b *testing.B) {
+	var comps []string
+	ids := []string{}
+	for i := 0; i < 99; i++ {
+		id := "t" + itoa(i)
+		ids = append(ids, `"`+id+`"`)
+		comps = append(comps, `{"id":"`+id+`","component":{"Text":{"text":{"path":"/items/`+id+`"},"usageHint":"body"}}}`)
+	}
+	comps = append(comps, `{"id":"root","component":{"Column":{"children":{"explicitList":[`+strings.Join(ids, ",")+`]}}}}`)
+	body := []byte(`{"surfaceUpdate":{"surfaceId":"s","components":[` + strings.Join(comps, ",") + `]}}`)
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := ParseA2UI(body, 0); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkHubPublish100Subscribers(b *testing.B) {
+	hub := NewHub(1 << 20)
+	for i := 0; i < 100; i++ {
+		hub.Subscribe("s")
+	}
+	ev := Event{Name: EventA2UI, Data: json.RawMessage(`{"deleteSurface":{"surfaceId":"x"}}`)}
+	b.ReportAllocs()
+	for b.Loop() {
+		hub.Publish("s", ev)
+	}
+	b.StopTimer()
+	hub.CloseAll()
+}
