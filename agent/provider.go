@@ -124,6 +124,7 @@ func (o *OpenAIProvider) Stream(ctx context.Context, req ModelRequest) (ModelStr
 
 type openaiStream struct{ s *openai.ChatCompletionStream }
 
+// Recv returns the next non-empty content delta, or io.EOF at the end.
 func (o *openaiStream) Recv() (string, error) {
 	for {
 		r, err := o.s.Recv()
@@ -143,6 +144,7 @@ func (o *openaiStream) Recv() (string, error) {
 	}
 }
 
+// Close closes the HTTP stream.
 func (o *openaiStream) Close() error { return o.s.Close() }
 
 // FakeProvider is the deterministic, offline debug/fake model. For a task
@@ -221,6 +223,7 @@ type fakeStream struct {
 	pos   int
 }
 
+// Recv returns the next chunk (after ChunkDelay), or io.EOF at the end.
 func (f *fakeStream) Recv() (string, error) {
 	if err := f.ctx.Err(); err != nil {
 		return "", err
@@ -243,4 +246,5 @@ func (f *fakeStream) Recv() (string, error) {
 	return s, nil
 }
 
+// Close does nothing; the fake stream holds no resources.
 func (f *fakeStream) Close() error { return nil }

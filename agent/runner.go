@@ -499,6 +499,7 @@ func (s *session) enqueue(t task) bool {
 // errConflict aborts a turn whose plan met a concurrent edit.
 type errConflict struct{ what string }
 
+// Error names what conflicted.
 func (e *errConflict) Error() string { return "conflict: " + e.what }
 
 // turnState is one turn's bookkeeping.

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -176,6 +177,29 @@ type agentEnv struct {
 	agentActor string
 	commitLat  *latencies
 	hub        *Hub
+	spec       *openAPISpec
+	reg        *prometheus.Registry
+}
+
+// specTransport checks every non-streaming answer against openapi.yaml.
+type specTransport struct {
+	t    testing.TB
+	spec *openAPISpec
+}
+
+func (s specTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := http.DefaultTransport.RoundTrip(req)
+	if err != nil || strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		return resp, err
+	}
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		return nil, err
+	}
+	checkResponse(s.t, s.spec, req, resp, body)
+	resp.Body = io.NopCloser(bytes.NewReader(body))
+	return resp, nil
 }
 
 type latencies struct {
@@ -221,7 +245,11 @@ func newAgentEnvFull(t testing.TB, model *fakeOpenAI, tune func(*agent.Config), 
 	}
 	ts := httptest.NewServer(s.Handler())
 	e := &agentEnv{t: t, srv: ts, api: s, dbPath: dbPath, commitLat: &latencies{}, hub: hub}
-	e.admin, _ = client.New(ts.URL, testAdmin)
+	spec := loadSpec(t)
+	checked := client.WithHTTPClient(&http.Client{Transport: specTransport{t: t, spec: spec}})
+	e.admin, _ = client.New(ts.URL, testAdmin, checked)
+	e.spec = spec
+	e.reg = reg
 
 	tok, err := e.admin.CreateToken(ctx, client.TokenRequest{Role: canvas.RoleEditor, ActorType: canvas.ActorAgent})
 	if err != nil {
@@ -233,7 +261,7 @@ func newAgentEnvFull(t testing.TB, model *fakeOpenAI, tune func(*agent.Config), 
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.human, _ = client.New(ts.URL, htok.Token)
+	e.human, _ = client.New(ts.URL, htok.Token, checked)
 	e.humanActor = htok.ActorID
 
 	e.sessions, err = agent.OpenSQLSessionStore(ctx, "", dbPath)
@@ -374,6 +402,7 @@ func (e *agentEnv) watch(canvasID string) *agentEvents {
 				continue
 			}
 			if strings.HasPrefix(ev.Event, "agent:") {
+				checkSSEEvent(e.t, e.spec, "/sse/canvas/"+canvasID, ev.Event, ev.ID, string(ev.Data))
 				ae.mu.Lock()
 				ae.events = append(ae.events, ev)
 				ae.mu.Unlock()
@@ -461,8 +490,14 @@ func TestAgentBrutalistPosterWithFakeModel(t *testing.T) {
 	var states []string
 	var lastSeq int64
 	complete := 0
+	partialIDs, completeIDs := map[string]bool{}, map[string]bool{}
+	chat := false
 	for _, x := range ev.list() {
 		switch x.Event {
+		case client.EventAgentChat:
+			var c agent.ChatEvent
+			x.Decode(&c)
+			chat = chat || (c.SessionID == sess.ID && c.Message.Role == "assistant" && strings.Contains(c.Message.Text, "brutalist poster"))
 		case client.EventAgentStatus:
 			var st agent.StatusEvent
 			x.Decode(&st)
@@ -478,6 +513,13 @@ func TestAgentBrutalistPosterWithFakeModel(t *testing.T) {
 				t.Fatalf("envelope %+v after seq %d", env, lastSeq)
 			}
 			lastSeq = env.Seq
+			for _, a := range env.Actions {
+				if env.Partial {
+					partialIDs[a.ID] = true
+				} else {
+					completeIDs[a.ID] = true
+				}
+			}
 			if !env.Partial {
 				complete += len(env.Actions)
 			}
@@ -488,6 +530,17 @@ func TestAgentBrutalistPosterWithFakeModel(t *testing.T) {
 	}
 	if complete != 7 { // think + 6 creates
 		t.Fatalf("%d complete actions in envelopes", complete)
+	}
+	if len(partialIDs) == 0 || !chat {
+		t.Fatalf("no partial previews (%d) or no agent:chat for think (%v)", len(partialIDs), chat)
+	}
+	for id := range partialIDs {
+		if !completeIDs[id] {
+			t.Fatalf("partial action id %q never completed: ids are not stable", id)
+		}
+	}
+	if v := counterValue(t, e.reg, "canvas_agent_actions_total", "outcome", "applied"); v != 6 {
+		t.Fatalf("canvas_agent_actions_total{outcome=applied} = %v", v)
 	}
 	// The catalog endpoint serves the prompt's catalog.
 	cat, err := e.human.AgentCatalog(context.Background())
@@ -946,4 +999,26 @@ func TestAgentRunWorkerProcess(t *testing.T) {
 	if err := agent.RunWorker(context.Background(), agent.WorkerSettings{ServerURL: e.srv.URL}); !errors.Is(err, canvas.ErrInvalid) {
 		t.Fatalf("no token: %v", err)
 	}
+}
+
+// counterValue reads one labelled counter from a registry.
+func counterValue(t testing.TB, reg *prometheus.Registry, name, label, value string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, lp := range m.GetLabel() {
+				if lp.GetName() == label && lp.GetValue() == value {
+					return m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return 0
 }

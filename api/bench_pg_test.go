@@ -2,10 +2,12 @@ package api
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -16,6 +18,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 
 	canvasd "github.com/canvasd/canvasd"
@@ -51,13 +54,13 @@ func pgBenchSchema(b *testing.B) (string, string) {
 	b.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		conn, err := pgx.Connect(ctx, url)
+		pool, err := pgxpool.New(ctx, url) // the URL may carry pool_max_conns
 		if err != nil {
 			b.Errorf("drop schema %s: %v", schema, err)
 			return
 		}
-		defer conn.Close(ctx)
-		if _, err := conn.Exec(ctx, "DROP SCHEMA IF EXISTS "+pgx.Identifier{schema}.Sanitize()+" CASCADE"); err != nil {
+		defer pool.Close()
+		if _, err := pool.Exec(ctx, "DROP SCHEMA IF EXISTS "+pgx.Identifier{schema}.Sanitize()+" CASCADE"); err != nil {
 			b.Errorf("drop schema %s: %v", schema, err)
 		}
 	})
@@ -69,7 +72,8 @@ func pgBenchSchema(b *testing.B) (string, string) {
 func newPGNode(b *testing.B, url, schema string) *pgNode {
 	b.Helper()
 	ctx := context.Background()
-	log := slog.New(slog.DiscardHandler)
+	logs := &pgLogBuffer{}
+	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	st, err := pgstore.Open(ctx, url, pgstore.WithSchema(schema), pgstore.WithLogger(log))
 	if err != nil {
 		b.Fatalf("pgstore.Open: %v", err)
@@ -92,8 +96,29 @@ func newPGNode(b *testing.B, url, schema string) *pgNode {
 		ts.Close()
 		eng.Stop()
 		st.Close()
+		if b.Failed() {
+			b.Logf("server log (warnings and errors):\n%s", logs.String())
+		}
 	})
 	return &pgNode{srv: ts, engine: eng}
+}
+
+// pgLogBuffer keeps a node's log for the failure report.
+type pgLogBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *pgLogBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *pgLogBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 func (n *pgNode) createCanvas(b *testing.B, c *http.Client, id string) {
@@ -109,6 +134,20 @@ func (n *pgNode) createCanvas(b *testing.B, c *http.Client, id string) {
 	if resp.StatusCode != 201 {
 		b.Fatalf("create canvas %s: status %d", id, resp.StatusCode)
 	}
+}
+
+// postCommandBody is postCommand that also returns the body (for the error).
+func postCommandBody(c *http.Client, url string, body []byte) (int, []byte, error) {
+	req, _ := http.NewRequest("POST", url, bytes.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+testAdmin)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := c.Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, b, err
 }
 
 // loadAvg is the 1-minute load average, reported beside the figures (the
@@ -148,6 +187,8 @@ func BenchmarkPGCommandApplyHTTP(b *testing.B) {
 	run := func(b *testing.B, urls []string, clients, total int) ([]time.Duration, time.Duration) {
 		var mu sync.Mutex
 		var all []time.Duration
+		var failed int
+		var firstErr string
 		var wg sync.WaitGroup
 		per := total / clients
 		t0 := time.Now()
@@ -159,9 +200,14 @@ func BenchmarkPGCommandApplyHTTP(b *testing.B) {
 				body := cmd(0)
 				for i := 0; i < per; i++ {
 					s := time.Now()
-					if code, err := postCommand(c, urls[w%len(urls)], body); err != nil || code != 200 {
-						b.Errorf("command: %d %v", code, err)
-						return
+					code, msg, err := postCommandBody(c, urls[w%len(urls)], body)
+					if err != nil || code != 200 {
+						mu.Lock()
+						if failed++; failed == 1 {
+							firstErr = fmt.Sprintf("%d %v %s", code, err, msg)
+						}
+						mu.Unlock()
+						continue
 					}
 					local = append(local, time.Since(s))
 				}
@@ -171,6 +217,9 @@ func BenchmarkPGCommandApplyHTTP(b *testing.B) {
 			}(w)
 		}
 		wg.Wait()
+		if failed > 0 {
+			b.Errorf("%d of %d commands failed; the first: %s", failed, per*clients, firstErr)
+		}
 		return all, time.Since(t0)
 	}
 	cmdURL := func(n *pgNode, canvasID string) string {
@@ -223,14 +272,21 @@ func BenchmarkPGCommandApplyHTTP(b *testing.B) {
 // ack-p50-ms is A's own answer time, for comparison.
 func BenchmarkPGCrossProcessSSEDelivery(b *testing.B) {
 	for _, subs := range []int{1, 100} {
-		b.Run(fmt.Sprintf("subscribers-%d", subs), func(b *testing.B) { benchCrossProcessSSE(b, subs, 200) })
+		b.Run(fmt.Sprintf("cross-process-subscribers-%d", subs), func(b *testing.B) { benchPGSSE(b, true, subs, 200) })
 	}
+	// The baseline: the same subscribers on the process that commits.
+	b.Run("same-process-subscribers-100", func(b *testing.B) { benchPGSSE(b, false, 100, 200) })
 }
 
-func benchCrossProcessSSE(b *testing.B, subscribers, commits int) {
+// benchPGSSE writes commits through process A and measures their delivery
+// to subscribers on process B (crossProcess) or on A itself.
+func benchPGSSE(b *testing.B, crossProcess bool, subscribers, commits int) {
 	b.ReportAllocs()
 	url, schema := pgBenchSchema(b)
 	a, bn := newPGNode(b, url, schema), newPGNode(b, url, schema)
+	if !crossProcess {
+		bn = a
+	}
 	c := benchClient()
 	c.Transport.(*http.Transport).MaxIdleConnsPerHost = subscribers + 10
 	a.createCanvas(b, c, "fan")

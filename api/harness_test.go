@@ -47,7 +47,7 @@ func newTestEnv(t testing.TB, opts ...envOption) *testEnv {
 	reg := prometheus.NewRegistry()
 	m := NewMetrics(reg)
 	hub := NewHub(0, m.SubscriberDelta)
-	eng := store.NewEngine(st, store.EngineConfig{Publisher: hub, Observer: m, SnapshotEvery: 50})
+	eng := store.NewEngine(st, store.EngineConfig{Publisher: hub, Observer: m, SnapshotEvery: 1000})
 	if err := eng.Start(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -16,6 +16,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"os"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -28,7 +29,10 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	canvasd "github.com/canvasd/canvasd"
+	"github.com/canvasd/canvasd/agent"
 	"github.com/canvasd/canvasd/canvas"
+	"github.com/canvasd/canvasd/client"
+	"github.com/canvasd/canvasd/reducer"
 )
 
 // openAPISpec is the embedded openapi.yaml, validated, with a router over its
@@ -507,7 +511,7 @@ func TestOpenAPIContractRules(t *testing.T) {
 			t.Errorf("seed route %s: description does not mark it (seed path)", s)
 		}
 	}
-	public := map[string]bool{"/healthz": true, "/readyz": true, "/metrics": true, "/openapi.yaml": true, "/": true}
+	public := map[string]bool{"/healthz": true, "/readyz": true, "/metrics": true, "/openapi.yaml": true, "/": true, "/ui/{path}": true}
 	pageOrSSE := func(path string) bool {
 		return strings.HasPrefix(path, "/sse/") || strings.HasPrefix(path, "/host/")
 	}
@@ -516,7 +520,7 @@ func TestOpenAPIContractRules(t *testing.T) {
 			name := method + " " + path
 			isPublic := op.Security != nil && len(*op.Security) == 0
 			if isPublic != public[path] {
-				t.Errorf("%s: public is %v; API.md makes only /healthz, /readyz, /metrics, /openapi.yaml and / public", name, isPublic)
+				t.Errorf("%s: public is %v; API.md makes only /healthz, /readyz, /metrics, /openapi.yaml and the web UI shell (/, /ui/...) public", name, isPublic)
 			}
 			if !isPublic && op.Responses.Status(http.StatusUnauthorized) == nil {
 				t.Errorf("%s: authenticated operation without a 401 response", name)
@@ -567,7 +571,14 @@ func TestOpenAPIContractRules(t *testing.T) {
 // CANVASD_OPENAPI_STRICT=1 so the gap stays visible while the API is being
 // written; undocumented routes always fail.
 func TestOpenAPIRouteCoverage(t *testing.T) {
-	e := newTestEnv(t)
+	// The agent endpoints are mounted only with an AgentService: serve them
+	// from a real queue, as `canvasd serve` does with separate agent workers.
+	sessions, err := agent.OpenSQLSessionStore(context.Background(), "", filepath.Join(t.TempDir(), "sessions.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sessions.Close() })
+	e := newTestEnv(t, func(c *Config) { c.Agent = agent.NewQueue(agent.DefaultConfig(), sessions, c.Hub) })
 	undocumented, unserved, err := routeCoverage(e.spec.doc, e.api.Routes())
 	if err != nil {
 		t.Fatal(err)
@@ -717,7 +728,7 @@ func TestCheckResponseDetectsDrift(t *testing.T) {
 // on each, and checkSSEEvent checks the stream's events.
 func TestOpenAPIResponsesConform(t *testing.T) {
 	e := newTestEnv(t)
-	for _, p := range []string{"/healthz", "/readyz", "/metrics", "/openapi.yaml"} {
+	for _, p := range []string{"/healthz", "/readyz", "/metrics", "/openapi.yaml", "/", "/ui/app.js"} {
 		if r := e.do("GET", p, "", nil); r.Status != http.StatusOK {
 			t.Errorf("GET %s: status %d", p, r.Status)
 		}
@@ -840,6 +851,8 @@ func TestOpenAPIResponsesConform(t *testing.T) {
 	}
 
 	expect(http.StatusMethodNotAllowed, "DELETE", "/healthz", "", nil)
+	expect(http.StatusMethodNotAllowed, "POST", "/", "", nil)
+	expect(http.StatusNotFound, "GET", "/ui/no-such-asset.js", "", nil)
 	if r := e.do("GET", "/no/such/route", testAdmin, nil); r.Status < 400 {
 		t.Errorf("unknown route: status %d", r.Status)
 	}
@@ -849,4 +862,158 @@ func TestOpenAPIResponsesConform(t *testing.T) {
 	expect(http.StatusForbidden, "DELETE", "/api/canvases/"+id, viewer, nil)
 	expect(http.StatusNoContent, "DELETE", "/api/canvases/"+id, testAdmin, nil)
 	expect(http.StatusNotFound, "DELETE", "/api/canvases/"+id, testAdmin, nil)
+}
+
+// TestOpenAPIAgentResponsesConform runs an agent session (debug/fake model)
+// through the HTTP endpoints and checks every answer and every agent event
+// of the canvas stream against openapi.yaml.
+func TestOpenAPIAgentResponsesConform(t *testing.T) {
+	e := newAgentEnv(t, nil, nil)
+	spec := loadSpec(t)
+	e.newCanvas("c_agent")
+	events := e.watch("c_agent")
+	call := func(status int, method, path string, body any) map[string]any {
+		t.Helper()
+		var rd io.Reader
+		if body != nil {
+			b, err := json.Marshal(body)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rd = bytes.NewReader(b)
+		}
+		req, err := http.NewRequest(method, e.srv.URL+path, rd)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Authorization", "Bearer "+testAdmin)
+		if body != nil {
+			req.Header.Set("Content-Type", "application/json")
+		}
+		resp, err := e.srv.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.StatusCode != status {
+			t.Fatalf("%s %s: status %d, want %d: %s", method, path, resp.StatusCode, status, out)
+		}
+		checkResponse(t, spec, req, resp, out)
+		var m map[string]any
+		_ = json.Unmarshal(out, &m)
+		return m
+	}
+	run := call(http.StatusAccepted, "POST", "/api/canvas-agent/run", map[string]any{"roomId": "c_agent",
+		"message": "Draft a brutalist poster concept", "viewport": map[string]any{"x": 0, "y": 0, "w": 1600, "h": 900}})
+	id, _ := run["session_id"].(string)
+	e.wait(id)
+	call(http.StatusOK, "GET", "/api/canvas-agent/sessions/"+id, nil)
+	call(http.StatusOK, "POST", "/api/canvas-agent/sessions/"+id+"/cancel", nil)
+	call(http.StatusNotFound, "GET", "/api/canvas-agent/sessions/no-such-session", nil)
+	call(http.StatusOK, "GET", "/api/canvas-agent/catalog", nil)
+	call(http.StatusBadRequest, "POST", "/api/canvas-agent/run", map[string]any{"message": "no room"})
+	call(http.StatusAccepted, "POST", "/api/canvas-agent/events", map[string]any{"canvas_id": "c_agent", "event": "agent:chat",
+		"data": map[string]any{"sessionId": id, "message": map[string]any{"role": "system", "text": "relayed"}}})
+	call(http.StatusBadRequest, "POST", "/api/canvas-agent/events", map[string]any{"canvas_id": "c_agent", "event": "canvas_commit", "data": map[string]any{}})
+
+	events.until(t, func(x client.Event) bool {
+		return x.Event == "agent:chat" && strings.Contains(string(x.Data), "relayed")
+	})
+	seen := map[string]bool{}
+	for _, x := range events.list() {
+		seen[x.Event] = true
+		checkSSEEvent(t, spec, "/sse/canvas/c_agent", x.Event, x.ID, string(x.Data))
+	}
+	for _, want := range []string{"agent:action", "agent:status", "agent:chat"} {
+		if !seen[want] {
+			t.Errorf("no %s event on the canvas stream (saw %v)", want, seen)
+		}
+	}
+}
+
+// argsSchemaName names the args schema of a command type: create_node →
+// CreateNodeArgs; undo and redo share HistoryArgs.
+func argsSchemaName(typ string) string {
+	if typ == "undo" || typ == "redo" {
+		return "HistoryArgs"
+	}
+	name := ""
+	for _, part := range strings.Split(typ, "_") {
+		name += strings.ToUpper(part[:1]) + part[1:]
+	}
+	return name + "Args"
+}
+
+// TestOpenAPICommandTypes: the CommandType enum is exactly the reducer's
+// verb table, and every type has its args schema.
+func TestOpenAPICommandTypes(t *testing.T) {
+	doc := loadSpec(t).doc
+	var enum []string
+	for _, v := range doc.Components.Schemas["CommandType"].Value.Enum {
+		enum = append(enum, v.(string))
+	}
+	sort.Strings(enum)
+	if got := reducer.CommandTypes(); !slices.Equal(enum, got) {
+		t.Errorf("CommandType enum %v, reducer verbs %v", enum, got)
+	}
+	table := doc.Components.Schemas["CommandEnvelope"].Value.Description
+	for _, typ := range enum {
+		name := argsSchemaName(typ)
+		if doc.Components.Schemas[name] == nil {
+			t.Errorf("command %s: no %s schema", typ, name)
+		}
+		if !strings.Contains(table, "| "+typ+" | `"+name+"` |") {
+			t.Errorf("command %s: CommandEnvelope's table does not map it to %s", typ, name)
+		}
+	}
+}
+
+// TestOpenAPICommandArgsMatchReducer sends every command type an unknown
+// argument; the 422 names the fields the reducer accepts, which must be the
+// properties of the type's args schema in openapi.yaml.
+func TestOpenAPICommandArgsMatchReducer(t *testing.T) {
+	e := newTestEnv(t)
+	id := e.canvas("c_args")
+	doc := e.spec.doc
+	for _, typ := range reducer.CommandTypes() {
+		r := e.command(id, testAdmin, env(typ, 0, map[string]any{"zz_probe": 1}))
+		if r.Status != http.StatusUnprocessableEntity {
+			t.Errorf("%s with an unknown argument: status %d, want 422: %s", typ, r.Status, r.Body)
+			continue
+		}
+		p := r.json(t)
+		if p["field"] != "args.zz_probe" {
+			t.Errorf("%s: the 422 names %v, want args.zz_probe", typ, p["field"])
+			continue
+		}
+		_, list, ok := strings.Cut(p["detail"].(string), "this command takes: ")
+		var accepted []string
+		if ok && strings.TrimSpace(list) != "" {
+			accepted = strings.Split(strings.TrimSpace(list), ", ")
+		}
+		name := argsSchemaName(typ)
+		schema := doc.Components.Schemas[name].Value
+		props := map[string]bool{}
+		for k := range schema.Properties {
+			props[k] = true
+		}
+		for _, branch := range schema.OneOf {
+			for k := range branch.Value.Properties {
+				props[k] = true
+			}
+		}
+		var documented []string
+		for k := range props {
+			documented = append(documented, k)
+		}
+		sort.Strings(documented)
+		sort.Strings(accepted)
+		if !slices.Equal(documented, accepted) {
+			t.Errorf("%s: openapi.yaml %s has %v; the reducer accepts %v", typ, name, documented, accepted)
+		}
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/canvasd/canvasd/canvas"
+	"github.com/canvasd/canvasd/web"
 )
 
 // routes is the one route table of canvasd.
@@ -30,6 +31,9 @@ func (s *Server) routes() chi.Router {
 		r.Method(http.MethodGet, "/metrics", promhttp.HandlerFor(s.cfg.Gatherer, promhttp.HandlerOpts{}))
 	}
 	r.Get("/openapi.yaml", s.handleOpenAPI)
+	ui := web.Handler() // the browser UI (web/): public static shell, assets under /ui/
+	r.Handle("/", ui)
+	r.Handle("/ui/*", ui)
 	hostAPI := newHostAPI(s, s.cfg.Host)
 	if hostAPI != nil {
 		hostAPI.mountPages(r) // authenticates itself; the built-in shell's assets are public
@@ -60,6 +64,7 @@ func (s *Server) routes() chi.Router {
 		r.Method(http.MethodPost, "/mcp", http.MaxBytesHandler(s.mcpHandler(nil), cmdLimit)) // nil: no in-process agent runner
 
 		// Agent (agent*.go).
+		s.agentRoutes(r, s.cfg.Agent)
 
 		// Canvas host, image messages and invoke (host*.go, messages*.go, invoke*.go).
 		if hostAPI != nil {

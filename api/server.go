@@ -31,6 +31,7 @@ type Config struct {
 	GestureInterval time.Duration       // minimum spacing of one actor's gestures (default 30 ms)
 	OpenAPISpec     []byte              // served at /openapi.yaml
 	Host            HostOptions         // canvas host, image messages and invoke (host.go); zero: not served
+	Agent           AgentService        // the agent runner or queue (agent.go); nil: catalog and event relay only
 }
 
 // Server is canvasd's HTTP API.

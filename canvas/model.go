@@ -144,6 +144,8 @@ func (s *State) Clone() *State {
 		c.History = make(History, len(s.History))
 		for k, h := range s.History {
 			hc := *h
+			hc.Undo = hc.Undo[:len(hc.Undo):len(hc.Undo)] // appends copy: entries are shared, slots are not
+			hc.Redo = hc.Redo[:len(hc.Redo):len(hc.Redo)]
 			c.History[k] = &hc
 		}
 	}

@@ -92,6 +92,7 @@ type ProblemError struct {
 	Extra map[string]any
 }
 
+// Error is "canvasd: <status> <text>: <detail>".
 func (e *ProblemError) Error() string {
 	msg := e.Detail
 	if msg == "" {

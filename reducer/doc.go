@@ -256,7 +256,7 @@ func (d doc) splice(s, e, startOff, endOff int, newLines []string, contentEOL st
 		if prevContent == "" {
 			after--
 		}
-		return canvas.TextHunk{Line: s - 1, Del: e - s + 2, Ins: prevContent}, after
+		return canvas.TextHunk{Line: s - 1, Del: e - s + 2, Ins: strings.Clone(prevContent)}, after
 	}
 }
 
@@ -300,7 +300,7 @@ func ApplyTextEdit(text string, hunks []canvas.TextHunk) (string, []canvas.TextH
 		b.WriteString(text[pos:spans[i].start])
 		b.WriteString(h.Ins)
 		n := LineCount(h.Ins)
-		inv[i] = canvas.TextHunk{Line: h.Line + shift, Del: n, Ins: text[spans[i].start:spans[i].end]}
+		inv[i] = canvas.TextHunk{Line: h.Line + shift, Del: n, Ins: strings.Clone(text[spans[i].start:spans[i].end])}
 		shift += n - h.Del
 		pos = spans[i].end
 	}

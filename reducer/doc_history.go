@@ -160,11 +160,12 @@ func (h *HistoryCapture) Record(s *canvas.State) {
 	}
 }
 
-// pushEntry appends without sharing the backing array with older states.
+// pushEntry appends e (amortized O(1)). The backing array may be shared with
+// the previous ActorHistory of the same state: only a discarded state (rolled
+// back by the engine's journal) can see the slot written here, and
+// canvas.State.Clone clips the slices so that clones copy on append.
 func pushEntry(stack []canvas.HistoryEntry, e canvas.HistoryEntry) []canvas.HistoryEntry {
-	out := make([]canvas.HistoryEntry, len(stack), len(stack)+1)
-	copy(out, stack)
-	return append(out, e)
+	return append(stack, e)
 }
 
 // boundEntries drops the oldest entries beyond the count and size bounds.
@@ -312,7 +313,8 @@ func invertHunks(text string, hunks []canvas.TextHunk) ([]canvas.TextHunk, error
 			return nil, fmt.Errorf("hunk %d past the end: %w", i, canvas.ErrUnprocessable)
 		}
 		n := LineCount(h.Ins)
-		inv[i] = canvas.TextHunk{Line: h.Line + shift, Del: n, Ins: text[start:end]}
+		// Clone: a substring would pin the whole old text in the undo stack.
+		inv[i] = canvas.TextHunk{Line: h.Line + shift, Del: n, Ins: strings.Clone(text[start:end])}
 		shift += n - h.Del
 		pos, cur = end, h.Line+h.Del
 	}
@@ -777,6 +779,9 @@ func TextHunks(before, after string) []canvas.TextHunk {
 			}
 			cur.Ins += d.text
 		}
+	}
+	for i := range out { // do not pin the texts the diff sliced
+		out[i].Ins = strings.Clone(out[i].Ins)
 	}
 	return out
 }

@@ -251,3 +251,20 @@ func TestTextHunks(t *testing.T) {
 		}
 	}
 }
+
+func TestHistorySharingIsSafe(t *testing.T) {
+	s := canvas.NewState()
+	mustExec(t, s, "alice", "create_node", map[string]any{"id": "a", "name": "a"})
+	mustExec(t, s, "alice", "create_node", map[string]any{"id": "b", "name": "b"})
+	for i := 0; i < 3; i++ { // 5 entries: the array (cap 8) has spare capacity
+		mustExec(t, s, "alice", "move", map[string]any{"ids": []string{"a"}, "dx": 1, "dy": 0})
+	}
+	c := s.Clone()
+	mustExec(t, s, "alice", "move", map[string]any{"ids": []string{"a"}, "dx": 100, "dy": 0})
+	mustExec(t, c, "alice", "move", map[string]any{"ids": []string{"b"}, "dx": 100, "dy": 0})
+	mustExec(t, s, "alice", "undo", map[string]any{})
+	mustExec(t, c, "alice", "undo", map[string]any{})
+	if s.Nodes["a"].X != 3 || s.Nodes["b"].X != 0 || c.Nodes["a"].X != 3 || c.Nodes["b"].X != 0 {
+		t.Fatalf("clones share undo entries: s a=%v b=%v, c a=%v b=%v", s.Nodes["a"].X, s.Nodes["b"].X, c.Nodes["a"].X, c.Nodes["b"].X)
+	}
+}

@@ -2,7 +2,6 @@ package reducer
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"reflect"
 	"sort"
@@ -43,10 +42,7 @@ func (h *rh) try(typ, args string) (Decision, error) {
 		h.t.Fatalf("Decide(%s %s) modified its input state", typ, args)
 	}
 	if err != nil {
-		var fe *canvas.FieldError
-		if !errors.As(err, &fe) || !errors.Is(err, canvas.ErrUnprocessable) {
-			h.t.Fatalf("Decide(%s %s) error %v is not an Unprocessable FieldError", typ, args, err)
-		}
+		checkDecideError(h.t, err)
 		return dec, err
 	}
 	c := canvas.Commit{CanvasID: "c1", EventID: fmt.Sprintf("%d-x", cmd.Rev), Rev: cmd.Rev, CmdID: cmd.ID,
@@ -113,6 +109,10 @@ func checkInvariants(t testing.TB, s *canvas.State) {
 			t.Fatalf("nodes %q and %q share index %q", id, other, n.Index)
 		}
 		keys[n.Index] = id
+		// The premise of tx.frontKeys's scan-free path.
+		if s.Rev > 0 && n.Index > integerKey(s.Rev) {
+			t.Fatalf("node %q has index %q above integerKey(%d) = %q", id, n.Index, s.Rev, integerKey(s.Rev))
+		}
 		if !finite(n.X, n.Y, n.W, n.H, n.Rotation) || n.W < 0 || n.H < 0 {
 			t.Fatalf("node %q has bad geometry %+v", id, geoOf(n))
 		}

@@ -239,16 +239,19 @@ func decideReorder(t *tx, args json.RawMessage) error {
 	}
 	switch a.Op {
 	case "bring_to_front":
-		lowest, blocked := nodes[0], false
+		lowest, blocked, top := nodes[0], false, ""
 		t.eachNode(func(n *canvas.Node) {
 			if !sel[n.ID] && zLess(lowest, n) {
 				blocked = true
+			}
+			if n.Index > top && ValidIndexKey(n.Index) {
+				top = n.Index
 			}
 		})
 		if !blocked {
 			return nil
 		}
-		keys, err := t.frontKeys(len(nodes))
+		keys, err := t.keysAbove(top, len(nodes))
 		if err != nil {
 			return fail(err)
 		}

@@ -95,7 +95,10 @@ func (t *tx) translate(roots []string, dx, dy float64) {
 // decideResize: resize {ids, scale_x, scale_y, origin_x?, origin_y?} scales
 // the nodes and their descendants about the origin (default: the top-left
 // corner of their common bounds); resize {id, w, h} sets one node's size
-// (a group scales its contents to fit).
+// (a group scales its contents to fit; a frame's children keep their size).
+// A rotated node keeps its rotation while its corner and size scale, which
+// is exact for uniform scales and an approximation otherwise (a rotated
+// rectangle stretched along the page axes is no longer a rectangle).
 func decideResize(t *tx, args json.RawMessage) error {
 	var a resizeArgs
 	if err := decodeArgs(args, &a); err != nil {

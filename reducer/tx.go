@@ -40,6 +40,7 @@ type tx struct {
 func txVerb(fn func(t *tx, args json.RawMessage) error) decideFunc {
 	return func(s *canvas.State, cmd canvas.Command) (Decision, error) {
 		t := &tx{s: s, cmd: &cmd}
+		t.touched = make([]canvas.Ref, 0, 4)
 		if err := fn(t, cmd.Args); err != nil {
 			return Decision{Touched: t.touched}, err
 		}
@@ -382,6 +383,19 @@ func (t *tx) frontKeys(m int) ([]string, error) {
 			top = n.Index
 		}
 	})
+	return t.keysAbove(top, m)
+}
+
+// keysAbove returns m ascending keys above top (the greatest key, found by a
+// scan), staying at or below integerKey(rev) when it can so that frontKeys's
+// scan-free path stays valid.
+func (t *tx) keysAbove(top string, m int) ([]string, error) {
+	if r := t.cmd.Rev; r > 0 && r == t.s.Rev+1 {
+		if hi := integerKey(r); top < hi {
+			keys, err := KeysBetween(top, hi, m-1)
+			return append(keys, hi), err
+		}
+	}
 	return KeysBetween(top, "", m)
 }
 
@@ -662,20 +676,20 @@ func (t *tx) selection(ids []string) error {
 		seen = make(map[string]int, len(ids))
 	}
 	for i, id := range ids {
-		field := "args.ids[" + strconv.Itoa(i) + "]"
 		if seen != nil {
 			if j, dup := seen[id]; dup {
-				return canvas.Unprocessable(field, "duplicate id %q (also args.ids[%d])", id, j)
+				return canvas.Unprocessable(fieldAt("args.ids", i), "duplicate id %q (also args.ids[%d])", id, j)
 			}
 			seen[id] = i
 		} else {
 			for j := 0; j < i; j++ {
 				if ids[j] == id {
-					return canvas.Unprocessable(field, "duplicate id %q (also args.ids[%d])", id, j)
+					return canvas.Unprocessable(fieldAt("args.ids", i), "duplicate id %q (also args.ids[%d])", id, j)
 				}
 			}
 		}
-		if _, err := t.needNode(field, id); err != nil {
+		if _, ok := t.getNode(id); !ok {
+			_, err := t.needNode(fieldAt("args.ids", i), id)
 			return err
 		}
 	}
@@ -712,6 +726,11 @@ func (t *tx) roots(ids []string) []string {
 // and schedules the affected groups for recomputation.
 func (t *tx) transformTrees(roots []string, f func(m *canvas.Node)) {
 	for _, r := range roots {
+		if n, ok := t.getNode(r); ok && !isContainer(n) { // no descendants: skip the subtree walk
+			f(t.editNode(r))
+			t.markDirty(n.ParentID)
+			continue
+		}
 		for _, id := range t.subtree(r) {
 			m := t.editNode(id)
 			f(m)

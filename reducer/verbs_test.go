@@ -1,6 +1,7 @@
 package reducer
 
 import (
+	"encoding/json"
 	"errors"
 	"math"
 	"reflect"
@@ -620,5 +621,41 @@ func TestStateRoundTrip(t *testing.T) {
 		if _, err := DecodeState([]byte(bad)); !errors.Is(err, canvas.ErrInvalid) {
 			t.Fatalf("DecodeState(%s) = %v", bad, err)
 		}
+	}
+}
+
+// A state not built by this reducer (or a command not at head+1) takes the
+// scanning path for the front key, so creates still go to the front.
+func TestCreateFrontKeyFallback(t *testing.T) {
+	s := &canvas.State{Rev: 0, Nodes: map[string]*canvas.Node{
+		"x": {ID: "x", Type: "geo", Index: "b05"},
+		"y": {ID: "y", Type: "geo", Index: "not a key!"},
+	}}
+	for _, rev := range []int64{0, 1, 7} {
+		cmd := rhCommand(s, "create_shape", `{"type":"geo","x":0,"y":0}`)
+		cmd.Rev = rev
+		dec, err := Decide(s, cmd)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var n canvas.Node
+		if err := json.Unmarshal(dec.Changes[0].Value, &n); err != nil {
+			t.Fatal(err)
+		}
+		if rev == 1 && n.Index != "a1" {
+			t.Fatalf("rev 1 (head+1) on a foreign state: index %q, want the scan-free a1", n.Index)
+		}
+		if rev != 1 && !(n.Index > "b05" && ValidIndexKey(n.Index)) {
+			t.Fatalf("rev %d: index %q not in front of b05", rev, n.Index)
+		}
+	}
+	// bring_to_front always scans, so it fixes the order on such a state.
+	cmd := rhCommand(s, "reorder", `{"ids":["x"],"op":"bring_to_front"}`)
+	dec, err := Decide(s, cmd)
+	if err != nil || len(dec.Changes) != 1 {
+		t.Fatalf("reorder on a foreign state: %v %v", dec, err)
+	}
+	if k, _ := dec.Changes[0].Patch["index"].(string); !(k > "b05") || !ValidIndexKey(k) {
+		t.Fatalf("bring_to_front gave %q", k)
 	}
 }

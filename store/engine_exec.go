@@ -402,12 +402,14 @@ func (e *Engine) cacheIdem(l *live, rec *IdempotencyRecord) {
 		l.idemOrder = append(l.idemOrder, rec.Key)
 	}
 	l.idem[rec.Key] = rec
-	if len(l.idemOrder) > maxIdemCache {
+	if len(l.idemOrder) > maxIdemCache+maxIdemCache/4 { // evict in chunks: amortized O(1)
 		drop := len(l.idemOrder) - maxIdemCache
 		for _, k := range l.idemOrder[:drop] {
 			delete(l.idem, k)
 		}
-		l.idemOrder = append(l.idemOrder[:0], l.idemOrder[drop:]...)
+		n := copy(l.idemOrder, l.idemOrder[drop:])
+		clear(l.idemOrder[n:])
+		l.idemOrder = l.idemOrder[:n]
 	}
 }
 

@@ -162,7 +162,8 @@ func (e *Engine) ResolveEventID(ctx context.Context, canvasID, id string) (rev i
 type journal struct{ entries []journalEntry }
 
 type journalEntry struct {
-	rev     int64 // state.Rev before the commit (only on the first entry of a commit)
+	rev     int64          // state.Rev before the commit (only on the first entry of a commit)
+	hist    canvas.History // state.History before the commit; Apply replaces the map, never mutates it
 	isRev   bool
 	ref     canvas.Ref
 	node    *canvas.Node
@@ -175,7 +176,7 @@ func (j *journal) mark() int { return len(j.entries) }
 
 // record saves copies of what c's changes will overwrite.
 func (j *journal) record(s *canvas.State, c *canvas.Commit) {
-	j.entries = append(j.entries, journalEntry{rev: s.Rev, isRev: true})
+	j.entries = append(j.entries, journalEntry{rev: s.Rev, hist: s.History, isRev: true})
 	for _, ch := range c.Changes {
 		ref := canvas.Ref{Kind: ch.Kind, ID: ch.ID}
 		en := journalEntry{ref: ref}
@@ -196,7 +197,7 @@ func (j *journal) rollback(s *canvas.State, mark int) {
 	for i := len(j.entries) - 1; i >= mark; i-- {
 		en := j.entries[i]
 		if en.isRev {
-			s.Rev = en.rev
+			s.Rev, s.History = en.rev, en.hist
 			continue
 		}
 		switch en.ref.Kind {

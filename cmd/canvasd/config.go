@@ -18,6 +18,9 @@ type Config struct {
 	DatabaseURL     string
 	AdminToken      string
 	Model           string
+	AgentMode       string
+	ServerURL       string // canvasd agent: the server to work for
+	Token           string // canvasd agent: its agent token
 	LogLevel        slog.Level
 	MaxCommandBytes int64
 	MaxImageBytes   int64
@@ -62,6 +65,15 @@ func settings() []setting {
 		{"database-url", "CANVASD_DATABASE_URL", "", "empty: the embedded store in the data dir; postgres://...: PostgreSQL", str(func(c *Config) *string { return &c.DatabaseURL })},
 		{"admin-token", "CANVASD_ADMIN_TOKEN", "", "admin bearer token; empty: one is generated on first start and printed once", str(func(c *Config) *string { return &c.AdminToken })},
 		{"model", "CANVAS_STEWARD_MODEL", "debug/fake", "agent model: debug/fake or openai:<model>", str(func(c *Config) *string { return &c.Model })},
+		{"agent", "CANVASD_AGENT", agentInProcess, "agent runner: inprocess, workers (runs go to `canvasd agent` workers) or off", func(c *Config, v string) error {
+			if v != agentInProcess && v != agentWorkers && v != agentOff {
+				return fmt.Errorf("agent must be inprocess, workers or off, got %q", v)
+			}
+			c.AgentMode = v
+			return nil
+		}},
+		{"server", "CANVASD_URL", "", "canvasd agent: base URL of the server to work for", str(func(c *Config) *string { return &c.ServerURL })},
+		{"token", "CANVASD_TOKEN", "", "canvasd agent: an agent token with the editor role", str(func(c *Config) *string { return &c.Token })},
 		{"log-level", "CANVASD_LOG_LEVEL", "info", "debug, info, warn or error", func(c *Config, v string) error {
 			return c.LogLevel.UnmarshalText([]byte(v))
 		}},

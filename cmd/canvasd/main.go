@@ -28,6 +28,8 @@ Usage:
   canvasd [serve] [flags]        run the server (default)
   canvasd migrate [flags]        apply database migrations and exit
   canvasd token create --role editor [--canvas ID]... [--actor-type agent] [--actor-id ID] [--name N]
+  canvasd agent --server URL --token T  a standalone agent worker (for servers run with --agent workers)
+  canvasd host a2ui push --jsonl FILE --session S   push A2UI messages to a host session (CANVASD_URL, CANVASD_TOKEN)
   canvasd help
 
 Flags (each also read from the environment variable shown):
@@ -81,5 +83,5 @@ type subcommand func(ctx context.Context, args []string, getenv func(string) str
 
 // extraCommands are the subcommands beyond serve, migrate and token.
 func extraCommands() map[string]subcommand {
-	return map[string]subcommand{"host": host.Command}
+	return map[string]subcommand{"host": host.Command, "agent": runAgent}
 }

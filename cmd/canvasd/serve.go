@@ -75,16 +75,21 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	}
 	defer hostSrv.Close()
 	broker := host.NewBroker(hostSrv.HostDeliverer(api.CanvasInvokeDeliverer(hub)))
-	srv, err := api.New(api.Config{Logger: log, Engine: engine, Store: st, Hub: hub, Metrics: metrics, Gatherer: reg,
-		AdminToken: c.AdminToken, MaxCommandBytes: c.MaxCommandBytes, Heartbeat: c.Heartbeat, OpenAPISpec: canvasd.Spec,
-		Host: api.HostOptions{Host: hostSrv, Broker: broker}})
-	if err != nil {
-		return err
-	}
-
 	ln, err := net.Listen("tcp", c.Addr)
 	if err != nil {
 		return fmt.Errorf("listening on %s: %w", c.Addr, err)
+	}
+	defer ln.Close()
+	agents, err := startAgent(ctx, c, getenv, st, "http://"+ln.Addr().String(), hub, broker, reg, log)
+	if err != nil {
+		return err
+	}
+	srv, err := api.New(api.Config{Logger: log, Engine: engine, Store: st, Hub: hub, Metrics: metrics, Gatherer: reg,
+		AdminToken: c.AdminToken, MaxCommandBytes: c.MaxCommandBytes, Heartbeat: c.Heartbeat, OpenAPISpec: canvasd.Spec,
+		Host: api.HostOptions{Host: hostSrv, Broker: broker}, Agent: agents.svc})
+	if err != nil {
+		agents.stop()
+		return err
 	}
 	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 	hs.RegisterOnShutdown(hostSrv.Hub().CloseAll)
@@ -97,10 +102,12 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	go func() { errc <- hs.Serve(ln) }()
 	select {
 	case err := <-errc:
+		agents.stop()
 		return err
 	case <-ctx.Done():
 	}
 	log.Info("shutting down")
+	agents.stop() // before the HTTP server: its runs end as canceled, not as errors
 	sctx, cancel := context.WithTimeout(context.Background(), c.ShutdownTimeout)
 	defer cancel()
 	// SSE streams never finish on their own: stop the engine's writers only after

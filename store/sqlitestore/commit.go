@@ -1,6 +1,7 @@
 package sqlitestore
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"database/sql/driver"
@@ -282,11 +283,11 @@ func (s *Store) tryBatch(w *writer, batch []*job, isolated bool) (retry bool) {
 		if run == nil { // an Append, isolated
 			run = func(w *writer) error {
 				err, fatal := w.checkAppend(j)
-				if err == nil && fatal == nil {
-					w.pending = append(w.pending, j)
-					fatal = w.flush()
+				if err != nil || fatal != nil {
+					return cmp.Or(err, fatal)
 				}
-				return errors.Join(err, fatal)
+				w.pending = append(w.pending, j)
+				return w.flush()
 			}
 		}
 		if single {

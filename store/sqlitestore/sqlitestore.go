@@ -484,10 +484,11 @@ func (s *Store) DeleteCanvas(ctx context.Context, id string) error {
 // Append implements store.Store.Append. Besides the contract there, it
 // checks that commits[i].Rev == expectedHead+1+i and that each commit's
 // CanvasID is empty or canvasID (canvas.ErrInvalid otherwise, nothing
-// written). Once the call is queued it waits for the outcome even if ctx is
-// canceled, so a nil error always means committed and a non-nil error means
-// nothing was written (except canvas.ErrUnavailable from a failed COMMIT,
-// which also writes nothing).
+// written). It returns once the group-commit transaction carrying it has
+// committed: nil means durable, an error means nothing of this call was
+// written. ctx is honoured until the call is taken into a transaction; after
+// that Append waits for the outcome (one transaction) so that it is never
+// ambiguous.
 func (s *Store) Append(ctx context.Context, canvasID string, expectedHead int64, commits []canvas.Commit, idem []store.IdempotencyRecord) error {
 	if expectedHead < 0 {
 		return fmt.Errorf("sqlitestore: append to canvas %q: expected head %d < 0: %w", canvasID, expectedHead, canvas.ErrInvalid)

@@ -587,3 +587,76 @@ func BenchmarkEngineExecute(b *testing.B) {
 		})
 	}
 }
+
+// TestPoisonedAppendFailsAlone plants a commit row beyond a canvas's head
+// (as only corruption or a manual edit could), so every Append to that
+// canvas fails on insert, and checks that the Appends batched with it in the
+// same transactions still succeed.
+func TestPoisonedAppendFailsAlone(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "p.db")
+	s := openAt(t, path)
+	defer s.Close()
+	ctx := context.Background()
+	const healthy, rounds = 16, 15
+	for i := range healthy {
+		if err := s.CreateCanvas(ctx, canvas.Canvas{ID: fmt.Sprintf("ok%d", i), CreatedAt: time.Now()}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.CreateCanvas(ctx, canvas.Canvas{ID: "bad", CreatedAt: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	db, err := sql.Open("sqlite", path+"?_pragma=busy_timeout(5000)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(`INSERT INTO commits (canvas_id, rev, event_id, type, actor_id, actor_type, ts) VALUES ('bad', 1, 'x', 't', 'a', 'human', 0)`); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+
+	st0 := s.Stats()
+	var wg sync.WaitGroup
+	errs := make(chan error, healthy+1)
+	for i := range healthy {
+		id := fmt.Sprintf("ok%d", i)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for r := range int64(rounds) {
+				if err := s.Append(ctx, id, r, []canvas.Commit{crashCommit(id, r+1)}, nil); err != nil {
+					errs <- fmt.Errorf("healthy canvas %s: %w", id, err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for range rounds * 2 {
+			err := s.Append(ctx, "bad", 0, []canvas.Commit{crashCommit("bad", 1)}, nil)
+			if err == nil || errors.Is(err, canvas.ErrHeadMismatch) {
+				errs <- fmt.Errorf("poisoned append = %v, want an insert error", err)
+				return
+			}
+		}
+	}()
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	st := s.Stats()
+	if tx, w := st.Transactions-st0.Transactions, st.Writes-st0.Writes; tx >= w {
+		t.Fatalf("%d writes in %d transactions: no batching, the test proved nothing", w, tx)
+	}
+	if c, _ := s.GetCanvas(ctx, "bad"); c.HeadRev != 0 {
+		t.Fatalf("poisoned canvas head moved to %d", c.HeadRev)
+	}
+	for i := range healthy {
+		if c, _ := s.GetCanvas(ctx, fmt.Sprintf("ok%d", i)); c.HeadRev != rounds {
+			t.Fatalf("canvas ok%d head %d, want %d", i, c.HeadRev, rounds)
+		}
+	}
+}

@@ -128,7 +128,6 @@ class CanvasAgentClient:
         self._ua = user_agent or "canvas-client-python/" + __version__
         self._lock = threading.Lock()
         self._idle: List[http.client.HTTPConnection] = []
-        self._closed = False
         # Overridable for tests and for callers with their own clock.
         self._sleep: Callable[[float], None] = time.sleep
         self._rand: Callable[[], float] = random.random
@@ -218,7 +217,7 @@ class CanvasAgentClient:
         raise AssertionError("unreachable")
 
     def _delay(self, attempt: int, retry_after: Optional[str] = None) -> float:
-        d = min(self.max_backoff, self.backoff * (2 ** attempt))
+        d = min(self.max_backoff, self.backoff * (2 ** min(attempt, 30)))
         d = d * (0.5 + 0.5 * self._rand())  # jitter: [d/2, d)
         if retry_after:
             try:
@@ -429,7 +428,7 @@ class CanvasAgentClient:
                 env["id"] = cmd_id if replans == 0 else "%s.r%d" % (cmd_id, replans)
             if strict:
                 env["strict"] = True
-            resp = self._request("POST", path, body=dict(env, idempotency_key=_new_key()), retry=True)
+            resp = self._request("POST", path, body=env, retry=True)
             if 200 <= resp.status < 300 and isinstance(resp.data, dict):
                 d = resp.data
                 return ApplyResult(
@@ -541,7 +540,7 @@ class CanvasAgentClient:
                 error: Optional[BaseException] = None
                 retry_after: Optional[str] = None
                 headers = self._headers({"Accept": "text/event-stream", "Cache-Control": "no-cache"})
-                if parser.last_event_id and failures == 0:
+                if parser.last_event_id:
                     headers["Last-Event-ID"] = parser.last_event_id
                 try:
                     conn = self._connect(self.timeout)
@@ -552,6 +551,9 @@ class CanvasAgentClient:
                 except _TRANSPORT_ERRORS as e:
                     error = e
                     resp = None
+                    if conn is not None:
+                        conn.close()
+                        conn = None
                 if resp is not None and resp.status != 200:
                     body = resp.read()
                     hdrs = {k.lower(): v for k, v in resp.getheaders()}
@@ -594,7 +596,7 @@ class CanvasAgentClient:
                         method="GET", url=self.base_url + path,
                     ) from error
                 base = parser.retry / 1000.0 if parser.retry is not None else reconnect_delay
-                delay = min(max_reconnect_delay, base * (2 ** (failures - 1)))
+                delay = min(max_reconnect_delay, base * (2 ** min(failures - 1, 30)))
                 delay *= 0.5 + 0.5 * self._rand()
                 if retry_after:
                     try:

@@ -83,7 +83,12 @@ class NotFoundError(CanvasError):
 class ValidationError(CanvasError):
     """400 (malformed request), 413 (body too large), 415 or 422 (a well-formed
     command that cannot apply). Nothing was written. ``problem`` holds the RFC
-    9457 problem document; ``detail`` names the offending field."""
+    9457 problem document; ``detail`` says what is wrong and what to do."""
+
+    @property
+    def field(self) -> Optional[str]:
+        """The offending field's JSON path (e.g. ``args.ids[1]``) when the server named one."""
+        return self._field("field")
 
 
 class ServerError(CanvasError):

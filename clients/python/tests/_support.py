@@ -70,6 +70,7 @@ class CanvasdServer:
         self.admin_token = admin_token or "admin-" + uuid.uuid4().hex
         self.url = "http://127.0.0.1:%d" % self.port
         self.proc = None
+        self._atexit = False
         self.log_path = os.path.join(self.data_dir, "canvasd-test.log")
 
     def start(self, timeout=30.0):
@@ -84,6 +85,9 @@ class CanvasdServer:
             )
         finally:
             log.close()
+        if not self._atexit:
+            atexit.register(self.kill)  # never leave a server behind, even if a test run is interrupted
+            self._atexit = True
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
@@ -174,6 +178,7 @@ class FaultProxy:
         self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self._sock.bind(("127.0.0.1", 0))
         self._sock.listen(64)
+        self._sock.settimeout(0.1)  # so the accept loop notices close()
         self.port = self._sock.getsockname()[1]
         self.url = "http://127.0.0.1:%d" % self.port
         self._stop = False
@@ -183,6 +188,7 @@ class FaultProxy:
 
     def close(self):
         self._stop = True
+        self._thread.join(5)
         try:
             self._sock.close()
         except OSError:
@@ -194,14 +200,16 @@ class FaultProxy:
                 s.close()
             except OSError:
                 pass
-        self._thread.join(5)
 
     def _accept(self):
         while not self._stop:
             try:
                 c, _ = self._sock.accept()
+            except socket.timeout:
+                continue
             except OSError:
                 return
+            c.settimeout(None)
             with self._lock:
                 action = self.actions.pop(0) if self.actions else "pass"
                 self.connections += 1

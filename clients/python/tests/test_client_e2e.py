@@ -1,10 +1,14 @@
 """CanvasAgentClient against a real canvasd built from this tree."""
 
 import re
+import threading
 import unittest
 import uuid
 
-import _support
+try:
+    from . import _support  # run as the package tests (-t clients/python)
+except ImportError:
+    import _support  # noqa: F401  (run with -s clients/python/tests; puts the client on sys.path)
 
 from canvas_client import (
     ApplyResult,
@@ -66,6 +70,13 @@ class CanvasesTest(E2E):
         self.assertEqual(cm.exception.status, 409)
         self.assertIsNone(cm.exception.current_rev, "not a command conflict")
         self.assertTrue(cm.exception.detail)
+
+    def test_delete_canvas(self):
+        other = self.c.create_canvas()["canvas_id"]
+        self.c.delete_canvas(other)
+        with self.assertRaises(NotFoundError):
+            self.c.get_state(other)
+        self.assertNotIn(other, [x["canvas_id"] for x in self.c.list_canvases()])
 
     def test_snapshot_of_new_canvas_and_not_found(self):
         s = self.c.get_state(self.cid)
@@ -195,6 +206,37 @@ class ConflictTest(E2E):
         with self.assertRaises(ConflictError):
             self.c.apply(self.cid, "update_node", {"id": a, "name": "x"}, base_rev=1, on_conflict=lambda c, s: None)
         self.assertEqual(self.c.get_state(self.cid)["head_rev"], 2)
+
+    def test_concurrent_read_modify_write_loses_no_update(self):
+        # Threads sharing one client increment a counter in one node's props
+        # by read-modify-write; on_conflict re-plans from the fresh state.
+        rev, a = self.node("counter", props={"count": 0})
+        errors = []
+
+        def count_of(state):
+            return next(n for n in state["state"]["nodes"] if n["id"] == a)["props"]["count"]
+
+        def replan(conflict, fresh):
+            return "update_node", {"id": a, "props": {"count": count_of(fresh) + 1}}
+
+        def worker():
+            try:
+                for _ in range(5):
+                    s = self.c.get_state(self.cid)
+                    self.c.apply(self.cid, "update_node", {"id": a, "props": {"count": count_of(s) + 1}},
+                                 base_rev=s["head_rev"], on_conflict=replan, max_retries=100)
+            except Exception as e:  # reported below
+                errors.append(e)
+
+        threads = [threading.Thread(target=worker) for _ in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+        self.assertEqual(errors, [])
+        s = self.c.get_state(self.cid)
+        self.assertEqual(count_of(s), 20)
+        self.assertEqual(s["head_rev"], rev + 20)
 
     def test_base_rev_ahead_of_head_is_a_conflict(self):
         with self.assertRaises(ConflictError) as cm:
@@ -387,6 +429,7 @@ class ValidationTest(E2E):
             self.c.apply(self.cid, "update_node", {"id": "shape:missing", "name": "x"}, base_rev=0)
         self.assertEqual(cm.exception.status, 422)
         self.assertIn("args.id", cm.exception.detail)
+        self.assertEqual(cm.exception.field, "args.id")
 
     def test_malformed_envelope_is_400(self):
         with self.assertRaises(ValidationError) as cm:

@@ -10,7 +10,10 @@ import tempfile
 import unittest
 import zipfile
 
-import _support
+try:
+    from . import _support  # run as the package tests (-t clients/python)
+except ImportError:
+    import _support  # noqa: F401  (run with -s clients/python/tests; puts the client on sys.path)
 
 sys.path.insert(0, os.path.join(_support.CLIENT_DIR, "_backend"))
 import canvas_build  # noqa: E402

@@ -7,7 +7,10 @@ import sys
 import tempfile
 import unittest
 
-import _support
+try:
+    from . import _support  # run as the package tests (-t clients/python)
+except ImportError:
+    import _support  # noqa: F401  (run with -s clients/python/tests; puts the client on sys.path)
 
 README = os.path.join(_support.CLIENT_DIR, "README.md")
 

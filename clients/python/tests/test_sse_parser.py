@@ -2,7 +2,10 @@
 
 import unittest
 
-import _support  # noqa: F401  (puts the client on sys.path)
+try:
+    from . import _support  # run as the package tests (-t clients/python)
+except ImportError:
+    import _support  # noqa: F401  (run with -s clients/python/tests; puts the client on sys.path)
 
 from canvas_client import Event, SSEParser
 

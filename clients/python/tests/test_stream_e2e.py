@@ -2,11 +2,15 @@
 gestures, reset, clean close, and resumption across a server kill/restart."""
 
 import gc
+import time
 import unittest
 
-import _support
+try:
+    from . import _support  # run as the package tests (-t clients/python)
+except ImportError:
+    import _support  # noqa: F401  (run with -s clients/python/tests; puts the client on sys.path)
 
-from canvas_client import AuthError, CanvasAgentClient, NotFoundError
+from canvas_client import AuthError, CanvasAgentClient, CanvasConnectionError, NotFoundError
 
 SERVER = None
 
@@ -21,17 +25,25 @@ def tearDownModule():
         SERVER.cleanup()
 
 
-def next_event(stream, skip=()):
-    """Returns the next event whose type is not in skip."""
+WAIT = 20.0  # seconds a test waits for an expected event
+
+
+def next_event(stream, skip=(), wait=WAIT):
+    """Returns the next event whose type is not in skip, failing after wait seconds."""
+    deadline = time.monotonic() + wait
     for ev in stream:
         if ev.event not in skip:
             return ev
+        if time.monotonic() > deadline:
+            raise AssertionError("no event other than %s within %.0fs" % (skip, wait))
     raise AssertionError("stream ended")
 
 
 def stream_opts():
-    # Bounded so that a broken server makes the test fail instead of hanging.
-    return dict(read_timeout=10, reconnect_delay=0.05, max_reconnect_delay=0.5, max_reconnects=40)
+    # Bounded so that a broken server makes the test fail instead of hanging:
+    # a silent connection counts as dropped after 5 s, and every wait loop
+    # has a deadline (a reconnect that gets only caught_up resets the backoff).
+    return dict(read_timeout=5, reconnect_delay=0.05, max_reconnect_delay=0.5, max_reconnects=10)
 
 
 class StreamTest(unittest.TestCase):
@@ -123,6 +135,16 @@ class StreamTest(unittest.TestCase):
         gc.collect()
         self.assertTrue(proxy.client_closed.wait(5), "the socket was not closed")
 
+    def test_unreachable_server_backs_off_then_gives_up(self):
+        dead = CanvasAgentClient("http://127.0.0.1:%d" % _support.free_port(), token="x")
+        delays = []
+        dead._sleep = delays.append
+        with self.assertRaises(CanvasConnectionError):
+            next(dead.stream("c", reconnect_delay=0.1, max_reconnect_delay=0.3, max_reconnects=4))
+        self.assertEqual(len(delays), 4)
+        for d, cap in zip(delays, (0.1, 0.2, 0.3, 0.3)):
+            self.assertTrue(cap / 2 <= d <= cap, delays)
+
     def test_errors_that_cannot_be_retried_raise(self):
         with self.assertRaises(NotFoundError):
             next(self.c.stream("no-such-canvas", **stream_opts()))
@@ -146,7 +168,9 @@ class ResumeAfterRestartTest(unittest.TestCase):
         s = c.stream(cid, last_event_id="0", **stream_opts())
         self.addCleanup(s.close)
         seen = []
+        deadline = time.monotonic() + WAIT
         for ev in s:
+            self.assertLess(time.monotonic(), deadline)
             if ev.event == "canvas_commit":
                 seen.append(ev.data["rev"])
             if ev.event == "caught_up":
@@ -162,7 +186,9 @@ class ResumeAfterRestartTest(unittest.TestCase):
         # The stream notices the drop, reconnects with Last-Event-ID and
         # replays revs 4 and 5, then goes live.
         got = []
+        deadline = time.monotonic() + WAIT
         for ev in s:
+            self.assertLess(time.monotonic(), deadline, "resumed stream stalled; got %r" % (got,))
             if ev.event == "canvas_commit":
                 got.append(ev.data["rev"])
             elif ev.event == "caught_up":
