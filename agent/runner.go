@@ -115,6 +115,8 @@ type Runner struct {
 
 	cacheMu sync.Mutex
 	cache   map[string]cachedContext
+
+	inboxMu sync.Mutex // serializes posting a message with reopening its session (inbox.go)
 }
 
 type cachedContext struct {
@@ -167,6 +169,7 @@ type task struct {
 	kind     string // initial | followup | low_action | replan
 	text     string // the instruction of this turn
 	conflict string // for replans: what conflicted
+	image    string // a data: URL sent with the turn (user messages, inbox.go)
 }
 
 type session struct {
@@ -179,6 +182,7 @@ type session struct {
 	rec      client.AgentSession
 	queue    []task
 	canceled bool
+	ended    bool // the worker took its last task: a message must relaunch the session (inbox.go)
 
 	// worker-goroutine state
 	spec      string
@@ -264,6 +268,14 @@ func (r *Runner) running() bool {
 // session was claimed from the shared queue, so a cancel may arrive through
 // the store (polled).
 func (r *Runner) launch(rec client.AgentSession, remote bool) error {
+	return r.launchTasks(rec, remote, []task{{kind: "initial", text: rec.Message}})
+}
+
+// launchTasks starts the worker goroutine of a stored session with the given
+// queue. A session that already ran turns (reopened by a message) continues
+// its turn count (action ids and idempotency keys stay unique) and its
+// agent:action seq.
+func (r *Runner) launchTasks(rec client.AgentSession, remote bool, tasks []task) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.base == nil || r.base.Err() != nil {
@@ -271,7 +283,8 @@ func (r *Runner) launch(rec client.AgentSession, remote bool) error {
 	}
 	sctx, cancel := context.WithTimeout(r.base, r.d.Config.Watchdog)
 	s := &session{r: r, ctx: sctx, cancel: cancel, done: make(chan struct{}), rec: rec, spec: rec.Model,
-		protected: map[string]bool{}, started: r.d.Now(), queue: []task{{kind: "initial", text: rec.Message}}, remote: remote}
+		protected: map[string]bool{}, started: r.d.Now(), queue: tasks, remote: remote,
+		turn: rec.Stats.Turns, seq: seqBase(rec, r.d.Now())}
 	r.sessions[rec.ID] = s
 	r.wg.Add(1)
 	go s.work()
@@ -346,7 +359,9 @@ func (s *session) work() {
 	defer close(s.done)
 	defer func() {
 		r.mu.Lock()
-		delete(r.sessions, s.rec.ID)
+		if r.sessions[s.rec.ID] == s { // a message may have relaunched it already
+			delete(r.sessions, s.rec.ID)
+		}
 		r.mu.Unlock()
 	}()
 	defer s.cancel()
@@ -354,6 +369,7 @@ func (s *session) work() {
 	for {
 		s.mu.Lock()
 		if len(s.queue) == 0 {
+			s.ended = true
 			s.mu.Unlock()
 			break
 		}
@@ -378,7 +394,11 @@ func (s *session) work() {
 			s.status(client.AgentScheduled, map[string]any{"queue": len(s.queue)})
 		}
 	}
+	s.mu.Lock()
+	s.ended = true
+	s.mu.Unlock()
 	s.finish(final, detail)
+	s.handOff(final)
 }
 
 func (s *session) endReason() (string, string) {
@@ -545,6 +565,7 @@ func (s *session) runTurn(t task) error {
 		return err
 	}
 	user := Message{Role: "user", Text: "Canvas context (JSON):\n" + pc.JSON + "\n\n" + s.instruction(t)}
+	var shotMsg []Message
 	if r.d.Screenshots != nil && provider.Vision() {
 		shot, err := r.screenshot(s, pc)
 		if err != nil {
@@ -554,9 +575,15 @@ func (s *session) runTurn(t task) error {
 			user.ImageDataURL = shot.DataURL
 		}
 	}
+	if t.image != "" { // the user's image is the turn's subject; a screenshot goes before it
+		if user.ImageDataURL != "" {
+			shotMsg = []Message{{Role: "user", Text: "Screenshot of the current viewport.", ImageDataURL: user.ImageDataURL}}
+		}
+		user.ImageDataURL = t.image
+	}
 	req := ModelRequest{Model: model, Task: t.text, Kind: t.kind, Viewport: pc.Viewport,
-		Messages: []Message{{Role: "system", Text: r.system}, user}}
-	if t.kind != "initial" {
+		Messages: append(append([]Message{{Role: "system", Text: r.system}}, shotMsg...), user)}
+	if t.kind != "initial" && t.kind != turnMessage {
 		zero := float32(0)
 		req.Temperature = &zero // stricter sampling for follow-ups
 	}
@@ -643,7 +670,11 @@ func (s *session) runTurn(t task) error {
 		s.note("system", "The model's reply contained no valid actions.")
 	}
 	if ts.conflict != nil {
-		if s.enqueue(task{kind: "replan", text: s.rec.Message, conflict: ts.conflict.what}) {
+		rt := task{kind: "replan", text: s.rec.Message, conflict: ts.conflict.what}
+		if t.kind == turnMessage {
+			rt.text, rt.image = t.text, t.image // re-plan the message, not the session's first request
+		}
+		if s.enqueue(rt) {
 			s.chat("system", "Someone else changed "+ts.conflict.what+"; re-planning with the fresh canvas.")
 		} else {
 			s.chat("system", "Someone else changed "+ts.conflict.what+"; not re-planning again (limit reached).")
@@ -668,6 +699,8 @@ func (s *session) instruction(t task) string {
 	case "low_action":
 		return "Your previous reply applied few actions. Complete the task now with concrete create_shape / update_shape actions: " + t.text +
 			"\nThe shapes you already made are in the context; do not create them again."
+	case turnMessage:
+		return messageInstruction(t)
 	case "replan":
 		return "While you worked, someone else changed " + t.conflict + ". Their edits stand: do not change those shapes back. " +
 			"Continue the task with the fresh canvas above: " + t.text

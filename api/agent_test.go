@@ -17,7 +17,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-chi/chi/v5"
 	"github.com/prometheus/client_golang/prometheus"
 
 	canvasd "github.com/canvasd/canvasd"
@@ -238,12 +237,20 @@ func newAgentEnvFull(t testing.TB, model *fakeOpenAI, tune func(*agent.Config), 
 	if err := eng.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	s, err := New(Config{Engine: eng, Store: st, Hub: hub, Metrics: m, Gatherer: reg, AdminToken: testAdmin,
-		OpenAPISpec: canvasd.Spec, Heartbeat: time.Minute})
-	if err != nil {
-		t.Fatal(err)
+	// The runner is a client of the server, and the server serves the
+	// runner: listen first, build the server once the runner exists.
+	var handler http.Handler
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { handler.ServeHTTP(w, r) }))
+	serverFor := func(svc AgentService) *Server {
+		s, err := New(Config{Engine: eng, Store: st, Hub: hub, Metrics: m, Gatherer: reg, AdminToken: testAdmin,
+			OpenAPISpec: canvasd.Spec, Heartbeat: time.Minute, Agent: svc})
+		if err != nil {
+			t.Fatal(err)
+		}
+		handler = s.Handler()
+		return s
 	}
-	ts := httptest.NewServer(s.Handler())
+	s := serverFor(nil)
 	e := &agentEnv{t: t, srv: ts, api: s, dbPath: dbPath, commitLat: &latencies{}, hub: hub}
 	spec := loadSpec(t)
 	checked := client.WithHTTPClient(&http.Client{Transport: specTransport{t: t, spec: spec}})
@@ -298,13 +305,7 @@ func newAgentEnvFull(t testing.TB, model *fakeOpenAI, tune func(*agent.Config), 
 	} else {
 		close(workerDone)
 	}
-	// Mount the agent routes unless the route table already has them.
-	if !s.router.Match(chi.NewRouteContext(), http.MethodGet, "/api/canvas-agent/catalog") {
-		s.router.Group(func(r chi.Router) {
-			r.Use(s.requireAuth)
-			s.agentRoutes(r, svc)
-		})
-	}
+	e.api = serverFor(svc)
 	t.Cleanup(func() {
 		stopWorker()
 		<-workerDone

@@ -3,6 +3,8 @@ package api
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
 	"time"
@@ -42,6 +44,9 @@ func (s *Server) handleCreateCanvas(w http.ResponseWriter, r *http.Request) {
 	c := canvas.Canvas{ID: req.CanvasID, Title: req.Title, CreatedAt: time.Now().UTC().Truncate(time.Microsecond),
 		CreatedBy: principalFrom(r.Context()).ID}
 	if err := s.st.CreateCanvas(r.Context(), c); err != nil {
+		if errors.Is(err, canvas.ErrAlreadyExists) {
+			err = fmt.Errorf("%w: canvas %q already exists; choose another canvas_id, or omit it to get a new unguessable one", canvas.ErrAlreadyExists, c.ID)
+		}
 		s.problem(w, r, err)
 		return
 	}

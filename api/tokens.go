@@ -1,6 +1,8 @@
 package api
 
 import (
+	"errors"
+	"fmt"
 	"net/http"
 	"time"
 
@@ -78,6 +80,9 @@ func (s *Server) handleCreateToken(w http.ResponseWriter, r *http.Request) {
 	rec, resp, err := NewTokenRecord(req, time.Now())
 	if err == nil {
 		err = s.st.CreateToken(r.Context(), rec)
+		if errors.Is(err, canvas.ErrAlreadyExists) {
+			err = fmt.Errorf("%w: actor %q already has a token; revoke it first (DELETE /api/tokens/%s) or choose another actor_id", canvas.ErrAlreadyExists, rec.ActorID, rec.ActorID)
+		}
 	}
 	if err != nil {
 		s.problem(w, r, err)

@@ -46,6 +46,7 @@ const (
 )
 
 type preImage struct {
+	ref     canvas.Ref
 	node    *canvas.Node
 	edge    *canvas.Edge
 	rev     int64 // ChangedAt before the commit
@@ -58,8 +59,24 @@ type preImage struct {
 // changes, then h.Record(s) after they all applied.
 type HistoryCapture struct {
 	c     *canvas.Commit
-	pre   map[canvas.Ref]*preImage
-	order []canvas.Ref
+	pre   []preImage // in order of first change; looked up by index for large commits
+	index map[canvas.Ref]int
+}
+
+// find returns the pre-image of ref, or nil.
+func (h *HistoryCapture) find(ref canvas.Ref) *preImage {
+	if h.index != nil {
+		if i, ok := h.index[ref]; ok {
+			return &h.pre[i]
+		}
+		return nil
+	}
+	for i := range h.pre {
+		if h.pre[i].ref == ref {
+			return &h.pre[i]
+		}
+	}
+	return nil
 }
 
 // CaptureHistory records the pre-images of the entities c changes. It relies
@@ -68,22 +85,27 @@ func CaptureHistory(s *canvas.State, c *canvas.Commit) *HistoryCapture {
 	if c.ActorID == "" {
 		return nil
 	}
-	h := &HistoryCapture{c: c, pre: make(map[canvas.Ref]*preImage, len(c.Changes))}
+	h := &HistoryCapture{c: c, pre: make([]preImage, 0, len(c.Changes))}
+	if len(c.Changes) > 16 {
+		h.index = make(map[canvas.Ref]int, len(c.Changes))
+	}
 	for i := range c.Changes {
 		ch := &c.Changes[i]
 		ref := canvas.Ref{Kind: ch.Kind, ID: ch.ID}
-		if p, ok := h.pre[ref]; ok {
+		if p := h.find(ref); p != nil {
 			p.changes++
 			continue
 		}
-		p := &preImage{rev: s.ChangedAt(ref), changes: 1, first: ch}
+		p := preImage{ref: ref, rev: s.ChangedAt(ref), changes: 1, first: ch}
 		if ref.Kind == canvas.KindNode {
 			p.node = s.Nodes[ref.ID]
 		} else {
 			p.edge = s.Edges[ref.ID]
 		}
-		h.pre[ref] = p
-		h.order = append(h.order, ref)
+		if h.index != nil {
+			h.index[ref] = len(h.pre)
+		}
+		h.pre = append(h.pre, p)
 	}
 	return h
 }
@@ -232,10 +254,12 @@ func renameRefRevs(rs []canvas.RefRev, renames map[canvas.Ref][2]int64) []canvas
 // entry builds the history entry reversing h.c.
 func (h *HistoryCapture) entry(typ string) canvas.HistoryEntry {
 	c := h.c
-	e := canvas.HistoryEntry{Rev: c.Rev, Type: typ}
-	for i := len(h.order) - 1; i >= 0; i-- {
-		ref := h.order[i]
-		p := h.pre[ref]
+	n := len(h.pre)
+	e := canvas.HistoryEntry{Rev: c.Rev, Type: typ, Inverse: make([]canvas.Change, 0, n),
+		Expect: make([]canvas.RefRev, 0, n), Restore: make([]canvas.RefRev, 0, n)}
+	for i := n - 1; i >= 0; i-- {
+		p := &h.pre[i]
+		ref := p.ref
 		e.Expect = append(e.Expect, canvas.RefRev{Kind: ref.Kind, ID: ref.ID, Rev: c.Rev})
 		e.Restore = append(e.Restore, canvas.RefRev{Kind: ref.Kind, ID: ref.ID, Rev: p.rev})
 		inv := invertChange(ref, p)

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	mrand "math/rand/v2"
 	"net/http"
 	"sort"
 	"strconv"
@@ -120,13 +121,34 @@ type pending struct {
 func (e *Engine) process(ctx context.Context, l *live, group []*request) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	// A base_rev ahead of the in-memory head may have been committed by
+	// another process we have not heard from yet: read the log first.
+	for _, r := range group {
+		if r.baseRev > l.state.Rev {
+			if err := e.catchUp(ctx, l); err != nil {
+				e.failAll(group, err)
+				return
+			}
+			break
+		}
+	}
+	deadline := time.Now().Add(contendedTimeout)
 	for attempt := 0; ; attempt++ {
 		answers, err := e.tryGroup(ctx, l, group)
 		switch {
 		case err == nil:
 			e.answer(answers)
 			return
-		case errors.Is(err, canvas.ErrHeadMismatch) && attempt < 20:
+		case errors.Is(err, canvas.ErrHeadMismatch):
+			// Another process appended first: catch up and decide again. Back
+			// off a little after a few rounds so the other writer's burst ends.
+			if time.Now().After(deadline) {
+				e.failAll(group, fmt.Errorf("canvas %s is too contended across processes (%d attempts); retry: %w", l.id, attempt+1, canvas.ErrUnavailable))
+				return
+			}
+			if attempt >= 3 {
+				time.Sleep(time.Duration(mrand.Int64N(int64(attempt) * int64(time.Millisecond))))
+			}
 			if cerr := e.catchUp(ctx, l); cerr != nil {
 				e.failAll(group, cerr)
 				return
@@ -153,6 +175,10 @@ func (e *Engine) process(ctx context.Context, l *live, group []*request) {
 		}
 	}
 }
+
+// contendedTimeout bounds how long a group keeps retrying after other
+// processes appended first; then its commands get a 503 (nothing written).
+const contendedTimeout = 3 * time.Second
 
 func (e *Engine) failAll(group []*request, err error) {
 	for _, r := range group {
@@ -242,6 +268,20 @@ func (e *Engine) tryGroup(ctx context.Context, l *live, group []*request) ([]*pe
 			p.commits++
 		}
 		if p.commits == 0 {
+			// Not applied now: if the key was committed earlier (by another
+			// process, or before a restart, or beyond the cache), that stored
+			// answer is the answer.
+			if r.idemKey != "" {
+				rec, err := e.st.GetIdempotency(ctx, l.id, r.idemKey)
+				switch {
+				case err == nil:
+					e.cacheIdem(l, &rec)
+					p.err, p.resp = nil, Response{}
+					e.replay(p, &rec)
+				case !errors.Is(err, canvas.ErrNotFound):
+					return nil, err
+				}
+			}
 			continue
 		}
 		if r.batch {

@@ -100,6 +100,20 @@ func (e *Engine) CommitsAfter(ctx context.Context, canvasID string, afterRev int
 	return out, head, nil
 }
 
+// sync catches a live canvas up with the log now and returns its head.
+func (e *Engine) sync(ctx context.Context, canvasID string) (int64, error) {
+	l, err := e.get(ctx, canvasID)
+	if err != nil {
+		return 0, err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := e.catchUp(ctx, l); err != nil {
+		return 0, err
+	}
+	return l.state.Rev, nil
+}
+
 // commitsAfterLocked is CommitsAfter for the writer, which holds l.mu.
 func (e *Engine) commitsAfterLocked(ctx context.Context, l *live, afterRev int64, limit int) ([]*canvas.Commit, error) {
 	if out, ok := l.recentAfter(afterRev, limit); ok {
@@ -144,7 +158,13 @@ func (e *Engine) ResolveEventID(ctx context.Context, canvasID, id string) (rev i
 		return 0, false, err
 	}
 	if rev > head {
-		return rev, false, nil
+		// Another process may have committed it: read the log, then decide.
+		if head, err = e.sync(ctx, canvasID); err != nil {
+			return 0, false, err
+		}
+		if rev > head {
+			return rev, false, nil
+		}
 	}
 	if !hasSuffix || rev == 0 {
 		return rev, !hasSuffix, nil
