@@ -150,7 +150,10 @@ func (o *openaiStream) Close() error { return o.s.Close() }
 // FakeProvider is the deterministic, offline debug/fake model. For a task
 // mentioning a brutalist poster it drafts a hero headline, a supporting
 // block, a vertical divider and three sticky notes; follow-up and re-plan
-// turns answer with a think note; any other task becomes one sticky note.
+// turns answer with a think note; any other task (and any user message)
+// becomes one sticky note. When the last message carries an image, the
+// reply starts with a think saying so ("I received an image/png image of N
+// bytes."), so tests can see that the image reached the model.
 // It streams its reply in ChunkSize-byte chunks, ChunkDelay apart.
 type FakeProvider struct {
 	ChunkSize  int
@@ -179,13 +182,14 @@ func (f *FakeProvider) Stream(ctx context.Context, req ModelRequest) (ModelStrea
 func FakeReply(req ModelRequest) string {
 	x, y := req.Viewport.X+80, req.Viewport.Y+80
 	task := strings.ToLower(req.Task)
+	img := fakeImageThink(req) // "" or a think action noting an attached image, then a comma (inbox.go)
 	switch {
 	case req.Kind == "replan":
-		return `{"actions":[{"name":"think","params":{"text":"Someone changed the canvas while I worked; I will leave their edits as they are."}}]}`
-	case req.Kind != "initial":
-		return `{"actions":[{"name":"think","params":{"text":"The draft is complete; nothing more to add."}}]}`
+		return `{"actions":[` + img + `{"name":"think","params":{"text":"Someone changed the canvas while I worked; I will leave their edits as they are."}}]}`
+	case req.Kind != "initial" && req.Kind != turnMessage:
+		return `{"actions":[` + img + `{"name":"think","params":{"text":"The draft is complete; nothing more to add."}}]}`
 	case strings.Contains(task, "brutalist poster"):
-		return fmt.Sprintf("```json\n"+`{"actions":[
+		return fmt.Sprintf("```json\n"+`{"actions":[`+img+`
 {"name":"think","params":{"text":"Drafting a brutalist poster: hero headline, supporting block, divider, three notes."}},
 {"name":"create_shape","params":{"id":"hero","type":"headline","x":%[1]g,"y":%[2]g,"w":720,"props":{"text":"RAW / HONEST / LOUD","size":"xl","font":"sans","color":"charcoal"}}},
 {"name":"create_shape","params":{"id":"support","type":"box","x":%[1]g,"y":%[3]g,"w":420,"h":260,"props":{"text":"Concrete, exposed, unapologetic.","color":"brutalist orange","fill":"solid","dash":"solid"}}},
@@ -203,7 +207,7 @@ func FakeReply(req ModelRequest) string {
 		r := strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`, "\r", `\r`, "\t", `\t`)
 		return r.Replace(strings.ToValidUTF8(s, ""))
 	}
-	return fmt.Sprintf(`{"actions":[{"name":"think","params":{"text":"Noting that down."}},{"name":"create_shape","params":{"type":"sticky","x":%g,"y":%g,"props":{"text":"%s"}}}]}`, x, y, q(stripControl(msg)))
+	return fmt.Sprintf(`{"actions":[`+img+`{"name":"think","params":{"text":"Noting that down."}},{"name":"create_shape","params":{"type":"sticky","x":%g,"y":%g,"props":{"text":"%s"}}}]}`, x, y, q(stripControl(msg)))
 }
 
 func stripControl(s string) string {

@@ -170,6 +170,7 @@ type task struct {
 	text     string // the instruction of this turn
 	conflict string // for replans: what conflicted
 	image    string // a data: URL sent with the turn (user messages, inbox.go)
+	from     string // for user messages: where the message came from (inbox.go)
 }
 
 type session struct {
@@ -672,7 +673,7 @@ func (s *session) runTurn(t task) error {
 	if ts.conflict != nil {
 		rt := task{kind: "replan", text: s.rec.Message, conflict: ts.conflict.what}
 		if t.kind == turnMessage {
-			rt.text, rt.image = t.text, t.image // re-plan the message, not the session's first request
+			rt.text, rt.image, rt.from = t.text, t.image, t.from // re-plan the message, not the session's first request
 		}
 		if s.enqueue(rt) {
 			s.chat("system", "Someone else changed "+ts.conflict.what+"; re-planning with the fresh canvas.")

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 
@@ -150,7 +151,7 @@ func decodeJSON(r *http.Request, v any) error {
 		}
 		return canvas.Invalid("body", "not valid JSON for this endpoint: %v", err)
 	}
-	if dec.More() {
+	if _, err := dec.Token(); err != io.EOF {
 		return canvas.Invalid("body", "trailing data after the JSON object")
 	}
 	return nil

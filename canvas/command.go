@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"time"
 )
 
@@ -29,7 +30,7 @@ func DecodeEnvelope(data []byte) (Envelope, error) {
 	if err := dec.Decode(&e); err != nil {
 		return Envelope{}, Invalid("body", "not a valid CommandEnvelope: %v", jsonErrText(err))
 	}
-	if dec.More() {
+	if !atEOF(dec) {
 		return Envelope{}, Invalid("body", "trailing data after the CommandEnvelope")
 	}
 	return e, e.Validate()
@@ -119,8 +120,15 @@ func DecodeStrict(data []byte, v any) error {
 		}
 		return Unprocessable(field, "%s", jsonErrText(err))
 	}
-	if dec.More() {
+	if !atEOF(dec) {
 		return Unprocessable("args", "trailing data after the args object")
 	}
 	return nil
+}
+
+// atEOF reports whether nothing but white space follows the decoded value
+// (dec.More misses a stray closing bracket).
+func atEOF(dec *json.Decoder) bool {
+	_, err := dec.Token()
+	return err == io.EOF
 }

@@ -20,6 +20,8 @@ func TestDecodeEnvelope(t *testing.T) {
 		{`{"type":"t","base_rev":1,"args":"x"}`, "args"},
 		{`{"type":"t","base_rev":1,"extra":1}`, "body"},
 		{`{"type":"t","base_rev":1} {}`, "body"},
+		{`{"type":"t","base_rev":1}}`, "body"},
+		{`{"type":"t","base_rev":1}]`, "body"},
 		{`{"type":"t","base_rev":"1"}`, "body"},
 		{`[]`, "body"},
 		{``, "body"},

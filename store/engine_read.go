@@ -194,18 +194,18 @@ type journalEntry struct {
 
 func (j *journal) mark() int { return len(j.entries) }
 
-// record saves copies of what c's changes will overwrite.
+// record saves what c's changes will overwrite. reducer.Apply replaces
+// entities (and the History map) rather than editing them in place, so the
+// old pointers are the old values.
 func (j *journal) record(s *canvas.State, c *canvas.Commit) {
 	j.entries = append(j.entries, journalEntry{rev: s.Rev, hist: s.History, isRev: true})
 	for _, ch := range c.Changes {
 		ref := canvas.Ref{Kind: ch.Kind, ID: ch.ID}
 		en := journalEntry{ref: ref}
 		if ref.Kind == canvas.KindNode {
-			if n, ok := s.Nodes[ch.ID]; ok {
-				en.node = n.Clone()
-			}
-		} else if ed, ok := s.Edges[ch.ID]; ok {
-			en.edge = ed.Clone()
+			en.node = s.Nodes[ch.ID]
+		} else {
+			en.edge = s.Edges[ch.ID]
 		}
 		en.tomb, en.hasTomb = s.Tombstones[ref]
 		j.entries = append(j.entries, en)

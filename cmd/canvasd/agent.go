@@ -27,8 +27,9 @@ const (
 
 // agentSide is the agent service of a server, with what must happen at shutdown.
 type agentSide struct {
-	svc  api.AgentService
-	stop func()
+	svc   api.AgentService
+	inbox host.Inbox // image messages and A2UI userActions (inbox.go); nil with the agent off
+	stop  func()
 }
 
 // startAgent builds the server's agent side. In-process, the runner is a
@@ -49,7 +50,8 @@ func startAgent(ctx context.Context, c Config, getenv func(string) string, st st
 		return agentSide{}, fmt.Errorf("opening the agent session store: %w", err)
 	}
 	if c.AgentMode == agentWorkers {
-		return agentSide{svc: agent.NewQueue(cfg, sessions, hub), stop: func() { sessions.Close() }}, nil
+		q := agent.NewQueue(cfg, sessions, hub)
+		return agentSide{svc: q, inbox: agentInbox{svc: q, log: log}, stop: func() { sessions.Close() }}, nil
 	}
 	rec, tok, err := api.NewTokenRecord(api.TokenRequest{Role: canvas.RoleEditor, ActorType: canvas.ActorAgent,
 		Name: "in-process agent runner"}, time.Now())
@@ -72,7 +74,7 @@ func startAgent(ctx context.Context, c Config, getenv func(string) string, st st
 		return agentSide{}, err
 	}
 	runner.Start(ctx)
-	return agentSide{svc: runner, stop: func() {
+	return agentSide{svc: runner, inbox: agentInbox{svc: runner, log: log}, stop: func() {
 		runner.Stop()
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
 		defer cancel()

@@ -1,0 +1,488 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/canvasd/canvasd/canvas"
+	"github.com/canvasd/canvasd/client"
+)
+
+// turnMessage is the turn kind of a user message posted to a session.
+const turnMessage = "message"
+
+// MaxMessagePromptBytes bounds a posted message's prompt (the host's limit).
+const MaxMessagePromptBytes = 64 << 10
+
+// UserMessage is a message for an agent session from outside the run: a
+// prompt with an optional image (POST /api/sessions/{id}/messages, an
+// applet's sendAgentMessage) or an A2UI userAction (POST
+// /api/host/{session}/actions). It becomes one turn of the session.
+type UserMessage struct {
+	// Principal is who sent it; they need the editor role on the session's canvas.
+	Principal canvas.Principal
+	// Prompt is the user's text; for a userAction, a one-line description.
+	Prompt string
+	// ImageDataURL is "data:image/<type>;base64,<data>" or empty. It is sent
+	// to the model as an image part of the turn's user message.
+	ImageDataURL string
+	Source       string // e.g. "applet", "a2ui" (optional)
+	AppletSlug   string // the applet that sent it (optional)
+	// Action is set for an A2UI userAction.
+	Action *UserAction
+}
+
+// UserAction is an A2UI userAction as the agent sees it.
+type UserAction struct {
+	Name              string
+	SurfaceID         string
+	SourceComponentID string
+	Context           map[string]any
+}
+
+// Inbox is what the HTTP side (cmd/canvasd's host.Inbox adapter) posts
+// messages to. *Runner delivers them to its sessions; *Queue (agents run as
+// separate workers) refuses them with canvas.ErrUnavailable.
+type Inbox interface {
+	// PostMessage adds m as a new turn of session sessionID; see Runner.PostMessage.
+	PostMessage(ctx context.Context, sessionID string, m UserMessage) error
+	// PostToCanvas delivers m to the most recent session on canvasID, or a
+	// new one, and returns that session's id; see Runner.PostToCanvas.
+	PostToCanvas(ctx context.Context, canvasID string, m UserMessage) (string, error)
+}
+
+var (
+	_ Inbox = (*Runner)(nil)
+	_ Inbox = (*Queue)(nil)
+)
+
+// InboxStore is what posting a message to a finished session needs from the
+// session store beyond SessionStore. *SQLSessionStore implements it; with a
+// store that does not, only running sessions take messages.
+type InboxStore interface {
+	// ReopenSession stores s (state, detail, transcript, stats) over a
+	// session that has ended (done, canceled, error), or that is still
+	// marked running but was last updated before staleBefore (its process
+	// died; "queued" sessions are never taken over). A missing session is
+	// canvas.ErrNotFound; a session that is running elsewhere is
+	// canvas.ErrConflict.
+	ReopenSession(ctx context.Context, s client.AgentSession, staleBefore time.Time) error
+	// LatestSession returns the session created last on a canvas (with its
+	// todos), or canvas.ErrNotFound when the canvas has none.
+	LatestSession(ctx context.Context, canvasID string) (client.AgentSession, error)
+}
+
+// imageInfo returns the media type and decoded size of a base64 data URL.
+func imageInfo(dataURL string) (mediaType string, size int, ok bool) {
+	rest, found := strings.CutPrefix(dataURL, "data:")
+	if !found {
+		return "", 0, false
+	}
+	meta, payload, found := strings.Cut(rest, ",")
+	if !found {
+		return "", 0, false
+	}
+	mt, enc, found := strings.Cut(meta, ";")
+	if !found || !strings.EqualFold(enc, "base64") || !strings.HasPrefix(strings.ToLower(mt), "image/") || len(payload)%4 != 0 {
+		return "", 0, false
+	}
+	for _, c := range mt {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.ContainsRune("/+.-", c)) {
+			return "", 0, false
+		}
+	}
+	size = len(payload) / 4 * 3
+	if strings.HasSuffix(payload, "==") {
+		size -= 2
+	} else if strings.HasSuffix(payload, "=") {
+		size--
+	}
+	return strings.ToLower(mt), size, size > 0
+}
+
+// validate checks m and returns the turn it becomes and its transcript text.
+func (m UserMessage) turn() (task, string, error) {
+	if strings.TrimSpace(m.Prompt) == "" && m.ImageDataURL == "" && m.Action == nil {
+		return task{}, "", canvas.Invalid("prompt", "is required (or send imageData)")
+	}
+	if len(m.Prompt) > MaxMessagePromptBytes {
+		return task{}, "", canvas.Invalid("prompt", "is longer than %d bytes", MaxMessagePromptBytes)
+	}
+	var b strings.Builder
+	switch {
+	case m.Action != nil:
+		ctxJSON, err := json.Marshal(m.Action.Context)
+		if err != nil || m.Action.Context == nil {
+			ctxJSON = []byte("{}")
+		}
+		fmt.Fprintf(&b, "A2UI userAction %q from component %q on surface %q, context %s", m.Action.Name,
+			m.Action.SourceComponentID, m.Action.SurfaceID, truncUTF8(string(ctxJSON), 4000))
+		if p := strings.TrimSpace(m.Prompt); p != "" && !strings.HasPrefix(p, "userAction ") {
+			b.WriteString(": " + p)
+		}
+	default:
+		b.WriteString(strings.TrimSpace(m.Prompt))
+	}
+	text := b.String()
+	var note strings.Builder
+	if m.Source != "" || m.AppletSlug != "" {
+		note.WriteString("[")
+		note.WriteString(m.Source)
+		if m.AppletSlug != "" {
+			if m.Source != "" {
+				note.WriteString(" ")
+			}
+			note.WriteString(m.AppletSlug)
+		}
+		note.WriteString("] ")
+	}
+	note.WriteString(text)
+	if m.ImageDataURL != "" {
+		mt, size, ok := imageInfo(m.ImageDataURL)
+		if !ok {
+			return task{}, "", canvas.Invalid("imageData", "must be a data:image/<type>;base64,<data> URL")
+		}
+		if text == "" {
+			text = "Look at the attached image."
+		}
+		fmt.Fprintf(&note, " (image attached: %s, %d bytes)", mt, size)
+	}
+	return task{kind: turnMessage, text: text, image: m.ImageDataURL, from: sourceLine(m)}, note.String(), nil
+}
+
+// sourceLine names where a message came from.
+func sourceLine(m UserMessage) string {
+	switch {
+	case m.Action != nil:
+		return "the canvas host's A2UI surface"
+	case m.AppletSlug != "":
+		return fmt.Sprintf("applet %q", m.AppletSlug)
+	case m.Source != "":
+		return m.Source
+	}
+	return ""
+}
+
+// messageInstruction is the prompt instruction of a message turn.
+func messageInstruction(t task) string {
+	var b strings.Builder
+	b.WriteString("The user sent you a message")
+	if t.from != "" {
+		b.WriteString(" from " + t.from)
+	}
+	b.WriteString(":\n" + t.text)
+	if t.image != "" {
+		mt, size, _ := imageInfo(t.image)
+		fmt.Fprintf(&b, "\nAn image is attached (%s, %d bytes): look at it and answer about it.", mt, size)
+	}
+	b.WriteString("\nRespond with actions: think to answer in the chat, canvas actions to change the canvas.")
+	return b.String()
+}
+
+// fakeImageThink is the debug/fake model's note about an image in the last
+// message: a think action followed by a comma, or "". It never contains '%'.
+func fakeImageThink(req ModelRequest) string {
+	if len(req.Messages) == 0 {
+		return ""
+	}
+	mt, size, ok := imageInfo(req.Messages[len(req.Messages)-1].ImageDataURL)
+	if !ok {
+		return ""
+	}
+	return fmt.Sprintf(`{"name":"think","params":{"text":"I received an %s image of %d bytes."}},`, mt, size)
+}
+
+// seqBase is the first agent:action seq of a launch: 0 for a new session;
+// for a session relaunched by a message, the launch time in Unix
+// microseconds' order of magnitude (ms × 1000), so seq stays strictly
+// increasing across the session's launches (each launch would need more
+// than 1000 envelopes per millisecond to overtake the next one).
+func seqBase(rec client.AgentSession, now time.Time) int64 {
+	if rec.Stats.Turns == 0 {
+		return 0
+	}
+	return now.UnixMilli() * 1000
+}
+
+// PostMessage makes m a new turn of the agent session sessionID (an id from
+// POST /api/canvas-agent/run) and returns without waiting for the model.
+//
+//   - The session must exist (canvas.ErrNotFound) and m.Principal needs the
+//     editor role on its canvas (canvas.ErrForbidden otherwise).
+//   - While the session runs in this runner, the turn is queued FIFO after
+//     its pending turns (follow-ups and earlier messages); a full queue
+//     (Config.QueueDepth) is canvas.ErrUnavailable.
+//   - A session that has ended (done, canceled, error) is reopened: it
+//     starts again on the same canvas with this turn, continuing its
+//     transcript, stats and turn count (its agent:status goes back to
+//     waiting_context). A session still marked running but not live here is
+//     taken over only when its last update is older than Config.Watchdog
+//     (its process died); otherwise it is running on another server:
+//     canvas.ErrConflict.
+//
+// The message is recorded in the transcript as a user entry (with the
+// source, applet and image size). Its image reaches the model as an image
+// part of the turn's user message (OpenAI-compatible providers: an
+// image_url content part; debug/fake notes it in a think).
+func (r *Runner) PostMessage(ctx context.Context, sessionID string, m UserMessage) error {
+	t, entry, err := m.turn()
+	if err != nil {
+		return err
+	}
+	if !r.running() {
+		return fmt.Errorf("agent: %w: %w", ErrNotRunning, canvas.ErrUnavailable)
+	}
+	rec, err := r.d.Store.GetSession(ctx, sessionID)
+	if err != nil {
+		return err
+	}
+	if !m.Principal.CanAccess(rec.CanvasID, canvas.RoleEditor) {
+		return fmt.Errorf("%w: sending a message to agent session %q needs the editor role on canvas %q", canvas.ErrForbidden, sessionID, rec.CanvasID)
+	}
+	return r.post(ctx, sessionID, t, entry)
+}
+
+// PostToCanvas delivers m (typically an A2UI userAction from the host
+// session named like the canvas) to the most recent agent session of
+// canvasID — the one created last, whether running or finished, handled as
+// PostMessage handles it — or, when the canvas has no session yet, starts a
+// new session on it with the default model whose first turn is m. It returns
+// the session's id. A canvas that does not exist is canvas.ErrNotFound;
+// m.Principal needs the editor role on it (canvas.ErrForbidden).
+func (r *Runner) PostToCanvas(ctx context.Context, canvasID string, m UserMessage) (string, error) {
+	t, entry, err := m.turn()
+	if err != nil {
+		return "", err
+	}
+	if canvasID == "" {
+		return "", canvas.Invalid("canvas_id", "is required")
+	}
+	if !m.Principal.CanAccess(canvasID, canvas.RoleEditor) {
+		return "", fmt.Errorf("%w: sending a message to the agent of canvas %q needs the editor role on it", canvas.ErrForbidden, canvasID)
+	}
+	if !r.running() {
+		return "", fmt.Errorf("agent: %w: %w", ErrNotRunning, canvas.ErrUnavailable)
+	}
+	id, started, err := r.sessionFor(ctx, canvasID, t, entry)
+	if err != nil || started {
+		return id, err
+	}
+	return id, r.post(ctx, id, t, entry)
+}
+
+// sessionFor returns the most recent session of canvasID (started false:
+// the caller posts t to it) or, when the canvas has none, creates and
+// launches a new session whose first turn is t (started true).
+func (r *Runner) sessionFor(ctx context.Context, canvasID string, t task, entry string) (id string, started bool, err error) {
+	r.inboxMu.Lock() // one new session per canvas, even for concurrent userActions
+	defer r.inboxMu.Unlock()
+	if id := r.latestLive(canvasID); id != "" {
+		return id, false, nil
+	}
+	if is, ok := r.d.Store.(InboxStore); ok {
+		latest, err := is.LatestSession(ctx, canvasID)
+		switch {
+		case err == nil:
+			return latest.ID, false, nil
+		case !errors.Is(err, canvas.ErrNotFound):
+			return "", false, err
+		}
+	}
+	if _, err := r.d.Client.GetCanvas(ctx, canvasID); err != nil {
+		return "", false, fmt.Errorf("agent message for canvas %q: %w", canvasID, err)
+	}
+	rec, err := newSessionRecord(r.d.Config, client.AgentRunRequest{RoomID: canvasID, Message: truncUTF8(t.text, 20000)}, r.d.Now(), client.AgentWaitingContext)
+	if err != nil {
+		return "", false, err
+	}
+	rec.ActorID = r.d.ActorID
+	rec.Transcript = []client.TranscriptEntry{{Role: "user", Text: entry, TS: rec.CreatedAt}}
+	if err := r.d.Store.CreateSession(ctx, rec); err != nil {
+		return "", false, err
+	}
+	r.log.Info("agent: session started by a message", "session_id", rec.ID, "canvas_id", canvasID)
+	return rec.ID, true, r.launchTasks(rec, false, []task{t})
+}
+
+// latestLive returns the id of the most recently created session of
+// canvasID running in this runner, or "".
+func (r *Runner) latestLive(canvasID string) string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var live []client.AgentSession
+	for _, s := range r.sessions {
+		s.mu.Lock()
+		if s.rec.CanvasID == canvasID && !s.ended && !s.canceled {
+			live = append(live, client.AgentSession{ID: s.rec.ID, CreatedAt: s.rec.CreatedAt})
+		}
+		s.mu.Unlock()
+	}
+	if len(live) == 0 {
+		return ""
+	}
+	sort.Slice(live, func(i, j int) bool {
+		if !live[i].CreatedAt.Equal(live[j].CreatedAt) {
+			return live[i].CreatedAt.After(live[j].CreatedAt)
+		}
+		return live[i].ID > live[j].ID
+	})
+	return live[0].ID
+}
+
+// post queues t on the live session id or reopens the session with it.
+func (r *Runner) post(ctx context.Context, id string, t task, entry string) error {
+	for attempt := 0; ; attempt++ {
+		r.inboxMu.Lock()
+		r.mu.Lock()
+		s := r.sessions[id]
+		r.mu.Unlock()
+		if s == nil {
+			err := r.reopen(ctx, id, []task{t}, entry)
+			r.inboxMu.Unlock()
+			return err
+		}
+		queued, err := s.post(t, entry)
+		r.inboxMu.Unlock()
+		if err != nil || queued {
+			return err
+		}
+		if attempt >= 3 {
+			return fmt.Errorf("agent session %q keeps ending while the message is posted; retry: %w", id, canvas.ErrUnavailable)
+		}
+		// The session is ending (its queue ran out, or it was canceled): wait
+		// for it, then reopen it with this turn.
+		wait := time.NewTimer(15 * time.Second)
+		select {
+		case <-s.done:
+			wait.Stop()
+		case <-ctx.Done():
+			wait.Stop()
+			return ctx.Err()
+		case <-wait.C:
+			return fmt.Errorf("agent session %q is still stopping; retry: %w", id, canvas.ErrUnavailable)
+		}
+	}
+}
+
+// post appends t to a live session's queue; false when the session is
+// ending (or canceled) and must be reopened instead.
+func (s *session) post(t task, entry string) (bool, error) {
+	cfg := s.r.d.Config
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ended || s.canceled || s.ctx.Err() != nil {
+		return false, nil
+	}
+	if len(s.queue) >= cfg.QueueDepth {
+		return false, fmt.Errorf("agent session %q already has %d pending turns (the limit); retry when it has caught up: %w",
+			s.rec.ID, len(s.queue), canvas.ErrUnavailable)
+	}
+	s.queue = append(s.queue, t)
+	s.rec.Transcript = append(s.rec.Transcript, client.TranscriptEntry{Role: "user", Text: entry, TS: s.r.d.Now().UTC()})
+	if n := len(s.rec.Transcript); n > 500 {
+		s.rec.Transcript = s.rec.Transcript[n-500:]
+	}
+	return true, nil
+}
+
+// reopen restarts the stored session id with tasks, appending entry (when
+// not empty) to its transcript. The caller holds r.inboxMu and has checked
+// that the session is not live in this runner.
+func (r *Runner) reopen(ctx context.Context, id string, tasks []task, entry string) error {
+	is, ok := r.d.Store.(InboxStore)
+	if !ok {
+		return fmt.Errorf("agent session %q has ended and this session store cannot reopen it: %w", id, canvas.ErrUnavailable)
+	}
+	rec, err := r.d.Store.GetSession(ctx, id)
+	if err != nil {
+		return err
+	}
+	now := r.d.Now().UTC()
+	if entry != "" {
+		rec.Transcript = append(rec.Transcript, client.TranscriptEntry{Role: "user", Text: entry, TS: now})
+		if n := len(rec.Transcript); n > 500 {
+			rec.Transcript = rec.Transcript[n-500:]
+		}
+	}
+	prev := rec.State
+	rec.State, rec.Detail, rec.UpdatedAt = client.AgentWaitingContext, "", now
+	rec.ActorID = r.d.ActorID
+	rec.Todos = nil
+	if err := is.ReopenSession(ctx, rec, now.Add(-r.d.Config.Watchdog)); err != nil {
+		return err
+	}
+	r.log.Info("agent: session reopened by a message", "session_id", id, "canvas_id", rec.CanvasID, "previous_state", prev, "turns", len(tasks))
+	return r.launchTasks(rec, false, tasks)
+}
+
+// handOff runs after a session's worker has ended and saved its final state:
+// message turns still queued (posted while it was ending, or left behind by
+// a failed turn or the watchdog) reopen the session, unless it was canceled
+// or the runner is stopping, in which case they are dropped and logged.
+func (s *session) handOff(final string) {
+	s.mu.Lock()
+	var rest []task
+	for _, t := range s.queue {
+		if t.kind == turnMessage {
+			rest = append(rest, t)
+		}
+	}
+	s.queue = nil
+	s.mu.Unlock()
+	if len(rest) == 0 {
+		return
+	}
+	r := s.r
+	if final == client.AgentCanceled || !r.running() {
+		r.log.Warn("agent: queued messages dropped: the session ended", "session_id", s.rec.ID, "state", final, "messages", len(rest))
+		return
+	}
+	r.inboxMu.Lock()
+	defer r.inboxMu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := r.reopen(ctx, s.rec.ID, rest, ""); err != nil {
+		r.log.Error("agent: queued messages dropped: reopening the session failed", "session_id", s.rec.ID, "messages", len(rest), "err", err)
+	}
+}
+
+// PostMessage checks that the session exists and that m.Principal has the
+// editor role on its canvas (canvas.ErrNotFound, canvas.ErrForbidden), then
+// refuses the message with canvas.ErrUnavailable: on a server whose agents
+// run as separate `canvasd agent` workers, messages and userActions are not
+// delivered (the stored queue carries only run requests); run canvasd with
+// the in-process agent to use them.
+func (q *Queue) PostMessage(ctx context.Context, sessionID string, m UserMessage) error {
+	if _, _, err := m.turn(); err != nil {
+		return err
+	}
+	rec, err := q.store.GetSession(ctx, sessionID)
+	if err != nil {
+		return err
+	}
+	if !m.Principal.CanAccess(rec.CanvasID, canvas.RoleEditor) {
+		return fmt.Errorf("%w: sending a message to agent session %q needs the editor role on canvas %q", canvas.ErrForbidden, sessionID, rec.CanvasID)
+	}
+	return errQueueMessages
+}
+
+// PostToCanvas checks m.Principal's editor role on canvasID
+// (canvas.ErrForbidden) and refuses the message with canvas.ErrUnavailable,
+// as PostMessage does.
+func (q *Queue) PostToCanvas(ctx context.Context, canvasID string, m UserMessage) (string, error) {
+	if _, _, err := m.turn(); err != nil {
+		return "", err
+	}
+	if !m.Principal.CanAccess(canvasID, canvas.RoleEditor) {
+		return "", fmt.Errorf("%w: sending a message to the agent of canvas %q needs the editor role on it", canvas.ErrForbidden, canvasID)
+	}
+	return "", errQueueMessages
+}
+
+var errQueueMessages = fmt.Errorf("this server queues agent runs for separate `canvasd agent` workers, which do not take messages or userActions; "+
+	"start canvasd with the in-process agent (--agent inprocess) to send them, or start a new run with POST /api/canvas-agent/run: %w", canvas.ErrUnavailable)

@@ -1,0 +1,416 @@
+package agent_test
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	canvasd "github.com/canvasd/canvasd"
+	"github.com/canvasd/canvasd/agent"
+	"github.com/canvasd/canvasd/api"
+	"github.com/canvasd/canvasd/canvas"
+	"github.com/canvasd/canvasd/client"
+	"github.com/canvasd/canvasd/store"
+	"github.com/canvasd/canvasd/store/sqlitestore"
+)
+
+const inboxAdmin = "cvd_inbox_admin"
+
+// tinyPNG is a valid 1×1 PNG.
+var tinyPNG, _ = base64.StdEncoding.DecodeString("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==")
+
+func pngDataURL() string { return "data:image/png;base64," + base64.StdEncoding.EncodeToString(tinyPNG) }
+
+// inboxEnv is a real canvasd (SQLite file, real listener) and an in-process
+// runner with the debug/fake model that reaches it over HTTP.
+type inboxEnv struct {
+	t        *testing.T
+	runner   *agent.Runner
+	sessions *agent.SQLSessionStore
+	admin    *client.Client
+}
+
+func newInboxEnv(t *testing.T, fake *agent.FakeProvider) *inboxEnv {
+	t.Helper()
+	ctx := context.Background()
+	dbPath := filepath.Join(t.TempDir(), "canvasd.db")
+	st, err := sqlitestore.Open(ctx, dbPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewRegistry()
+	m := api.NewMetrics(reg)
+	hub := api.NewHub(0, m.SubscriberDelta)
+	eng := store.NewEngine(st, store.EngineConfig{Publisher: hub, Observer: m, SnapshotEvery: 100})
+	if err := eng.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	srv, err := api.New(api.Config{Engine: eng, Store: st, Hub: hub, Metrics: m, AdminToken: inboxAdmin,
+		OpenAPISpec: canvasd.Spec, Heartbeat: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(srv.Handler())
+	e := &inboxEnv{t: t}
+	e.admin, _ = client.New(ts.URL, inboxAdmin)
+	tok, err := e.admin.CreateToken(ctx, client.TokenRequest{Role: canvas.RoleEditor, ActorType: canvas.ActorAgent})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ac, _ := client.New(ts.URL, tok.Token)
+	if e.sessions, err = agent.OpenSQLSessionStore(ctx, "", dbPath); err != nil {
+		t.Fatal(err)
+	}
+	cfg := agent.DefaultConfig()
+	cfg.Watchdog = 20 * time.Second
+	prov := agent.NewProviders(cfg, nil)
+	if fake != nil {
+		prov.SetFake(fake)
+	}
+	e.runner, err = agent.NewRunner(agent.Deps{Config: cfg, Client: ac, ActorID: tok.ActorID, Events: hub, Store: e.sessions, Providers: prov})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rctx, cancel := context.WithCancel(ctx)
+	e.runner.Start(rctx)
+	t.Cleanup(func() {
+		cancel()
+		e.runner.Stop()
+		ts.CloseClientConnections()
+		ts.Close()
+		eng.Stop()
+		e.sessions.Close()
+		st.Close()
+	})
+	return e
+}
+
+func editor(canvases ...string) canvas.Principal {
+	return canvas.Principal{Actor: canvas.Actor{ID: "human-1", Type: canvas.ActorHuman}, Role: canvas.RoleEditor, Canvases: canvases}
+}
+
+func (e *inboxEnv) canvas(id string) {
+	e.t.Helper()
+	if _, err := e.admin.CreateCanvas(context.Background(), id, "inbox test"); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// wait waits until the session is not running in the runner and its stored
+// state is terminal.
+func (e *inboxEnv) wait(id string) client.AgentSession {
+	e.t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if ch := e.runner.Done(id); ch != nil {
+			select {
+			case <-ch:
+			case <-time.After(time.Until(deadline)):
+				e.t.Fatalf("session %s did not end", id)
+			}
+			continue // a hand-off may have relaunched it
+		}
+		s, err := e.runner.Session(context.Background(), id)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		if client.AgentTerminal(s.State) && e.runner.Done(id) == nil {
+			return s
+		}
+		if time.Now().After(deadline) {
+			e.t.Fatalf("session %s still %q", id, s.State)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// stickies returns the sticky notes' texts in creation order.
+func (e *inboxEnv) stickies(canvasID string) []string {
+	e.t.Helper()
+	snap, err := e.admin.Snapshot(context.Background(), canvasID)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	type note struct {
+		rev  int64
+		text string
+	}
+	var notes []note
+	for _, n := range snap.State.Nodes {
+		if n.Type == "note" {
+			text, _ := n.Props["text"].(string)
+			notes = append(notes, note{n.CreatedRev, text})
+		}
+	}
+	for i := 1; i < len(notes); i++ {
+		for j := i; j > 0 && notes[j].rev < notes[j-1].rev; j-- {
+			notes[j], notes[j-1] = notes[j-1], notes[j]
+		}
+	}
+	out := make([]string, len(notes))
+	for i, n := range notes {
+		out[i] = n.text
+	}
+	return out
+}
+
+func transcriptHas(s client.AgentSession, role, text string) bool {
+	for _, e := range s.Transcript {
+		if e.Role == role && strings.Contains(e.Text, text) {
+			return true
+		}
+	}
+	return false
+}
+
+// A message to a finished session reopens it: a new turn on the same canvas
+// whose image reaches the model (the fake model says so), recorded in the
+// transcript, with action ids that do not collide with the first run's (the
+// second sticky is really created, not an idempotent replay).
+func TestPostMessageReopensFinishedSession(t *testing.T) {
+	e := newInboxEnv(t, nil)
+	e.canvas("c1")
+	ctx := context.Background()
+	id, err := e.runner.Run(ctx, client.AgentRunRequest{RoomID: "c1", Message: "hello"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := e.wait(id)
+	if first.State != client.AgentDone {
+		t.Fatalf("first run %s: %s", first.State, first.Detail)
+	}
+	err = e.runner.PostMessage(ctx, id, agent.UserMessage{Principal: editor("c1"), Prompt: "What is this drawing?",
+		ImageDataURL: pngDataURL(), Source: "applet", AppletSlug: "doodle"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := e.wait(id)
+	if s.State != client.AgentDone || s.CanvasID != "c1" || s.ID != id {
+		t.Fatalf("after the message: %+v", s)
+	}
+	if s.Stats.Turns != first.Stats.Turns+1 {
+		t.Fatalf("turns %d, want %d", s.Stats.Turns, first.Stats.Turns+1)
+	}
+	want := fmt.Sprintf("[applet doodle] What is this drawing? (image attached: image/png, %d bytes)", len(tinyPNG))
+	if !transcriptHas(s, "user", want) {
+		t.Fatalf("transcript lacks %q: %+v", want, s.Transcript)
+	}
+	if note := fmt.Sprintf("I received an image/png image of %d bytes.", len(tinyPNG)); !transcriptHas(s, "assistant", note) {
+		t.Fatalf("the fake model did not see the image (%q): %+v", note, s.Transcript)
+	}
+	// A second reopen whose reply has the same shape as the first run's
+	// (think, sticky): its action ids must not repeat the first run's, or its
+	// commands would be idempotent replays (or 422s) instead of commits.
+	if err := e.runner.PostMessage(ctx, id, agent.UserMessage{Principal: editor(), Prompt: "and another"}); err != nil {
+		t.Fatal(err)
+	}
+	e.wait(id)
+	if got := e.stickies("c1"); strings.Join(got, "|") != "hello|What is this drawing?|and another" {
+		t.Fatalf("stickies %q", got)
+	}
+	if stored, err := e.sessions.GetSession(ctx, id); err != nil || stored.State != client.AgentDone || !transcriptHas(stored, "user", want) {
+		t.Fatalf("stored session %+v %v", stored, err)
+	}
+}
+
+// Messages posted while a session runs are queued FIFO after its current turn.
+func TestPostMessageQueuesOnLiveSession(t *testing.T) {
+	e := newInboxEnv(t, &agent.FakeProvider{ChunkSize: 16, ChunkDelay: 15 * time.Millisecond})
+	e.canvas("c1")
+	ctx := context.Background()
+	id, err := e.runner.Run(ctx, client.AgentRunRequest{RoomID: "c1", Message: "initial"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := e.runner.Done(id)
+	for _, p := range []string{"first", "second", "third"} {
+		if err := e.runner.PostMessage(ctx, id, agent.UserMessage{Principal: editor(), Prompt: p}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if e.runner.Done(id) != done {
+		t.Fatal("the session was relaunched instead of queuing the messages")
+	}
+	s := e.wait(id)
+	if s.State != client.AgentDone {
+		t.Fatalf("%s: %s", s.State, s.Detail)
+	}
+	if got := e.stickies("c1"); strings.Join(got, ",") != "initial,first,second,third" {
+		t.Fatalf("stickies %q, want initial,first,second,third", got)
+	}
+	var users []string
+	for _, en := range s.Transcript {
+		if en.Role == "user" {
+			users = append(users, en.Text)
+		}
+	}
+	if strings.Join(users, ",") != "initial,first,second,third" {
+		t.Fatalf("user transcript %q", users)
+	}
+}
+
+func TestPostMessageErrors(t *testing.T) {
+	e := newInboxEnv(t, nil)
+	e.canvas("c1")
+	ctx := context.Background()
+	id, err := e.runner.Run(ctx, client.AgentRunRequest{RoomID: "c1", Message: "hello"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.wait(id)
+	viewer := canvas.Principal{Actor: canvas.Actor{ID: "human-2", Type: canvas.ActorHuman}, Role: canvas.RoleViewer}
+	for name, c := range map[string]struct {
+		id   string
+		m    agent.UserMessage
+		want error
+	}{
+		"unknown session": {"as_nope", agent.UserMessage{Principal: editor(), Prompt: "x"}, canvas.ErrNotFound},
+		"viewer":          {id, agent.UserMessage{Principal: viewer, Prompt: "x"}, canvas.ErrForbidden},
+		"other canvas":    {id, agent.UserMessage{Principal: editor("c2"), Prompt: "x"}, canvas.ErrForbidden},
+		"empty":           {id, agent.UserMessage{Principal: editor()}, canvas.ErrInvalid},
+		"not a data URL":  {id, agent.UserMessage{Principal: editor(), Prompt: "x", ImageDataURL: "http://x/y.png"}, canvas.ErrInvalid},
+		"too long":        {id, agent.UserMessage{Principal: editor(), Prompt: strings.Repeat("x", agent.MaxMessagePromptBytes+1)}, canvas.ErrInvalid},
+	} {
+		if err := e.runner.PostMessage(ctx, c.id, c.m); !errors.Is(err, c.want) {
+			t.Errorf("%s: %v, want %v", name, err, c.want)
+		}
+	}
+	if s := e.wait(id); s.Stats.Turns != 2 { // the run and its low-action follow-up; no message turn
+		t.Fatalf("a refused message ran a turn: %+v", s.Stats)
+	}
+}
+
+// A userAction goes to the canvas's most recent session, or starts one.
+func TestPostToCanvas(t *testing.T) {
+	e := newInboxEnv(t, nil)
+	e.canvas("board")
+	ctx := context.Background()
+	act := agent.UserMessage{Principal: editor("board"), Prompt: `userAction "submit"`, Source: "a2ui",
+		Action: &agent.UserAction{Name: "submit", SurfaceID: "main", SourceComponentID: "btn", Context: map[string]any{"name": "Ada"}}}
+	id, err := e.runner.PostToCanvas(ctx, "board", act)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := e.wait(id)
+	if s.CanvasID != "board" || s.State != client.AgentDone || !strings.Contains(s.Message, `A2UI userAction "submit"`) {
+		t.Fatalf("new session %+v", s)
+	}
+	if !transcriptHas(s, "user", `[a2ui] A2UI userAction "submit" from component "btn" on surface "main", context {"name":"Ada"}`) {
+		t.Fatalf("transcript %+v", s.Transcript)
+	}
+	// A newer session on the canvas gets the next action.
+	newer, err := e.runner.Run(ctx, client.AgentRunRequest{RoomID: "board", Message: "newer"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.wait(newer)
+	id2, err := e.runner.PostToCanvas(ctx, "board", act)
+	if err != nil || id2 != newer {
+		t.Fatalf("second action went to %q (%v), want the newest session %q", id2, err, newer)
+	}
+	if s := e.wait(newer); !transcriptHas(s, "user", `A2UI userAction "submit"`) {
+		t.Fatalf("newest session transcript %+v", s.Transcript)
+	}
+	if got := e.stickies("board"); len(got) != 3 {
+		t.Fatalf("stickies %q: want the first action's, newer's and the second action's", got)
+	}
+	if _, err := e.runner.PostToCanvas(ctx, "nope", agent.UserMessage{Principal: editor(), Prompt: "x"}); !errors.Is(err, canvas.ErrNotFound) {
+		t.Fatalf("unknown canvas: %v", err)
+	}
+	if _, err := e.runner.PostToCanvas(ctx, "board", agent.UserMessage{Principal: editor("other"), Prompt: "x"}); !errors.Is(err, canvas.ErrForbidden) {
+		t.Fatalf("other canvas: %v", err)
+	}
+}
+
+func TestQueueRefusesMessages(t *testing.T) {
+	e := newInboxEnv(t, nil)
+	e.canvas("c1")
+	ctx := context.Background()
+	q := agent.NewQueue(agent.DefaultConfig(), e.sessions, nil)
+	id, err := q.Run(ctx, client.AgentRunRequest{RoomID: "c1", Message: "queued"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := q.PostMessage(ctx, id, agent.UserMessage{Principal: editor(), Prompt: "x"}); !errors.Is(err, canvas.ErrUnavailable) ||
+		!strings.Contains(err.Error(), "canvasd agent") {
+		t.Fatalf("queue: %v", err)
+	}
+	if err := q.PostMessage(ctx, "as_nope", agent.UserMessage{Principal: editor(), Prompt: "x"}); !errors.Is(err, canvas.ErrNotFound) {
+		t.Fatalf("unknown: %v", err)
+	}
+	if err := q.PostMessage(ctx, id, agent.UserMessage{Principal: editor("c2"), Prompt: "x"}); !errors.Is(err, canvas.ErrForbidden) {
+		t.Fatalf("forbidden: %v", err)
+	}
+	if _, err := q.PostToCanvas(ctx, "c1", agent.UserMessage{Principal: editor(), Prompt: "x"}); !errors.Is(err, canvas.ErrUnavailable) {
+		t.Fatalf("queue to canvas: %v", err)
+	}
+}
+
+// ReopenSession takes over an ended session, or a running one only when it is stale.
+func TestReopenSession(t *testing.T) {
+	e := newInboxEnv(t, nil)
+	e.canvas("c1")
+	ctx := context.Background()
+	now := time.Now().UTC()
+	rec := client.AgentSession{ID: "as_reopen", CanvasID: "c1", State: client.AgentStreaming, Model: "debug/fake", Message: "m",
+		Transcript: []client.TranscriptEntry{}, CreatedAt: now, UpdatedAt: now}
+	if err := e.sessions.CreateSession(ctx, rec); err != nil {
+		t.Fatal(err)
+	}
+	rec.State = client.AgentWaitingContext
+	if err := e.sessions.ReopenSession(ctx, rec, now.Add(-time.Minute)); !errors.Is(err, canvas.ErrConflict) {
+		t.Fatalf("running session reopened: %v", err)
+	}
+	if err := e.sessions.ReopenSession(ctx, rec, time.Now().Add(time.Minute)); err != nil {
+		t.Fatalf("stale session: %v", err)
+	}
+	rec.State = client.AgentDone
+	if err := e.sessions.SaveSession(ctx, rec); err != nil {
+		t.Fatal(err)
+	}
+	rec.State = client.AgentWaitingContext
+	rec.Transcript = []client.TranscriptEntry{{Role: "user", Text: "again", TS: now}}
+	if err := e.sessions.ReopenSession(ctx, rec, now.Add(-time.Minute)); err != nil {
+		t.Fatalf("ended session: %v", err)
+	}
+	got, err := e.sessions.GetSession(ctx, rec.ID)
+	if err != nil || got.State != client.AgentWaitingContext || len(got.Transcript) != 1 {
+		t.Fatalf("reopened %+v %v", got, err)
+	}
+	if err := e.sessions.ReopenSession(ctx, client.AgentSession{ID: "as_missing"}, now); !errors.Is(err, canvas.ErrNotFound) {
+		t.Fatalf("missing: %v", err)
+	}
+	if latest, err := e.sessions.LatestSession(ctx, "c1"); err != nil || latest.ID != rec.ID {
+		t.Fatalf("latest %+v %v", latest, err)
+	}
+	if _, err := e.sessions.LatestSession(ctx, "c2"); !errors.Is(err, canvas.ErrNotFound) {
+		t.Fatalf("latest of a canvas without sessions: %v", err)
+	}
+}
+
+func TestFakeReplyNotesImage(t *testing.T) {
+	for _, kind := range []string{"initial", "message", "followup", "replan"} {
+		req := agent.ModelRequest{Kind: kind, Task: "brutalist poster", Messages: []agent.Message{{Role: "user", Text: "x", ImageDataURL: pngDataURL()}}}
+		want := fmt.Sprintf(`{"name":"think","params":{"text":"I received an image/png image of %d bytes."}}`, len(tinyPNG))
+		if got := agent.FakeReply(req); !strings.Contains(got, want) {
+			t.Errorf("%s: %s", kind, got)
+		}
+		p := agent.NewParser(0)
+		done, _ := p.Feed(agent.FakeReply(req))
+		if len(done) == 0 || done[0].Name != "think" {
+			t.Errorf("%s: reply does not parse with the think first: %+v", kind, done)
+		}
+		req.Messages[0].ImageDataURL = ""
+		if got := agent.FakeReply(req); strings.Contains(got, "I received an") {
+			t.Errorf("%s without an image: %s", kind, got)
+		}
+	}
+}
