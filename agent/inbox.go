@@ -352,7 +352,7 @@ func (r *Runner) post(ctx context.Context, id string, t task, entry string) erro
 			return err
 		}
 		if attempt >= 3 {
-			return fmt.Errorf("agent session %q keeps ending while the message is posted; retry: %w", id, canvas.ErrUnavailable)
+			return &UnavailableError{Reason: fmt.Sprintf("agent session %q keeps ending while the message is posted; retry", id)}
 		}
 		// The session is ending (its queue ran out, or it was canceled): wait
 		// for it, then reopen it with this turn.
@@ -364,7 +364,7 @@ func (r *Runner) post(ctx context.Context, id string, t task, entry string) erro
 			wait.Stop()
 			return ctx.Err()
 		case <-wait.C:
-			return fmt.Errorf("agent session %q is still stopping; retry: %w", id, canvas.ErrUnavailable)
+			return &UnavailableError{Reason: fmt.Sprintf("agent session %q is still stopping; retry in a few seconds", id)}
 		}
 	}
 }
@@ -379,8 +379,8 @@ func (s *session) post(t task, entry string) (bool, error) {
 		return false, nil
 	}
 	if len(s.queue) >= cfg.QueueDepth {
-		return false, fmt.Errorf("agent session %q already has %d pending turns (the limit); retry when it has caught up: %w",
-			s.rec.ID, len(s.queue), canvas.ErrUnavailable)
+		return false, &UnavailableError{Reason: fmt.Sprintf("agent session %q already has %d pending turns (the limit); retry when it has caught up",
+			s.rec.ID, len(s.queue))}
 	}
 	s.queue = append(s.queue, t)
 	s.rec.Transcript = append(s.rec.Transcript, client.TranscriptEntry{Role: "user", Text: entry, TS: s.r.d.Now().UTC()})
@@ -396,7 +396,7 @@ func (s *session) post(t task, entry string) (bool, error) {
 func (r *Runner) reopen(ctx context.Context, id string, tasks []task, entry string) error {
 	is, ok := r.d.Store.(InboxStore)
 	if !ok {
-		return fmt.Errorf("agent session %q has ended and this session store cannot reopen it: %w", id, canvas.ErrUnavailable)
+		return &UnavailableError{Reason: fmt.Sprintf("agent session %q has ended and this server's session store cannot reopen it; start a new run with POST /api/canvas-agent/run", id)}
 	}
 	rec, err := r.d.Store.GetSession(ctx, id)
 	if err != nil {
@@ -484,5 +484,23 @@ func (q *Queue) PostToCanvas(ctx context.Context, canvasID string, m UserMessage
 	return "", errQueueMessages
 }
 
-var errQueueMessages = fmt.Errorf("this server queues agent runs for separate `canvasd agent` workers, which do not take messages or userActions; "+
-	"start canvasd with the in-process agent (--agent inprocess) to send them, or start a new run with POST /api/canvas-agent/run: %w", canvas.ErrUnavailable)
+var errQueueMessages = &UnavailableError{Reason: "this server queues agent runs for separate `canvasd agent` workers, which do not take messages or userActions; " +
+	"start canvasd with the in-process agent (--agent inprocess) to send them, or start a new run with POST /api/canvas-agent/run"}
+
+// UnavailableError is a canvas.ErrUnavailable whose text is meant for the
+// sender: the API answers it as a 503 problem with the text as its detail
+// (it implements the API's TypedProblem), so the sender learns why the
+// agent cannot take the message and what to do.
+type UnavailableError struct{ Reason string }
+
+// Error returns the reason.
+func (e *UnavailableError) Error() string { return e.Reason }
+
+// Unwrap makes errors.Is(err, canvas.ErrUnavailable) true.
+func (e *UnavailableError) Unwrap() error { return canvas.ErrUnavailable }
+
+// ProblemStatus is 503.
+func (e *UnavailableError) ProblemStatus() int { return 503 }
+
+// ProblemSlug is "unavailable".
+func (e *UnavailableError) ProblemSlug() string { return "unavailable" }

@@ -27,7 +27,9 @@ const inboxAdmin = "cvd_inbox_admin"
 // tinyPNG is a valid 1×1 PNG.
 var tinyPNG, _ = base64.StdEncoding.DecodeString("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==")
 
-func pngDataURL() string { return "data:image/png;base64," + base64.StdEncoding.EncodeToString(tinyPNG) }
+func pngDataURL() string {
+	return "data:image/png;base64," + base64.StdEncoding.EncodeToString(tinyPNG)
+}
 
 // inboxEnv is a real canvasd (SQLite file, real listener) and an in-process
 // runner with the debug/fake model that reaches it over HTTP.

@@ -61,7 +61,7 @@ func (s *Server) routes() chi.Router {
 
 		// Documents, snapshots and MCP (docs*.go, mcp*.go).
 		s.docRoutes(r)
-		r.Method(http.MethodPost, "/mcp", http.MaxBytesHandler(s.mcpHandler(nil), cmdLimit)) // nil: no in-process agent runner
+		r.Method(http.MethodPost, "/mcp", http.MaxBytesHandler(s.mcpHandler(s.cfg.Agent), cmdLimit))
 
 		// Agent (agent*.go).
 		s.agentRoutes(r, s.cfg.Agent)

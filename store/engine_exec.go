@@ -364,6 +364,13 @@ func (e *Engine) decideOne(ctx context.Context, l *live, r *request, k int, reqS
 		return nil, canvas.RevisionResult{}, e.conflict(ctx, l, cmd, reqStart, nil, pendingCommits,
 			fmt.Sprintf("base_rev %d is ahead of the head (%d): re-read the snapshot and resend with its head_rev", base, reqStart))
 	}
+	if env.Type == reducer.CmdRevertToSnapshot { // docs: the reducer needs the state at the snapshot
+		target, err := e.revertTarget(ctx, l.id, env.Args)
+		if err != nil {
+			return nil, canvas.RevisionResult{}, err
+		}
+		cmd.Snapshot = target
+	}
 	dec, err := reducer.Decide(l.state, cmd)
 	stale := base < reqStart
 	if stale {
@@ -383,6 +390,24 @@ func (e *Engine) decideOne(ctx context.Context, l *live, r *request, k int, reqS
 			return nil, canvas.RevisionResult{}, e.conflict(ctx, l, cmd, reqStart, conflicting, pendingCommits,
 				why+": re-read the state (or apply recovery_ops), re-plan, and resend with the new base_rev")
 		}
+	}
+	var undoConflict *canvas.ConflictError
+	if errors.As(err, &undoConflict) && len(undoConflict.Result.RecoveryOps) == 0 {
+		// docs: undo/redo refused because others changed what it would restore;
+		// recovery_ops are the commits after the entry's revision that touched them.
+		ids := map[string]bool{}
+		for _, id := range undoConflict.Result.ConflictingIDs {
+			ids[id] = true
+		}
+		var refs []canvas.Ref
+		for _, ref := range dec.Touched {
+			if ids[ref.ID] {
+				refs = append(refs, ref)
+			}
+		}
+		at := cmd
+		at.BaseRev = undoConflict.Result.BaseRev
+		return nil, canvas.RevisionResult{}, e.conflict(ctx, l, at, reqStart, refs, pendingCommits, undoConflict.Result.Suggestion)
 	}
 	if err != nil {
 		return nil, canvas.RevisionResult{}, err
@@ -498,4 +523,22 @@ func prefixField(err error, prefix string) error {
 		return &c
 	}
 	return err
+}
+
+// revertTarget loads the canvas state at the named snapshot that
+// revert_to_snapshot args name (docs: reducer.RevertSnapshotID).
+func (e *Engine) revertTarget(ctx context.Context, canvasID string, args json.RawMessage) (*canvas.State, error) {
+	id, err := reducer.RevertSnapshotID(args)
+	if err != nil {
+		return nil, err
+	}
+	snap, err := e.st.GetNamedSnapshot(ctx, canvasID, id)
+	if errors.Is(err, canvas.ErrNotFound) {
+		return nil, canvas.Unprocessable("args.snapshot_id", "no snapshot %q on this canvas; list them with GET /api/canvases/%s/snapshots", id, canvasID)
+	}
+	if err != nil {
+		return nil, err
+	}
+	s, _, err := e.stateAt(ctx, canvasID, snap.Rev)
+	return s, err
 }
