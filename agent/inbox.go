@@ -105,7 +105,7 @@ func imageInfo(dataURL string) (mediaType string, size int, ok bool) {
 	return strings.ToLower(mt), size, size > 0
 }
 
-// validate checks m and returns the turn it becomes and its transcript text.
+// turn validates m and returns the turn it becomes and its transcript text.
 func (m UserMessage) turn() (task, string, error) {
 	if strings.TrimSpace(m.Prompt) == "" && m.ImageDataURL == "" && m.Action == nil {
 		return task{}, "", canvas.Invalid("prompt", "is required (or send imageData)")
@@ -152,7 +152,7 @@ func (m UserMessage) turn() (task, string, error) {
 		}
 		fmt.Fprintf(&note, " (image attached: %s, %d bytes)", mt, size)
 	}
-	return task{kind: turnMessage, text: text, image: m.ImageDataURL, from: sourceLine(m)}, note.String(), nil
+	return task{kind: turnMessage, text: text, image: m.ImageDataURL, from: sourceLine(m)}, strings.TrimSpace(note.String()), nil
 }
 
 // sourceLine names where a message came from.

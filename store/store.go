@@ -80,6 +80,27 @@ type Notifier interface {
 	Listen(ctx context.Context, wake func(canvasID string)) error
 }
 
+// Broadcaster is implemented by stores shared between processes (PostgreSQL)
+// that also carry ephemeral messages between them: SSE events that are never
+// stored (gesture, agent:*, invoke) and the relay's own bookkeeping.
+//
+// Broadcast sends payload under topic to every other process's
+// ListenBroadcast, at most once each, never to the sender's own listeners;
+// delivery is best effort (a listener that is reconnecting misses messages).
+// Messages of one sender arrive in the order they were sent. topic is 1 to
+// 64 bytes of UTF-8 without NUL or line breaks; a payload beyond the backend's
+// limit is refused with an error wrapping canvas.ErrTooLarge. Broadcast may
+// block for one database round trip: callers that must not block queue.
+//
+// ListenBroadcast blocks until ctx ends (or the store is closed) and calls
+// deliver(topic, payload) for each message another process broadcast, from
+// one goroutine (deliver must not block for long). deliver("", nil) means the
+// listener has just (re)connected and messages may have been missed.
+type Broadcaster interface {
+	Broadcast(ctx context.Context, topic string, payload []byte) error
+	ListenBroadcast(ctx context.Context, deliver func(topic string, payload []byte)) error
+}
+
 // StateSnapshot is a serialized canvas.State at Rev, written by reducer.Schema
 // version Schema. A snapshot with another schema is ignored and rebuilt.
 type StateSnapshot struct {

@@ -86,7 +86,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	}
 	srv, err := api.New(api.Config{Logger: log, Engine: engine, Store: st, Hub: hub, Metrics: metrics, Gatherer: reg,
 		AdminToken: c.AdminToken, MaxCommandBytes: c.MaxCommandBytes, Heartbeat: c.Heartbeat, OpenAPISpec: canvasd.Spec,
-		Host: api.HostOptions{Host: hostSrv, Broker: broker}, Agent: agents.svc})
+		Host: api.HostOptions{Host: hostSrv, Broker: broker, Inbox: agents.inbox}, Agent: agents.svc})
 	if err != nil {
 		agents.stop()
 		return err

@@ -8,6 +8,7 @@
 // is never parsed as HTML.
 
 import { Model, nodeBounds, nodeCenter, exitPoint } from "./model.js";
+import { renderPNG, validBox } from "./capture.js";
 
 const SVG = "http://www.w3.org/2000/svg";
 const XHTML = "http://www.w3.org/1999/xhtml";
@@ -124,6 +125,7 @@ const state = {
   cursorOut: null,
   cursorTimer: 0,
   renderQueued: false,
+  agentSession: "", // the agent session this page started and that has not ended
 };
 
 // ---------------------------------------------------------------- API
@@ -244,6 +246,7 @@ async function openCanvas(id) {
   $("activity").replaceChildren();
   $("agent-log").replaceChildren();
   $("agent-empty").hidden = false;
+  setAgentRunning("");
   renderCanvasList();
   const c = state.canvases.find((x) => x.canvas_id === id);
   $("canvas-title").textContent = id ? (c && c.title) || id : "no canvas open";
@@ -318,7 +321,8 @@ function connectStream() {
     if (await loadSnapshot()) connectStream();
   }));
   es.addEventListener("gesture", live((ev) => onGesture(JSON.parse(ev.data))));
-  for (const topic of ["agent:status", "agent:chat", "agent:action"]) {
+  es.addEventListener("invoke", live((ev) => onInvoke(JSON.parse(ev.data))));
+  for (const topic of ["agent:status", "agent:chat", "agent:action", "agent:screenshot_request"]) {
     es.addEventListener(topic, live((ev) => onAgent(topic, JSON.parse(ev.data))));
   }
   es.onerror = live(() => {
@@ -385,6 +389,9 @@ function onAgent(topic, d) {
   } else if (topic === "agent:chat") {
     const m = d.message || {};
     li = h("li", {}, h("span", { class: "who", text: `${str(m.role) || "agent"}${sid ? " · " + sid : ""}: ` }), str(m.text));
+  } else if (topic === "agent:screenshot_request") {
+    li = h("li", {}, h("span", { class: "badge", text: "screenshot" }),
+      h("span", { class: "who", text: sid ? `session ${sid} ` : "" }), "requested a picture of the view");
   } else {
     if (d.partial) return; // previews; the complete envelope follows
     const names = (d.actions || []).map((a) => str(a.name)).join(", ");
@@ -393,6 +400,126 @@ function onAgent(topic, d) {
   ul.prepend(li);
   while (ul.children.length > 200) ul.lastChild.remove();
   $("agent-empty").hidden = true;
+  if (topic === "agent:status" && d.sessionId && d.sessionId === state.agentSession && TERMINAL.has(d.state)) {
+    setAgentRunning("");
+  }
+}
+
+// ---------------------------------------------------------------- agent prompt
+
+const TERMINAL = new Set(["done", "canceled", "error"]);
+
+/** The part of the canvas on screen, in canvas coordinates. */
+function currentViewport() {
+  const r = stageRect(), v = state.view;
+  const round = (x) => Math.round(x * 100) / 100;
+  return { x: round(-v.x / v.z), y: round(-v.y / v.z), w: round(Math.max(1, r.width) / v.z), h: round(Math.max(1, r.height) / v.z) };
+}
+
+/** The selected ids that exist on the canvas. */
+function currentSelection() {
+  return [...state.selection].filter((id) => state.model && state.model.nodes.has(id)).slice(0, 1000);
+}
+
+/** Marks sid as this page's running agent session ("" when none). */
+function setAgentRunning(sid) {
+  state.agentSession = sid;
+  const form = $("agent-form");
+  form.dataset.sessionId = sid || form.dataset.sessionId || "";
+  form.classList.toggle("running", !!sid);
+  $("agent-run").disabled = !!sid;
+  $("agent-stop").hidden = !sid;
+}
+
+$("agent-form").addEventListener("submit", async (ev) => {
+  ev.preventDefault();
+  const input = $("agent-prompt");
+  const message = input.value.trim();
+  if (!message || !state.model || state.agentSession) return;
+  const canvasId = state.canvasId;
+  const body = { roomId: canvasId, message, viewport: currentViewport(), selection: currentSelection() };
+  $("agent-run").disabled = true;
+  const r = await api("POST", "/api/canvas-agent/run", body);
+  if (canvasId !== state.canvasId) return;
+  if (r.status !== 202 || !r.data || !r.data.session_id) {
+    $("agent-run").disabled = false;
+    if (r.status !== 401) toast("The agent did not start: " + ((r.data && r.data.detail) || r.status), "bad");
+    return;
+  }
+  input.value = "";
+  setAgentRunning(r.data.session_id);
+  $("agent-log").prepend(h("li", {}, h("span", { class: "who", text: "you: " }), message));
+  $("agent-empty").hidden = true;
+});
+
+$("agent-prompt").addEventListener("keydown", (ev) => {
+  if (ev.key === "Enter" && (ev.ctrlKey || ev.metaKey)) {
+    ev.preventDefault();
+    $("agent-form").requestSubmit();
+  }
+});
+
+$("agent-stop").addEventListener("click", async () => {
+  const sid = state.agentSession;
+  if (!sid) return;
+  const r = await api("POST", `/api/canvas-agent/sessions/${enc(sid)}/cancel`, {});
+  if (r.status === 200 || r.status === 404) setAgentRunning("");
+  else if (r.status !== 401) toast("Could not stop the agent: " + ((r.data && r.data.detail) || r.status), "bad");
+});
+
+// ---------------------------------------------------------------- server→browser calls
+
+/**
+ * Answers an invoke from the server (POST /api/invoke/{invoke_id}). Only a
+ * fixed set of actions is supported; nothing in the payload is evaluated.
+ */
+async function onInvoke(inv) {
+  if (!inv || typeof inv.invoke_id !== "string" || !inv.invoke_id) return;
+  const canvasId = state.canvasId;
+  let answer;
+  try {
+    answer = { ok: true, result: await invokeAction(str(inv.action), inv.payload || {}) };
+  } catch (err) {
+    answer = { ok: false, error: str(err && err.message) || "the page could not run the action" };
+  }
+  if (canvasId !== state.canvasId) return;
+  try {
+    await fetch(`/api/invoke/${enc(inv.invoke_id)}`, {
+      method: "POST", headers: { Authorization: "Bearer " + state.token, "Content-Type": "application/json" },
+      body: JSON.stringify(answer),
+    });
+  } catch (err) {
+    console.warn("canvasd: invoke answer not sent", err); // the server times the invoke out
+  }
+}
+
+async function invokeAction(action, payload) {
+  if (!state.model) throw new Error("no canvas is loaded in this page");
+  switch (action) {
+    case "agent:screenshot":
+    case "screenshot":
+      return screenshot(payload);
+    case "viewport":
+      return { viewport: currentViewport(), zoom: state.view.z, docVersion: String(state.model.rev) };
+    case "selection":
+      return { selection: currentSelection(), docVersion: String(state.model.rev) };
+    default:
+      throw new Error(`unsupported action ${action}`);
+  }
+}
+
+/**
+ * A picture of the requested bounds (canvas coordinates; default: the
+ * viewport), at most maxSize pixels (default 800 on the long side), as the
+ * agent's Screenshot: {dataUrl, bounds, viewport, selection, docVersion}.
+ */
+async function screenshot(req) {
+  const docVersion = String(state.model.rev);
+  const viewport = currentViewport();
+  const bounds = validBox(req.bounds) || viewport;
+  render(); // the scene as of the model's revision
+  const shot = await renderPNG($("stage"), ["layer-nodes", "layer-edges"], bounds, req.maxSize, "#fafaf8");
+  return { dataUrl: shot.dataUrl, bounds, viewport, selection: currentSelection(), docVersion };
 }
 
 // ---------------------------------------------------------------- commands
