@@ -211,20 +211,13 @@ func (h *hostAPI) handleStream(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer sub.Close()
-	rc := startSSE(w)
-	write := func(b []byte) bool {
-		_, err := w.Write(b)
-		return err == nil
-	}
-	if !write([]byte("retry: 1000\n\n")) {
-		return
-	}
+	out := openSSE(w)
+	defer out.close()
+	out.write([]byte("retry: 1000\n\n"))
 	for _, ev := range snapshot {
-		if !write(sseFrame(ev.Name, "", ev.Data)) {
-			return
-		}
+		out.write(sseFrame(ev.Name, "", ev.Data))
 	}
-	if rc.Flush() != nil {
+	if !out.flush() {
 		return
 	}
 	hb := time.NewTimer(h.s.cfg.Heartbeat)
@@ -233,8 +226,13 @@ func (h *hostAPI) handleStream(w http.ResponseWriter, r *http.Request) {
 		select {
 		case <-r.Context().Done():
 			return
+		case <-h.s.closing:
+			return
+		case <-out.done():
+			return
 		case <-hb.C:
-			if !write([]byte(heartbeatComment)) || rc.Flush() != nil {
+			out.write([]byte(heartbeatComment))
+			if !out.flush() {
 				return
 			}
 			hb.Reset(h.s.cfg.Heartbeat)
@@ -244,21 +242,18 @@ func (h *hostAPI) handleStream(w http.ResponseWriter, r *http.Request) {
 				if errors.Is(sub.Err(), host.ErrOverflow) {
 					reason = "this subscriber fell too far behind; reconnect to receive the current surfaces"
 				}
-				write(sseEvent("reset", "", map[string]string{"reason": reason}))
-				_ = rc.Flush()
+				out.write(sseEvent("reset", "", map[string]string{"reason": reason}))
 				return
 			}
 			for ok {
-				if !write(sseFrame(ev.Name, "", ev.Data)) {
-					return
-				}
+				out.write(sseFrame(ev.Name, "", ev.Data))
 				select {
 				case ev, ok = <-sub.C:
 				default:
 					ok = false
 				}
 			}
-			if rc.Flush() != nil {
+			if !out.flush() {
 				return
 			}
 			hb.Reset(h.s.cfg.Heartbeat)

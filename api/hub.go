@@ -1,21 +1,33 @@
 package api
 
 import (
+	"encoding/json"
 	"sync"
+	"sync/atomic"
 
 	"github.com/canvasd/canvasd/canvas"
+	"github.com/canvasd/canvasd/host"
 )
 
 // Hub fans commits and ephemeral events out to the SSE subscribers of each
 // canvas. Publishing never blocks: each subscriber has a bounded queue, and a
 // subscriber whose queue is full is kicked (it gets a reset event and
 // reconnects with Last-Event-ID). A commit is encoded once for all subscribers.
+//
+// With a relay (Config.Broadcaster, relay.go) ephemeral events also reach the
+// subscribers of the other processes sharing the store, and Subscribers
+// counts theirs too.
 type Hub struct {
 	queueSize int
 	onCount   func(delta int)
 
 	mu   sync.RWMutex
 	subs map[string]map[*subscriber]struct{}
+
+	relay atomic.Pointer[relay] // nil: this process only
+
+	brokerMu sync.Mutex
+	brokers  []*host.Broker // bound through CanvasInvokeDeliverer, for answers relayed from other processes
 }
 
 // frame is one encoded SSE event; rev > 0 for commits.
@@ -47,13 +59,31 @@ func (h *Hub) Publish(c *canvas.Commit) {
 }
 
 // PublishEvent sends an ephemeral event (no id, never stored) such as
-// gesture, agent:status or invoke to the canvas's subscribers.
+// gesture, agent:status or invoke to the canvas's subscribers, and, with a
+// relay, queues it for the other processes' subscribers (never blocking: a
+// full relay queue drops the event for the other processes and logs it).
 func (h *Hub) PublishEvent(canvasID, event string, v any) {
-	h.send(canvasID, &frame{data: sseEvent(event, "", v)})
+	data, err := json.Marshal(v)
+	if err != nil {
+		data = []byte(`{}`)
+	}
+	h.send(canvasID, &frame{data: sseFrame(event, "", data)})
+	if r := h.relay.Load(); r != nil {
+		r.publish(canvasID, event, data)
+	}
 }
 
-// Subscribers returns how many streams a canvas has.
+// Subscribers returns how many streams a canvas has: this process's, plus,
+// with a relay, those the other processes last reported (relay.go).
 func (h *Hub) Subscribers(canvasID string) int {
+	n := h.localSubscribers(canvasID)
+	if r := h.relay.Load(); r != nil {
+		n += r.remoteSubscribers(canvasID)
+	}
+	return n
+}
+
+func (h *Hub) localSubscribers(canvasID string) int {
 	h.mu.RLock()
 	defer h.mu.RUnlock()
 	return len(h.subs[canvasID])
@@ -84,6 +114,9 @@ func (h *Hub) subscribe(canvasID string) *subscriber {
 	if h.onCount != nil {
 		h.onCount(1)
 	}
+	if r := h.relay.Load(); r != nil {
+		r.touch(canvasID)
+	}
 	return s
 }
 
@@ -98,5 +131,8 @@ func (h *Hub) unsubscribe(canvasID string, s *subscriber) {
 	h.mu.Unlock()
 	if h.onCount != nil {
 		h.onCount(-1)
+	}
+	if r := h.relay.Load(); r != nil {
+		r.touch(canvasID)
 	}
 }

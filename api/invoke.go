@@ -18,14 +18,22 @@ const maxInvokeBody = 16 << 20
 
 // CanvasInvokeDeliverer sends invoke events to the browsers on a canvas's
 // stream (GET /sse/canvas/{canvas_id}, event "invoke") and reports how many
-// were subscribed.
-func CanvasInvokeDeliverer(hub *Hub) host.Deliverer {
-	return host.DelivererFunc(func(t host.Target, req host.InvokeRequest) (int, error) {
-		n := hub.Subscribers(t.CanvasID)
-		hub.PublishEvent(t.CanvasID, host.EventInvoke, req)
-		return n, nil
-	})
+// were subscribed (with a relay, on every process). It is a
+// host.BrokerBinder: a broker built on it receives the answers that reach
+// other processes (relay.go).
+func CanvasInvokeDeliverer(hub *Hub) host.Deliverer { return canvasDeliverer{hub: hub} }
+
+type canvasDeliverer struct{ hub *Hub }
+
+// DeliverInvoke publishes the invoke event on the canvas's streams.
+func (d canvasDeliverer) DeliverInvoke(t host.Target, req host.InvokeRequest) (int, error) {
+	n := d.hub.Subscribers(t.CanvasID)
+	d.hub.PublishEvent(t.CanvasID, host.EventInvoke, req)
+	return n, nil
 }
+
+// BindBroker lets the hub's relay hand b the answers other processes receive.
+func (d canvasDeliverer) BindBroker(b *host.Broker) { d.hub.bindBroker(b) }
 
 // invokeRequest is the body of POST /api/invoke.
 type invokeRequest struct {
@@ -80,6 +88,13 @@ func (h *hostAPI) handleInvoke(w http.ResponseWriter, r *http.Request) {
 // handleAnswer serves POST /api/invoke/{invoke_id}: the first answer to a
 // pending invoke wins ("accepted": true); later answers are acknowledged
 // with "accepted": false and ignored; an unknown id is a 404.
+//
+// With a relay (several processes on one PostgreSQL), an id this process's
+// broker does not know is relayed to the other processes: the one whose
+// broker waits for it checks the answerer's access, resolves it and
+// acknowledges, and this handler answers as that broker decided (200 with
+// accepted true/false, or 403). 404 means no process claimed the id within
+// answerForwardWait (2 s): unknown, forgotten, or its process is gone.
 func (h *hostAPI) handleAnswer(w http.ResponseWriter, r *http.Request) {
 	id := chi.URLParam(r, "invoke_id")
 	var a host.Answer
@@ -94,6 +109,9 @@ func (h *hostAPI) handleAnswer(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	accepted, err := h.broker.Answer(id, a)
+	if rl := h.s.hub.relay.Load(); rl != nil && errors.Is(err, canvas.ErrNotFound) {
+		accepted, err = rl.forwardAnswer(r.Context(), id, a, principalFrom(r.Context()))
+	}
 	if err != nil {
 		h.s.problem(w, r, err)
 		return

@@ -32,6 +32,11 @@ type Config struct {
 	OpenAPISpec     []byte              // served at /openapi.yaml
 	Host            HostOptions         // canvas host, image messages and invoke (host.go); zero: not served
 	Agent           AgentService        // the agent runner or queue (agent.go); nil: catalog and event relay only
+	// Broadcaster carries ephemeral events (gesture, agent:*, invoke) and
+	// invoke answers to the other processes sharing the store (relay.go);
+	// nil (SQLite, one process): they stay in this process. New starts the
+	// Hub's relay over it; Hub.StopRelay stops it.
+	Broadcaster store.Broadcaster
 }
 
 // Server is canvasd's HTTP API.
@@ -46,6 +51,9 @@ type Server struct {
 
 	gestureMu   sync.Mutex
 	lastGesture map[string]time.Time
+
+	closing   chan struct{} // closed by CloseStreams
+	closeOnce sync.Once
 }
 
 // New builds the server and its route table.
@@ -69,13 +77,23 @@ func New(cfg Config) (*Server, error) {
 		cfg.GestureInterval = 30 * time.Millisecond
 	}
 	s := &Server{cfg: cfg, log: cfg.Logger, engine: cfg.Engine, st: cfg.Store, hub: cfg.Hub,
-		auth: &authenticator{st: cfg.Store}, lastGesture: map[string]time.Time{}}
+		auth: &authenticator{st: cfg.Store}, lastGesture: map[string]time.Time{}, closing: make(chan struct{})}
 	if cfg.AdminToken != "" {
 		s.auth.adminHash = HashToken(cfg.AdminToken)
+	}
+	if cfg.Broadcaster != nil {
+		if err := cfg.Hub.enableRelay(cfg.Broadcaster, cfg.Logger); err != nil {
+			return nil, err
+		}
 	}
 	s.router = s.routes()
 	return s, nil
 }
+
+// CloseStreams ends every open canvas stream. Streams own their (hijacked)
+// connections, so http.Server.Shutdown does not wait for them: register this
+// with RegisterOnShutdown.
+func (s *Server) CloseStreams() { s.closeOnce.Do(func() { close(s.closing) }) }
 
 // Handler returns the HTTP handler.
 func (s *Server) Handler() http.Handler { return s.router }

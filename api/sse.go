@@ -3,8 +3,10 @@ package api
 import (
 	"bytes"
 	"encoding/json"
+	"net"
 	"net/http"
 	"strings"
+	"time"
 )
 
 // sseFrame renders one SSE event. event and id are our own tokens; data is
@@ -57,17 +59,95 @@ func sseEvent(event, id string, v any) []byte {
 	return sseFrame(event, id, data)
 }
 
-// startSSE writes the stream headers and flushes them.
-func startSSE(w http.ResponseWriter) *http.ResponseController {
-	h := w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
-	h.Set("X-Accel-Buffering", "no")
-	h.Set("Connection", "keep-alive")
-	w.WriteHeader(http.StatusOK)
+// sseOut writes one SSE response. Where the connection can be hijacked
+// (HTTP/1.x) it takes the connection over and writes to it directly, so an
+// idle stream holds no net/http buffers and no background reader: that is
+// most of what an idle subscriber costs. The body then ends when the
+// connection closes (Connection: close), which every SSE client expects. A
+// one-byte read notices at once when the client goes away (gone).
+// Elsewhere (HTTP/2, recorders) it streams through the ResponseWriter, and
+// the request context says when the client is gone.
+type sseOut struct {
+	conn    net.Conn      // hijacked connection, or nil
+	pending net.Buffers   // frames for conn, written with one writev; frames are shared and never modified
+	gone    chan struct{} // closed when the hijacked connection's client hangs up
+
+	w  http.ResponseWriter
+	rc *http.ResponseController
+}
+
+// sseHeaders are the stream's response headers.
+const sseHeaders = "Content-Type: text/event-stream\r\nCache-Control: no-cache\r\nX-Accel-Buffering: no\r\n"
+
+// sseWriteTimeout bounds one flush to a subscriber that stopped reading.
+const sseWriteTimeout = 10 * time.Second
+
+func openSSE(w http.ResponseWriter) *sseOut {
 	rc := http.NewResponseController(w)
-	_ = rc.Flush()
-	return rc
+	conn, rw, err := rc.Hijack()
+	if err != nil {
+		h := w.Header()
+		h.Set("Content-Type", "text/event-stream")
+		h.Set("Cache-Control", "no-cache")
+		h.Set("X-Accel-Buffering", "no")
+		w.WriteHeader(http.StatusOK)
+		_ = rc.Flush()
+		return &sseOut{w: w, rc: rc}
+	}
+	_ = rw // a GET stream has no body to read; the server's buffers are dropped
+	_ = conn.SetDeadline(time.Time{})
+	o := &sseOut{conn: conn, gone: make(chan struct{})}
+	go func() {
+		// An SSE client never sends more on this connection: any read
+		// result means it hung up (or closed is closing the connection).
+		var b [1]byte
+		_, _ = conn.Read(b[:])
+		close(o.gone)
+	}()
+	o.pending = append(o.pending, []byte("HTTP/1.1 200 OK\r\n"+sseHeaders+"Connection: close\r\n\r\n"))
+	return o
+}
+
+// write queues b, which must not be modified afterwards; flush sends it.
+// For a hijacked connection write never fails: errors surface at flush.
+func (o *sseOut) write(b []byte) bool {
+	if o.conn != nil {
+		o.pending = append(o.pending, b)
+		return true
+	}
+	_, err := o.w.Write(b)
+	return err == nil
+}
+
+// flush sends what was written and reports whether the client is still there.
+func (o *sseOut) flush() bool {
+	if o.conn == nil {
+		return o.rc.Flush() == nil
+	}
+	if len(o.pending) == 0 {
+		return true
+	}
+	_ = o.conn.SetWriteDeadline(time.Now().Add(sseWriteTimeout))
+	bufs := o.pending // WriteTo consumes its receiver
+	_, err := bufs.WriteTo(o.conn)
+	if cap(o.pending) > 16 {
+		o.pending = nil // after a replay burst, idle streams keep no big slice
+	} else {
+		clear(o.pending)
+		o.pending = o.pending[:0]
+	}
+	return err == nil
+}
+
+// done is closed when the client is gone (for a hijacked connection; nil otherwise,
+// where the request context does the same).
+func (o *sseOut) done() <-chan struct{} { return o.gone }
+
+func (o *sseOut) close() {
+	if o.conn != nil {
+		o.flush()
+		_ = o.conn.Close()
+	}
 }
 
 // heartbeatComment is the comment line sent when a stream is otherwise idle.

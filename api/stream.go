@@ -37,12 +37,17 @@ func (s *Server) handleCanvasStream(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	sub := s.hub.subscribe(id)
-	defer s.hub.unsubscribe(id, sub)
-
-	rc := startSSE(w)
-	write := func(b []byte) bool {
-		_, err := w.Write(b)
-		return err == nil
+	out := openSSE(w)
+	live := false // once the live loop owns sub and out, this handler must not release them
+	defer func() {
+		if !live {
+			out.close()
+			s.hub.unsubscribe(id, sub)
+		}
+	}()
+	reset := func(head int64, reason string) {
+		out.write(sseEvent("reset", "", resetEvent{HeadRev: head, Reason: reason}))
+		out.flush()
 	}
 	last := head
 	if lastID != "" {
@@ -50,57 +55,74 @@ func (s *Server) handleCanvasStream(w http.ResponseWriter, r *http.Request) {
 		switch {
 		case err != nil:
 			s.log.Warn("resolving Last-Event-ID", "canvas", id, "err", err)
-			write(sseEvent("reset", "", resetEvent{HeadRev: head, Reason: "the stream could not be resumed; re-read the snapshot"}))
-			_ = rc.Flush()
+			reset(head, "the stream could not be resumed; re-read the snapshot")
 			return
 		case !ok:
-			write(sseEvent("reset", "", resetEvent{HeadRev: head, Reason: "Last-Event-ID " + stripBreaks(lastID) + " cannot be resumed on this canvas (unknown, or ahead of the head); re-read the snapshot"}))
-			_ = rc.Flush()
+			reset(head, "Last-Event-ID "+stripBreaks(lastID)+" cannot be resumed on this canvas (unknown, or ahead of the head); re-read the snapshot")
 			return
 		case head-rev > s.cfg.MaxReplay:
-			write(sseEvent("reset", "", resetEvent{HeadRev: head, Reason: "too many commits missed to replay; re-read the snapshot"}))
-			_ = rc.Flush()
+			reset(head, "too many commits missed to replay; re-read the snapshot")
 			return
 		}
 		last = rev
 		for last < head {
 			commits, _, err := s.engine.CommitsAfter(ctx, id, last, 1000)
 			if err != nil || len(commits) == 0 {
-				write(sseEvent("reset", "", resetEvent{HeadRev: head, Reason: "replay failed; re-read the snapshot"}))
-				_ = rc.Flush()
+				reset(head, "replay failed; re-read the snapshot")
 				return
 			}
 			for _, c := range commits {
-				if !write(commitFrame(c)) {
-					return
-				}
+				out.write(commitFrame(c))
 				last = c.Rev
+			}
+			if !out.flush() {
+				return
 			}
 		}
 	}
-	if !write(sseEvent("caught_up", "", map[string]int64{"head_rev": last})) || rc.Flush() != nil {
+	out.write(sseEvent("caught_up", "", map[string]int64{"head_rev": last}))
+	if !out.flush() {
 		return
 	}
+	live = true
+	if out.conn != nil {
+		// The connection is ours: return, so net/http frees the request, its
+		// buffers and this deep stack, and follow the canvas on a small goroutine.
+		go s.streamLive(context.Background(), id, sub, out, last)
+		return
+	}
+	s.streamLive(ctx, id, sub, out, last)
+}
 
+// streamLive sends live commits and events from sub until the client goes
+// away, it falls behind, or the server closes streams; then it releases sub
+// and out. last is the revision the client has.
+func (s *Server) streamLive(ctx context.Context, id string, sub *subscriber, out *sseOut, last int64) {
+	defer s.hub.unsubscribe(id, sub)
+	defer out.close()
 	hb := time.NewTimer(s.cfg.Heartbeat)
 	defer hb.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
+		case <-s.closing:
+			return
+		case <-out.done():
+			return
 		case <-sub.kicked:
-			write(sseEvent("reset", "", resetEvent{HeadRev: last, Reason: "this subscriber fell too far behind; reconnect with Last-Event-ID or re-read the snapshot"}))
-			_ = rc.Flush()
+			out.write(sseEvent("reset", "", resetEvent{HeadRev: last, Reason: "this subscriber fell too far behind; reconnect with Last-Event-ID or re-read the snapshot"}))
 			return
 		case <-hb.C:
-			if !write([]byte(heartbeatComment)) || rc.Flush() != nil {
+			out.write([]byte(heartbeatComment))
+			if !out.flush() {
 				return
 			}
 			hb.Reset(s.cfg.Heartbeat)
 		case f := <-sub.ch:
 			// Write everything queued, then flush once.
 			for f != nil {
-				if !s.emit(ctx, id, f, &last, write) {
+				if !s.emit(ctx, id, f, &last, out.write) {
 					return
 				}
 				select {
@@ -109,7 +131,7 @@ func (s *Server) handleCanvasStream(w http.ResponseWriter, r *http.Request) {
 					f = nil
 				}
 			}
-			if rc.Flush() != nil {
+			if !out.flush() {
 				return
 			}
 			hb.Reset(s.cfg.Heartbeat)

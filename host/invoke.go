@@ -91,6 +91,28 @@ type DelivererFunc func(t Target, req InvokeRequest) (int, error)
 // DeliverInvoke calls f.
 func (f DelivererFunc) DeliverInvoke(t Target, req InvokeRequest) (int, error) { return f(t, req) }
 
+// BrokerBinder is implemented by Deliverers that must know the Broker they
+// deliver for, e.g. to hand it answers that reached another process (see
+// api's cross-process relay). NewBroker calls BindBroker once with the new
+// broker; a Deliverer wrapping others passes the call on.
+type BrokerBinder interface {
+	BindBroker(b *Broker)
+}
+
+// Validate checks an answer's shape: ok with a result, or not ok with an
+// error, both JSON when present. It is what Broker.Answer checks first.
+func (a Answer) Validate() error {
+	if a.OK && len(a.Error) > 0 {
+		return canvas.Invalid("error", "give result when ok is true, error when it is false")
+	}
+	for _, raw := range []json.RawMessage{a.Result, a.Error} {
+		if len(raw) > 0 && !json.Valid(raw) {
+			return canvas.Invalid("result", "must be JSON")
+		}
+	}
+	return nil
+}
+
 type pending struct {
 	target Target
 	done   chan Answer // buffered 1; the first answer wins
@@ -108,24 +130,46 @@ type Broker struct {
 	answered map[string]time.Time // finished ids, for recognising late answers
 }
 
-// NewBroker returns a broker that sends invoke events through d.
+// NewBroker returns a broker that sends invoke events through d (and binds
+// itself to d when d is a BrokerBinder).
 func NewBroker(d Deliverer) *Broker {
-	return &Broker{deliver: d, now: time.Now, pending: map[string]*pending{}, answered: map[string]time.Time{}}
+	b := &Broker{deliver: d, now: time.Now, pending: map[string]*pending{}, answered: map[string]time.Time{}}
+	if bb, ok := d.(BrokerBinder); ok {
+		bb.BindBroker(b)
+	}
+	return b
 }
 
 // HostDeliverer delivers invokes for host sessions to the host's hub, and
 // passes canvas targets to canvas (which may be nil: canvas targets then fail
 // with ErrNotFound).
+// The returned Deliverer passes BindBroker on to canvasTargets.
 func (h *Host) HostDeliverer(canvasTargets Deliverer) Deliverer {
-	return DelivererFunc(func(t Target, req InvokeRequest) (int, error) {
-		if t.HostSession != "" {
-			return h.hub.Publish(t.HostSession, Event{Name: EventInvoke, Data: mustJSON(req)}), nil
-		}
-		if canvasTargets == nil {
-			return 0, fmt.Errorf("invoke to canvas %q: canvas streams are not wired: %w", t.CanvasID, canvas.ErrNotFound)
-		}
-		return canvasTargets.DeliverInvoke(t, req)
-	})
+	return hostDeliverer{h: h, canvasTargets: canvasTargets}
+}
+
+type hostDeliverer struct {
+	h             *Host
+	canvasTargets Deliverer
+}
+
+// DeliverInvoke sends host-session invokes to this process's host streams
+// and canvas invokes to canvasTargets.
+func (d hostDeliverer) DeliverInvoke(t Target, req InvokeRequest) (int, error) {
+	if t.HostSession != "" {
+		return d.h.hub.Publish(t.HostSession, Event{Name: EventInvoke, Data: mustJSON(req)}), nil
+	}
+	if d.canvasTargets == nil {
+		return 0, fmt.Errorf("invoke to canvas %q: canvas streams are not wired: %w", t.CanvasID, canvas.ErrNotFound)
+	}
+	return d.canvasTargets.DeliverInvoke(t, req)
+}
+
+// BindBroker passes b on to canvasTargets when it is a BrokerBinder.
+func (d hostDeliverer) BindBroker(b *Broker) {
+	if bb, ok := d.canvasTargets.(BrokerBinder); ok {
+		bb.BindBroker(b)
+	}
 }
 
 // Invoke sends action and payload to the target's browsers and waits for the
@@ -205,13 +249,8 @@ func (b *Broker) Pending(id string) (Target, error) {
 // timed out recently is ignored (accepted false, nil error); an id the broker
 // never minted, or forgot, is ErrNotFound.
 func (b *Broker) Answer(id string, a Answer) (accepted bool, err error) {
-	if a.OK && len(a.Error) > 0 {
-		return false, canvas.Invalid("error", "give result when ok is true, error when it is false")
-	}
-	for _, raw := range []json.RawMessage{a.Result, a.Error} {
-		if len(raw) > 0 && !json.Valid(raw) {
-			return false, canvas.Invalid("result", "must be JSON")
-		}
+	if err := a.Validate(); err != nil {
+		return false, err
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()

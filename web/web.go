@@ -2,7 +2,12 @@
 // JavaScript, no build step, no external network) embedded in the binary.
 // The shell is public; it asks for a token (kept in localStorage, or taken
 // from ?access_token=) and then talks to the API like any other client:
-// snapshot, commands with base_rev, and the canvas SSE stream.
+// snapshot, commands with base_rev, and the canvas SSE stream. On that
+// stream it answers the server's invoke calls from a fixed set of actions
+// (agent:screenshot renders the SVG scene to a PNG data URL on an offscreen
+// canvas; viewport; selection; anything else is refused, nothing is
+// evaluated), and its agent box starts runs (POST /api/canvas-agent/run)
+// with the page's viewport and selection.
 package web
 
 import (

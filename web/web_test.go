@@ -33,6 +33,7 @@ func TestHandler(t *testing.T) {
 		{"HEAD", "/", 200, "text/html", ""},
 		{"GET", "/ui/app.js", 200, "text/javascript", "EventSource"},
 		{"GET", "/ui/model.js", 200, "text/javascript", "export class Model"},
+		{"GET", "/ui/capture.js", 200, "text/javascript", "export async function renderPNG"},
 		{"GET", "/ui/app.css", 200, "text/css", "#stage"},
 		{"GET", "/ui/index.html", 200, "text/html", "<title>canvasd</title>"},
 		{"GET", "/ui/", 404, "application/problem+json", `"status":404`},

@@ -36,6 +36,15 @@ func openStore(ctx context.Context, c Config, log *slog.Logger) (store.Store, er
 	return sqlitestore.Open(ctx, filepath.Join(c.DataDir, "canvasd.db"), sqlitestore.WithLogger(log))
 }
 
+// broadcasterOf returns st's store.Broadcaster (PostgreSQL), or nil: ephemeral
+// events then stay in this process.
+func broadcasterOf(st store.Store) store.Broadcaster {
+	if b, ok := st.(store.Broadcaster); ok {
+		return b
+	}
+	return nil
+}
+
 func newLogger(c Config, w io.Writer) *slog.Logger {
 	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: c.LogLevel}))
 }
@@ -86,13 +95,16 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	}
 	srv, err := api.New(api.Config{Logger: log, Engine: engine, Store: st, Hub: hub, Metrics: metrics, Gatherer: reg,
 		AdminToken: c.AdminToken, MaxCommandBytes: c.MaxCommandBytes, Heartbeat: c.Heartbeat, OpenAPISpec: canvasd.Spec,
-		Host: api.HostOptions{Host: hostSrv, Broker: broker, Inbox: agents.inbox}, Agent: agents.svc})
+		Host: api.HostOptions{Host: hostSrv, Broker: broker, Inbox: agents.inbox}, Agent: agents.svc,
+		Broadcaster: broadcasterOf(st)})
 	if err != nil {
 		agents.stop()
 		return err
 	}
+	defer hub.StopRelay() // before st.Close (deferred earlier): withdraws this process's presence
 	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 	hs.RegisterOnShutdown(hostSrv.Hub().CloseAll)
+	hs.RegisterOnShutdown(srv.CloseStreams)
 	backend := "embedded SQLite in " + c.DataDir
 	if c.DatabaseURL != "" {
 		backend = "PostgreSQL"

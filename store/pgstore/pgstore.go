@@ -62,6 +62,7 @@ type Store struct {
 	instance string // hex id of this Store in NOTIFY payloads
 	log      *slog.Logger
 	notify   *notifier
+	bc       broadcastState  // store.Broadcaster set-up (broadcast.go)
 	ctx      context.Context // canceled by Close (stops Listen)
 	cancel   context.CancelFunc
 

@@ -126,6 +126,7 @@ const state = {
   cursorTimer: 0,
   renderQueued: false,
   agentSession: "", // the agent session this page started and that has not ended
+  endedSessions: new Set(), // sessions whose terminal agent:status this page saw
 };
 
 // ---------------------------------------------------------------- API
@@ -400,8 +401,10 @@ function onAgent(topic, d) {
   ul.prepend(li);
   while (ul.children.length > 200) ul.lastChild.remove();
   $("agent-empty").hidden = true;
-  if (topic === "agent:status" && d.sessionId && d.sessionId === state.agentSession && TERMINAL.has(d.state)) {
-    setAgentRunning("");
+  if (topic === "agent:status" && d.sessionId && TERMINAL.has(d.state)) {
+    state.endedSessions.add(d.sessionId);
+    if (state.endedSessions.size > 100) state.endedSessions.delete(state.endedSessions.values().next().value);
+    if (d.sessionId === state.agentSession) setAgentRunning("");
   }
 }
 
@@ -439,17 +442,22 @@ $("agent-form").addEventListener("submit", async (ev) => {
   const canvasId = state.canvasId;
   const body = { roomId: canvasId, message, viewport: currentViewport(), selection: currentSelection() };
   $("agent-run").disabled = true;
+  // Shown before the request: the run's first events may arrive before its 202.
+  const mine = h("li", { class: "mine" }, h("span", { class: "who", text: "you: " }), message);
+  $("agent-log").prepend(mine);
+  $("agent-empty").hidden = true;
   const r = await api("POST", "/api/canvas-agent/run", body);
   if (canvasId !== state.canvasId) return;
   if (r.status !== 202 || !r.data || !r.data.session_id) {
+    mine.remove();
+    $("agent-empty").hidden = $("agent-log").children.length > 0;
     $("agent-run").disabled = false;
     if (r.status !== 401) toast("The agent did not start: " + ((r.data && r.data.detail) || r.status), "bad");
     return;
   }
   input.value = "";
   setAgentRunning(r.data.session_id);
-  $("agent-log").prepend(h("li", {}, h("span", { class: "who", text: "you: " }), message));
-  $("agent-empty").hidden = true;
+  if (state.endedSessions.has(r.data.session_id)) setAgentRunning(""); // it ended before its 202 arrived
 });
 
 $("agent-prompt").addEventListener("keydown", (ev) => {

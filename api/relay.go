@@ -1,0 +1,509 @@
+package api
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/canvasd/canvasd/canvas"
+	"github.com/canvasd/canvasd/host"
+	"github.com/canvasd/canvasd/store"
+)
+
+// The relay carries a Hub's ephemeral events (gesture, agent:*, invoke) to
+// the other processes sharing the store, through store.Broadcaster
+// (PostgreSQL NOTIFY). Design:
+//
+//   - PublishEvent delivers locally at once and queues the event for the
+//     other processes (relayQueue events; a full queue drops the event for
+//     them and logs it, so publishers never block). One sender goroutine
+//     broadcasts the queue in order. A receiving process hands the event to
+//     its local subscribers only (it never re-broadcasts), and the store
+//     skips a process's own broadcasts, so each subscriber sees an event once.
+//   - Presence: each process broadcasts its per-canvas subscriber counts when
+//     they change (coalesced), all of them every presenceEvery, and when its
+//     listener (re)connects it asks the others for theirs ("hello"). Hub.
+//     Subscribers adds the counts the others last reported (each expires
+//     presenceTTL after it was last refreshed; a process that stops cleanly
+//     withdraws its counts at once). Invokes use it to tell "nobody is
+//     connected" from "a browser elsewhere did not answer".
+//   - Invoke answers: POST /api/invoke/{id} on a process whose brokers do not
+//     know id broadcasts the answer with the answering principal; the process
+//     whose broker is waiting checks the principal's viewer access to the
+//     invoke's target, resolves it (the first answer wins) and acknowledges to
+//     the sender, which answers the browser. No acknowledgement within
+//     answerForwardWait means no process knows the id: 404.
+//
+// Peers are trusted: anything that can NOTIFY on the store's database can
+// inject events and answers.
+type relay struct {
+	hub *Hub
+	b   store.Broadcaster
+	log *slog.Logger
+	id  string // this process's relay id (presence and acknowledgements)
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	out     chan relayEvent
+	kick    chan struct{}
+	dropped atomic.Int64
+	failed  atomic.Int64
+	lastLog atomic.Int64 // unix nanos of the last drop/failure warning
+
+	mu      sync.Mutex
+	dirty   map[string]struct{} // canvases whose local count changed since the last presence
+	full    bool                // next presence lists every canvas
+	peers   map[string]map[string]peerCount
+	waiters map[string]chan relayAck // forwarded answers awaiting their acknowledgement
+}
+
+type peerCount struct {
+	n    int
+	seen time.Time
+}
+
+// Relay topics.
+const (
+	topicEvent    = "canvasd.event"
+	topicPresence = "canvasd.presence"
+	topicHello    = "canvasd.hello"
+	topicAnswer   = "canvasd.invoke.answer"
+	topicAck      = "canvasd.invoke.ack"
+)
+
+// Relay bounds and timing.
+const (
+	relayQueue        = 4096
+	presenceEvery     = 10 * time.Second
+	presenceTTL       = 35 * time.Second
+	answerForwardWait = 2 * time.Second
+	relaySendTimeout  = 5 * time.Second
+	relayLogGap       = 10 * time.Second
+	presenceChunk     = 6000 // bytes of canvas ids per presence message (stays inline in NOTIFY)
+)
+
+type relayEvent struct {
+	CanvasID string          `json:"c"`
+	Event    string          `json:"e"`
+	Data     json.RawMessage `json:"d"`
+}
+
+type presenceMsg struct {
+	From   string          `json:"from"`
+	Counts []presenceEntry `json:"n,omitempty"`
+	Bye    bool            `json:"bye,omitempty"`
+}
+
+type presenceEntry struct {
+	CanvasID string `json:"c"`
+	N        int    `json:"k"`
+}
+
+type answerMsg struct {
+	From      string           `json:"from"`
+	Req       string           `json:"req"`
+	InvokeID  string           `json:"id"`
+	Answer    host.Answer      `json:"a"`
+	Principal canvas.Principal `json:"p"`
+}
+
+// Acknowledgement results.
+const (
+	ackAccepted  = "accepted"
+	ackIgnored   = "ignored" // already answered or timed out
+	ackForbidden = "forbidden"
+	ackInvalid   = "invalid"
+)
+
+type relayAck struct {
+	To     string `json:"to"`
+	Req    string `json:"req"`
+	Result string `json:"r"`
+	Detail string `json:"detail,omitempty"`
+}
+
+// enableRelay starts the hub's relay over b (once per hub; the same b again
+// is a no-op). It runs until StopRelay or until b's listener returns (the
+// store was closed).
+func (h *Hub) enableRelay(b store.Broadcaster, log *slog.Logger) error {
+	if cur := h.relay.Load(); cur != nil {
+		if cur.b == b {
+			return nil
+		}
+		return errors.New("api: the hub already relays through another Broadcaster")
+	}
+	r := &relay{hub: h, b: b, log: log, id: randomHex(8), out: make(chan relayEvent, relayQueue),
+		kick: make(chan struct{}, 1), dirty: map[string]struct{}{}, peers: map[string]map[string]peerCount{},
+		waiters: map[string]chan relayAck{}}
+	r.ctx, r.cancel = context.WithCancel(context.Background())
+	if !h.relay.CompareAndSwap(nil, r) {
+		r.cancel()
+		return h.enableRelay(b, log)
+	}
+	r.wg.Add(2)
+	go func() {
+		defer r.wg.Done()
+		defer r.cancel()
+		if err := b.ListenBroadcast(r.ctx, r.receive); err != nil {
+			r.log.Error("relay: broadcast listener stopped", "err", err)
+		}
+	}()
+	go r.runSender()
+	return nil
+}
+
+// StopRelay withdraws this process's subscriber counts from the other
+// processes and stops the relay's goroutines (call it before closing the
+// store). Without a relay it does nothing. Ephemeral events published
+// afterwards stay local.
+func (h *Hub) StopRelay() {
+	if r := h.relay.Load(); r != nil {
+		r.cancel()
+		r.wg.Wait()
+	}
+}
+
+// bindBroker remembers a broker whose invokes this hub delivers, so answers
+// relayed from other processes can reach it.
+func (h *Hub) bindBroker(b *host.Broker) {
+	h.brokerMu.Lock()
+	defer h.brokerMu.Unlock()
+	for _, x := range h.brokers {
+		if x == b {
+			return
+		}
+	}
+	h.brokers = append(h.brokers, b)
+}
+
+func (h *Hub) boundBrokers() []*host.Broker {
+	h.brokerMu.Lock()
+	defer h.brokerMu.Unlock()
+	return append([]*host.Broker(nil), h.brokers...)
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// publish queues an event for the other processes without blocking.
+func (r *relay) publish(canvasID, event string, data []byte) {
+	if r.ctx.Err() != nil {
+		return
+	}
+	select {
+	case r.out <- relayEvent{CanvasID: canvasID, Event: event, Data: data}:
+	default:
+		n := r.dropped.Add(1)
+		r.warnLimited("relay: queue full; an ephemeral event was not sent to the other processes",
+			"canvas_id", canvasID, "event", event, "dropped_total", n, "queue", relayQueue)
+	}
+}
+
+// warnLimited logs at most one warning per relayLogGap.
+func (r *relay) warnLimited(msg string, args ...any) {
+	now := time.Now().UnixNano()
+	last := r.lastLog.Load()
+	if now-last < int64(relayLogGap) || !r.lastLog.CompareAndSwap(last, now) {
+		return
+	}
+	r.log.Warn(msg, args...)
+}
+
+// touch notes that a canvas's local subscriber count changed.
+func (r *relay) touch(canvasID string) {
+	r.mu.Lock()
+	r.dirty[canvasID] = struct{}{}
+	r.mu.Unlock()
+	r.kickSender()
+}
+
+func (r *relay) kickSender() {
+	select {
+	case r.kick <- struct{}{}:
+	default:
+	}
+}
+
+// remoteSubscribers sums the fresh counts the other processes reported.
+func (r *relay) remoteSubscribers(canvasID string) int {
+	cut := time.Now().Add(-presenceTTL)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for _, counts := range r.peers {
+		if c, ok := counts[canvasID]; ok && c.seen.After(cut) {
+			n += c.n
+		}
+	}
+	return n
+}
+
+// send broadcasts one message, bounded by relaySendTimeout.
+func (r *relay) send(ctx context.Context, topic string, v any) error {
+	payload, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, relaySendTimeout)
+	defer cancel()
+	if err := r.b.Broadcast(ctx, topic, payload); err != nil {
+		n := r.failed.Add(1)
+		r.warnLimited("relay: broadcast failed; the other processes miss this message", "topic", topic, "err", err, "failed_total", n)
+		return err
+	}
+	return nil
+}
+
+func (r *relay) runSender() {
+	defer r.wg.Done()
+	tick := time.NewTicker(presenceEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case <-r.ctx.Done():
+			r.mu.Lock()
+			clear(r.peers) // stopped: the others' counts would only go stale
+			r.mu.Unlock()
+			bctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			_ = r.b.Broadcast(bctx, topicPresence, mustMarshal(presenceMsg{From: r.id, Bye: true}))
+			cancel()
+			return
+		case ev := <-r.out:
+			_ = r.send(r.ctx, topicEvent, ev)
+		case <-r.kick:
+			r.sendPresence()
+		case <-tick.C:
+			r.mu.Lock()
+			r.full = true
+			cut := time.Now().Add(-presenceTTL)
+			for id, counts := range r.peers {
+				for c, pc := range counts {
+					if pc.seen.Before(cut) {
+						delete(counts, c)
+					}
+				}
+				if len(counts) == 0 {
+					delete(r.peers, id)
+				}
+			}
+			r.mu.Unlock()
+			r.sendPresence()
+		}
+	}
+}
+
+func mustMarshal(v any) []byte {
+	b, _ := json.Marshal(v)
+	return b
+}
+
+// sendPresence broadcasts the local counts of the changed canvases (every
+// canvas with subscribers when a full presence is due), in chunks.
+func (r *relay) sendPresence() {
+	r.mu.Lock()
+	dirty, full := r.dirty, r.full
+	r.dirty, r.full = map[string]struct{}{}, false
+	r.mu.Unlock()
+	if full {
+		r.hub.mu.RLock()
+		for c := range r.hub.subs {
+			dirty[c] = struct{}{}
+		}
+		r.hub.mu.RUnlock()
+	}
+	if len(dirty) == 0 {
+		return
+	}
+	var batch []presenceEntry
+	size := 0
+	for c := range dirty {
+		batch = append(batch, presenceEntry{CanvasID: c, N: r.hub.localSubscribers(c)})
+		size += len(c) + 16
+		if size >= presenceChunk {
+			_ = r.send(r.ctx, topicPresence, presenceMsg{From: r.id, Counts: batch})
+			batch, size = nil, 0
+		}
+	}
+	if len(batch) > 0 {
+		_ = r.send(r.ctx, topicPresence, presenceMsg{From: r.id, Counts: batch})
+	}
+}
+
+// receive handles one message from another process (the listener's
+// goroutine: nothing here blocks on the network).
+func (r *relay) receive(topic string, payload []byte) {
+	switch topic {
+	case "": // (re)connected: tell the others we are here, ask for theirs
+		r.mu.Lock()
+		r.full = true
+		r.mu.Unlock()
+		r.kickSender()
+		r.wg.Add(1) // the listener's own count is held, so Add cannot race Wait
+		go func() {
+			defer r.wg.Done()
+			_ = r.send(r.ctx, topicHello, presenceMsg{From: r.id})
+		}()
+	case topicEvent:
+		var ev relayEvent
+		if err := json.Unmarshal(payload, &ev); err != nil || ev.CanvasID == "" || ev.Event == "" {
+			r.log.Warn("relay: malformed event from another process", "err", err)
+			return
+		}
+		r.hub.send(ev.CanvasID, &frame{data: sseFrame(ev.Event, "", ev.Data)})
+	case topicPresence:
+		var m presenceMsg
+		if err := json.Unmarshal(payload, &m); err != nil || m.From == "" || m.From == r.id {
+			return
+		}
+		now := time.Now()
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		if m.Bye {
+			delete(r.peers, m.From)
+			return
+		}
+		counts := r.peers[m.From]
+		if counts == nil {
+			counts = map[string]peerCount{}
+			r.peers[m.From] = counts
+		}
+		for _, e := range m.Counts {
+			if e.N <= 0 {
+				delete(counts, e.CanvasID)
+			} else {
+				counts[e.CanvasID] = peerCount{n: e.N, seen: now}
+			}
+		}
+	case topicHello:
+		r.mu.Lock()
+		r.full = true
+		r.mu.Unlock()
+		r.kickSender()
+	case topicAnswer:
+		var m answerMsg
+		if err := json.Unmarshal(payload, &m); err != nil || m.From == r.id {
+			return
+		}
+		res, detail, known := r.resolveLocal(m.InvokeID, m.Answer, m.Principal)
+		if !known {
+			return // another process's invoke, or nobody's
+		}
+		r.wg.Add(1)
+		go func() {
+			defer r.wg.Done()
+			_ = r.send(r.ctx, topicAck, relayAck{To: m.From, Req: m.Req, Result: res, Detail: detail})
+		}()
+	case topicAck:
+		var a relayAck
+		if err := json.Unmarshal(payload, &a); err != nil || a.To != r.id {
+			return
+		}
+		r.mu.Lock()
+		ch := r.waiters[a.Req]
+		r.mu.Unlock()
+		if ch != nil {
+			select {
+			case ch <- a:
+			default:
+			}
+		}
+	}
+}
+
+// resolveLocal gives an answer to whichever of the hub's brokers knows the
+// invoke; known is false when none does.
+func (r *relay) resolveLocal(id string, a host.Answer, p canvas.Principal) (result, detail string, known bool) {
+	for _, b := range r.hub.boundBrokers() {
+		if result, detail, known = resolveWith(b, id, a, p); known {
+			return result, detail, true
+		}
+	}
+	return "", "", false
+}
+
+// resolveWith answers invoke id on b for principal p, who needs the viewer
+// role on the invoke's target (as POST /api/invoke/{id} requires locally).
+func resolveWith(b *host.Broker, id string, a host.Answer, p canvas.Principal) (result, detail string, known bool) {
+	if t, err := b.Pending(id); err == nil {
+		scope := t.CanvasID
+		if t.HostSession != "" {
+			scope = t.HostSession
+		}
+		if !p.CanAccess(scope, canvas.RoleViewer) {
+			return ackForbidden, fmt.Sprintf("answering this invoke needs the viewer role on %q; your token has %s", scope, describeScope(p)), true
+		}
+	}
+	accepted, err := b.Answer(id, a)
+	switch {
+	case errors.Is(err, canvas.ErrNotFound):
+		return "", "", false
+	case err != nil:
+		return ackInvalid, err.Error(), true
+	case accepted:
+		return ackAccepted, "", true
+	default:
+		return ackIgnored, "", true
+	}
+}
+
+// forwardAnswer delivers an answer whose invoke this process's broker does
+// not know: first to the hub's other brokers, then to the other processes,
+// waiting up to answerForwardWait for the owner's acknowledgement. It
+// returns what the owning broker said, canvas.ErrForbidden when the
+// principal may not answer, or canvas.ErrNotFound when no process claimed
+// the id in time.
+func (r *relay) forwardAnswer(ctx context.Context, id string, a host.Answer, p canvas.Principal) (accepted bool, err error) {
+	if res, detail, known := r.resolveLocal(id, a, p); known {
+		return ackToResult(id, relayAck{Result: res, Detail: detail})
+	}
+	ctx, cancel := context.WithTimeout(ctx, answerForwardWait)
+	defer cancel()
+	req := randomHex(8)
+	ch := make(chan relayAck, 1)
+	r.mu.Lock()
+	r.waiters[req] = ch
+	r.mu.Unlock()
+	defer func() {
+		r.mu.Lock()
+		delete(r.waiters, req)
+		r.mu.Unlock()
+	}()
+	payload, err := json.Marshal(answerMsg{From: r.id, Req: req, InvokeID: id, Answer: a, Principal: p})
+	if err != nil {
+		return false, err
+	}
+	if err := r.b.Broadcast(ctx, topicAnswer, payload); err != nil {
+		return false, fmt.Errorf("relaying the answer to invoke %q to the other processes: %w", id, err)
+	}
+	select {
+	case ack := <-ch:
+		return ackToResult(id, ack)
+	case <-ctx.Done():
+		return false, fmt.Errorf("invoke %q is unknown or expired (no process claimed it within %v): %w", id, answerForwardWait, canvas.ErrNotFound)
+	}
+}
+
+func ackToResult(id string, a relayAck) (bool, error) {
+	switch a.Result {
+	case ackAccepted:
+		return true, nil
+	case ackIgnored:
+		return false, nil
+	case ackForbidden:
+		return false, fmt.Errorf("%w: %s", canvas.ErrForbidden, a.Detail)
+	default:
+		return false, fmt.Errorf("answer to invoke %q: %s: %w", id, a.Detail, canvas.ErrInvalid)
+	}
+}

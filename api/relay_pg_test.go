@@ -1,0 +1,349 @@
+package api
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/prometheus/client_golang/prometheus"
+
+	canvasd "github.com/canvasd/canvasd"
+	"github.com/canvasd/canvasd/agent"
+	"github.com/canvasd/canvasd/canvas"
+	"github.com/canvasd/canvasd/host"
+	"github.com/canvasd/canvasd/store"
+	"github.com/canvasd/canvasd/store/pgstore"
+)
+
+// relayPGSchema returns CANVASD_TEST_DATABASE_URL (skipping only when it is
+// unset) and a fresh schema, dropped at cleanup.
+func relayPGSchema(t *testing.T) (string, string) {
+	t.Helper()
+	url := os.Getenv("CANVASD_TEST_DATABASE_URL")
+	if url == "" {
+		t.Skip("CANVASD_TEST_DATABASE_URL is not set (e.g. postgres://postgres@127.0.0.1:5432/test?sslmode=disable)")
+	}
+	schema := "t_relay_" + randomHex(6)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		conn, err := pgx.Connect(ctx, url)
+		if err != nil {
+			t.Errorf("drop schema %s: %v", schema, err)
+			return
+		}
+		defer conn.Close(ctx)
+		if _, err := conn.Exec(ctx, "DROP SCHEMA IF EXISTS "+pgx.Identifier{schema}.Sanitize()+" CASCADE"); err != nil {
+			t.Errorf("drop schema %s: %v", schema, err)
+		}
+	})
+	return url, schema
+}
+
+// newRelayNode is one canvasd "process": its own pgstore.Store, Engine, Hub,
+// host and Server on the shared schema, wired as cmd/canvasd wires them
+// (Broadcaster = the store; the default broker over the hub).
+func newRelayNode(t *testing.T, url, schema string) *testEnv {
+	t.Helper()
+	e, _ := newRelayNodeLogs(t, url, schema)
+	return e
+}
+
+// newRelayNodeLogs is newRelayNode that also returns the node's log (warnings and errors).
+func newRelayNodeLogs(t *testing.T, url, schema string) (*testEnv, *pgLogBuffer) {
+	t.Helper()
+	ctx := context.Background()
+	logs := &pgLogBuffer{}
+	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	st, err := pgstore.Open(ctx, url, pgstore.WithSchema(schema), pgstore.WithLogger(log))
+	if err != nil {
+		t.Fatalf("pgstore.Open: %v", err)
+	}
+	reg := prometheus.NewRegistry()
+	m := NewMetrics(reg)
+	hub := NewHub(0, m.SubscriberDelta)
+	eng := store.NewEngine(st, store.EngineConfig{Logger: log, Publisher: hub, Observer: m})
+	if err := eng.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	h, err := host.New(host.Config{DataDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(Config{Logger: log, Engine: eng, Store: st, Hub: hub, Metrics: m, Gatherer: reg,
+		AdminToken: testAdmin, OpenAPISpec: canvasd.Spec, Heartbeat: time.Minute,
+		Host: HostOptions{Host: h}, Broadcaster: st})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(s.Handler())
+	t.Cleanup(func() {
+		ts.CloseClientConnections()
+		ts.Close()
+		hub.StopRelay()
+		eng.Stop()
+		st.Close()
+		h.Close()
+		if t.Failed() {
+			t.Logf("server log (%s):\n%s", ts.URL, logs.String())
+		}
+	})
+	return &testEnv{t: t, srv: ts, api: s, engine: eng, st: st, reg: reg, spec: loadSpec(t)}, logs
+}
+
+// caughtUp reads a fresh canvas stream up to caught_up.
+func caughtUp(t *testing.T, s *sseStream) {
+	t.Helper()
+	for {
+		if m := s.next(); m.Event == "caught_up" {
+			return
+		}
+	}
+}
+
+// waitSubscribers waits until a hub counts n streams on canvasID.
+func waitSubscribers(t *testing.T, e *testEnv, canvasID string, n int) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for e.api.hub.Subscribers(canvasID) != n {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s counts %d subscribers on %s, want %d", e.srv.URL, e.api.hub.Subscribers(canvasID), canvasID, n)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// drain returns the events a stream receives within d (heartbeats skipped).
+func drain(s *sseStream, d time.Duration) []sseMsg {
+	var out []sseMsg
+	timeout := time.After(d)
+	for {
+		select {
+		case m, ok := <-s.events:
+			if !ok {
+				return out
+			}
+			if m.Event != "comment" {
+				out = append(out, m)
+			}
+		case <-timeout:
+			return out
+		}
+	}
+}
+
+// nextEvent requires the stream's next event to be named event (so a
+// duplicate of the previous one fails the test).
+func nextEvent(t *testing.T, s *sseStream, event string) sseMsg {
+	t.Helper()
+	m := s.next()
+	if m.Event != event {
+		t.Fatalf("next event is %s %s, want %s", m.Event, m.Data, event)
+	}
+	return m
+}
+
+// TestRelayAcrossProcessesPG runs two API servers (two stores, engines and
+// hubs) on one PostgreSQL schema: gestures, agent events and invokes posted
+// to one reach the other's streams exactly once, and an invoke started on A
+// is answered by a browser on B.
+func TestRelayAcrossProcessesPG(t *testing.T) {
+	url, schema := relayPGSchema(t)
+	a := newRelayNode(t, url, schema)
+	b := newRelayNode(t, url, schema)
+	a.canvas("c1")
+	a.canvas("c2")
+
+	sa := a.stream("/sse/canvas/c1", testAdmin, nil)
+	sb := b.stream("/sse/canvas/c1", testAdmin, nil)
+	caughtUp(t, sa)
+	caughtUp(t, sb)
+	// Presence: each process counts the other's stream.
+	waitSubscribers(t, a, "c1", 2)
+	waitSubscribers(t, b, "c1", 2)
+	if n := a.api.hub.Subscribers("c2"); n != 0 {
+		t.Fatalf("c2 has %d subscribers, want 0", n)
+	}
+
+	// A gesture posted to A reaches both streams once.
+	viewer, viewerID := a.token(canvas.RoleViewer, canvas.ActorHuman, "c1")
+	a.must(202, "POST", "/canvas_commands/c1/gesture", viewer, map[string]any{"cursor": map[string]any{"x": 3, "y": 4}})
+	for _, s := range []*sseStream{sa, sb} {
+		g := nextEvent(t, s, "gesture").json(t)
+		if g["actor_id"] != viewerID || g["cursor"].(map[string]any)["x"] != 3.0 {
+			t.Fatalf("gesture = %v", g)
+		}
+	}
+	// An agent event relayed through A reaches both.
+	a.must(202, "POST", "/api/canvas-agent/events", testAdmin, map[string]any{"canvas_id": "c1", "event": "agent:chat",
+		"data": map[string]any{"sessionId": "s1", "text": "thinking\nhard"}})
+	for _, s := range []*sseStream{sa, sb} {
+		if c := nextEvent(t, s, "agent:chat").json(t); c["text"] != "thinking\nhard" {
+			t.Fatalf("agent:chat = %v", c)
+		}
+	}
+
+	// An invoke started on A, answered by the browser on B (to B).
+	type result struct {
+		r   response
+		err string
+	}
+	invoke := func(payload any) chan result {
+		ch := make(chan result, 1)
+		go func() {
+			body, _ := json.Marshal(map[string]any{"canvas_id": "c1", "action": "ping", "payload": payload, "timeout_ms": 8000})
+			req, _ := http.NewRequest("POST", a.srv.URL+"/api/invoke", strings.NewReader(string(body)))
+			req.Header.Set("Authorization", "Bearer "+testAdmin)
+			req.Header.Set("Content-Type", "application/json")
+			resp, err := a.srv.Client().Do(req)
+			if err != nil {
+				ch <- result{err: err.Error()}
+				return
+			}
+			defer resp.Body.Close()
+			out, _ := io.ReadAll(resp.Body)
+			ch <- result{r: response{Status: resp.StatusCode, Body: out}}
+		}()
+		return ch
+	}
+	done := invoke(map[string]any{"n": 1})
+	inv := nextEvent(t, sb, "invoke").json(t)
+	id, _ := inv["invoke_id"].(string)
+	if id == "" || inv["action"] != "ping" {
+		t.Fatalf("invoke event on B = %v", inv)
+	}
+	if inA := nextEvent(t, sa, "invoke").json(t); inA["invoke_id"] != id {
+		t.Fatalf("invoke event on A = %v", inA)
+	}
+	// A viewer scoped to another canvas may not answer, even through B.
+	other, _ := a.token(canvas.RoleViewer, canvas.ActorHuman, "c2")
+	b.must(403, "POST", "/api/invoke/"+id, other, map[string]any{"ok": true, "result": map[string]any{"pong": 0}})
+	got := b.must(200, "POST", "/api/invoke/"+id, viewer, map[string]any{"ok": true, "result": map[string]any{"pong": 1}})
+	if got["accepted"] != true {
+		t.Fatalf("first answer on B: %v", got)
+	}
+	select {
+	case res := <-done:
+		if res.err != "" || res.r.Status != 200 {
+			t.Fatalf("POST /api/invoke on A: %v %d %s", res.err, res.r.Status, res.r.Body)
+		}
+		var ans host.Answer
+		if err := json.Unmarshal(res.r.Body, &ans); err != nil || !ans.OK || string(ans.Result) != `{"pong":1}` {
+			t.Fatalf("A's caller got %s (%v)", res.r.Body, err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("A's invoke did not return after B's browser answered")
+	}
+	// Later answers, on either process, are acknowledged and ignored.
+	if got := b.must(200, "POST", "/api/invoke/"+id, viewer, map[string]any{"ok": true, "result": 2}); got["accepted"] != false {
+		t.Fatalf("second answer on B: %v", got)
+	}
+	if got := a.must(200, "POST", "/api/invoke/"+id, viewer, map[string]any{"ok": true, "result": 3}); got["accepted"] != false {
+		t.Fatalf("answer on A after B's: %v", got)
+	}
+	// An id no process knows is a 404, within the forwarding bound.
+	t0 := time.Now()
+	b.must(404, "POST", "/api/invoke/inv_00000000000000000000000000000000", viewer, map[string]any{"ok": true})
+	if d := time.Since(t0); d < answerForwardWait || d > answerForwardWait+2*time.Second {
+		t.Errorf("unknown id answered 404 after %v, want about %v", d, answerForwardWait)
+	}
+
+	// No duplicates: nothing else arrived on either stream (one gesture, one
+	// agent:chat, one invoke each, all consumed above).
+	for name, s := range map[string]*sseStream{"A": sa, "B": sb} {
+		if extra := drain(s, 300*time.Millisecond); len(extra) != 0 {
+			t.Errorf("stream on %s got extra events: %+v", name, extra)
+		}
+	}
+
+	// The agent's screenshot (minted on A, no browser on A's c3): the in-process
+	// runner's AgentScreenshotter counts B's browser and gets its answer,
+	// which is too large for a NOTIFY payload.
+	a.canvas("c3")
+	sb3 := b.stream("/sse/canvas/c3", testAdmin, nil)
+	caughtUp(t, sb3)
+	waitSubscribers(t, a, "c3", 1)
+	if n := a.api.hub.localSubscribers("c3"); n != 0 {
+		t.Fatalf("A has %d local streams on c3", n)
+	}
+	br := host.NewBroker(CanvasInvokeDeliverer(a.api.hub))
+	shotDone := make(chan error, 1)
+	var shot agent.Screenshot
+	go func() {
+		var err error
+		shot, err = AgentScreenshotter{Hub: a.api.hub, Broker: br}.Screenshot(context.Background(), "c3",
+			agent.ScreenshotRequest{Type: "screenshot", SessionID: "s1", RequestID: "r1"}, 8*time.Second)
+		shotDone <- err
+	}()
+	req := nextEvent(t, sb3, "invoke").json(t)
+	if req["action"] != "agent:screenshot" {
+		t.Fatalf("screenshot invoke = %v", req)
+	}
+	png := "data:image/png;base64," + base64.StdEncoding.EncodeToString(make([]byte, 60<<10))
+	got = b.must(200, "POST", "/api/invoke/"+req["invoke_id"].(string), testAdmin,
+		map[string]any{"ok": true, "result": map[string]any{"dataUrl": png, "docVersion": "7"}})
+	if got["accepted"] != true {
+		t.Fatalf("screenshot answer: %v", got)
+	}
+	select {
+	case err := <-shotDone:
+		if err != nil || shot.DataURL != png || shot.DocVersion != "7" {
+			t.Fatalf("screenshot: err %v, %d bytes, version %q", err, len(shot.DataURL), shot.DocVersion)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the screenshot did not return")
+	}
+
+	// B stopping withdraws its presence at once.
+	b.api.hub.StopRelay()
+	waitSubscribers(t, a, "c3", 0)
+	waitSubscribers(t, a, "c1", 1)
+}
+
+// TestRelayOverflowDropsWithoutBlockingPG floods the relay: publishers never
+// wait for the database (the queue overflows, the excess is dropped for the
+// other processes and logged once per interval), local subscribers still get
+// everything, and the relay keeps working afterwards.
+func TestRelayOverflowDropsWithoutBlockingPG(t *testing.T) {
+	url, schema := relayPGSchema(t)
+	a, logs := newRelayNodeLogs(t, url, schema)
+	b := newRelayNode(t, url, schema)
+	a.canvas("c1")
+	sb := b.stream("/sse/canvas/c1", testAdmin, nil)
+	caughtUp(t, sb)
+	waitSubscribers(t, a, "c1", 1)
+
+	r := a.api.hub.relay.Load()
+	const total = 4 * relayQueue
+	t0 := time.Now()
+	for i := 0; i < total; i++ {
+		a.api.hub.PublishEvent("c_flood", "gesture", map[string]int{"i": i})
+	}
+	if d := time.Since(t0); d > time.Second {
+		t.Errorf("publishing %d events took %v: publishers waited for the relay", total, d)
+	}
+	if r.dropped.Load() == 0 {
+		t.Fatalf("no event dropped after %d publishes into a %d-event queue", total, relayQueue)
+	}
+	if n := strings.Count(logs.String(), "relay: queue full"); n != 1 {
+		t.Errorf("%d queue-full warnings, want 1 (rate limited):\n%s", n, logs.String())
+	}
+	// Once the backlog is sent, events cross again.
+	deadline := time.Now().Add(20 * time.Second)
+	for len(r.out) > 0 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	a.api.hub.PublishEvent("c1", "agent:status", map[string]string{"state": "done"})
+	if m := nextEvent(t, sb, "agent:status").json(t); m["state"] != "done" {
+		t.Fatalf("agent:status after the flood = %v", m)
+	}
+}
