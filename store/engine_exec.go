@@ -279,6 +279,7 @@ func (e *Engine) tryGroup(ctx context.Context, l *live, group []*request) ([]*pe
 					p.err, p.resp = nil, Response{}
 					e.replay(p, &rec)
 				case !errors.Is(err, canvas.ErrNotFound):
+					j.rollback(l.state, 0)
 					return nil, err
 				}
 			}
