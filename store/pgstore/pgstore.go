@@ -26,6 +26,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"strings"
 	"sync"
 	"time"
 
@@ -91,7 +92,11 @@ func WithSchema(name string) Option { return func(c *config) { c.schema = name }
 // WithLogger sets the logger (default: slog.Default()).
 func WithLogger(l *slog.Logger) Option { return func(c *config) { c.logger = l } }
 
-// WithMaxConns bounds the connection pool (default: pgxpool's default, or
+// DefaultMaxConns is the pool size when neither WithMaxConns nor
+// pool_max_conns in the URL sets one.
+const DefaultMaxConns = 16
+
+// WithMaxConns bounds the connection pool (default: DefaultMaxConns, or
 // pool_max_conns in the URL). Listen uses one extra connection of its own.
 func WithMaxConns(n int) Option { return func(c *config) { c.maxConns = int32(n) } }
 
@@ -141,8 +146,13 @@ func Open(ctx context.Context, databaseURL string, opts ...Option) (*Store, erro
 	if cc.RuntimeParams["application_name"] == "" {
 		cc.RuntimeParams["application_name"] = "canvasd"
 	}
-	if cfg.maxConns > 0 {
+	switch {
+	case cfg.maxConns > 0:
 		pc.MaxConns = cfg.maxConns
+	case !strings.Contains(databaseURL, "pool_max_conns"):
+		// Appends to different canvases run in parallel, one connection each;
+		// pgxpool's default (4 on small machines) serializes them.
+		pc.MaxConns = DefaultMaxConns
 	}
 	pc.HealthCheckPeriod = 5 * time.Second
 	channel := cfg.channel
