@@ -2,11 +2,13 @@ package api
 
 import (
 	"context"
+	"crypto/subtle"
 	"errors"
 	"fmt"
 	"io"
 	"mime"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -55,7 +57,8 @@ func newHostAPI(s *Server, o HostOptions) *hostAPI {
 // authenticates itself so that the shell's static assets
 // (/host/{session}/__canvas__/<asset>) are served without credentials, like
 // the web UI shell, while every session file needs a token (header or
-// ?access_token=) with the viewer role on the session.
+// ?access_token=) with the viewer role on the session, or a page ticket in
+// the path (/host/{session}/~{ticket}/...; see handlePage).
 func (h *hostAPI) mountPages(r chi.Router) {
 	r.Get("/host/{session}/*", h.handlePage)
 }
@@ -93,6 +96,21 @@ func restOfPath(r *http.Request, prefix string) (string, error) {
 }
 
 // handlePage serves GET /host/{session}/{path}.
+//
+// A browser navigation that carries a token (?access_token= or a bearer
+// header) with the viewer role on the session is answered 303 to
+// /host/{session}/~{ticket}/{path} (the query kept without access_token), so
+// the page's relative URLs (style.css, app.js) carry the ticket and the
+// page's scripts never see the token. When the target is the built-in A2UI
+// shell, which needs the token for /sse/host and its POSTs, the redirect goes
+// to .../~{ticket}/__canvas__/#access_token=... : the fragment is never sent
+// to a server and that URL only ever serves our shell, never an agent-written
+// page. Other token requests (API clients: no Sec-Fetch-Mode: navigate and no
+// text/html in Accept) get the file directly, as before tickets.
+//
+// Under /host/{session}/~{ticket}/ the ticket alone authorizes GET of the
+// session's files and the shell; it is checked on every request (see
+// serveTicketPage). Tickets are never accepted on /api or /sse routes.
 func (h *hostAPI) handlePage(w http.ResponseWriter, r *http.Request) {
 	session, err := sessionParam(r)
 	if err != nil {
@@ -102,6 +120,10 @@ func (h *hostAPI) handlePage(w http.ResponseWriter, r *http.Request) {
 	rest, err := restOfPath(r, "/host/"+session+"/")
 	if err != nil {
 		h.s.problem(w, r, err)
+		return
+	}
+	if ticket, after, slash, ok := host.SplitTicket(rest); ok {
+		h.serveTicketPage(w, r, session, ticket, after, slash)
 		return
 	}
 	if !host.IsPublicAsset(rest) {
@@ -115,10 +137,138 @@ func (h *hostAPI) handlePage(w http.ResponseWriter, r *http.Request) {
 			h.s.problem(w, r, err)
 			return
 		}
+		clean, _, err := host.ParsePath(rest)
+		if err != nil {
+			h.s.problem(w, r, err)
+			return
+		}
+		if isNavigation(r) {
+			h.redirectToTicket(w, r, session, rest, clean)
+			return
+		}
 	}
 	if err := h.host.ServePage(w, r, session, rest); err != nil {
 		h.s.problem(w, r, err)
 	}
+}
+
+// isNavigation reports whether r is a browser loading a document (top-level,
+// frame, object or embed), which gets the ticket redirect: Sec-Fetch-Mode or
+// Sec-Fetch-Dest say so, or, from a browser without Fetch Metadata, Accept
+// asks for text/html.
+func isNavigation(r *http.Request) bool {
+	mode, dest := r.Header.Get("Sec-Fetch-Mode"), r.Header.Get("Sec-Fetch-Dest")
+	if mode != "" || dest != "" {
+		switch dest {
+		case "document", "iframe", "frame", "object", "embed":
+			return true
+		}
+		return mode == "navigate"
+	}
+	return strings.Contains(r.Header.Get("Accept"), "text/html")
+}
+
+// redirectToTicket answers 303 to the ticket URL of the escaped path rest
+// (clean is its ParsePath form). The caller has authorized the viewer role.
+func (h *hostAPI) redirectToTicket(w http.ResponseWriter, r *http.Request, session, rest, clean string) {
+	tok := tokenFrom(r)
+	ticket, err := h.host.MintTicket(session, HashToken(tok))
+	if err != nil {
+		h.s.problem(w, r, err)
+		return
+	}
+	target, fragment := rest, ""
+	if h.host.ServesShell(session, clean) {
+		// Only __canvas__/ is guaranteed to serve the shell (agents cannot
+		// write there), so only it may receive the token, in the fragment.
+		target, fragment = host.ReservedDir+"/", "#access_token="+url.QueryEscape(tok)
+		if clean == "" {
+			fragment += "&root=1" // the shell stands in for the session root: it opens index.html when it appears
+		}
+	}
+	loc := "/host/" + session + "/" + host.TicketPrefix + ticket + "/" + target
+	if q := withoutAccessToken(r.URL.RawQuery); q != "" {
+		loc += "?" + q
+	}
+	hd := w.Header()
+	hd.Set("Location", loc+fragment)
+	hd.Set("Cache-Control", "no-store")
+	hd.Set("Referrer-Policy", "no-referrer")
+	w.WriteHeader(http.StatusSeeOther)
+}
+
+// withoutAccessToken returns the raw query without its access_token
+// parameters, the other parameters untouched and in order.
+func withoutAccessToken(raw string) string {
+	if raw == "" {
+		return ""
+	}
+	var kept []string
+	for _, part := range strings.Split(raw, "&") {
+		k, _, _ := strings.Cut(part, "=")
+		if uk, err := url.QueryUnescape(k); part == "" || k == "access_token" || (err == nil && uk == "access_token") {
+			continue
+		}
+		kept = append(kept, part)
+	}
+	return strings.Join(kept, "&")
+}
+
+// serveTicketPage serves /host/{session}/~{ticket}/{rest}: the ticket must
+// verify (HMAC, constant time), be unexpired and minted for this session, and
+// the token it was minted for must still exist and still have the viewer role
+// on the session (so revoking the token ends its tickets at once). Any token
+// on the request is ignored. The path rules are those of ServePage.
+func (h *hostAPI) serveTicketPage(w http.ResponseWriter, r *http.Request, session, ticket, rest string, slash bool) {
+	t, err := h.host.VerifyTicket(session, ticket)
+	if err == nil {
+		err = h.checkTicketHolder(r.Context(), session, t.TokenHash)
+	}
+	if err != nil {
+		h.s.problem(w, r, err)
+		return
+	}
+	if !slash { // /host/{session}/~{ticket} → the slash form, so relative URLs resolve under the ticket
+		redirectSlash(w, r)
+		return
+	}
+	if err := h.host.ServePage(w, r, session, rest); err != nil {
+		h.s.problem(w, r, err)
+	}
+}
+
+// checkTicketHolder checks that the token whose hash a ticket carries still
+// exists and has the viewer role on session. The configured admin token
+// (--admin-token) is not in the store and cannot be revoked; its tickets end
+// when they expire or the ticket key changes.
+func (h *hostAPI) checkTicketHolder(ctx context.Context, session string, hash []byte) error {
+	a := h.s.auth
+	if a.adminHash != nil && subtle.ConstantTimeCompare(hash, a.adminHash) == 1 {
+		return nil
+	}
+	rec, err := a.st.TokenByHash(ctx, hash)
+	if errors.Is(err, canvas.ErrNotFound) {
+		return host.RevokedTicketError(session)
+	}
+	if err != nil {
+		return err
+	}
+	p := canvas.Principal{Actor: canvas.Actor{ID: rec.ActorID, Type: rec.ActorType}, Role: rec.Role, Canvases: rec.Canvases}
+	if !p.CanAccess(session, canvas.RoleViewer) {
+		return host.ForbiddenTicketError(session)
+	}
+	return nil
+}
+
+// redirectSlash answers 301, without a body, to the request's path with a
+// slash appended.
+func redirectSlash(w http.ResponseWriter, r *http.Request) {
+	target := r.URL.EscapedPath() + "/"
+	if r.URL.RawQuery != "" {
+		target += "?" + r.URL.RawQuery
+	}
+	w.Header().Set("Location", target)
+	w.WriteHeader(http.StatusMovedPermanently)
 }
 
 type hostFileList struct {

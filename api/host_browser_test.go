@@ -144,3 +144,94 @@ document.getElementById("out").textContent = r.join(" ");
 		t.Fatalf("agent page ran as %q (%v); want an opaque origin", out, err)
 	}
 }
+
+// TestHostPageTicketsInChromium opens a session with ?access_token= in
+// headless Chromium: the browser lands on the page-ticket URL; the built-in
+// shell gets its token from the URL fragment and connects; when the agent
+// writes index.html with an external stylesheet and script, the shell opens
+// it under the ticket, where it renders styled and its script runs without
+// the token anywhere in its location; a presented page in the shell's frame
+// loads through the ticket too.
+func TestHostPageTicketsInChromium(t *testing.T) {
+	if _, err := os.Stat(chromiumPath); err != nil {
+		t.Skipf("no %s (apt-get install chromium): %v", chromiumPath, err)
+	}
+	e := newHostTestEnv(t, host.Config{})
+	editor, _ := e.token(canvas.RoleEditor, canvas.ActorAgent)
+	viewer, _ := e.token(canvas.RoleViewer, canvas.ActorHuman, "styled")
+
+	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(),
+		chromedp.ExecPath(chromiumPath), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU,
+		chromedp.Flag("disable-background-networking", true), chromedp.NoFirstRun, chromedp.NoDefaultBrowserCheck,
+		chromedp.UserDataDir(t.TempDir()))
+	defer cancelAlloc()
+	browser, cancel := chromedp.NewContext(alloc)
+	defer cancel()
+	if err := chromedp.Do(browser, chromedp.Navigate(e.srv.URL+"/host/styled/?access_token="+viewer)); err != nil {
+		t.Fatalf("navigate: %v", err)
+	}
+	ctx, cancelT := context.WithTimeout(browser, 60*time.Second)
+	defer cancelT()
+	// No index.html yet: the shell, under the ticket, token in the fragment only.
+	where, err := chromedp.Run(ctx, chromedp.Poll[string](
+		`document.getElementById("status") && document.getElementById("status").textContent === "connected" && location.pathname + "|" + location.search + "|" + location.hash`,
+		chromedp.WithPollingTimeout(15*time.Second)))
+	if err != nil {
+		t.Fatalf("shell did not connect: %v", err)
+	}
+	parts := strings.Split(where, "|")
+	if !strings.HasPrefix(parts[0], "/host/styled/~") || !strings.HasSuffix(parts[0], "/__canvas__/") || parts[1] != "" ||
+		parts[2] != "#access_token="+viewer+"&root=1" {
+		t.Fatalf("shell opened at %q", where)
+	}
+	ticketBase := strings.TrimSuffix(parts[0], "__canvas__/")
+
+	// The agent writes a page with an external stylesheet and script; the shell opens it.
+	e.must(201, "PUT", "/api/host/styled/files/style.css", editor, "body { background-color: rgb(10, 20, 30) } #out { color: rgb(200, 100, 50) }")
+	e.must(201, "PUT", "/api/host/styled/files/app.js", editor,
+		`document.getElementById("out").textContent = "ran|" + location.href + "|" + String(self.origin);`)
+	e.must(201, "PUT", "/api/host/styled/files/index.html", editor,
+		`<!doctype html><html><head><link rel="stylesheet" href="style.css"><script src="app.js" defer></script></head><body><p id="out">waiting</p></body></html>`)
+	// The shell navigates to the page: poll again when the navigation ends a poll
+	// ("navigated or closed", "cannot find context").
+	var got string
+	for deadline := time.Now().Add(15 * time.Second); ; {
+		got, err = chromedp.Run(ctx, chromedp.Poll[string](
+			`(() => { const o = document.getElementById("out"); if (!o || !o.textContent.startsWith("ran")) return false;
+			  return o.textContent + "|" + getComputedStyle(document.body).backgroundColor + "|" + getComputedStyle(o).color; })()`,
+			chromedp.WithPollingTimeout(time.Until(deadline))))
+		if err == nil || ctx.Err() != nil || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err != nil {
+		t.Fatalf("agent page did not run its script: %v", err)
+	}
+	t.Logf("agent page reported %q", got)
+	f := strings.Split(got, "|")
+	if len(f) != 5 || f[1] != e.srv.URL+ticketBase || f[2] != "null" || f[3] != "rgb(10, 20, 30)" || f[4] != "rgb(200, 100, 50)" {
+		t.Fatalf("agent page: %q (want script run at %s in an opaque origin, styled)", got, ticketBase)
+	}
+	if strings.Contains(got, viewer) || strings.Contains(got, "access_token") {
+		t.Fatalf("the agent page's script can see the token: %q", got)
+	}
+
+	// The explicit shell: a presented page loads in its frame through the ticket.
+	e.must(201, "PUT", "/api/host/styled/files/docs/index.html", editor, `<p>docs</p>`)
+	if err := chromedp.Do(ctx, chromedp.Navigate(e.srv.URL+"/host/styled/__canvas__/?access_token="+viewer)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`document.getElementById("status").textContent === "connected"`,
+		chromedp.WithPollingTimeout(15*time.Second))); err != nil {
+		t.Fatalf("explicit shell did not connect: %v", err)
+	}
+	if code, res := e.post("/api/host/styled/present", editor, "application/json", []byte(`{"action":"navigate","path":"docs/"}`)); code != 200 {
+		t.Fatalf("present: %d %v", code, res)
+	}
+	src, err := chromedp.Run(ctx, chromedp.Poll[string](`(() => { const f = document.getElementById("page"); return !f.hidden && f.src; })()`,
+		chromedp.WithPollingTimeout(10*time.Second)))
+	if err != nil || !strings.Contains(src, "/host/styled/~") || !strings.HasSuffix(src, "/docs/") || strings.Contains(src, "access_token") {
+		t.Fatalf("presented frame src %q (%v)", src, err)
+	}
+}

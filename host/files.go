@@ -163,7 +163,8 @@ func (h *Host) serveFile(w http.ResponseWriter, r *http.Request, name string, st
 // PutFile writes one file of the session atomically (a temporary file in the
 // same directory, synced, then renamed over the target), creating the session
 // and parent directories. rel is a decoded relative path (see CleanPath);
-// hidden names and the reserved __canvas__ directory are refused. More than
+// hidden names, the reserved __canvas__ directory and top-level names starting
+// with TicketPrefix ("~", page tickets) are refused. More than
 // MaxFileBytes is ErrTooLarge and leaves nothing behind. Subscribers of the
 // session get a "reload" event.
 func (h *Host) PutFile(session, rel string, body io.Reader) (FileInfo, error) {
@@ -182,6 +183,9 @@ func (h *Host) PutFile(session, rel string, body io.Reader) (FileInfo, error) {
 	}
 	if clean == ReservedDir || strings.HasPrefix(clean, ReservedDir+"/") {
 		return FileInfo{}, canvas.Invalid("path", "%s/ is reserved for built-in assets; choose another directory", ReservedDir)
+	}
+	if strings.HasPrefix(clean, TicketPrefix) {
+		return FileInfo{}, canvas.Invalid("path", "top-level names starting with %s are reserved for page tickets (/host/{session}/%s{ticket}/...); choose another name", TicketPrefix, TicketPrefix)
 	}
 	if err := h.root.Mkdir(session, 0o750); err != nil && !errors.Is(err, fs.ErrExist) {
 		return FileInfo{}, fmt.Errorf("host: create session %q: %w", session, err)

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"time"
 )
 
 // Defaults for Config fields left zero.
@@ -40,7 +41,15 @@ type Config struct {
 	// nil uses the embedded copy. When it has no index.html the host serves a
 	// plain welcome page instead.
 	ShellFS fs.FS
-	Logger  *slog.Logger
+	// TicketKey is the HMAC-SHA256 key of page tickets (see ticket.go);
+	// empty: a random key per Host, so tickets work only on the process that
+	// minted them. Derive a shared one with TicketKey(secret).
+	TicketKey []byte
+	// TicketTTL is how long a page ticket is valid; zero: DefaultTicketTTL.
+	TicketTTL time.Duration
+	// Now is the clock for ticket expiry; nil: time.Now.
+	Now    func() time.Time
+	Logger *slog.Logger
 }
 
 // Host owns every session's files, surfaces and subscribers. It is safe for
@@ -90,6 +99,15 @@ func New(cfg Config) (*Host, error) {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if len(cfg.TicketKey) == 0 {
+		cfg.TicketKey = randomTicketKey()
+	}
+	if cfg.TicketTTL <= 0 {
+		cfg.TicketTTL = DefaultTicketTTL
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
 	}
 	if cfg.ShellFS == nil {
 		cfg.ShellFS = embeddedShell()

@@ -17,6 +17,7 @@ type Config struct {
 	DataDir         string
 	DatabaseURL     string
 	AdminToken      string
+	HostSecret      string // page-ticket key material; empty: derived from AdminToken, else random per process
 	Model           string
 	AgentMode       string
 	ServerURL       string // canvasd agent: the server to work for
@@ -64,6 +65,7 @@ func settings() []setting {
 		{"data-dir", "CANVASD_DATA_DIR", "./data", "directory for the embedded store and host files", str(func(c *Config) *string { return &c.DataDir })},
 		{"database-url", "CANVASD_DATABASE_URL", "", "empty: the embedded store in the data dir; postgres://...: PostgreSQL", str(func(c *Config) *string { return &c.DatabaseURL })},
 		{"admin-token", "CANVASD_ADMIN_TOKEN", "", "admin bearer token; empty: one is generated on first start and printed once", str(func(c *Config) *string { return &c.AdminToken })},
+		{"host-secret", "CANVASD_HOST_SECRET", "", "key for host page tickets; empty: derived from --admin-token, else random per process (tickets then work only on the process that minted them)", str(func(c *Config) *string { return &c.HostSecret })},
 		{"model", "CANVAS_STEWARD_MODEL", "debug/fake", "agent model: debug/fake or openai:<model>", str(func(c *Config) *string { return &c.Model })},
 		{"agent", "CANVASD_AGENT", agentInProcess, "agent runner: inprocess, workers (runs go to `canvasd agent` workers) or off", func(c *Config, v string) error {
 			if v != agentInProcess && v != agentWorkers && v != agentOff {

@@ -78,7 +78,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		return err
 	}
 	defer engine.Stop()
-	hostSrv, err := host.New(host.Config{DataDir: c.DataDir, MaxImageBytes: c.MaxImageBytes, Logger: log})
+	hostSrv, err := host.New(host.Config{DataDir: c.DataDir, MaxImageBytes: c.MaxImageBytes, TicketKey: ticketKey(c), Logger: log})
 	if err != nil {
 		return err
 	}
@@ -128,6 +128,19 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		return err
 	}
 	_ = hs.Close()
+	return nil
+}
+
+// ticketKey is the host page-ticket key: from --host-secret, else from the
+// configured admin token (processes sharing it accept each other's tickets),
+// else nil, which makes the host pick a random key for this process.
+func ticketKey(c Config) []byte {
+	switch {
+	case c.HostSecret != "":
+		return host.TicketKey("host-secret:" + c.HostSecret)
+	case c.AdminToken != "":
+		return host.TicketKey("admin-token:" + c.AdminToken)
+	}
 	return nil
 }
 

@@ -6,7 +6,15 @@
   var session = document.querySelector('meta[name="canvas-session"]').content;
   var base = document.querySelector('meta[name="canvas-base"]').content; // /host/{session}/__canvas__/
   var params = new URLSearchParams(location.search);
-  var token = params.get("access_token") || "";
+  // The token: opened through a page ticket (/host/{session}/~{ticket}/__canvas__/),
+  // the server put it in the URL fragment, which is never sent to a server;
+  // "root=1" there means this shell stands in for the session root.
+  // Older links carry it as ?access_token=.
+  var frag = new URLSearchParams(location.hash.replace(/^#/, ""));
+  var token = frag.get("access_token") || params.get("access_token") || "";
+  var standsForRoot = frag.get("root") === "1";
+  var ticketMatch = location.pathname.match(/^\/host\/[^\/]+\/(~[^\/]+)\//);
+  var ticketBase = ticketMatch ? "/host/" + session + "/" + ticketMatch[1] + "/" : ""; // session files, read with the ticket
   var enc = encodeURIComponent;
   var surfaces = new Map(); // id -> {id, components: Map, root, rendering, data, styles, el, tabs: Map}
   var main = document.getElementById("surfaces");
@@ -350,7 +358,9 @@
     document.body.classList.remove("hidden-panel");
     if (p.placement) document.body.dataset.placement = JSON.stringify(p.placement);
     if (p.path && p.path !== "/") {
-      pageFrame.src = withToken("/host/" + enc(session) + "/" + String(p.path).replace(/^\/+/, ""));
+      // Through the ticket, so the agent-written page in the frame never sees the token.
+      var rel = String(p.path).replace(/^\/+/, "");
+      pageFrame.src = ticketBase ? ticketBase + rel : withToken("/host/" + enc(session) + "/" + rel);
       pageFrame.hidden = false; main.hidden = true;
     } else if (p.action === "navigate") {
       pageFrame.hidden = true; pageFrame.removeAttribute("src"); main.hidden = false;
@@ -358,8 +368,12 @@
   }
   function reload(ev) {
     if (!pageFrame.hidden && pageFrame.src) { pageFrame.src = pageFrame.src; return; }
-    var atRoot = location.pathname === "/host/" + session + "/";
-    if (atRoot && /^index\.html?$/.test(ev.path || "")) location.reload();
+    if (!/^index\.html?$/.test(ev.path || "")) return;
+    // The session root got an index page: show it, without the fragment (the token).
+    if (standsForRoot && ticketBase) location.replace(ticketBase);
+    else if (location.pathname === "/host/" + session + "/" || location.pathname === ticketBase) {
+      location.replace(location.pathname + location.search);
+    }
   }
   var evalWaiters = new Map(), evalSeq = 0, evalReady = null;
   function evalInSandbox(js, timeoutMs) {
@@ -419,7 +433,10 @@
     surfaces.clear();
     setStatus("open", "connected");
   });
-  es.addEventListener("error", function () { setStatus("error", "disconnected, retrying…"); });
+  es.addEventListener("error", function () {
+    if (!token) setStatus("error", "no access token: reopen /host/" + session + "/?access_token=<token>");
+    else setStatus("error", "disconnected, retrying…");
+  });
   es.addEventListener("a2ui", function (e) { var m = parse(e); if (m) handle(m); });
   es.addEventListener("present", function (e) { var m = parse(e); if (m) present(m); });
   es.addEventListener("reload", function (e) { reload(parse(e) || {}); });
