@@ -2,28 +2,14 @@ package api
 
 import (
 	"bufio"
-	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
-	"io"
-	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"strings"
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/prometheus/client_golang/prometheus"
-
-	canvasd "github.com/canvasd/canvasd"
-	"github.com/canvasd/canvasd/store"
-	"github.com/canvasd/canvasd/store/pgstore"
 )
 
 // The PostgreSQL benchmarks run canvasd's API in process over real HTTP
@@ -35,95 +21,10 @@ import (
 //	CANVASD_TEST_DATABASE_URL=postgres://postgres@127.0.0.1:5432/test?sslmode=disable \
 //	  go test ./api -run '^$' -bench 'PG' -benchtime 1x
 
-// pgNode is one canvasd "process" on PostgreSQL.
-type pgNode struct {
-	srv    *httptest.Server
-	engine *store.Engine
-}
-
-// pgBenchSchema returns the database URL and a fresh schema name, dropped at cleanup.
-func pgBenchSchema(b *testing.B) (string, string) {
+// createCanvasOn creates a canvas through a server's API.
+func createCanvasOn(b *testing.B, e *testEnv, c *http.Client, id string) {
 	b.Helper()
-	url := os.Getenv("CANVASD_TEST_DATABASE_URL")
-	if url == "" {
-		b.Skip("CANVASD_TEST_DATABASE_URL is not set (e.g. postgres://postgres@127.0.0.1:5432/test?sslmode=disable)")
-	}
-	var rnd [6]byte
-	_, _ = rand.Read(rnd[:])
-	schema := "t_bench_" + hex.EncodeToString(rnd[:])
-	b.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		pool, err := pgxpool.New(ctx, url) // the URL may carry pool_max_conns
-		if err != nil {
-			b.Errorf("drop schema %s: %v", schema, err)
-			return
-		}
-		defer pool.Close()
-		if _, err := pool.Exec(ctx, "DROP SCHEMA IF EXISTS "+pgx.Identifier{schema}.Sanitize()+" CASCADE"); err != nil {
-			b.Errorf("drop schema %s: %v", schema, err)
-		}
-	})
-	return url, schema
-}
-
-// newPGNode starts one API server on its own Store, Engine and Hub over the
-// schema, wired as cmd/canvasd wires them (default pool size).
-func newPGNode(b *testing.B, url, schema string) *pgNode {
-	b.Helper()
-	ctx := context.Background()
-	logs := &pgLogBuffer{}
-	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	st, err := pgstore.Open(ctx, url, pgstore.WithSchema(schema), pgstore.WithLogger(log))
-	if err != nil {
-		b.Fatalf("pgstore.Open: %v", err)
-	}
-	reg := prometheus.NewRegistry()
-	m := NewMetrics(reg)
-	hub := NewHub(0, m.SubscriberDelta)
-	eng := store.NewEngine(st, store.EngineConfig{Logger: log, Publisher: hub, Observer: m})
-	if err := eng.Start(ctx); err != nil {
-		b.Fatal(err)
-	}
-	s, err := New(Config{Logger: log, Engine: eng, Store: st, Hub: hub, Metrics: m, Gatherer: reg,
-		AdminToken: testAdmin, OpenAPISpec: canvasd.Spec, Heartbeat: time.Minute})
-	if err != nil {
-		b.Fatal(err)
-	}
-	ts := httptest.NewServer(s.Handler())
-	b.Cleanup(func() {
-		ts.CloseClientConnections()
-		ts.Close()
-		eng.Stop()
-		st.Close()
-		if b.Failed() {
-			b.Logf("server log (warnings and errors):\n%s", logs.String())
-		}
-	})
-	return &pgNode{srv: ts, engine: eng}
-}
-
-// pgLogBuffer keeps a node's log for the failure report.
-type pgLogBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *pgLogBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *pgLogBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
-func (n *pgNode) createCanvas(b *testing.B, c *http.Client, id string) {
-	b.Helper()
-	req, _ := http.NewRequest("POST", n.srv.URL+"/api/canvases", strings.NewReader(`{"canvas_id":"`+id+`"}`))
+	req, _ := http.NewRequest("POST", e.srv.URL+"/api/canvases", strings.NewReader(`{"canvas_id":"`+id+`"}`))
 	req.Header.Set("Authorization", "Bearer "+testAdmin)
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := c.Do(req)
@@ -134,20 +35,6 @@ func (n *pgNode) createCanvas(b *testing.B, c *http.Client, id string) {
 	if resp.StatusCode != 201 {
 		b.Fatalf("create canvas %s: status %d", id, resp.StatusCode)
 	}
-}
-
-// postCommandBody is postCommand that also returns the body (for the error).
-func postCommandBody(c *http.Client, url string, body []byte) (int, []byte, error) {
-	req, _ := http.NewRequest("POST", url, bytes.NewReader(body))
-	req.Header.Set("Authorization", "Bearer "+testAdmin)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := c.Do(req)
-	if err != nil {
-		return 0, nil, err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	return resp.StatusCode, b, err
 }
 
 // loadAvg is the 1-minute load average, reported beside the figures (the
@@ -170,8 +57,8 @@ func loadAvg() float64 {
 // retries after the other's appends move the head).
 func BenchmarkPGCommandApplyHTTP(b *testing.B) {
 	b.ReportAllocs()
-	url, schema := pgBenchSchema(b)
-	a := newPGNode(b, url, schema)
+	url, schema := pgTestSchema(b)
+	a := newPGTestEnv(b, url, schema)
 	c := benchClient()
 	cmd := func(base int) []byte {
 		return fmt.Appendf(nil, `{"type":"create_node","base_rev":%d,"args":{"name":"n","transform":{"x":1,"y":2}}}`, base)
@@ -200,7 +87,7 @@ func BenchmarkPGCommandApplyHTTP(b *testing.B) {
 				body := cmd(0)
 				for i := 0; i < per; i++ {
 					s := time.Now()
-					code, msg, err := postCommandBody(c, urls[w%len(urls)], body)
+					code, msg, err := postCommand(c, urls[w%len(urls)], body)
 					if err != nil || code != 200 {
 						mu.Lock()
 						if failed++; failed == 1 {
@@ -222,18 +109,18 @@ func BenchmarkPGCommandApplyHTTP(b *testing.B) {
 		}
 		return all, time.Since(t0)
 	}
-	cmdURL := func(n *pgNode, canvasID string) string {
+	cmdURL := func(n *testEnv, canvasID string) string {
 		return n.srv.URL + "/canvas_commands/" + canvasID + "/command"
 	}
 
 	b.Run("sequential", func(b *testing.B) {
-		a.createCanvas(b, c, "seq")
+		createCanvasOn(b, a, c, "seq")
 		const n = 1000
 		lat := make([]time.Duration, 0, n)
 		t0 := time.Now()
 		for i := 0; i < n; i++ {
 			s := time.Now()
-			if code, err := postCommand(c, cmdURL(a, "seq"), cmd(i)); err != nil || code != 200 {
+			if code, _, err := postCommand(c, cmdURL(a, "seq"), cmd(i)); err != nil || code != 200 {
 				b.Fatalf("command: %d %v", code, err)
 			}
 			lat = append(lat, time.Since(s))
@@ -241,7 +128,7 @@ func BenchmarkPGCommandApplyHTTP(b *testing.B) {
 		report(b, lat, time.Since(t0))
 	})
 	b.Run("one-canvas-8-clients", func(b *testing.B) {
-		a.createCanvas(b, c, "hot")
+		createCanvasOn(b, a, c, "hot")
 		lat, d := run(b, []string{cmdURL(a, "hot")}, 8, 4000)
 		report(b, lat, d)
 	})
@@ -249,15 +136,15 @@ func BenchmarkPGCommandApplyHTTP(b *testing.B) {
 		var urls []string
 		for i := 0; i < 16; i++ {
 			id := fmt.Sprintf("many%d", i)
-			a.createCanvas(b, c, id)
+			createCanvasOn(b, a, c, id)
 			urls = append(urls, cmdURL(a, id))
 		}
 		lat, d := run(b, urls, 16, 4000)
 		report(b, lat, d)
 	})
 	b.Run("two-processes-one-canvas-8-clients", func(b *testing.B) {
-		other := newPGNode(b, url, schema)
-		a.createCanvas(b, c, "shared")
+		other := newPGTestEnv(b, url, schema)
+		createCanvasOn(b, a, c, "shared")
 		lat, d := run(b, []string{cmdURL(a, "shared"), cmdURL(other, "shared")}, 8, 4000)
 		report(b, lat, d)
 	})
@@ -282,14 +169,14 @@ func BenchmarkPGCrossProcessSSEDelivery(b *testing.B) {
 // to subscribers on process B (crossProcess) or on A itself.
 func benchPGSSE(b *testing.B, crossProcess bool, subscribers, commits int) {
 	b.ReportAllocs()
-	url, schema := pgBenchSchema(b)
-	a, bn := newPGNode(b, url, schema), newPGNode(b, url, schema)
+	url, schema := pgTestSchema(b)
+	a, bn := newPGTestEnv(b, url, schema), newPGTestEnv(b, url, schema)
 	if !crossProcess {
 		bn = a
 	}
 	c := benchClient()
 	c.Transport.(*http.Transport).MaxIdleConnsPerHost = subscribers + 10
-	a.createCanvas(b, c, "fan")
+	createCanvasOn(b, a, c, "fan")
 
 	var mu sync.Mutex
 	sent := make([]time.Time, commits+1)
@@ -360,7 +247,7 @@ func benchPGSSE(b *testing.B, crossProcess bool, subscribers, commits int) {
 		sent[i] = time.Now()
 		mu.Unlock()
 		s := time.Now()
-		if code, err := postCommand(c, url0, body); err != nil || code != 200 {
+		if code, _, err := postCommand(c, url0, body); err != nil || code != 200 {
 			b.Fatalf("command %d: %d %v", i, code, err)
 		}
 		acks = append(acks, time.Since(s))

@@ -26,17 +26,18 @@ func benchClient() *http.Client {
 	return &http.Client{Transport: tr}
 }
 
-func postCommand(c *http.Client, url string, body []byte) (int, error) {
+// postCommand sends one command as the admin and returns the status and body.
+func postCommand(c *http.Client, url string, body []byte) (int, []byte, error) {
 	req, _ := http.NewRequest("POST", url, bytes.NewReader(body))
 	req.Header.Set("Authorization", "Bearer "+testAdmin)
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := c.Do(req)
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
-	_, _ = io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
-	return resp.StatusCode, nil
+	defer resp.Body.Close()
+	out, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, out, err
 }
 
 func percentile(d []time.Duration, p float64) time.Duration {
@@ -71,7 +72,7 @@ func BenchmarkCommandApplyHTTP(b *testing.B) {
 	lat := make([]time.Duration, 0, seq)
 	for i := 0; i < seq; i++ {
 		t0 := time.Now()
-		if code, err := postCommand(c, e.srv.URL+"/canvas_commands/lat/command", cmd(i)); err != nil || code != 200 {
+		if code, _, err := postCommand(c, e.srv.URL+"/canvas_commands/lat/command", cmd(i)); err != nil || code != 200 {
 			b.Fatalf("command: %d %v", code, err)
 		}
 		lat = append(lat, time.Since(t0))
@@ -89,7 +90,7 @@ func BenchmarkCommandApplyHTTP(b *testing.B) {
 				defer wg.Done()
 				url := e.srv.URL + "/canvas_commands/" + canvases[w%len(canvases)] + "/command"
 				for i := 0; i < per; i++ {
-					if code, err := postCommand(c, url, cmd(0)); err != nil || code != 200 {
+					if code, _, err := postCommand(c, url, cmd(0)); err != nil || code != 200 {
 						b.Errorf("command: %d %v", code, err)
 						return
 					}

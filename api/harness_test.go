@@ -6,19 +6,24 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/prometheus/client_golang/prometheus"
 
 	canvasd "github.com/canvasd/canvasd"
 	"github.com/canvasd/canvasd/canvas"
 	"github.com/canvasd/canvasd/host"
 	"github.com/canvasd/canvasd/store"
+	"github.com/canvasd/canvasd/store/pgstore"
 	"github.com/canvasd/canvasd/store/sqlitestore"
 )
 
@@ -33,25 +38,74 @@ type testEnv struct {
 	st     store.Store
 	reg    *prometheus.Registry
 	spec   *openAPISpec
+	logs   *logBuffer
 }
 
 type envOption func(*Config)
 
+// newTestEnv is a real server over a fresh SQLite file.
 func newTestEnv(t testing.TB, opts ...envOption) *testEnv {
 	t.Helper()
-	ctx := context.Background()
-	st, err := sqlitestore.Open(ctx, filepath.Join(t.TempDir(), "canvasd.db"))
+	st, err := sqlitestore.Open(context.Background(), filepath.Join(t.TempDir(), "canvasd.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
+	return newTestEnvOn(t, st, opts...)
+}
+
+// newPGTestEnv is a real server over PostgreSQL schema (see pgTestSchema),
+// wired as cmd/canvasd wires it: the store also relays ephemeral events.
+// Several on one schema behave as several canvasd processes.
+func newPGTestEnv(t testing.TB, url, schema string, opts ...envOption) *testEnv {
+	t.Helper()
+	st, err := pgstore.Open(context.Background(), url, pgstore.WithSchema(schema))
+	if err != nil {
+		t.Fatalf("pgstore.Open: %v", err)
+	}
+	return newTestEnvOn(t, st, append([]envOption{func(c *Config) { c.Broadcaster = st }}, opts...)...)
+}
+
+// pgTestSchema returns CANVASD_TEST_DATABASE_URL (skipping only when it is
+// unset; CI sets it) and a fresh schema name, dropped at cleanup.
+func pgTestSchema(t testing.TB) (url, schema string) {
+	t.Helper()
+	url = os.Getenv("CANVASD_TEST_DATABASE_URL")
+	if url == "" {
+		t.Skip("CANVASD_TEST_DATABASE_URL is not set (e.g. postgres://postgres@127.0.0.1:5432/test?sslmode=disable)")
+	}
+	schema = "t_api_" + randomHex(6)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		conn, err := pgx.Connect(ctx, url)
+		if err != nil {
+			t.Errorf("drop schema %s: %v", schema, err)
+			return
+		}
+		defer conn.Close(ctx)
+		if _, err := conn.Exec(ctx, "DROP SCHEMA IF EXISTS "+pgx.Identifier{schema}.Sanitize()+" CASCADE"); err != nil {
+			t.Errorf("drop schema %s: %v", schema, err)
+		}
+	})
+	return url, schema
+}
+
+// newTestEnvOn serves st on a real listener with an engine, hub, metrics and
+// canvas host, and closes everything at cleanup. Warnings and errors the
+// server logs are printed when the test fails.
+func newTestEnvOn(t testing.TB, st store.Store, opts ...envOption) *testEnv {
+	t.Helper()
+	ctx := context.Background()
+	logs := &logBuffer{}
+	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	reg := prometheus.NewRegistry()
 	m := NewMetrics(reg)
 	hub := NewHub(0, m.SubscriberDelta)
-	eng := store.NewEngine(st, store.EngineConfig{Publisher: hub, Observer: m, SnapshotEvery: 1000})
+	eng := store.NewEngine(st, store.EngineConfig{Logger: log, Publisher: hub, Observer: m, SnapshotEvery: 1000})
 	if err := eng.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	cfg := Config{Engine: eng, Store: st, Hub: hub, Metrics: m, Gatherer: reg, AdminToken: testAdmin,
+	cfg := Config{Logger: log, Engine: eng, Store: st, Hub: hub, Metrics: m, Gatherer: reg, AdminToken: testAdmin,
 		OpenAPISpec: canvasd.Spec, Heartbeat: time.Minute}
 	for _, o := range opts {
 		o(&cfg)
@@ -72,10 +126,32 @@ func newTestEnv(t testing.TB, opts ...envOption) *testEnv {
 	t.Cleanup(func() {
 		ts.CloseClientConnections()
 		ts.Close()
+		hub.StopRelay()
 		eng.Stop()
 		st.Close()
+		if t.Failed() {
+			t.Logf("server log (%s):\n%s", ts.URL, logs.String())
+		}
 	})
-	return &testEnv{t: t, srv: ts, api: s, engine: eng, st: st, reg: reg, spec: loadSpec(t)}
+	return &testEnv{t: t, srv: ts, api: s, engine: eng, st: st, reg: reg, spec: loadSpec(t), logs: logs}
+}
+
+// logBuffer keeps a server's log for the failure report.
+type logBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 // response is a decoded HTTP answer.

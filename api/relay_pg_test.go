@@ -5,100 +5,15 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"io"
-	"log/slog"
 	"net/http"
-	"net/http/httptest"
-	"os"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-	"github.com/prometheus/client_golang/prometheus"
-
-	canvasd "github.com/canvasd/canvasd"
 	"github.com/canvasd/canvasd/agent"
 	"github.com/canvasd/canvasd/canvas"
 	"github.com/canvasd/canvasd/host"
-	"github.com/canvasd/canvasd/store"
-	"github.com/canvasd/canvasd/store/pgstore"
 )
-
-// relayPGSchema returns CANVASD_TEST_DATABASE_URL (skipping only when it is
-// unset) and a fresh schema, dropped at cleanup.
-func relayPGSchema(t *testing.T) (string, string) {
-	t.Helper()
-	url := os.Getenv("CANVASD_TEST_DATABASE_URL")
-	if url == "" {
-		t.Skip("CANVASD_TEST_DATABASE_URL is not set (e.g. postgres://postgres@127.0.0.1:5432/test?sslmode=disable)")
-	}
-	schema := "t_relay_" + randomHex(6)
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		conn, err := pgx.Connect(ctx, url)
-		if err != nil {
-			t.Errorf("drop schema %s: %v", schema, err)
-			return
-		}
-		defer conn.Close(ctx)
-		if _, err := conn.Exec(ctx, "DROP SCHEMA IF EXISTS "+pgx.Identifier{schema}.Sanitize()+" CASCADE"); err != nil {
-			t.Errorf("drop schema %s: %v", schema, err)
-		}
-	})
-	return url, schema
-}
-
-// newRelayNode is one canvasd "process": its own pgstore.Store, Engine, Hub,
-// host and Server on the shared schema, wired as cmd/canvasd wires them
-// (Broadcaster = the store; the default broker over the hub).
-func newRelayNode(t *testing.T, url, schema string) *testEnv {
-	t.Helper()
-	e, _ := newRelayNodeLogs(t, url, schema)
-	return e
-}
-
-// newRelayNodeLogs is newRelayNode that also returns the node's log (warnings and errors).
-func newRelayNodeLogs(t *testing.T, url, schema string) (*testEnv, *pgLogBuffer) {
-	t.Helper()
-	ctx := context.Background()
-	logs := &pgLogBuffer{}
-	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	st, err := pgstore.Open(ctx, url, pgstore.WithSchema(schema), pgstore.WithLogger(log))
-	if err != nil {
-		t.Fatalf("pgstore.Open: %v", err)
-	}
-	reg := prometheus.NewRegistry()
-	m := NewMetrics(reg)
-	hub := NewHub(0, m.SubscriberDelta)
-	eng := store.NewEngine(st, store.EngineConfig{Logger: log, Publisher: hub, Observer: m})
-	if err := eng.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	h, err := host.New(host.Config{DataDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := New(Config{Logger: log, Engine: eng, Store: st, Hub: hub, Metrics: m, Gatherer: reg,
-		AdminToken: testAdmin, OpenAPISpec: canvasd.Spec, Heartbeat: time.Minute,
-		Host: HostOptions{Host: h}, Broadcaster: st})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ts := httptest.NewServer(s.Handler())
-	t.Cleanup(func() {
-		ts.CloseClientConnections()
-		ts.Close()
-		hub.StopRelay()
-		eng.Stop()
-		st.Close()
-		h.Close()
-		if t.Failed() {
-			t.Logf("server log (%s):\n%s", ts.URL, logs.String())
-		}
-	})
-	return &testEnv{t: t, srv: ts, api: s, engine: eng, st: st, reg: reg, spec: loadSpec(t)}, logs
-}
 
 // caughtUp reads a fresh canvas stream up to caught_up.
 func caughtUp(t *testing.T, s *sseStream) {
@@ -157,9 +72,9 @@ func nextEvent(t *testing.T, s *sseStream, event string) sseMsg {
 // to one reach the other's streams exactly once, and an invoke started on A
 // is answered by a browser on B.
 func TestRelayAcrossProcessesPG(t *testing.T) {
-	url, schema := relayPGSchema(t)
-	a := newRelayNode(t, url, schema)
-	b := newRelayNode(t, url, schema)
+	url, schema := pgTestSchema(t)
+	a := newPGTestEnv(t, url, schema)
+	b := newPGTestEnv(t, url, schema)
 	a.canvas("c1")
 	a.canvas("c2")
 
@@ -314,9 +229,10 @@ func TestRelayAcrossProcessesPG(t *testing.T) {
 // other processes and logged once per interval), local subscribers still get
 // everything, and the relay keeps working afterwards.
 func TestRelayOverflowDropsWithoutBlockingPG(t *testing.T) {
-	url, schema := relayPGSchema(t)
-	a, logs := newRelayNodeLogs(t, url, schema)
-	b := newRelayNode(t, url, schema)
+	url, schema := pgTestSchema(t)
+	a := newPGTestEnv(t, url, schema)
+	logs := a.logs
+	b := newPGTestEnv(t, url, schema)
 	a.canvas("c1")
 	sb := b.stream("/sse/canvas/c1", testAdmin, nil)
 	caughtUp(t, sb)
