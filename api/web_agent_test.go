@@ -238,22 +238,7 @@ func TestWebUIAgentScreenshotAndPrompt(t *testing.T) {
 	}
 	bctx, cancelT := context.WithTimeout(browser, 40*time.Second)
 	defer cancelT()
-	poll := func(what, expr string) {
-		t.Helper()
-		if _, err := chromedp.Run(bctx, chromedp.Poll[bool](expr, chromedp.WithPollingTimeout(10*time.Second))); err != nil {
-			t.Fatalf("%s: %v (waited for %s)", what, err, expr)
-		}
-	}
-	eval := func(expr string, out any) {
-		t.Helper()
-		v, err := chromedp.Run(bctx, chromedp.Evaluate[json.RawMessage](expr))
-		if err != nil {
-			t.Fatalf("evaluate %s: %v", expr, err)
-		}
-		if err := json.Unmarshal(v, out); err != nil {
-			t.Fatalf("evaluate %s: %v: %s", expr, err, v)
-		}
-	}
+	poll, eval := pageHelpers(t, bctx, 10*time.Second)
 	poll("canvas open and live", `document.getElementById('conn').textContent === 'live' && document.querySelectorAll('#layer-nodes g.node').length === 3`)
 	// Select the blue box.
 	if err := chromedp.Do(bctx, chromedp.Click(chromedp.CSS(`[data-id="shape:blue"] rect.hit`))); err != nil {

@@ -152,22 +152,7 @@ func TestWebUIInChromium(t *testing.T) {
 	ctx, cancelT := context.WithTimeout(browser, 45*time.Second)
 	defer cancelT()
 
-	poll := func(what, expr string) {
-		t.Helper()
-		if _, err := chromedp.Run(ctx, chromedp.Poll[bool](expr, chromedp.WithPollingTimeout(8*time.Second))); err != nil {
-			t.Fatalf("%s: %v (waited for %s)", what, err, expr)
-		}
-	}
-	eval := func(expr string, out any) {
-		t.Helper()
-		v, err := chromedp.Run(ctx, chromedp.Evaluate[json.RawMessage](expr))
-		if err != nil {
-			t.Fatalf("evaluate %s: %v", expr, err)
-		}
-		if err := json.Unmarshal(v, out); err != nil {
-			t.Fatalf("evaluate %s: %v: %s", expr, err, v)
-		}
-	}
+	poll, eval := pageHelpers(t, ctx, 8*time.Second)
 	// waitServer polls the server's snapshot until ok accepts a node.
 	waitServer := func(what string, ok func(nodes map[string]map[string]any) bool) map[string]map[string]any {
 		t.Helper()
@@ -374,3 +359,25 @@ const holdSSEScript = `(() => {
     }
   };
 })();`
+
+// pageHelpers returns poll (wait until a JS expression is true, or fail) and
+// eval (evaluate a JS expression into out, or fail) for a Chromium page.
+func pageHelpers(t *testing.T, ctx context.Context, pollTimeout time.Duration) (poll func(what, expr string), eval func(expr string, out any)) {
+	poll = func(what, expr string) {
+		t.Helper()
+		if _, err := chromedp.Run(ctx, chromedp.Poll[bool](expr, chromedp.WithPollingTimeout(pollTimeout))); err != nil {
+			t.Fatalf("%s: %v (waited for %s)", what, err, expr)
+		}
+	}
+	eval = func(expr string, out any) {
+		t.Helper()
+		v, err := chromedp.Run(ctx, chromedp.Evaluate[json.RawMessage](expr))
+		if err != nil {
+			t.Fatalf("evaluate %s: %v", expr, err)
+		}
+		if err := json.Unmarshal(v, out); err != nil {
+			t.Fatalf("evaluate %s: %v: %s", expr, err, v)
+		}
+	}
+	return poll, eval
+}
