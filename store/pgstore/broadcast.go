@@ -166,29 +166,7 @@ func (s *Store) pruneBroadcasts(ctx context.Context, force bool) {
 // 5 s). A stored message whose row is gone (older than BroadcastTTL) is
 // logged and skipped. It returns nil when ctx ends or the store is closed.
 func (s *Store) ListenBroadcast(ctx context.Context, deliver func(topic string, payload []byte)) error {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	stop := context.AfterFunc(s.ctx, cancel)
-	defer stop()
-	backoff := 50 * time.Millisecond
-	for {
-		listened, err := s.listenBroadcastOnce(ctx, deliver)
-		if ctx.Err() != nil {
-			return nil
-		}
-		if listened {
-			backoff = 50 * time.Millisecond
-		}
-		s.log.Warn("pgstore: broadcast listener lost its connection; reconnecting", "err", err, "backoff", backoff)
-		t := time.NewTimer(backoff)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return nil
-		case <-t.C:
-		}
-		backoff = min(backoff*2, 5*time.Second)
-	}
+	return s.keepListening(ctx, "broadcast", func(ctx context.Context) (bool, error) { return s.listenBroadcastOnce(ctx, deliver) })
 }
 
 func (s *Store) listenBroadcastOnce(ctx context.Context, deliver func(string, []byte)) (listened bool, err error) {

@@ -45,20 +45,27 @@ func isHex(s string) bool {
 // goroutine and must not block for long. Listen returns nil when ctx ends
 // or the store is closed.
 func (s *Store) Listen(ctx context.Context, wake func(canvasID string)) error {
+	return s.keepListening(ctx, "commit", func(ctx context.Context) (bool, error) { return s.listenOnce(ctx, wake) })
+}
+
+// keepListening runs once (one LISTEN connection's life) until ctx ends or
+// the store is closed, reconnecting with exponential backoff (50 ms doubling
+// to 5 s, reset after a connection whose LISTEN took effect). It returns nil.
+func (s *Store) keepListening(ctx context.Context, what string, once func(context.Context) (listened bool, err error)) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	stop := context.AfterFunc(s.ctx, cancel)
 	defer stop()
 	backoff := 50 * time.Millisecond
 	for {
-		listened, err := s.listenOnce(ctx, wake)
+		listened, err := once(ctx)
 		if ctx.Err() != nil {
 			return nil
 		}
 		if listened {
 			backoff = 50 * time.Millisecond
 		}
-		s.log.Warn("pgstore: commit listener lost its connection; reconnecting", "err", err, "backoff", backoff)
+		s.log.Warn("pgstore: "+what+" listener lost its connection; reconnecting", "err", err, "backoff", backoff)
 		t := time.NewTimer(backoff)
 		select {
 		case <-ctx.Done():
