@@ -35,6 +35,16 @@ type EngineConfig struct {
 	RecentCommits int              // commits kept in memory per canvas for resume and recovery_ops (default 4096)
 	MaxGroup      int              // commands committed together in one Append (default 256)
 	Now           func() time.Time // default time.Now
+	// IdleAfter unloads a canvas from memory after this long without
+	// commands, unless InUse says it is still needed (default 10 min).
+	IdleAfter time.Duration
+	// InUse reports whether a canvas must stay loaded although idle (for
+	// example while it has stream subscribers, so other processes' commits
+	// keep reaching them). Nil: idle canvases are always unloaded.
+	InUse func(canvasID string) bool
+	// IdempotencyTTL is how long idempotency records are kept (default 48 h;
+	// the contract promises at least 24 h). Older ones are pruned hourly.
+	IdempotencyTTL time.Duration
 }
 
 // Response is the exact HTTP answer to a command or batch: a status (200,
@@ -79,6 +89,12 @@ func NewEngine(st Store, cfg EngineConfig) *Engine {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	if cfg.IdleAfter <= 0 {
+		cfg.IdleAfter = 10 * time.Minute
+	}
+	if cfg.IdempotencyTTL <= 0 {
+		cfg.IdempotencyTTL = 48 * time.Hour
+	}
 	return &Engine{st: st, cfg: cfg, log: cfg.Logger, lives: map[string]*live{}}
 }
 
@@ -86,6 +102,8 @@ func NewEngine(st Store, cfg EngineConfig) *Engine {
 // processes' commits. The engine runs until Stop.
 func (e *Engine) Start(ctx context.Context) error {
 	e.ctx, e.stop = context.WithCancel(ctx)
+	e.wg.Add(1)
+	go e.pruneIdempotency()
 	if n, ok := e.st.(Notifier); ok {
 		e.wg.Add(1)
 		go func() {
@@ -103,6 +121,33 @@ func (e *Engine) Start(ctx context.Context) error {
 		}()
 	}
 	return nil
+}
+
+// pruneIdempotency deletes expired idempotency records every hour.
+func (e *Engine) pruneIdempotency() {
+	defer e.wg.Done()
+	t := time.NewTicker(time.Hour)
+	defer t.Stop()
+	for {
+		n, err := e.st.PruneIdempotency(e.ctx, e.cfg.Now().Add(-e.cfg.IdempotencyTTL))
+		if err != nil && e.ctx.Err() == nil {
+			e.log.Warn("pruning idempotency records", "err", err)
+		} else if n > 0 {
+			e.log.Info("pruned idempotency records", "count", n)
+		}
+		select {
+		case <-e.ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// LiveCanvases returns how many canvases are loaded in memory.
+func (e *Engine) LiveCanvases() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return len(e.lives)
 }
 
 // Stop stops every canvas writer and waits for them; in-flight commands finish first.
@@ -161,6 +206,7 @@ type live struct {
 	mu          sync.RWMutex // guards everything below; the writer holds it while deciding and appending
 	state       *canvas.State
 	headEventID string
+	retired     bool             // unloaded while idle: callers holding this live must get a fresh one
 	recent      []*canvas.Commit // the last commits, ascending, at most cfg.RecentCommits
 	snapRev     int64            // rev of the last stored state snapshot
 	idem        map[string]*IdempotencyRecord
@@ -224,11 +270,17 @@ func (e *Engine) run(ctx context.Context, l *live) {
 		return
 	}
 	group := make([]*request, 0, e.cfg.MaxGroup)
+	idle := time.NewTimer(e.cfg.IdleAfter)
+	defer idle.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			e.drain(l)
 			return
+		case <-idle.C:
+			if e.retire(l) {
+				return
+			}
 		case <-l.wake:
 			l.mu.Lock()
 			if err := e.catchUp(ctx, l); err != nil {
@@ -248,6 +300,49 @@ func (e *Engine) run(ctx context.Context, l *live) {
 			}
 			e.process(ctx, l, group)
 		}
+		idle.Reset(e.cfg.IdleAfter)
+	}
+}
+
+// retire unloads an idle canvas unless it is in use or has work queued.
+// Requests that reach the retired writer's queue anyway are resubmitted by
+// their callers to a freshly loaded one (see submit).
+func (e *Engine) retire(l *live) bool {
+	if len(l.reqs) > 0 || e.cfg.InUse != nil && e.cfg.InUse(l.id) {
+		return false
+	}
+	e.mu.Lock()
+	if e.lives[l.id] == l {
+		delete(e.lives, l.id)
+	}
+	e.mu.Unlock()
+	l.mu.Lock()
+	l.retired = true
+	l.mu.Unlock()
+	l.cancel()
+	return true
+}
+
+// isRetired reports whether l was unloaded while idle.
+func (l *live) isRetired() bool {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.retired
+}
+
+// readLocked returns the live canvas read-locked (the caller unlocks),
+// never one that was retired meanwhile.
+func (e *Engine) readLocked(ctx context.Context, canvasID string) (*live, error) {
+	for {
+		l, err := e.get(ctx, canvasID)
+		if err != nil {
+			return nil, err
+		}
+		l.mu.RLock()
+		if !l.retired {
+			return l, nil
+		}
+		l.mu.RUnlock()
 	}
 }
 

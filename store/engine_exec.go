@@ -71,33 +71,40 @@ func (e *Engine) ExecuteBatch(ctx context.Context, canvasID string, actor canvas
 }
 
 func (e *Engine) submit(ctx context.Context, canvasID string, r *request) (Response, error) {
-	l, err := e.get(ctx, canvasID)
-	if err != nil {
-		return Response{}, err
-	}
 	r.start = time.Now()
 	r.done = make(chan Response, 1)
-	select {
-	case l.reqs <- r:
-	case <-ctx.Done():
-		return Response{}, ctx.Err()
-	}
-	// Once queued, wait for the answer even if the client goes away: the
-	// command may commit, and its idempotency key will say so on a retry.
-	select {
-	case resp, ok := <-r.done:
-		if !ok {
-			return Response{}, r.err
+	for {
+		l, err := e.get(ctx, canvasID)
+		if err != nil {
+			return Response{}, err
 		}
-		return resp, r.err
-	case <-l.exited:
+		select {
+		case l.reqs <- r:
+		case <-l.exited:
+			continue // retired while idle: load it again
+		case <-ctx.Done():
+			return Response{}, ctx.Err()
+		}
+		// Once queued, wait for the answer even if the client goes away: the
+		// command may commit, and its idempotency key will say so on a retry.
 		select {
 		case resp, ok := <-r.done:
-			if ok {
-				return resp, r.err
+			if !ok {
+				return Response{}, r.err
 			}
-			return Response{}, r.err
-		default: // queued after the writer stopped: it never ran
+			return resp, r.err
+		case <-l.exited:
+			select {
+			case resp, ok := <-r.done:
+				if ok {
+					return resp, r.err
+				}
+				return Response{}, r.err
+			default: // queued after the writer stopped: it never ran
+			}
+			if l.isRetired() {
+				continue
+			}
 			return Response{}, fmt.Errorf("canvas %s is shutting down or was deleted: %w", canvasID, canvas.ErrUnavailable)
 		}
 	}

@@ -15,11 +15,10 @@ import (
 // must not keep or modify s. Time travel (atRev < head) rebuilds the state
 // from the nearest stored snapshot and the log.
 func (e *Engine) View(ctx context.Context, canvasID string, atRev int64, fn func(s *canvas.State, eventID string) error) error {
-	l, err := e.get(ctx, canvasID)
+	l, err := e.readLocked(ctx, canvasID)
 	if err != nil {
 		return err
 	}
-	l.mu.RLock()
 	head, headEvent := l.state.Rev, l.headEventID
 	if atRev < 0 || atRev == head {
 		defer l.mu.RUnlock()
@@ -65,11 +64,10 @@ func (e *Engine) stateAt(ctx context.Context, canvasID string, rev int64) (*canv
 
 // Head returns the canvas's head revision and its event id.
 func (e *Engine) Head(ctx context.Context, canvasID string) (int64, string, error) {
-	l, err := e.get(ctx, canvasID)
+	l, err := e.readLocked(ctx, canvasID)
 	if err != nil {
 		return 0, "", err
 	}
-	l.mu.RLock()
 	defer l.mu.RUnlock()
 	return l.state.Rev, l.headEventID, nil
 }
@@ -78,11 +76,10 @@ func (e *Engine) Head(ctx context.Context, canvasID string) (int64, string, erro
 // memory when they are recent and from the store otherwise, with the head at
 // the time of the call. The returned commits must not be modified.
 func (e *Engine) CommitsAfter(ctx context.Context, canvasID string, afterRev int64, limit int) ([]*canvas.Commit, int64, error) {
-	l, err := e.get(ctx, canvasID)
+	l, err := e.readLocked(ctx, canvasID)
 	if err != nil {
 		return nil, 0, err
 	}
-	l.mu.RLock()
 	head := l.state.Rev
 	if out, ok := l.recentAfter(afterRev, limit); ok {
 		l.mu.RUnlock()
@@ -102,16 +99,21 @@ func (e *Engine) CommitsAfter(ctx context.Context, canvasID string, afterRev int
 
 // sync catches a live canvas up with the log now and returns its head.
 func (e *Engine) sync(ctx context.Context, canvasID string) (int64, error) {
-	l, err := e.get(ctx, canvasID)
-	if err != nil {
-		return 0, err
+	for {
+		l, err := e.get(ctx, canvasID)
+		if err != nil {
+			return 0, err
+		}
+		l.mu.Lock()
+		if l.retired {
+			l.mu.Unlock()
+			continue
+		}
+		err = e.catchUp(ctx, l)
+		head := l.state.Rev
+		l.mu.Unlock()
+		return head, err
 	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if err := e.catchUp(ctx, l); err != nil {
-		return 0, err
-	}
-	return l.state.Rev, nil
 }
 
 // commitsAfterLocked is CommitsAfter for the writer, which holds l.mu.

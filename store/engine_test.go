@@ -175,3 +175,100 @@ func TestExecuteUnknownCanvas(t *testing.T) {
 		t.Fatalf("want ErrNotFound, got %v", err)
 	}
 }
+
+// TestIdleCanvasesUnload checks that an idle canvas leaves memory and comes
+// back intact, that InUse keeps one loaded, and that commands racing with
+// unloading are never lost or refused.
+func TestIdleCanvasesUnload(t *testing.T) {
+	ctx := context.Background()
+	st, err := sqlitestore.Open(ctx, filepath.Join(t.TempDir(), "idle.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	var pinned sync.Map
+	e := store.NewEngine(st, store.EngineConfig{IdleAfter: time.Millisecond,
+		InUse: func(id string) bool { _, ok := pinned.Load(id); return ok }})
+	if err := e.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer e.Stop()
+	for _, id := range []string{"a", "pinned"} {
+		if err := st.CreateCanvas(ctx, canvas.Canvas{ID: id, CreatedAt: time.Now()}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pinned.Store("pinned", true)
+	if _, _, err := e.Head(ctx, "pinned"); err != nil {
+		t.Fatal(err)
+	}
+	// Commands at the pace of unloading: each may find the canvas retired.
+	var wg sync.WaitGroup
+	for w := 0; w < 4; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			for i := 0; i < 50; i++ {
+				resp, err := e.Execute(ctx, "a", human, envelope("create_node", 0, map[string]any{"id": fmt.Sprintf("n%d-%d", w, i)}))
+				if err != nil || resp.Status != 200 {
+					t.Errorf("execute: %v %d %s", err, resp.Status, resp.Body)
+					return
+				}
+				if i%10 == 0 {
+					time.Sleep(3 * time.Millisecond)
+				}
+			}
+		}(w)
+	}
+	wg.Wait()
+	deadline := time.Now().Add(5 * time.Second)
+	for e.LiveCanvases() != 1 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if n := e.LiveCanvases(); n != 1 {
+		t.Fatalf("%d canvases loaded, want only the pinned one", n)
+	}
+	head, _, err := e.Head(ctx, "a")
+	if err != nil || head != 200 {
+		t.Fatalf("after reloading: head %d, %v; want 200", head, err)
+	}
+	var nodes int
+	_ = e.View(ctx, "a", -1, func(s *canvas.State, _ string) error { nodes = len(s.Nodes); return nil })
+	if nodes != 200 {
+		t.Fatalf("%d nodes after reloading, want 200", nodes)
+	}
+}
+
+// TestIdempotencyRecordsArePruned checks the engine prunes records older than
+// IdempotencyTTL when it starts (and hourly after).
+func TestIdempotencyRecordsArePruned(t *testing.T) {
+	ctx := context.Background()
+	e, st := newEngine(t, filepath.Join(t.TempDir(), "prune.db"), nil)
+	if err := st.CreateCanvas(ctx, canvas.Canvas{ID: "c", CreatedAt: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	env := envelope("create_node", 0, map[string]any{})
+	env.IdempotencyKey = "k"
+	if _, err := e.Execute(ctx, "c", human, env); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.GetIdempotency(ctx, "c", "k"); err != nil {
+		t.Fatalf("record not stored: %v", err)
+	}
+	later := store.NewEngine(st, store.EngineConfig{IdempotencyTTL: time.Hour, Now: func() time.Time { return time.Now().Add(2 * time.Hour) }})
+	if err := later.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer later.Stop()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		_, err := st.GetIdempotency(ctx, "c", "k")
+		if errors.Is(err, canvas.ErrNotFound) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("record not pruned: %v", err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

@@ -73,10 +73,14 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	metrics := api.NewMetrics(reg)
 	hub := api.NewHub(0, metrics.SubscriberDelta)
-	engine := store.NewEngine(st, store.EngineConfig{Logger: log, Publisher: hub, Observer: metrics, SnapshotEvery: c.SnapshotEvery})
+	engine := store.NewEngine(st, store.EngineConfig{Logger: log, Publisher: hub, Observer: metrics, SnapshotEvery: c.SnapshotEvery,
+		InUse: func(canvasID string) bool { return hub.Subscribers(canvasID) > 0 }})
 	if err := engine.Start(ctx); err != nil {
 		return err
 	}
+	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "canvas_live_canvases",
+		Help: "Canvases loaded in memory (idle ones without subscribers are unloaded)."},
+		func() float64 { return float64(engine.LiveCanvases()) }))
 	defer engine.Stop()
 	hostSrv, err := host.New(host.Config{DataDir: c.DataDir, MaxImageBytes: c.MaxImageBytes, TicketKey: ticketKey(c), Logger: log})
 	if err != nil {
