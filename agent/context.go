@@ -119,7 +119,7 @@ func BuildContext(cfg Config, in ContextInput) PromptContext {
 	blurry := make([]blurryShape, 0, len(listed))
 	for _, n := range listed {
 		b := blurryShape{ID: n.ID, Type: n.Type, Name: n.Name, X: r2(n.X), Y: r2(n.Y), W: r2(n.W), H: r2(n.H)}
-		if t, ok := n.Props["text"].(string); ok {
+		if t, ok := canvas.PropText(n.Props["text"]); ok {
 			b.Text = truncUTF8(t, 80)
 		}
 		if n.UpdatedBy != "" && !strings.HasPrefix(n.UpdatedBy, "agent-") {

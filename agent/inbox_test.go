@@ -148,7 +148,7 @@ func (e *inboxEnv) stickies(canvasID string) []string {
 	var notes []note
 	for _, n := range snap.State.Nodes {
 		if n.Type == "note" {
-			text, _ := n.Props["text"].(string)
+			text, _ := canvas.PropText(n.Props["text"])
 			notes = append(notes, note{n.CreatedRev, text})
 		}
 	}

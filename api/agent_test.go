@@ -445,7 +445,7 @@ func (ae *agentEvents) list() []client.Event {
 
 func nodeByName(s client.Snapshot, text string) *canvas.Node {
 	for _, n := range s.State.Nodes {
-		if t, _ := n.Props["text"].(string); t == text {
+		if t, _ := canvas.PropText(n.Props["text"]); t == text {
 			return n
 		}
 	}

@@ -131,6 +131,7 @@ func (a *applier) nodeChange(ref canvas.Ref, ch *canvas.Change) error {
 			n.CreatedRev, n.CreatedBy = c.Rev, c.ActorID
 		}
 		n.UpdatedRev, n.UpdatedBy = c.Rev, c.ActorID
+		normalizeDocNode(&n)
 		a.save(ref)
 		s.Nodes[ch.ID] = &n
 		delete(s.Tombstones, ref)
@@ -142,6 +143,7 @@ func (a *applier) nodeChange(ref canvas.Ref, ch *canvas.Change) error {
 		if err := patchNode(&n, ch.Patch); err != nil {
 			return err
 		}
+		normalizeDocNode(&n)
 		n.UpdatedRev, n.UpdatedBy = c.Rev, c.ActorID
 		a.save(ref)
 		s.Nodes[ch.ID] = &n

@@ -14,6 +14,7 @@ package reducer
 
 import (
 	"fmt"
+	"maps"
 	"regexp"
 	"strings"
 
@@ -31,23 +32,104 @@ const (
 )
 
 // DocText returns the text and language of a doc node. A node of another type
-// or a non-string props.text is a *canvas.FieldError (ErrUnprocessable) on
-// field; a missing props.text is the empty document.
+// or a props.text that is not text (a string or a canvas.DocText) is a
+// *canvas.FieldError (ErrUnprocessable) on field; a missing props.text is the
+// empty document. It copies the whole text when it is a canvas.DocText.
 func DocText(n *canvas.Node, field string) (text, language string, err error) {
-	if n.Type != DocType {
-		return "", "", canvas.Unprocessable(field, "node %q is a %q node, not a %q node; document verbs act on doc nodes", n.ID, n.Type, DocType)
+	t, language, err := docTextOf(n, field)
+	if err != nil {
+		return "", "", err
 	}
-	if v, ok := n.Props[DocTextProp]; ok && v != nil {
-		s, ok := v.(string)
-		if !ok {
-			return "", "", canvas.Unprocessable(field, "props.text of node %q is not a string", n.ID)
-		}
-		text = s
+	return t.String(), language, nil
+}
+
+// docTextOf is DocText without the copy: the text as a canvas.DocText (a
+// string prop is converted, costing one pass over it).
+func docTextOf(n *canvas.Node, field string) (canvas.DocText, string, error) {
+	var language string
+	if n.Type != DocType {
+		return canvas.DocText{}, "", canvas.Unprocessable(field, "node %q is a %q node, not a %q node; document verbs act on doc nodes", n.ID, n.Type, DocType)
+	}
+	t, ok := propDocText(n.Props[DocTextProp])
+	if !ok {
+		return canvas.DocText{}, "", canvas.Unprocessable(field, "props.text of node %q is not a string", n.ID)
 	}
 	if v, ok := n.Props[DocLanguageProp].(string); ok {
 		language = v
 	}
-	return text, language, nil
+	return t, language, nil
+}
+
+// propDocText returns a text prop value (a string, a canvas.DocText, or nil
+// for the empty text) as a canvas.DocText; ok is false for other values.
+func propDocText(v any) (canvas.DocText, bool) {
+	switch t := v.(type) {
+	case nil:
+		return canvas.DocText{}, true
+	case canvas.DocText:
+		return t, true
+	case string:
+		return canvas.NewDocText(t), true
+	}
+	return canvas.DocText{}, false
+}
+
+// normalizeDocNode gives n's props.text the in-memory form the state keeps:
+// a canvas.DocText on doc nodes, a string on other nodes. Apply and
+// DecodeState call it on every node they store, so that equal states hold
+// equal values (the DocText chunking is a function of the text). It replaces
+// n.Props rather than modifying the map.
+func normalizeDocNode(n *canvas.Node) {
+	v, ok := n.Props[DocTextProp]
+	if !ok {
+		return
+	}
+	var nv any
+	switch t := v.(type) {
+	case string:
+		if n.Type != DocType {
+			return
+		}
+		nv = canvas.NewDocText(t)
+	case canvas.DocText:
+		if n.Type == DocType {
+			return
+		}
+		nv = t.String()
+	default:
+		return
+	}
+	n.Props = maps.Clone(n.Props)
+	n.Props[DocTextProp] = nv
+}
+
+// lineStart returns the byte offset at which line k (1-indexed) of t starts;
+// line count+1 starts at t.Len(). ok is false when k is beyond count+1 or
+// below 1. It costs a binary search and a scan of one chunk.
+func lineStart(t canvas.DocText, k int) (int, bool) {
+	switch {
+	case k < 1:
+		return 0, false
+	case k == 1:
+		return 0, true
+	}
+	if off, ok := t.NewlineOffset(k - 1); ok {
+		return off, true
+	}
+	// Past the last line break: an unterminated last line counts as one more.
+	if k-1 == t.Newlines()+1 && t.Len() > 0 && t.LastByte() != '\n' {
+		return t.Len(), true
+	}
+	return 0, false
+}
+
+// docLineCount is LineCount for a canvas.DocText, in O(1).
+func docLineCount(t canvas.DocText) int {
+	n := t.Newlines()
+	if t.Len() > 0 && t.LastByte() != '\n' {
+		n++
+	}
+	return n
 }
 
 // LineCount returns the number of lines of text in the document line model.
@@ -165,46 +247,41 @@ func joinLines(lines []string, eol string, term bool) string {
 
 // doc is a document text with its line model facts.
 type doc struct {
-	text    string
+	text    canvas.DocText
 	eol     string
 	finalNL bool
 	lines   int
 }
 
-func newDoc(text string) doc {
-	return doc{text: text, eol: lineEnding(text, ""), finalNL: text != "" && text[len(text)-1] == '\n', lines: -1}
+func newDoc(t canvas.DocText) doc {
+	d := doc{text: t, eol: "", finalNL: t.LastByte() == '\n', lines: docLineCount(t)}
+	if off, ok := t.NewlineOffset(1); ok {
+		d.eol = "\n"
+		if off >= 2 && t.Slice(off-2, off-1) == "\r" {
+			d.eol = "\r\n"
+		}
+	}
+	return d
 }
 
-// locate returns the offsets of lines a and b (a ≤ b, both ≤ count+1) and
-// fills d.lines, in one pass over the text.
+// locate returns the offsets of lines a and b (a ≤ b, both ≤ count+1), or
+// zeros when either is out of range, using the text's chunk index.
 func (d *doc) locate(a, b int) (offA, offB int) {
-	offA, okA := lineOffset(d.text, 0, 1, a)
-	offB, okB := lineOffset(d.text, offA, a, b)
+	offA, okA := lineStart(d.text, a)
+	offB, okB := lineStart(d.text, b)
 	if !okA || !okB {
-		d.count()
 		return 0, 0
 	}
-	// Lines before b: b-1, plus the lines from offB on.
-	d.lines = b - 1 + LineCount(d.text[offB:])
 	return offA, offB
 }
 
 // locateRange returns the offsets of line start and of the line after end,
-// or zeros for a range that is not plausible; d.lines is filled either way.
+// or zeros for a range that is not plausible.
 func (d *doc) locateRange(start, end int) (int, int) {
 	if start >= 1 && end >= start {
 		return d.locate(start, end+1)
 	}
-	d.count()
 	return 0, 0
-}
-
-// count fills d.lines.
-func (d *doc) count() int {
-	if d.lines < 0 {
-		d.lines = LineCount(d.text)
-	}
-	return d.lines
 }
 
 // splice builds the hunk that replaces lines [s, e] (e = s-1: an insertion
@@ -247,12 +324,13 @@ func (d doc) splice(s, e, startOff, endOff int, newLines []string, contentEOL st
 	case len(newLines) > 0 && e >= s: // replace up to the end: stay unterminated
 		return canvas.TextHunk{Line: s, Del: e - s + 1, Ins: joinLines(newLines, eol, false)}, after
 	case len(newLines) > 0: // append after the unterminated last line: terminate it, leave the new last line unterminated
-		last := strings.LastIndexByte(d.text, '\n') + 1
-		return canvas.TextHunk{Line: d.lines, Del: 1, Ins: d.text[last:] + eol + joinLines(newLines, eol, false)}, after
+		last, _ := lineStart(d.text, d.lines)
+		return canvas.TextHunk{Line: d.lines, Del: 1, Ins: d.text.Slice(last, d.text.Len()) + eol + joinLines(newLines, eol, false)}, after
 	case s == 1: // delete everything
 		return canvas.TextHunk{Line: 1, Del: d.lines, Ins: ""}, after
 	default: // delete up to the end: the previous line becomes the unterminated last line
-		prevContent, _ := lineAt(d.text, strings.LastIndexByte(d.text[:startOff-1], '\n')+1)
+		prevStart, _ := lineStart(d.text, s-1)
+		prevContent, _ := lineAt(d.text.Slice(prevStart, startOff), 0)
 		if prevContent == "" {
 			after--
 		}
@@ -261,8 +339,8 @@ func (d doc) splice(s, e, startOff, endOff int, newLines []string, contentEOL st
 }
 
 // rangeText returns the lines in text[from:to] joined by "\n" (no final one).
-func rangeText(text string, from, to int) string {
-	seg := text[from:to]
+func rangeText(text canvas.DocText, from, to int) string {
+	seg := text.Slice(from, to)
 	if strings.IndexByte(seg, '\r') >= 0 {
 		seg = strings.ReplaceAll(seg, "\r\n", "\n")
 	}
@@ -308,6 +386,35 @@ func ApplyTextEdit(text string, hunks []canvas.TextHunk) (string, []canvas.TextH
 	return b.String(), inv, nil
 }
 
+// applyDocEdit is ApplyTextEdit on a canvas.DocText: it locates lines with
+// the chunk index and shares the chunks the hunks do not reach, so it costs
+// O(hunks + chunks touched) rather than O(text).
+func applyDocEdit(text canvas.DocText, hunks []canvas.TextHunk) (canvas.DocText, []canvas.TextHunk, error) {
+	spans := make([]canvas.TextSplice, len(hunks))
+	inv := make([]canvas.TextHunk, len(hunks))
+	cur, shift := 1, 0
+	for i, h := range hunks {
+		if h.Del < 0 || h.Line < cur {
+			return canvas.DocText{}, nil, fmt.Errorf("text edit hunk %d (line %d, del %d): out of order or overlapping: %w", i, h.Line, h.Del, canvas.ErrUnprocessable)
+		}
+		start, ok := lineStart(text, h.Line)
+		if !ok {
+			return canvas.DocText{}, nil, fmt.Errorf("text edit hunk %d: line %d is past the end of the text: %w", i, h.Line, canvas.ErrUnprocessable)
+		}
+		end, ok := lineStart(text, h.Line+h.Del)
+		if !ok || (h.Del > 0 && end == start) {
+			return canvas.DocText{}, nil, fmt.Errorf("text edit hunk %d: lines %d..%d are past the end of the text: %w", i, h.Line, h.Line+h.Del-1, canvas.ErrUnprocessable)
+		}
+		spans[i] = canvas.TextSplice{Start: start, End: end, Ins: h.Ins}
+		n := LineCount(h.Ins)
+		// Clone: a substring would pin a whole chunk in the undo history.
+		inv[i] = canvas.TextHunk{Line: h.Line + shift, Del: n, Ins: strings.Clone(text.Slice(start, end))}
+		shift += n - h.Del
+		cur = h.Line + h.Del
+	}
+	return text.Splice(spans), inv, nil
+}
+
 // ApplyEditChange applies an OpEdit change to node n of s (the node must
 // exist): it splices n.Props[edit.Prop] and returns the inverse splice. It does
 // not set updated_rev/updated_by; Apply does, as for every change.
@@ -315,22 +422,22 @@ func ApplyEditChange(n *canvas.Node, e *canvas.TextEdit) (*canvas.TextEdit, erro
 	if e == nil || e.Prop == "" {
 		return nil, fmt.Errorf("edit change on node %q without an edit: %w", n.ID, canvas.ErrUnprocessable)
 	}
-	old := ""
-	if v, ok := n.Props[e.Prop]; ok && v != nil {
-		s, ok := v.(string)
-		if !ok {
-			return nil, fmt.Errorf("edit change on node %q: props.%s is not a string: %w", n.ID, e.Prop, canvas.ErrUnprocessable)
-		}
-		old = s
+	old, ok := propDocText(n.Props[e.Prop])
+	if !ok {
+		return nil, fmt.Errorf("edit change on node %q: props.%s is not a string: %w", n.ID, e.Prop, canvas.ErrUnprocessable)
 	}
-	text, inv, err := ApplyTextEdit(old, e.Hunks)
+	text, inv, err := applyDocEdit(old, e.Hunks)
 	if err != nil {
 		return nil, fmt.Errorf("edit change on node %q: %w", n.ID, err)
 	}
 	if n.Props == nil {
 		n.Props = map[string]any{}
 	}
-	n.Props[e.Prop] = text
+	if n.Type == DocType && e.Prop == DocTextProp {
+		n.Props[e.Prop] = text // the state's form of a doc's text (normalizeDocNode)
+	} else {
+		n.Props[e.Prop] = text.String()
+	}
 	return &canvas.TextEdit{Prop: e.Prop, Hunks: inv}, nil
 }
 
@@ -438,7 +545,7 @@ func loadDoc(s *canvas.State, id string) (*canvas.Node, doc, []canvas.Ref, error
 	if !ok {
 		return nil, doc{}, touched, canvas.Unprocessable("args.node_id", "no node %q on this canvas", id)
 	}
-	text, _, err := DocText(n, "args.node_id")
+	text, _, err := docTextOf(n, "args.node_id")
 	if err != nil {
 		return nil, doc{}, touched, err
 	}
@@ -513,8 +620,6 @@ func decideInsertLines(s *canvas.State, cmd canvas.Command) (Decision, error) {
 	off := 0
 	if a.InsertAfterLine >= 0 {
 		off, _ = d.locate(a.InsertAfterLine+1, a.InsertAfterLine+1)
-	} else {
-		d.count()
 	}
 	if a.InsertAfterLine < 0 || a.InsertAfterLine > d.lines {
 		return Decision{Touched: touched}, canvas.Unprocessable("args.insert_after_line",
@@ -641,16 +746,16 @@ func decideSearchReplace(s *canvas.State, cmd canvas.Command) (Decision, error) 
 	if eol == "" {
 		eol = lineEnding(a.ReplaceWith, "\n")
 	}
-	d.count()
 	res := SearchReplaceResult{Success: true, NodeID: a.NodeID, AffectedLines: []int{}, Diffs: []LineDiff{}, NewLineCount: d.lines}
 	var hunks []canvas.TextHunk
 	remaining := -1
 	if a.MaxReplacements > 0 {
 		remaining = a.MaxReplacements
 	}
-	for pos, line := 0, 1; pos < len(d.text) && remaining != 0; line++ {
-		content, next := lineAt(d.text, pos)
-		term := d.text[pos+len(content) : next]
+	text := d.text.String() // search_replace reads every line anyway
+	for pos, line := 0, 1; pos < len(text) && remaining != 0; line++ {
+		content, next := lineAt(text, pos)
+		term := text[pos+len(content) : next]
 		pos = next
 		out, n := replace(content, remaining)
 		if n == 0 {

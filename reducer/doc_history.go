@@ -298,7 +298,7 @@ func invertChange(ref canvas.Ref, p *preImage) canvas.Change {
 				return out
 			}
 		case p.first.Op == canvas.OpEdit && p.node != nil && p.first.Edit != nil:
-			if text, ok := p.node.Props[p.first.Edit.Prop].(string); ok || p.node.Props[p.first.Edit.Prop] == nil {
+			if text, ok := propDocText(p.node.Props[p.first.Edit.Prop]); ok {
 				if inv, err := invertHunks(text, p.first.Edit.Hunks); err == nil {
 					out.Op, out.Edit = canvas.OpEdit, &canvas.TextEdit{Prop: p.first.Edit.Prop, Hunks: inv}
 					return out
@@ -320,27 +320,27 @@ func invertChange(ref canvas.Ref, p *preImage) canvas.Change {
 }
 
 // invertHunks returns the splice that undoes hunks applied to text, without
-// building the new text.
-func invertHunks(text string, hunks []canvas.TextHunk) ([]canvas.TextHunk, error) {
+// building the new text; it locates lines with the text's chunk index.
+func invertHunks(text canvas.DocText, hunks []canvas.TextHunk) ([]canvas.TextHunk, error) {
 	inv := make([]canvas.TextHunk, len(hunks))
-	pos, cur, shift := 0, 1, 0
+	cur, shift := 1, 0
 	for i, h := range hunks {
 		if h.Del < 0 || h.Line < cur {
 			return nil, fmt.Errorf("hunk %d out of order: %w", i, canvas.ErrUnprocessable)
 		}
-		start, ok := lineOffset(text, pos, cur, h.Line)
+		start, ok := lineStart(text, h.Line)
 		if !ok {
 			return nil, fmt.Errorf("hunk %d past the end: %w", i, canvas.ErrUnprocessable)
 		}
-		end, ok := lineOffset(text, start, h.Line, h.Line+h.Del)
+		end, ok := lineStart(text, h.Line+h.Del)
 		if !ok {
 			return nil, fmt.Errorf("hunk %d past the end: %w", i, canvas.ErrUnprocessable)
 		}
 		n := LineCount(h.Ins)
-		// Clone: a substring would pin the whole old text in the undo stack.
-		inv[i] = canvas.TextHunk{Line: h.Line + shift, Del: n, Ins: strings.Clone(text[start:end])}
+		// Clone: a substring would pin a whole chunk of the old text in the undo stack.
+		inv[i] = canvas.TextHunk{Line: h.Line + shift, Del: n, Ins: strings.Clone(text.Slice(start, end))}
 		shift += n - h.Del
-		pos, cur = end, h.Line+h.Del
+		cur = h.Line + h.Del
 	}
 	return inv, nil
 }
@@ -447,6 +447,8 @@ func valueSize(v any) int {
 	switch t := v.(type) {
 	case string:
 		return len(t) + 16
+	case canvas.DocText:
+		return t.Len() + 16
 	case map[string]any:
 		n := 16
 		for k, x := range t {
@@ -748,8 +750,8 @@ func decideRevertToSnapshot(s *canvas.State, cmd canvas.Command) (Decision, erro
 // nodeRevertChange returns the change turning cur into want: a line splice
 // when only a document's text differs, else a put of want.
 func nodeRevertChange(cur, want *canvas.Node, diffs *strings.Builder) canvas.Change {
-	curText, curOK := cur.Props[DocTextProp].(string)
-	wantText, wantOK := want.Props[DocTextProp].(string)
+	curText, curOK := canvas.PropText(cur.Props[DocTextProp])
+	wantText, wantOK := canvas.PropText(want.Props[DocTextProp])
 	if cur.Type == DocType && want.Type == DocType && curOK && wantOK {
 		d := Diff(curText, wantText, DiffOptions{Context: DefaultContext, FromName: cur.ID + " (current)", ToName: cur.ID + " (snapshot)"})
 		diffs.WriteString(d.Diff)

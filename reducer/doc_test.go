@@ -58,7 +58,7 @@ func runDoc(t testing.TB, text, typ string, args map[string]any) (string, Decisi
 		if err != nil {
 			t.Fatalf("apply: %v", err)
 		}
-		out = n.Props[DocTextProp].(string)
+		out, _ = canvas.PropText(n.Props[DocTextProp])
 		back, _, err := ApplyTextEdit(out, inv.Hunks)
 		if err != nil || back != text {
 			t.Fatalf("inverse edit gives %q (err %v), want %q", back, err, text)

@@ -1,6 +1,10 @@
 package reducer
 
-import "reflect"
+import (
+	"reflect"
+
+	"github.com/canvasd/canvasd/canvas"
+)
 
 // Props are JSON objects. They never hold null inside an object (a null in a
 // merge patch removes the key; creates drop nulls), so a JSON merge patch
@@ -85,7 +89,7 @@ func mergeDiff(old, nw map[string]any) map[string]any {
 				}
 				continue
 			}
-			if reflect.DeepEqual(ov, nv) {
+			if propValuesEqual(ov, nv) {
 				continue
 			}
 		}
@@ -105,4 +109,18 @@ func sameMap(a, b map[string]any) bool {
 		return a == nil && b == nil
 	}
 	return reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer()
+}
+
+// propValuesEqual reports whether two prop values are equal JSON values; a
+// canvas.DocText equals the string or DocText holding the same text.
+func propValuesEqual(a, b any) bool {
+	_, aDoc := a.(canvas.DocText)
+	_, bDoc := b.(canvas.DocText)
+	if aDoc != bDoc { // DocTexts chunk canonically: DeepEqual compares two of them
+
+		as, aok := canvas.PropText(a)
+		bs, bok := canvas.PropText(b)
+		return aok && bok && as == bs
+	}
+	return reflect.DeepEqual(a, b)
 }

@@ -75,6 +75,7 @@ func DecodeState(b []byte) (*canvas.State, error) {
 		if _, dup := s.Nodes[n.ID]; dup {
 			return nil, fmt.Errorf("reducer: decode state: duplicate node %q: %w", n.ID, canvas.ErrInvalid)
 		}
+		normalizeDocNode(n) // doc texts are kept as canvas.DocText, as Apply keeps them
 		s.Nodes[n.ID] = n
 	}
 	for _, e := range f.Edges {
