@@ -53,8 +53,13 @@ func NewHub(queueSize int, onCount func(delta int)) *Hub {
 	return &Hub{queueSize: queueSize, onCount: onCount, subs: map[string]map[*subscriber]struct{}{}}
 }
 
-// Publish sends a commit to the canvas's subscribers (store.Publisher).
+// Publish sends a commit to the canvas's subscribers (store.Publisher). It
+// encodes the commit once for all of them, and not at all when there are none
+// (commits cross processes through the store, not through the hub).
 func (h *Hub) Publish(c *canvas.Commit) {
+	if h.localSubscribers(c.CanvasID) == 0 {
+		return
+	}
 	h.send(c.CanvasID, &frame{rev: c.Rev, data: commitFrame(c)})
 }
 

@@ -19,7 +19,7 @@ type resetEvent struct {
 // handleCanvasStream serves GET /sse/canvas/{canvas_id}: replay after
 // Last-Event-ID, caught_up, then live commits and ephemeral events, with no
 // gap and no duplicate. It registers for live events before reading the
-// replay, and drops live commits already sent.
+// head and the replay, and drops live commits already sent.
 func (s *Server) handleCanvasStream(w http.ResponseWriter, r *http.Request) {
 	id := chi.URLParam(r, "canvas_id")
 	if err := authorize(r, id, canvas.RoleViewer); err != nil {
@@ -31,12 +31,15 @@ func (s *Server) handleCanvasStream(w http.ResponseWriter, r *http.Request) {
 		lastID = r.URL.Query().Get("last_event_id")
 	}
 	ctx := r.Context()
+	// Register before reading the head: a commit made in between is then in
+	// the queue (and dropped as a duplicate if the head already has it).
+	sub := s.hub.subscribe(id)
 	head, _, err := s.engine.Head(ctx, id)
 	if err != nil {
+		s.hub.unsubscribe(id, sub)
 		s.problem(w, r, err)
 		return
 	}
-	sub := s.hub.subscribe(id)
 	out := openSSE(w)
 	live := false // once the live loop owns sub and out, this handler must not release them
 	defer func() {
