@@ -33,7 +33,7 @@ test: deps ## run every test: Go (SQLite, PostgreSQL when CANVASD_TEST_DATABASE_
 .PHONY: bench
 bench: ## run the benchmarks of DESIGN.md's performance targets and print their figures
 	@echo "== command apply over HTTP, SSE fan-out (1k and 10k subscribers), resume, memory per subscriber"
-	$(GO) test -run '^$$' -bench 'CommandApplyHTTP|SSEDelivery|SSEResume' -benchtime 1x -timeout 20m ./api/ | grep -E '^Benchmark'
+	$(GO) test -run '^$$' -bench '^Benchmark(CommandApplyHTTP|SSEDelivery|SSEResume)$$' -benchtime 1x -timeout 20m ./api/ | grep -E '^Benchmark'
 	@echo "== engine throughput on the embedded store (no HTTP), cold load of 100k commits"
 	$(GO) test -run '^$$' -bench 'EngineExecute' -benchtime 40000x ./store/sqlitestore/ | grep -E '^Benchmark'
 	$(GO) test -run '^$$' -bench 'ColdLoad' -benchtime 1x ./store/ | grep -E '^Benchmark'
