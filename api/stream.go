@@ -103,8 +103,12 @@ func (s *Server) handleCanvasStream(w http.ResponseWriter, r *http.Request) {
 func (s *Server) streamLive(ctx context.Context, id string, sub *subscriber, out *sseOut, last int64) {
 	defer s.hub.unsubscribe(id, sub)
 	defer out.close()
+	// The heartbeat timer is not reset on every event (a timer update per
+	// subscriber per commit adds up at 10k subscribers): when it fires it
+	// re-arms for the rest of the interval if something was sent meanwhile.
 	hb := time.NewTimer(s.cfg.Heartbeat)
 	defer hb.Stop()
+	lastSent := time.Now()
 	for {
 		select {
 		case <-ctx.Done():
@@ -116,11 +120,16 @@ func (s *Server) streamLive(ctx context.Context, id string, sub *subscriber, out
 		case <-sub.kicked:
 			out.write(sseEvent("reset", "", resetEvent{HeadRev: last, Reason: "this subscriber fell too far behind; reconnect with Last-Event-ID or re-read the snapshot"}))
 			return
-		case <-hb.C:
+		case now := <-hb.C:
+			if idle := now.Sub(lastSent); idle < s.cfg.Heartbeat {
+				hb.Reset(s.cfg.Heartbeat - idle)
+				continue
+			}
 			out.write([]byte(heartbeatComment))
 			if !out.flush() {
 				return
 			}
+			lastSent = now
 			hb.Reset(s.cfg.Heartbeat)
 		case f := <-sub.ch:
 			// Write everything queued, then flush once.
@@ -137,7 +146,7 @@ func (s *Server) streamLive(ctx context.Context, id string, sub *subscriber, out
 			if !out.flush() {
 				return
 			}
-			hb.Reset(s.cfg.Heartbeat)
+			lastSent = time.Now()
 		}
 	}
 }
