@@ -79,6 +79,20 @@ func (h *hostAPI) mountAPI(r chi.Router) {
 	r.Post("/api/invoke/{invoke_id}", limitBody(maxInvokeBody, h.handleAnswer))
 }
 
+// authorizedSession validates the {session} URL parameter and checks the
+// caller's role on it; on failure it has written the problem and ok is false.
+func (h *hostAPI) authorizedSession(w http.ResponseWriter, r *http.Request, need canvas.Role) (session string, ok bool) {
+	session, err := sessionParam(r)
+	if err == nil {
+		err = authorize(r, session, need)
+	}
+	if err != nil {
+		h.s.problem(w, r, err)
+		return "", false
+	}
+	return session, true
+}
+
 // sessionParam validates the {session} URL parameter.
 func sessionParam(r *http.Request) (string, error) {
 	s := chi.URLParam(r, "session")
@@ -276,12 +290,8 @@ type hostFileList struct {
 }
 
 func (h *hostAPI) handleListFiles(w http.ResponseWriter, r *http.Request) {
-	session, err := sessionParam(r)
-	if err == nil {
-		err = authorize(r, session, canvas.RoleEditor)
-	}
-	if err != nil {
-		h.s.problem(w, r, err)
+	session, ok := h.authorizedSession(w, r, canvas.RoleEditor)
+	if !ok {
 		return
 	}
 	files, err := h.host.ListFiles(session)
@@ -347,12 +357,8 @@ func (h *hostAPI) handleDeleteFile(w http.ResponseWriter, r *http.Request) {
 // events. A subscriber that falls behind gets "reset" and the stream ends;
 // the browser reconnects and receives the surfaces again.
 func (h *hostAPI) handleStream(w http.ResponseWriter, r *http.Request) {
-	session, err := sessionParam(r)
-	if err == nil {
-		err = authorize(r, session, canvas.RoleViewer)
-	}
-	if err != nil {
-		h.s.problem(w, r, err)
+	session, ok := h.authorizedSession(w, r, canvas.RoleViewer)
+	if !ok {
 		return
 	}
 	sub, snapshot, err := h.host.Subscribe(session)
@@ -416,12 +422,8 @@ var jsonlTypes = map[string]bool{"application/jsonl": true, "application/x-ndjso
 	"application/json-lines": true, "application/json": true, "text/plain": true}
 
 func (h *hostAPI) handlePushA2UI(w http.ResponseWriter, r *http.Request) {
-	session, err := sessionParam(r)
-	if err == nil {
-		err = authorize(r, session, canvas.RoleEditor)
-	}
-	if err != nil {
-		h.s.problem(w, r, err)
+	session, ok := h.authorizedSession(w, r, canvas.RoleEditor)
+	if !ok {
 		return
 	}
 	if ct := r.Header.Get("Content-Type"); ct != "" {
@@ -463,12 +465,8 @@ func (h *hostAPI) handleResetA2UI(w http.ResponseWriter, r *http.Request) {
 // handleAction accepts a userAction from the A2UI shell and hands it to the
 // agent's inbox as a message.
 func (h *hostAPI) handleAction(w http.ResponseWriter, r *http.Request) {
-	session, err := sessionParam(r)
-	if err == nil {
-		err = authorize(r, session, canvas.RoleEditor)
-	}
-	if err != nil {
-		h.s.problem(w, r, err)
+	session, ok := h.authorizedSession(w, r, canvas.RoleEditor)
+	if !ok {
 		return
 	}
 	body, err := io.ReadAll(r.Body)
@@ -499,12 +497,8 @@ func (h *hostAPI) handleAction(w http.ResponseWriter, r *http.Request) {
 // handlePresent publishes a present event (show, hide, navigate) to the
 // session's browsers.
 func (h *hostAPI) handlePresent(w http.ResponseWriter, r *http.Request) {
-	session, err := sessionParam(r)
-	if err == nil {
-		err = authorize(r, session, canvas.RoleEditor)
-	}
-	if err != nil {
-		h.s.problem(w, r, err)
+	session, ok := h.authorizedSession(w, r, canvas.RoleEditor)
+	if !ok {
 		return
 	}
 	var p host.Presentation
