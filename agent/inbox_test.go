@@ -63,7 +63,7 @@ func newInboxEnv(t *testing.T, fake *agent.FakeProvider) *inboxEnv {
 	ts := httptest.NewServer(srv.Handler())
 	e := &inboxEnv{t: t}
 	e.admin, _ = client.New(ts.URL, inboxAdmin)
-	tok, err := e.admin.CreateToken(ctx, client.TokenRequest{Role: canvas.RoleEditor, ActorType: canvas.ActorAgent})
+	tok, err := e.admin.CreateToken(ctx, canvas.TokenRequest{Role: canvas.RoleEditor, ActorType: canvas.ActorAgent})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -258,13 +258,13 @@ func newAgentEnvFull(t testing.TB, model *fakeOpenAI, tune func(*agent.Config), 
 	e.spec = spec
 	e.reg = reg
 
-	tok, err := e.admin.CreateToken(ctx, client.TokenRequest{Role: canvas.RoleEditor, ActorType: canvas.ActorAgent})
+	tok, err := e.admin.CreateToken(ctx, canvas.TokenRequest{Role: canvas.RoleEditor, ActorType: canvas.ActorAgent})
 	if err != nil {
 		t.Fatal(err)
 	}
 	e.agentActor = tok.ActorID
 	agentClient, _ := client.New(ts.URL, tok.Token)
-	htok, err := e.admin.CreateToken(ctx, client.TokenRequest{Role: canvas.RoleEditor, ActorType: canvas.ActorHuman})
+	htok, err := e.admin.CreateToken(ctx, canvas.TokenRequest{Role: canvas.RoleEditor, ActorType: canvas.ActorHuman})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -740,7 +740,7 @@ func TestAgentEndpointsAuthAndValidation(t *testing.T) {
 	e.newCanvas("a")
 	e.newCanvas("b")
 	ctx := context.Background()
-	viewerTok, err := e.admin.CreateToken(ctx, client.TokenRequest{Role: canvas.RoleViewer, ActorType: canvas.ActorHuman, Canvases: []string{"a"}})
+	viewerTok, err := e.admin.CreateToken(ctx, canvas.TokenRequest{Role: canvas.RoleViewer, ActorType: canvas.ActorHuman, Canvases: []string{"a"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -769,7 +769,7 @@ func TestAgentEndpointsAuthAndValidation(t *testing.T) {
 	if err := e.human.PublishAgentEvent(ctx, client.AgentEvent{CanvasID: "a", Event: "agent:chat", Data: json.RawMessage(`{"x":1}`)}); !errors.Is(err, canvas.ErrForbidden) {
 		t.Fatalf("human publish: %v", err)
 	}
-	agentTok, _ := e.admin.CreateToken(ctx, client.TokenRequest{Role: canvas.RoleEditor, ActorType: canvas.ActorAgent})
+	agentTok, _ := e.admin.CreateToken(ctx, canvas.TokenRequest{Role: canvas.RoleEditor, ActorType: canvas.ActorAgent})
 	ac := e.human.WithToken(agentTok.Token)
 	ev := e.watch("a")
 	hev := agent.HTTPEvents{Client: ac}
@@ -795,7 +795,7 @@ func BenchmarkAgentActionToCommit(b *testing.B) {
 	p.SetFake(&agent.FakeProvider{ChunkSize: 64, Reply: func(agent.ModelRequest) string { return reply }})
 	// Swap the runner for one whose fake model streams the benchmark reply.
 	e.runner.Stop()
-	tok, _ := e.admin.CreateToken(context.Background(), client.TokenRequest{Role: canvas.RoleEditor, ActorType: canvas.ActorAgent})
+	tok, _ := e.admin.CreateToken(context.Background(), canvas.TokenRequest{Role: canvas.RoleEditor, ActorType: canvas.ActorAgent})
 	ac, _ := client.New(e.srv.URL, tok.Token)
 	cfg := agent.DefaultConfig()
 	cfg.LowActionThreshold = 0
@@ -906,7 +906,7 @@ func TestAgentScreenshotReachesVisionModel(t *testing.T) {
 	e := newAgentEnv(t, model, nil)
 	e.runner.Stop()
 	broker := host.NewBroker(CanvasInvokeDeliverer(e.hub))
-	tok, _ := e.admin.CreateToken(context.Background(), client.TokenRequest{Role: canvas.RoleEditor, ActorType: canvas.ActorAgent})
+	tok, _ := e.admin.CreateToken(context.Background(), canvas.TokenRequest{Role: canvas.RoleEditor, ActorType: canvas.ActorAgent})
 	ac, _ := client.New(e.srv.URL, tok.Token)
 	cfg := agent.DefaultConfig()
 	cfg.Model, cfg.OpenAIAPIKey, cfg.OpenAIBaseURL, cfg.LowActionThreshold = "openai:gpt-vision", "sk-test", model.srv.URL+"/v1", 0
@@ -974,7 +974,7 @@ func TestAgentScreenshotReachesVisionModel(t *testing.T) {
 func TestAgentRunWorkerProcess(t *testing.T) {
 	e := newAgentEnvFull(t, nil, nil, true, false) // the server queues; RunWorker is the worker
 	e.newCanvas("rw")
-	tok, err := e.admin.CreateToken(context.Background(), client.TokenRequest{Role: canvas.RoleEditor, ActorType: canvas.ActorAgent})
+	tok, err := e.admin.CreateToken(context.Background(), canvas.TokenRequest{Role: canvas.RoleEditor, ActorType: canvas.ActorAgent})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,51 +12,33 @@ import (
 	"github.com/canvasd/canvasd/store"
 )
 
-// TokenRequest is the body of POST /api/tokens.
-type TokenRequest struct {
-	Role      canvas.Role      `json:"role"`
-	ActorType canvas.ActorType `json:"actor_type"`
-	ActorID   string           `json:"actor_id,omitempty"`
-	Canvases  []string         `json:"canvases,omitempty"`
-	Name      string           `json:"name,omitempty"`
-}
-
-// TokenResponse is the answer to POST /api/tokens: the secret is shown only here.
-type TokenResponse struct {
-	Token     string           `json:"token"`
-	ActorID   string           `json:"actor_id"`
-	ActorType canvas.ActorType `json:"actor_type"`
-	Role      canvas.Role      `json:"role"`
-	Canvases  []string         `json:"canvases"`
-}
-
 // NewTokenRecord validates a token request and mints its secret. It is shared
 // by POST /api/tokens and `canvasd token create`.
-func NewTokenRecord(req TokenRequest, now time.Time) (store.TokenRecord, TokenResponse, error) {
+func NewTokenRecord(req canvas.TokenRequest, now time.Time) (store.TokenRecord, canvas.TokenGrant, error) {
 	role, err := canvas.ParseRole(string(req.Role))
 	if err != nil {
-		return store.TokenRecord{}, TokenResponse{}, err
+		return store.TokenRecord{}, canvas.TokenGrant{}, err
 	}
 	if req.ActorType == "" {
 		req.ActorType = canvas.ActorHuman
 	}
 	if !req.ActorType.Valid() {
-		return store.TokenRecord{}, TokenResponse{}, canvas.Unprocessable("actor_type", "unknown actor type %q; use agent, human or service", req.ActorType)
+		return store.TokenRecord{}, canvas.TokenGrant{}, canvas.Unprocessable("actor_type", "unknown actor type %q; use agent, human or service", req.ActorType)
 	}
 	if req.ActorID == "" {
 		req.ActorID = newActorID(req.ActorType)
 	}
 	if err := canvas.ValidateActorID(req.ActorID, req.ActorType); err != nil {
-		return store.TokenRecord{}, TokenResponse{}, err
+		return store.TokenRecord{}, canvas.TokenGrant{}, err
 	}
 	if req.ActorID == AdminActorID {
-		return store.TokenRecord{}, TokenResponse{}, canvas.Unprocessable("actor_id", "%q is reserved for the admin token", AdminActorID)
+		return store.TokenRecord{}, canvas.TokenGrant{}, canvas.Unprocessable("actor_id", "%q is reserved for the admin token", AdminActorID)
 	}
 	if len(req.Name) > 200 {
-		return store.TokenRecord{}, TokenResponse{}, canvas.Unprocessable("name", "is longer than 200 characters")
+		return store.TokenRecord{}, canvas.TokenGrant{}, canvas.Unprocessable("name", "is longer than 200 characters")
 	}
 	if len(req.Canvases) > 1000 {
-		return store.TokenRecord{}, TokenResponse{}, canvas.Unprocessable("canvases", "names more than 1000 canvases; use an unscoped token")
+		return store.TokenRecord{}, canvas.TokenGrant{}, canvas.Unprocessable("canvases", "names more than 1000 canvases; use an unscoped token")
 	}
 	if req.Canvases == nil {
 		req.Canvases = []string{}
@@ -64,7 +46,7 @@ func NewTokenRecord(req TokenRequest, now time.Time) (store.TokenRecord, TokenRe
 	secret, hash := NewToken()
 	rec := store.TokenRecord{Hash: hash, ActorID: req.ActorID, ActorType: req.ActorType, Role: role,
 		Canvases: req.Canvases, Name: req.Name, CreatedAt: now.UTC()}
-	return rec, TokenResponse{Token: secret, ActorID: req.ActorID, ActorType: req.ActorType, Role: role, Canvases: req.Canvases}, nil
+	return rec, canvas.TokenGrant{Token: secret, ActorID: req.ActorID, ActorType: req.ActorType, Role: role, Canvases: req.Canvases}, nil
 }
 
 func (s *Server) handleCreateToken(w http.ResponseWriter, r *http.Request) {
@@ -72,7 +54,7 @@ func (s *Server) handleCreateToken(w http.ResponseWriter, r *http.Request) {
 		s.problem(w, r, err)
 		return
 	}
-	var req TokenRequest
+	var req canvas.TokenRequest
 	if err := decodeJSON(r, &req); err != nil {
 		s.problem(w, r, err)
 		return

@@ -109,3 +109,24 @@ func isAgentID(id string) bool {
 	}
 	return true
 }
+
+// TokenRequest is the body of POST /api/tokens (and what `canvasd token
+// create` builds). Without Canvases the role holds on every canvas; without
+// ActorID one is minted (agent-{uuid} for agents).
+type TokenRequest struct {
+	Role      Role      `json:"role"`
+	ActorType ActorType `json:"actor_type"`
+	ActorID   string    `json:"actor_id,omitempty"`
+	Canvases  []string  `json:"canvases,omitempty"`
+	Name      string    `json:"name,omitempty"`
+}
+
+// TokenGrant is the answer to POST /api/tokens: Token is the secret, shown
+// only here (the server keeps its hash).
+type TokenGrant struct {
+	Token     string    `json:"token"`
+	ActorID   string    `json:"actor_id"`
+	ActorType ActorType `json:"actor_type"`
+	Role      Role      `json:"role"`
+	Canvases  []string  `json:"canvases"`
+}

@@ -455,27 +455,9 @@ func (c *Client) DeleteCanvas(ctx context.Context, id string) error {
 	return c.call(ctx, http.MethodDelete, "/api/canvases/"+seg(id), nil, nil, nil)
 }
 
-// TokenRequest is the body of POST /api/tokens.
-type TokenRequest struct {
-	Role      canvas.Role      `json:"role"`
-	ActorType canvas.ActorType `json:"actor_type"`
-	ActorID   string           `json:"actor_id,omitempty"`
-	Canvases  []string         `json:"canvases,omitempty"`
-	Name      string           `json:"name,omitempty"`
-}
-
-// Token is the answer of POST /api/tokens; Token is the secret, shown once.
-type Token struct {
-	Token     string           `json:"token"`
-	ActorID   string           `json:"actor_id"`
-	ActorType canvas.ActorType `json:"actor_type"`
-	Role      canvas.Role      `json:"role"`
-	Canvases  []string         `json:"canvases"`
-}
-
 // CreateToken mints a token (admin).
-func (c *Client) CreateToken(ctx context.Context, req TokenRequest) (Token, error) {
-	var t Token
+func (c *Client) CreateToken(ctx context.Context, req canvas.TokenRequest) (canvas.TokenGrant, error) {
+	var t canvas.TokenGrant
 	err := c.call(ctx, http.MethodPost, "/api/tokens", nil, req, &t)
 	return t, err
 }

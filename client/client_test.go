@@ -193,7 +193,7 @@ func TestClientCalls(t *testing.T) {
 	if err != nil || len(list) != 1 || list[0].HeadRev != 3 {
 		t.Fatalf("list %+v %v", list, err)
 	}
-	tok, err := c.CreateToken(ctx, TokenRequest{Role: canvas.RoleEditor, ActorType: canvas.ActorAgent})
+	tok, err := c.CreateToken(ctx, canvas.TokenRequest{Role: canvas.RoleEditor, ActorType: canvas.ActorAgent})
 	if err != nil || tok.Token != "secret" || tok.ActorType != canvas.ActorAgent {
 		t.Fatalf("token %+v %v", tok, err)
 	}

@@ -53,7 +53,7 @@ func startAgent(ctx context.Context, c Config, getenv func(string) string, st st
 		q := agent.NewQueue(cfg, sessions, hub)
 		return agentSide{svc: q, inbox: agentInbox{svc: q, log: log}, stop: func() { sessions.Close() }}, nil
 	}
-	rec, tok, err := api.NewTokenRecord(api.TokenRequest{Role: canvas.RoleEditor, ActorType: canvas.ActorAgent,
+	rec, tok, err := api.NewTokenRecord(canvas.TokenRequest{Role: canvas.RoleEditor, ActorType: canvas.ActorAgent,
 		Name: "in-process agent runner"}, time.Now())
 	if err == nil {
 		err = st.CreateToken(ctx, rec)

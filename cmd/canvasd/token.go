@@ -25,7 +25,7 @@ func runToken(ctx context.Context, args []string, getenv func(string) string, st
 	}
 	var c Config
 	fs := newFlagSet("canvasd token create", &c, stderr)
-	var req api.TokenRequest
+	var req canvas.TokenRequest
 	var canvases stringList
 	var role, actorType string
 	fs.StringVar(&role, "role", "", "viewer, editor or admin (required)")
