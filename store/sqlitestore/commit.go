@@ -83,28 +83,67 @@ type writer struct {
 	savepoint, release, rollbackTo *sql.Stmt
 	updHead, headOf, has           *sql.Stmt
 
-	// Multi-row INSERTs, prepared on first use: insCommits[k] inserts k+1
-	// rows. One statement per chunk of up to maxRows rows costs far less
-	// than one per row.
-	insCommits, insIdems, hasKeys [maxRows]*sql.Stmt
-	args                          []any // reused argument buffer
+	// Multi-row statements, prepared on first use: insCommits[k] inserts
+	// k+1 rows, readHeads[k] reads k+1 heads, and so on. One statement per
+	// chunk of up to maxRows rows costs far less than one per row.
+	insCommits, insIdems           [maxRows]*sql.Stmt
+	readHeads, findKeys, moveHeads [maxRows]*sql.Stmt
+	args                           []any // reused argument buffer
 
 	pending []*job               // checked Appends whose rows flush inserts
 	keys    map[idemKey]struct{} // idempotency keys taken by this batch's Appends
+
+	seg segment // the checks of the current run of Appends
 }
 
 type idemKey struct{ canvasID, key string }
 
-// maxRows is the largest multi-row INSERT (SQLite allows 32766 parameters).
+// segment holds what a run of consecutive Appends of a batch (no other
+// write between them) is checked against: the heads and the stored
+// idempotency keys of all of them, read with a few multi-row queries before
+// the first one is checked. Each check then moves the head in ids/heads
+// only; flush writes the moved heads with one UPDATE per chunk, which also
+// verifies that each canvas's stored head is still the one read.
+type segment struct {
+	end     int                  // index in the batch of the first job past the run
+	batched bool                 // the run's Appends are checked against this segment (else one by one)
+	idx     map[string]int       // canvas id → index in ids
+	ids     []string             // the run's canvases
+	read    []int64              // head read from the database; -1: no such canvas
+	heads   []int64              // head after the run's checked Appends
+	stored  map[idemKey]struct{} // the run's idempotency keys that are already stored
+}
+
+func (g *segment) reset() {
+	g.end, g.batched = 0, false
+	clear(g.idx)
+	clear(g.ids)
+	g.ids, g.read, g.heads = g.ids[:0], g.read[:0], g.heads[:0]
+	clear(g.stored)
+}
+
+// maxRows is the largest multi-row statement (SQLite allows 32766 parameters).
 const maxRows = 32
 
 const (
-	insCommitSQL = `INSERT INTO commits (canvas_id, rev, event_id, cmd_id, type, args, actor_id, actor_type, ts, changes) VALUES `
+	insCommitSQL = `INSERT OR FAIL INTO commits (canvas_id, rev, event_id, cmd_id, type, args, actor_id, actor_type, ts, changes) VALUES `
 	commitRow    = `(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
-	insIdemSQL   = `INSERT INTO idempotency (canvas_id, key, fingerprint, status, body, rev, created_at) VALUES `
+	insIdemSQL   = `INSERT OR FAIL INTO idempotency (canvas_id, key, fingerprint, status, body, rev, created_at) VALUES `
 	idemRow      = `(?, ?, ?, ?, ?, ?, ?)`
-	hasKeysSQL   = `SELECT key FROM idempotency WHERE canvas_id = ? AND key IN (`
+	// The lookups join a VALUES list (each row probes the index) rather
+	// than test IN (...), for which SQLite first builds a temporary b-tree.
+	readHeadsSQL = `SELECT c.id, c.head_rev FROM (VALUES `
+	readHeadsEnd = `) AS v JOIN canvases AS c ON c.id = v.column1`
+	findKeysSQL  = `SELECT i.canvas_id, i.key FROM (VALUES `
+	findKeysEnd  = `) AS v JOIN idempotency AS i ON i.canvas_id = v.column1 AND i.key = v.column2`
+	moveHeadsSQL = `UPDATE canvases SET head_rev = v.column3 FROM (VALUES `
+	moveHeadsEnd = `) AS v WHERE canvases.id = v.column1 AND canvases.head_rev = v.column2`
 )
+
+// The INSERTs are OR FAIL and the two tables have no foreign key, so SQLite
+// keeps no statement journal for them: a failed INSERT may leave some of its
+// rows behind, which is fine because every failure rolls back further (the
+// whole transaction on the fast path, the job's savepoint when isolated).
 
 // cached returns the cached statement head + n×item (joined by sep) + tail,
 // preparing it on first use (1 ≤ n ≤ maxRows).
@@ -122,7 +161,8 @@ func (w *writer) cached(cache *[maxRows]*sql.Stmt, n int, head, item, sep, tail 
 }
 
 func newWriter(ctx context.Context, conn *sql.Conn) (*writer, error) {
-	w := &writer{conn: conn, keys: map[idemKey]struct{}{}}
+	w := &writer{conn: conn, keys: map[idemKey]struct{}{},
+		seg: segment{idx: map[string]int{}, stored: map[idemKey]struct{}{}}}
 	for _, p := range []struct {
 		dst **sql.Stmt
 		q   string
@@ -149,7 +189,9 @@ func newWriter(ctx context.Context, conn *sql.Conn) (*writer, error) {
 
 func (w *writer) close() {
 	sts := []*sql.Stmt{w.begin, w.commit, w.rollback, w.savepoint, w.release, w.rollbackTo, w.updHead, w.headOf, w.has}
-	sts = append(append(append(sts, w.insCommits[:]...), w.insIdems[:]...), w.hasKeys[:]...)
+	for _, c := range []*[maxRows]*sql.Stmt{&w.insCommits, &w.insIdems, &w.readHeads, &w.findKeys, &w.moveHeads} {
+		sts = append(sts, c[:]...)
+	}
 	for _, st := range sts {
 		if st != nil {
 			st.Close()
@@ -222,21 +264,26 @@ func (s *Store) commitLoop(w *writer) {
 // job's nil err stands only if COMMIT succeeds.
 //
 // An Append is checked first (its idempotency keys are not stored, not even
-// by an earlier Append of this batch; then the head moves only if it is the
-// expected one), so a failing Append writes nothing and needs no savepoint.
-// The rows of the Appends that passed are inserted together, a few
-// multi-row INSERTs for the whole batch. Any other write runs in its own
-// savepoint, after the pending rows are flushed.
+// by an earlier Append of this batch; then the head is the expected one), so
+// a failing Append writes nothing and needs no savepoint. A run of several
+// consecutive Appends is checked together: one query reads the heads of all
+// their canvases, one the idempotency keys among theirs that are stored
+// (per chunk of up to maxRows), and each Append is then decided in memory,
+// in batch order. The heads of the Appends that passed are moved, and their
+// rows inserted, together at the end of the run: a few multi-row statements
+// for the whole batch. Any other write runs in its own savepoint, after the
+// pending rows are flushed.
 //
 // If that fast path meets an unexpected error (say a row that violates a
 // constraint the checks cannot see), the transaction is rolled back and the
 // batch runs again isolated: every job in its own savepoint with its own
-// INSERTs, so only the culprit fails. An error that breaks the transaction
-// itself (I/O, full disk) fails every job.
+// statements, so only the culprit fails. An error that breaks the
+// transaction itself (I/O, full disk) fails every job.
 func (s *Store) runBatch(w *writer, batch []*job) {
 	if !s.tryBatch(w, batch, false) {
 		return
 	}
+	s.reruns.Add(1)
 	for _, j := range batch {
 		j.err = nil
 	}
@@ -255,15 +302,27 @@ func (s *Store) tryBatch(w *writer, batch []*job, isolated bool) (retry bool) {
 	}
 	w.pending = w.pending[:0]
 	clear(w.keys)
+	w.seg.reset()
 	single := len(batch) == 1
-	for _, j := range batch {
+	for i, j := range batch {
 		if err := j.ctx.Err(); err != nil {
 			j.err = fmt.Errorf("sqlitestore: write canceled before it ran: %w", err)
 			continue
 		}
 		if j.fn == nil && !isolated {
+			if i >= w.seg.end {
+				if err := w.readSegment(batch, i); err != nil {
+					s.abort(w, batch, err)
+					return !single
+				}
+			}
 			var fatal error
-			if j.err, fatal = w.checkAppend(j); fatal != nil {
+			if w.seg.batched {
+				j.err, fatal = w.checkInSegment(j)
+			} else {
+				j.err, fatal = w.checkAppend(j)
+			}
+			if fatal != nil {
 				s.abort(w, batch, fatal)
 				return !single
 			}
@@ -330,6 +389,7 @@ func (s *Store) tryBatch(w *writer, batch []*job, isolated bool) (retry bool) {
 func (s *Store) abort(w *writer, batch []*job, err error) {
 	s.rollbackAll(w)
 	w.pending = w.pending[:0]
+	w.seg.reset()
 	for _, j := range batch {
 		if j.err == nil {
 			j.err = err
@@ -344,9 +404,145 @@ func (s *Store) rollbackAll(w *writer) {
 	}
 }
 
-// checkAppend decides an Append inside the batch's transaction without
-// writing anything but the new head: err is the Append's own failure
-// (nothing written), fatal an error that breaks the transaction.
+// readSegment starts the segment of the run of Appends at batch[start]: it
+// ends before the next job that is not an Append. A run of one Append is
+// checked by checkAppend's statements; a longer one reads the heads of its
+// canvases and its stored idempotency keys here, for checkInSegment. The
+// previous segment's rows must have been flushed.
+func (w *writer) readSegment(batch []*job, start int) error {
+	g := &w.seg
+	g.reset()
+	end := start
+	for end < len(batch) && batch[end].fn == nil {
+		end++
+	}
+	g.end = end
+	if end-start == 1 {
+		return nil
+	}
+	g.batched = true
+	run := batch[start:end]
+	for _, j := range run {
+		if _, ok := g.idx[j.canvasID]; !ok {
+			g.idx[j.canvasID] = len(g.ids)
+			g.ids = append(g.ids, j.canvasID)
+			g.read = append(g.read, -1)
+		}
+	}
+	for lo := 0; lo < len(g.ids); lo += maxRows {
+		ids := g.ids[lo:min(lo+maxRows, len(g.ids))]
+		st, err := w.cached(&w.readHeads, len(ids), readHeadsSQL, "(?)", ", ", readHeadsEnd)
+		if err != nil {
+			return err
+		}
+		args := w.args[:0]
+		for _, id := range ids {
+			args = append(args, id)
+		}
+		w.args = args
+		err = w.scan(st, func(rows *sql.Rows) error {
+			var id sql.RawBytes
+			var head int64
+			if err := rows.Scan(&id, &head); err != nil {
+				return err
+			}
+			if k, ok := g.idx[string(id)]; ok {
+				g.read[k] = head
+			}
+			return nil
+		})
+		if err != nil {
+			return mapErr("append: read heads", err)
+		}
+	}
+	g.heads = append(g.heads, g.read...)
+
+	args, n := w.args[:0], 0
+	find := func() error {
+		st, err := w.cached(&w.findKeys, n, findKeysSQL, "(?, ?)", ", ", findKeysEnd)
+		if err != nil {
+			return err
+		}
+		w.args = args
+		err = w.scan(st, func(rows *sql.Rows) error {
+			var k idemKey
+			if err := rows.Scan(&k.canvasID, &k.key); err != nil {
+				return err
+			}
+			g.stored[k] = struct{}{}
+			return nil
+		})
+		args, n = w.args[:0], 0
+		if err != nil {
+			return mapErr("append: find idempotency keys", err)
+		}
+		return nil
+	}
+	for _, j := range run {
+		for i := range j.idem {
+			args = append(args, j.canvasID, j.idem[i].Key)
+			if n++; n == maxRows {
+				if err := find(); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	if n > 0 {
+		return find()
+	}
+	return nil
+}
+
+// scan runs query st with w.args and calls fn for each row.
+func (w *writer) scan(st *sql.Stmt, fn func(*sql.Rows) error) error {
+	rows, err := st.QueryContext(bg, w.args...)
+	clear(w.args)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		if err := fn(rows); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
+}
+
+// checkInSegment decides an Append of a batched segment, in memory: err is
+// the Append's own failure (nothing written), fatal an error that breaks
+// the transaction. The head it moves is written by flush.
+func (w *writer) checkInSegment(j *job) (err, fatal error) {
+	g := &w.seg
+	for i := range j.idem {
+		k := idemKey{j.canvasID, j.idem[i].Key}
+		_, taken := w.keys[k]
+		if _, stored := g.stored[k]; taken || stored {
+			return fmt.Errorf("sqlitestore: append to canvas %q: idempotency key %q: %w", j.canvasID, k.key, canvas.ErrDuplicateIdempotencyKey), nil
+		}
+	}
+	x, ok := g.idx[j.canvasID]
+	if !ok {
+		return nil, fmt.Errorf("sqlitestore: append to canvas %q: not in the checked segment", j.canvasID)
+	}
+	switch head := g.heads[x]; {
+	case head < 0:
+		return fmt.Errorf("sqlitestore: append to canvas %q: %w", j.canvasID, canvas.ErrNotFound), nil
+	case head != j.expectedHead:
+		return fmt.Errorf("sqlitestore: append to canvas %q: expected head %d, stored head is %d: %w",
+			j.canvasID, j.expectedHead, head, canvas.ErrHeadMismatch), nil
+	}
+	g.heads[x] = j.expectedHead + int64(len(j.commits))
+	for i := range j.idem {
+		w.keys[idemKey{j.canvasID, j.idem[i].Key}] = struct{}{}
+	}
+	return nil, nil
+}
+
+// checkAppend decides an Append inside the batch's transaction with its own
+// statements, writing nothing but the new head: err is the Append's own
+// failure (nothing written), fatal an error that breaks the transaction.
 func (w *writer) checkAppend(j *job) (err, fatal error) {
 	for i := range j.idem {
 		k := idemKey{j.canvasID, j.idem[i].Key}
@@ -356,20 +552,20 @@ func (w *writer) checkAppend(j *job) (err, fatal error) {
 	}
 	for lo := 0; lo < len(j.idem); lo += maxRows {
 		rs := j.idem[lo:min(lo+maxRows, len(j.idem))]
-		st, err := w.cached(&w.hasKeys, len(rs), hasKeysSQL, "?", ", ", ")")
+		st, err := w.cached(&w.findKeys, len(rs), findKeysSQL, "(?, ?)", ", ", findKeysEnd)
 		if err != nil {
 			return nil, err
 		}
-		args := append(w.args[:0], j.canvasID)
+		args := w.args[:0]
 		for i := range rs {
-			args = append(args, rs[i].Key)
+			args = append(args, j.canvasID, rs[i].Key)
 		}
 		w.args = args
-		var key string
-		err = st.QueryRowContext(bg, args...).Scan(&key)
+		var k idemKey
+		err = st.QueryRowContext(bg, args...).Scan(&k.canvasID, &k.key)
 		clear(args)
 		if err == nil {
-			return fmt.Errorf("sqlitestore: append to canvas %q: idempotency key %q: %w", j.canvasID, key, canvas.ErrDuplicateIdempotencyKey), nil
+			return fmt.Errorf("sqlitestore: append to canvas %q: idempotency key %q: %w", j.canvasID, k.key, canvas.ErrDuplicateIdempotencyKey), nil
 		}
 		if !errors.Is(err, sql.ErrNoRows) {
 			return nil, mapErr("append to "+j.canvasID, err)
@@ -400,27 +596,63 @@ func (w *writer) checkAppend(j *job) (err, fatal error) {
 	return nil, nil
 }
 
-// flush inserts the rows of the pending (checked) Appends: idempotency
-// records, then commits, up to maxRows rows per statement. An error here is
+// flush writes what the pending (checked) Appends decided: the heads a
+// batched segment moved, then the idempotency records, then the commits, up
+// to maxRows rows per statement. It ends the segment. An error here is
 // unexpected (the checks passed) and breaks the transaction.
 func (w *writer) flush() error {
-	if len(w.pending) == 0 {
-		return nil
-	}
-	defer func() { w.pending = w.pending[:0] }()
+	defer func() {
+		w.pending = w.pending[:0]
+		w.seg.reset()
+	}()
 	args, rows := w.args[:0], 0
-	insert := func(cache *[maxRows]*sql.Stmt, head, row, tail string) error {
-		st, err := w.cached(cache, rows, head, row, ", ", tail)
-		if err != nil {
-			return err
-		}
-		_, err = st.ExecContext(bg, args...)
+	exec := func(st *sql.Stmt) (int64, error) {
+		res, err := st.ExecContext(bg, args...)
 		clear(args)
 		args, rows = args[:0], 0
 		if err != nil {
-			return mapErr("append", err)
+			return 0, mapErr("append", err)
 		}
-		return nil
+		return res.RowsAffected()
+	}
+	insert := func(cache *[maxRows]*sql.Stmt, head, row string) error {
+		st, err := w.cached(cache, rows, head, row, ", ", "")
+		if err != nil {
+			return err
+		}
+		_, err = exec(st)
+		return err
+	}
+	move := func() error {
+		st, err := w.cached(&w.moveHeads, rows, moveHeadsSQL, "(?, ?, ?)", ", ", moveHeadsEnd)
+		if err != nil {
+			return err
+		}
+		want := int64(rows)
+		n, err := exec(st)
+		if err == nil && n != want {
+			// Only this connection writes, inside this transaction: the
+			// heads read for the segment cannot have changed.
+			err = fmt.Errorf("sqlitestore: append: %d of %d canvas heads were not where the segment read them", want-n, want)
+		}
+		return err
+	}
+	g := &w.seg
+	for k, id := range g.ids {
+		if g.heads[k] == g.read[k] {
+			continue
+		}
+		args = append(args, id, g.read[k], g.heads[k])
+		if rows++; rows == maxRows {
+			if err := move(); err != nil {
+				return err
+			}
+		}
+	}
+	if rows > 0 {
+		if err := move(); err != nil {
+			return err
+		}
 	}
 	for _, j := range w.pending {
 		for i := range j.idem {
@@ -431,14 +663,14 @@ func (w *writer) flush() error {
 			}
 			args = append(args, j.canvasID, r.Key, r.Fingerprint, r.Status, body, r.Rev, r.CreatedAt.UnixMicro())
 			if rows++; rows == maxRows {
-				if err := insert(&w.insIdems, insIdemSQL, idemRow, ""); err != nil {
+				if err := insert(&w.insIdems, insIdemSQL, idemRow); err != nil {
 					return err
 				}
 			}
 		}
 	}
 	if rows > 0 {
-		if err := insert(&w.insIdems, insIdemSQL, idemRow, ""); err != nil {
+		if err := insert(&w.insIdems, insIdemSQL, idemRow); err != nil {
 			return err
 		}
 	}
@@ -452,14 +684,14 @@ func (w *writer) flush() error {
 			args = append(args, j.canvasID, c.Rev, c.EventID, c.CmdID, c.Type, a,
 				c.ActorID, string(c.ActorType), c.TS.UnixMicro(), j.changes[i])
 			if rows++; rows == maxRows {
-				if err := insert(&w.insCommits, insCommitSQL, commitRow, ""); err != nil {
+				if err := insert(&w.insCommits, insCommitSQL, commitRow); err != nil {
 					return err
 				}
 			}
 		}
 	}
 	if rows > 0 {
-		if err := insert(&w.insCommits, insCommitSQL, commitRow, ""); err != nil {
+		if err := insert(&w.insCommits, insCommitSQL, commitRow); err != nil {
 			return err
 		}
 	}

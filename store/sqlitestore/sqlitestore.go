@@ -11,10 +11,16 @@
 // committer takes everything queued (up to a batch limit) into one
 // transaction, commits once, and only then answers every caller. Each call
 // keeps its own outcome: an Append is checked before it writes anything
-// (idempotency keys, then the head), so one that fails (head mismatch,
-// duplicate key, missing canvas) leaves the others untouched, and the rows
-// of the Appends that passed are inserted together with multi-row INSERTs;
-// any other write runs in its own SAVEPOINT. Reads use a separate pool of
+// (idempotency keys, then the head; for a run of Appends, with one query
+// for all their heads and one for all their keys), so one that fails (head
+// mismatch, duplicate key, missing canvas) leaves the others untouched, and
+// the heads and rows of the Appends that passed are written together with
+// multi-row statements; any other write runs in its own SAVEPOINT.
+//
+// The commits and idempotency rows carry no foreign key to their canvas:
+// they are written only for an Append whose canvas row was found (and its
+// head moved) in the same transaction, and DeleteCanvas deletes them
+// explicitly. Reads use a separate pool of
 // read-only connections and never wait for the writer (WAL snapshots). A
 // background connection checkpoints the log, keeping that work and its
 // fsync off the commit path.
@@ -131,7 +137,7 @@ type Store struct {
 	ckQuit  chan struct{} // closed by Close to stop the checkpointer
 	ckDone  chan struct{} // closed when the checkpointer has exited
 
-	batches, jobsDone, commitsDone atomic.Int64
+	batches, jobsDone, commitsDone, reruns atomic.Int64
 
 	jobPool   sync.Pool
 	closeOnce sync.Once
@@ -377,12 +383,13 @@ type Stats struct {
 	Transactions int64 // write transactions committed or rolled back
 	Writes       int64 // write calls (Append, CreateCanvas, ...) they carried
 	Commits      int64 // canvas commits durably appended
+	Reruns       int64 // transactions rolled back after an unexpected error and run again isolated
 }
 
 // Stats returns the committer's counters; Writes/Transactions is the mean
 // group-commit batch size.
 func (s *Store) Stats() Stats {
-	return Stats{Transactions: s.batches.Load(), Writes: s.jobsDone.Load(), Commits: s.commitsDone.Load()}
+	return Stats{Transactions: s.batches.Load(), Writes: s.jobsDone.Load(), Commits: s.commitsDone.Load(), Reruns: s.reruns.Load()}
 }
 
 // Ping reports whether the database answers a query.
@@ -464,9 +471,16 @@ func (s *Store) ListCanvases(ctx context.Context) ([]canvas.Canvas, error) {
 // canvas.ErrNotFound.
 func (s *Store) DeleteCanvas(ctx context.Context, id string) error {
 	return s.write(ctx, func(w *writer) error {
-		if _, err := w.conn.ExecContext(bg, `DELETE FROM canvas_agent_todos WHERE session_id IN
-			(SELECT id FROM canvas_agent_sessions WHERE canvas_id = ?)`, id); err != nil {
-			return mapErr("delete canvas "+id, err)
+		// commits and idempotency have no foreign key (see migration 0002),
+		// and the todos none to their session: delete them first.
+		for _, q := range []string{
+			`DELETE FROM commits WHERE canvas_id = ?`,
+			`DELETE FROM idempotency WHERE canvas_id = ?`,
+			`DELETE FROM canvas_agent_todos WHERE session_id IN (SELECT id FROM canvas_agent_sessions WHERE canvas_id = ?)`,
+		} {
+			if _, err := w.conn.ExecContext(bg, q, id); err != nil {
+				return mapErr("delete canvas "+id, err)
+			}
 		}
 		res, err := w.conn.ExecContext(bg, `DELETE FROM canvases WHERE id = ?`, id) // the rest cascades
 		if err != nil {

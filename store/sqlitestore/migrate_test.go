@@ -1,0 +1,122 @@
+package sqlitestore_test
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/canvasd/canvasd/canvas"
+	"github.com/canvasd/canvasd/migrations"
+	"github.com/canvasd/canvasd/store"
+	"github.com/canvasd/canvasd/store/sqlitestore"
+)
+
+// TestMigration0002KeepsData builds a version-1 database with a log and
+// idempotency records, opens it (which applies 0002), and checks that the
+// data reads back and behaves (duplicate key, append, delete), that the
+// foreign keys of commits and idempotency are gone, and that 0002's down
+// script restores them without losing rows.
+func TestMigration0002KeepsData(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "v1.db")
+	ms, err := migrations.Load(sqlitestore.Dialect)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ms) < 2 || ms[1].Name != "append_path" {
+		t.Fatalf("migrations: %d, want 0002_append_path", len(ms))
+	}
+	db, err := sql.Open("sqlite", path+"?_pragma=foreign_keys(1)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	db.SetMaxOpenConns(1)
+	mustExec := func(q string, args ...any) {
+		t.Helper()
+		if _, err := db.ExecContext(ctx, q, args...); err != nil {
+			t.Fatalf("%.60s: %v", q, err)
+		}
+	}
+	mustExec(migrations.SchemaMigrationsDDL)
+	mustExec(ms[0].Up)
+	mustExec(`INSERT INTO schema_migrations (version, name, applied_at) VALUES (1, 'init', 0)`)
+	mustExec(`INSERT INTO canvases (id, head_rev, created_at) VALUES ('c', 2, 1), ('e', 1, 2)`)
+	mustExec(`INSERT INTO commits (canvas_id, rev, event_id, cmd_id, type, args, actor_id, actor_type, ts, changes) VALUES
+		('c', 1, '1-a', 'cmd_1', 'create_node', '{"id":"n"}', 'human-1', 'human', 10, '[]'),
+		('e', 1, '1-e', 'cmd_e', 'create_node', NULL, 'human-1', 'human', 11, '[]'),
+		('c', 2, '2-a', 'cmd_2', 'move', '{"x":1}', 'agent-1', 'agent', 12, '[{"op":"delete","kind":"node","id":"n"}]')`)
+	mustExec(`INSERT INTO idempotency (canvas_id, key, fingerprint, status, body, rev, created_at) VALUES
+		('c', 'k', 'fp', 200, X'7B7D', 2, 20), ('e', 'k', 'fpe', 200, X'7B7D', 1, 21)`)
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	s := openAt(t, path)
+	cs, err := s.ReadCommits(ctx, "c", 0, 0)
+	if err != nil || len(cs) != 2 || cs[0].EventID != "1-a" || string(cs[1].Args) != `{"x":1}` || cs[1].ActorType != canvas.ActorAgent ||
+		len(cs[1].Changes) != 1 || cs[1].Changes[0].Op != canvas.OpDelete || !cs[1].TS.Equal(time.UnixMicro(12)) {
+		t.Fatalf("commits after the migration: %+v, %v", cs, err)
+	}
+	r, err := s.GetIdempotency(ctx, "c", "k")
+	if err != nil || r.Fingerprint != "fp" || r.Rev != 2 || string(r.Body) != "{}" || !r.CreatedAt.Equal(time.UnixMicro(20)) {
+		t.Fatalf("idempotency record after the migration: %+v, %v", r, err)
+	}
+	next := []canvas.Commit{{Rev: 3, EventID: "3-a", Type: "move", ActorID: "human-1", ActorType: canvas.ActorHuman, TS: time.Now()}}
+	rec := func(key string) []store.IdempotencyRecord {
+		return []store.IdempotencyRecord{{Key: key, Fingerprint: "f", Status: 200, Body: []byte(`{}`), Rev: 3, CreatedAt: time.Now()}}
+	}
+	if err := s.Append(ctx, "c", 2, next, rec("k")); !errors.Is(err, canvas.ErrDuplicateIdempotencyKey) {
+		t.Fatalf("Append with a migrated key: %v", err)
+	}
+	if err := s.Append(ctx, "c", 2, next, rec("k3")); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.DeleteCanvas(ctx, "c"); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+
+	db, err = sql.Open("sqlite", path+"?_pragma=foreign_keys(1)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	db.SetMaxOpenConns(1)
+	count := func(q string) (n int) {
+		t.Helper()
+		if err := db.QueryRowContext(ctx, q).Scan(&n); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+		return n
+	}
+	if n := count(`SELECT count(*) FROM pragma_foreign_key_list('commits')`) + count(`SELECT count(*) FROM pragma_foreign_key_list('idempotency')`); n != 0 {
+		t.Fatalf("%d foreign keys left on commits and idempotency", n)
+	}
+	if n := count(`SELECT count(*) FROM commits WHERE canvas_id = 'c'`) + count(`SELECT count(*) FROM idempotency WHERE canvas_id = 'c'`); n != 0 {
+		t.Fatalf("DeleteCanvas left %d rows of its canvas", n)
+	}
+	if n := count(`SELECT count(*) FROM commits WHERE canvas_id = 'e'`) + count(`SELECT count(*) FROM idempotency WHERE canvas_id = 'e'`); n != 2 {
+		t.Fatalf("the other canvas has %d rows, want 2", n)
+	}
+
+	mustExec(ms[1].Down)
+	mustExec(`DELETE FROM schema_migrations WHERE version = 2`)
+	if n := count(`SELECT count(*) FROM pragma_foreign_key_list('commits')`) + count(`SELECT count(*) FROM pragma_foreign_key_list('idempotency')`); n != 2 {
+		t.Fatalf("after 0002 down: %d foreign keys on commits and idempotency, want 2", n)
+	}
+	if n := count(`SELECT count(*) FROM commits WHERE canvas_id = 'e'`) + count(`SELECT count(*) FROM idempotency WHERE canvas_id = 'e'`); n != 2 {
+		t.Fatalf("after 0002 down: %d rows, want 2", n)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = openAt(t, path) // applies 0002 again
+	defer s.Close()
+	if cs, err := s.ReadCommits(ctx, "e", 0, 0); err != nil || len(cs) != 1 {
+		t.Fatalf("after 0002 down and up: %+v, %v", cs, err)
+	}
+}
