@@ -62,6 +62,13 @@ func TestTwoEnginesOneLog(t *testing.T) {
 	if err := st.CreateCanvas(ctx, canvas.Canvas{ID: "c", CreatedAt: time.Now()}); err != nil {
 		t.Fatal(err)
 	}
+	// Load the canvas in both engines first: an engine publishes the commits
+	// after the state it loaded, and the check below wants every one.
+	for _, e := range []*store.Engine{a, b} {
+		if _, _, err := e.Head(ctx, "c"); err != nil {
+			t.Fatal(err)
+		}
+	}
 	var wg sync.WaitGroup
 	for w := 0; w < 8; w++ {
 		wg.Add(1)

@@ -59,6 +59,13 @@ func TestTwoEnginesFanOut(t *testing.T) {
 	if err := engines[0].Store().CreateCanvas(ctx, canvas.Canvas{ID: "c", CreatedAt: time.Now()}); err != nil {
 		t.Fatal(err)
 	}
+	// Load the canvas in both engines before writing: an engine publishes the
+	// commits after the state it loaded, and this test wants every one.
+	for _, e := range engines {
+		if _, _, err := e.Head(ctx, "c"); err != nil {
+			t.Fatal(err)
+		}
+	}
 	actor := canvas.Actor{ID: "user-1", Type: canvas.ActorHuman}
 	const writers, each = 6, 15
 	var wg sync.WaitGroup
