@@ -91,6 +91,9 @@ func benchAppend(b *testing.B, writers, canvases, group int) {
 	}
 	wg.Wait()
 	b.StopTimer()
+	if n := s.commit.batches.Load(); n > 0 {
+		b.ReportMetric(float64(s.commit.appends.Load())/float64(n), "appends/batch")
+	}
 	close(errc)
 	for err := range errc {
 		b.Fatal(err)

@@ -3,27 +3,29 @@ package pgstore
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
-
-	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/canvasd/canvasd/canvas"
 	"github.com/canvasd/canvasd/store"
 )
 
-// appendSQL is the whole append in one statement, hence one implicit
-// transaction and one round trip: the per-canvas row lock (the UPDATE, which
-// under READ COMMITTED waits for a concurrent appender and then re-checks
-// head_rev), the commits and the idempotency records. The inserts join the
-// UPDATE's output, so when the head does not match nothing is inserted. The
-// last column reads the canvas as of the statement's snapshot, only to tell
-// a missing canvas from a moved head.
+// appendSQL is the whole append of one canvas in one statement (one of the
+// statements of a group-commit batch, see commit.go): the per-canvas row
+// lock (the UPDATE, which under READ COMMITTED waits for a concurrent
+// appender and then re-checks head_rev), the commits and the idempotency
+// records. The inserts join the UPDATE's output, and the UPDATE happens only
+// when none of the keys is stored yet, so when the head does not match or a
+// key is taken nothing is written and the statement does not fail (which
+// would abort the other Appends of its transaction). The last columns read
+// the canvas as of the statement's snapshot, to tell a missing canvas from a
+// moved head, and the first stored key.
 const appendSQL = `
-WITH head AS (
+WITH dup AS (
+	SELECT key FROM idempotency WHERE canvas_id = $1 AND key = ANY($13::text[]) LIMIT 1
+), head AS (
 	UPDATE canvases SET head_rev = head_rev + $3
-	WHERE id = $1 AND head_rev = $2
+	WHERE id = $1 AND head_rev = $2 AND NOT EXISTS (SELECT 1 FROM dup)
 	RETURNING id
 ), log AS (
 	INSERT INTO commits (canvas_id, rev, event_id, cmd_id, type, args, actor_id, actor_type, ts, changes)
@@ -39,7 +41,7 @@ WITH head AS (
 	     AS i(key, fingerprint, status, body, rev, created_at)
 	RETURNING 1
 )
-SELECT (SELECT count(*) FROM head), EXISTS (SELECT 1 FROM canvases WHERE id = $1)`
+SELECT (SELECT count(*) FROM head), EXISTS (SELECT 1 FROM canvases WHERE id = $1), (SELECT key FROM dup)`
 
 // Append atomically appends commits (revisions expectedHead+1, +2, ... in
 // order) to the canvas's log, moves its head to the last one and stores the
@@ -53,9 +55,26 @@ SELECT (SELECT count(*) FROM head), EXISTS (SELECT 1 FROM canvases WHERE id = $1
 // leaves the outcome unknown, as with any remote commit: the statement may
 // have committed, so re-read the head and the log before deciding again.
 // After the commit, other processes are notified (asynchronously; see Listen).
+//
+// Concurrent Appends, to any canvases, share one transaction (group commit,
+// see commit.go); each still succeeds or fails on its own, and returns only
+// once that transaction has committed. A lone Append does not wait for
+// company.
 func (s *Store) Append(ctx context.Context, canvasID string, expectedHead int64, commits []canvas.Commit, idem []store.IdempotencyRecord) error {
+	j, err := s.newAppendJob(ctx, canvasID, expectedHead, commits, idem)
+	if err != nil {
+		return err
+	}
+	err = s.commit.submit(ctx, j)
+	s.commit.put(j)
+	return err
+}
+
+// newAppendJob checks an Append's arguments and encodes them as appendSQL's
+// parameters.
+func (s *Store) newAppendJob(ctx context.Context, canvasID string, expectedHead int64, commits []canvas.Commit, idem []store.IdempotencyRecord) (*appendJob, error) {
 	if expectedHead < 0 {
-		return fmt.Errorf("pgstore: append to %q: expected head %d < 0: %w", canvasID, expectedHead, canvas.ErrInvalid)
+		return nil, fmt.Errorf("pgstore: append to %q: expected head %d < 0: %w", canvasID, expectedHead, canvas.ErrInvalid)
 	}
 	n := len(commits)
 	revs := make([]int64, n)
@@ -70,11 +89,11 @@ func (s *Store) Append(ctx context.Context, canvasID string, expectedHead int64,
 	for i := range commits {
 		c := &commits[i]
 		if c.Rev != expectedHead+int64(i)+1 {
-			return fmt.Errorf("pgstore: append to %q: commit %d has rev %d, want %d: %w",
+			return nil, fmt.Errorf("pgstore: append to %q: commit %d has rev %d, want %d: %w",
 				canvasID, i, c.Rev, expectedHead+int64(i)+1, canvas.ErrInvalid)
 		}
 		if c.CanvasID != "" && c.CanvasID != canvasID {
-			return fmt.Errorf("pgstore: append to %q: commit %d belongs to canvas %q: %w", canvasID, i, c.CanvasID, canvas.ErrInvalid)
+			return nil, fmt.Errorf("pgstore: append to %q: commit %d belongs to canvas %q: %w", canvasID, i, c.CanvasID, canvas.ErrInvalid)
 		}
 		revs[i] = c.Rev
 		eventIDs[i] = c.EventID
@@ -93,7 +112,7 @@ func (s *Store) Append(ctx context.Context, canvasID string, expectedHead int64,
 		}
 		b, err := json.Marshal(ch)
 		if err != nil {
-			return fmt.Errorf("pgstore: append to %q: encode changes of rev %d: %v: %w", canvasID, c.Rev, err, canvas.ErrInvalid)
+			return nil, fmt.Errorf("pgstore: append to %q: encode changes of rev %d: %v: %w", canvasID, c.Rev, err, canvas.ErrInvalid)
 		}
 		changes[i] = string(b)
 	}
@@ -107,7 +126,7 @@ func (s *Store) Append(ctx context.Context, canvasID string, expectedHead int64,
 	for i := range idem {
 		r := &idem[i]
 		if r.CanvasID != "" && r.CanvasID != canvasID {
-			return fmt.Errorf("pgstore: append to %q: idempotency record %q belongs to canvas %q: %w", canvasID, r.Key, r.CanvasID, canvas.ErrInvalid)
+			return nil, fmt.Errorf("pgstore: append to %q: idempotency record %q belongs to canvas %q: %w", canvasID, r.Key, r.CanvasID, canvas.ErrInvalid)
 		}
 		keys[i], fps[i], statuses[i], irevs[i] = r.Key, []byte(r.Fingerprint), int32(r.Status), r.Rev
 		bodies[i] = r.Body
@@ -120,36 +139,12 @@ func (s *Store) Append(ctx context.Context, canvasID string, expectedHead int64,
 		}
 	}
 
-	ctx, cancel := s.opCtx(ctx)
-	defer cancel()
-	var updated int64
-	var exists bool
-	var err error
-	for attempt := 0; attempt < 2; attempt++ {
-		err = s.pool.QueryRow(ctx, appendSQL, canvasID, expectedHead, int64(n),
-			revs, eventIDs, cmdIDs, types, args, actorIDs, actorTypes, tss, changes,
-			keys, fps, statuses, bodies, irevs, created).Scan(&updated, &exists)
-		// A pooled connection that died while idle fails before sending
-		// anything: nothing can have been written, so try a fresh one.
-		if err == nil || !pgconn.SafeToRetry(err) || ctx.Err() != nil {
-			break
-		}
-	}
-	if err != nil {
-		var pgErr *pgconn.PgError
-		if errors.As(err, &pgErr) && pgErr.Code == codeUniqueViolation && pgErr.TableName == "idempotency" {
-			return fmt.Errorf("pgstore: append to %q: %w", canvasID, canvas.ErrDuplicateIdempotencyKey)
-		}
-		return s.wrap(ctx, "append to "+canvasID, err)
-	}
-	if updated == 0 {
-		if !exists {
-			return fmt.Errorf("pgstore: append to %q: %w", canvasID, canvas.ErrNotFound)
-		}
-		return fmt.Errorf("pgstore: append to %q at head %d: %w", canvasID, expectedHead, canvas.ErrHeadMismatch)
-	}
-	s.notify.add(canvasID)
-	return nil
+	j := s.commit.jobPool.Get().(*appendJob)
+	j.ctx, j.deadline, j.canvasID, j.head = ctx, s.opDeadline(ctx), canvasID, expectedHead
+	j.args = append(j.args[:0], canvasID, expectedHead, int64(n),
+		revs, eventIDs, cmdIDs, types, args, actorIDs, actorTypes, tss, changes,
+		keys, fps, statuses, bodies, irevs, created)
+	return j, nil
 }
 
 // ReadCommits returns up to limit commits (limit ≤ 0: all) with rev >

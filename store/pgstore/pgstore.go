@@ -63,6 +63,7 @@ type Store struct {
 	instance string // hex id of this Store in NOTIFY payloads
 	log      *slog.Logger
 	notify   *notifier
+	commit   *committer      // group commit of Appends (commit.go)
 	bc       broadcastState  // store.Broadcaster set-up (broadcast.go)
 	ctx      context.Context // canceled by Close (stops Listen)
 	cancel   context.CancelFunc
@@ -183,6 +184,7 @@ func Open(ctx context.Context, databaseURL string, opts ...Option) (*Store, erro
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.notify = newNotifier(s)
+	s.commit = newCommitter(s, pc.MaxConns)
 	return s, nil
 }
 
@@ -196,11 +198,13 @@ func (s *Store) Ping(ctx context.Context) error {
 	return s.wrap(ctx, "ping", s.pool.Ping(ctx))
 }
 
-// Close sends the pending NOTIFYs, stops Listen and closes the pool;
-// operations after Close fail with canvas.ErrUnavailable. Close is idempotent.
+// Close finishes the queued Appends, sends the pending NOTIFYs, stops
+// Listen and closes the pool; operations after Close fail with
+// canvas.ErrUnavailable. Close is idempotent.
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
 		s.cancel()
+		s.commit.close()
 		s.notify.close()
 		s.pool.Close()
 	})
