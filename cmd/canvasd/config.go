@@ -27,6 +27,7 @@ type Config struct {
 	MaxImageBytes   int64
 	SnapshotEvery   int64
 	Heartbeat       time.Duration
+	FullSync        bool // embedded store: fsync every commit (survives power loss)
 	ShutdownTimeout time.Duration
 }
 
@@ -82,6 +83,14 @@ func settings() []setting {
 		{"max-command-bytes", "CANVASD_MAX_COMMAND_BYTES", "1048576", "request body limit for commands", i64("max-command-bytes", func(c *Config) *int64 { return &c.MaxCommandBytes })},
 		{"max-image-bytes", "CANVASD_MAX_IMAGE_BYTES", "10485760", "decoded size limit for image messages", i64("max-image-bytes", func(c *Config) *int64 { return &c.MaxImageBytes })},
 		{"snapshot-every", "CANVASD_SNAPSHOT_EVERY", "1000", "store a state snapshot every N commits", i64("snapshot-every", func(c *Config) *int64 { return &c.SnapshotEvery })},
+		{"sync", "CANVASD_SYNC", "normal", "embedded store durability: normal (survives a crash of canvasd) or full (fsync per commit: survives power loss)", func(c *Config, v string) error {
+			switch v {
+			case "normal", "full":
+				c.FullSync = v == "full"
+				return nil
+			}
+			return fmt.Errorf("sync must be normal or full, got %q", v)
+		}},
 		{"heartbeat", "CANVASD_HEARTBEAT", "15s", "SSE heartbeat interval", dur("heartbeat", func(c *Config) *time.Duration { return &c.Heartbeat })},
 		{"shutdown-timeout", "CANVASD_SHUTDOWN_TIMEOUT", "10s", "how long shutdown waits for requests", dur("shutdown-timeout", func(c *Config) *time.Duration { return &c.ShutdownTimeout })},
 	}

@@ -33,7 +33,11 @@ func openStore(ctx context.Context, c Config, log *slog.Logger) (store.Store, er
 	if err := os.MkdirAll(c.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("creating data dir: %w", err)
 	}
-	return sqlitestore.Open(ctx, filepath.Join(c.DataDir, "canvasd.db"), sqlitestore.WithLogger(log))
+	opts := []sqlitestore.Option{sqlitestore.WithLogger(log)}
+	if c.FullSync {
+		opts = append(opts, sqlitestore.WithFullSync())
+	}
+	return sqlitestore.Open(ctx, filepath.Join(c.DataDir, "canvasd.db"), opts...)
 }
 
 // broadcasterOf returns st's store.Broadcaster (PostgreSQL), or nil: ephemeral

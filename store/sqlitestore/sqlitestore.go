@@ -67,6 +67,7 @@ type config struct {
 	busyTimeout time.Duration
 	cacheKiB    int
 	checkpoint  time.Duration
+	fullSync    bool
 }
 
 // WithLogger sets the logger (default: discard).
@@ -100,6 +101,23 @@ func WithBusyTimeout(d time.Duration) Option {
 			c.busyTimeout = d
 		}
 	}
+}
+
+// WithFullSync makes every commit fsync the write-ahead log
+// (synchronous=FULL): acknowledged commits then survive power loss and
+// operating-system crashes too, at the cost of one fsync per group commit.
+// The default (synchronous=NORMAL) survives a crash of the process only.
+func WithFullSync() Option { return func(c *config) { c.fullSync = true } }
+
+// writerDSN is the writer connection's DSN: synchronous=NORMAL, or FULL
+// (fsync per commit) with fullSync.
+func writerDSN(path, common string, fullSync bool) string {
+	sync := "NORMAL"
+	if fullSync {
+		sync = "FULL"
+	}
+	return path + "?" + common + "&_pragma=synchronous(" + sync + ")&_pragma=temp_store(MEMORY)" +
+		"&_pragma=wal_autocheckpoint(16384)&_pragma=journal_size_limit(67108864)&_txlock=immediate"
 }
 
 // WithCheckpointInterval sets how often a background connection copies the
@@ -171,8 +189,7 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 	// mode syncs at checkpoints only, which survives a process crash.
 	// The writer checkpoints by itself only when the background checkpointer
 	// falls behind (16384 pages = 64 MiB of log).
-	wdsn := path + "?" + common + "&_pragma=synchronous(NORMAL)&_pragma=temp_store(MEMORY)" +
-		"&_pragma=wal_autocheckpoint(16384)&_pragma=journal_size_limit(67108864)&_txlock=immediate"
+	wdsn := writerDSN(path, common, cfg.fullSync)
 	rdsn := path + "?" + common + "&_pragma=query_only(1)"
 	ckdsn := path + "?" + common + "&_pragma=synchronous(NORMAL)"
 
