@@ -140,7 +140,7 @@ func (a *applier) nodeChange(ref canvas.Ref, ch *canvas.Change) error {
 			return fmt.Errorf("patch of a missing node: %w", canvas.ErrNotFound)
 		}
 		n := *old
-		if err := patchNode(&n, ch.Patch); err != nil {
+		if err := nodeFields.patch(&n, ch.Patch); err != nil {
 			return err
 		}
 		normalizeDocNode(&n)
@@ -196,7 +196,7 @@ func (a *applier) edgeChange(ref canvas.Ref, ch *canvas.Change) error {
 			return fmt.Errorf("patch of a missing edge: %w", canvas.ErrNotFound)
 		}
 		e := *old
-		if err := patchEdge(&e, ch.Patch); err != nil {
+		if err := edgeFields.patch(&e, ch.Patch); err != nil {
 			return err
 		}
 		e.UpdatedRev = c.Rev
@@ -211,64 +211,6 @@ func (a *applier) edgeChange(ref canvas.Ref, ch *canvas.Change) error {
 		s.Tombstones[ref] = c.Rev
 	default:
 		return fmt.Errorf("unknown op %q on an edge: %w", ch.Op, canvas.ErrInvalid)
-	}
-	return nil
-}
-
-// patchNode applies a node patch to n (a private copy).
-func patchNode(n *canvas.Node, p map[string]any) error {
-	for k, v := range p {
-		var err error
-		switch k {
-		case "type":
-			n.Type, err = patchString(k, v)
-		case "name":
-			n.Name, err = patchString(k, v)
-		case "parent_id":
-			n.ParentID, err = patchString(k, v)
-		case "index":
-			n.Index, err = patchString(k, v)
-		case "x":
-			n.X, err = patchNumber(k, v)
-		case "y":
-			n.Y, err = patchNumber(k, v)
-		case "w":
-			n.W, err = patchNumber(k, v)
-		case "h":
-			n.H, err = patchNumber(k, v)
-		case "rotation":
-			n.Rotation, err = patchNumber(k, v)
-		case "props":
-			n.Props, err = patchProps(n.Props, v)
-		default:
-			err = fmt.Errorf("patch field %q is not a patchable node field: %w", k, canvas.ErrInvalid)
-		}
-		if err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// patchEdge applies an edge patch to e (a private copy).
-func patchEdge(e *canvas.Edge, p map[string]any) error {
-	for k, v := range p {
-		var err error
-		switch k {
-		case "from":
-			e.From, err = patchString(k, v)
-		case "to":
-			e.To, err = patchString(k, v)
-		case "type":
-			e.Type, err = patchString(k, v)
-		case "props":
-			e.Props, err = patchProps(e.Props, v)
-		default:
-			err = fmt.Errorf("patch field %q is not a patchable edge field: %w", k, canvas.ErrInvalid)
-		}
-		if err != nil {
-			return err
-		}
 	}
 	return nil
 }

@@ -288,12 +288,12 @@ func invertChange(ref canvas.Ref, p *preImage) canvas.Change {
 	if p.changes == 1 {
 		switch {
 		case p.first.Op == canvas.OpPatch && p.node != nil:
-			if inv, ok := invertNodePatch(p.node, p.first.Patch); ok {
+			if inv, ok := nodeFields.invert(p.node, p.first.Patch); ok {
 				out.Op, out.Patch = canvas.OpPatch, inv
 				return out
 			}
 		case p.first.Op == canvas.OpPatch && p.edge != nil:
-			if inv, ok := invertEdgePatch(p.edge, p.first.Patch); ok {
+			if inv, ok := edgeFields.invert(p.edge, p.first.Patch); ok {
 				out.Op, out.Patch = canvas.OpPatch, inv
 				return out
 			}
@@ -343,65 +343,6 @@ func invertHunks(text canvas.DocText, hunks []canvas.TextHunk) ([]canvas.TextHun
 		cur = h.Line + h.Del
 	}
 	return inv, nil
-}
-
-// invertNodePatch returns the patch restoring the fields p sets on n.
-func invertNodePatch(n *canvas.Node, p map[string]any) (map[string]any, bool) {
-	inv := make(map[string]any, len(p))
-	for k, v := range p {
-		switch k {
-		case "type":
-			inv[k] = n.Type
-		case "name":
-			inv[k] = n.Name
-		case "parent_id":
-			inv[k] = n.ParentID
-		case "index":
-			inv[k] = n.Index
-		case "x":
-			inv[k] = n.X
-		case "y":
-			inv[k] = n.Y
-		case "w":
-			inv[k] = n.W
-		case "h":
-			inv[k] = n.H
-		case "rotation":
-			inv[k] = n.Rotation
-		case "props":
-			pm, ok := v.(map[string]any)
-			if !ok {
-				return nil, false
-			}
-			inv[k] = invertMergePatch(n.Props, pm)
-		default:
-			return nil, false
-		}
-	}
-	return inv, true
-}
-
-func invertEdgePatch(e *canvas.Edge, p map[string]any) (map[string]any, bool) {
-	inv := make(map[string]any, len(p))
-	for k, v := range p {
-		switch k {
-		case "from":
-			inv[k] = e.From
-		case "to":
-			inv[k] = e.To
-		case "type":
-			inv[k] = e.Type
-		case "props":
-			pm, ok := v.(map[string]any)
-			if !ok {
-				return nil, false
-			}
-			inv[k] = invertMergePatch(e.Props, pm)
-		default:
-			return nil, false
-		}
-	}
-	return inv, true
 }
 
 // invertMergePatch returns the JSON merge patch that turns merge(old, p)

@@ -472,7 +472,7 @@ func (t *tx) nodeChange(id string) (canvas.Change, bool, error) {
 		}
 		return canvas.Change{Op: canvas.OpPut, Kind: canvas.KindNode, ID: id, Value: b}, true, nil
 	}
-	p := diffNode(old, nw)
+	p := nodeFields.diff(old, nw)
 	if p == nil {
 		return canvas.Change{}, false, nil
 	}
@@ -497,81 +497,11 @@ func (t *tx) edgeChange(id string) (canvas.Change, bool, error) {
 		}
 		return canvas.Change{Op: canvas.OpPut, Kind: canvas.KindEdge, ID: id, Value: b}, true, nil
 	}
-	p := diffEdge(old, nw)
+	p := edgeFields.diff(old, nw)
 	if p == nil {
 		return canvas.Change{}, false, nil
 	}
 	return canvas.Change{Op: canvas.OpPatch, Kind: canvas.KindEdge, ID: id, Patch: p}, true, nil
-}
-
-// diffNode returns the patch turning o into n (nil when equal).
-func diffNode(o, n *canvas.Node) map[string]any {
-	var p map[string]any
-	set := func(k string, v any) {
-		if p == nil {
-			p = make(map[string]any, 4)
-		}
-		p[k] = v
-	}
-	if o.Type != n.Type {
-		set("type", n.Type)
-	}
-	if o.Name != n.Name {
-		set("name", n.Name)
-	}
-	if o.ParentID != n.ParentID {
-		set("parent_id", n.ParentID)
-	}
-	if o.X != n.X {
-		set("x", n.X)
-	}
-	if o.Y != n.Y {
-		set("y", n.Y)
-	}
-	if o.W != n.W {
-		set("w", n.W)
-	}
-	if o.H != n.H {
-		set("h", n.H)
-	}
-	if o.Rotation != n.Rotation {
-		set("rotation", n.Rotation)
-	}
-	if o.Index != n.Index {
-		set("index", n.Index)
-	}
-	if !sameMap(o.Props, n.Props) {
-		if d := mergeDiff(o.Props, n.Props); d != nil {
-			set("props", d)
-		}
-	}
-	return p
-}
-
-// diffEdge returns the patch turning o into n (nil when equal).
-func diffEdge(o, n *canvas.Edge) map[string]any {
-	var p map[string]any
-	set := func(k string, v any) {
-		if p == nil {
-			p = make(map[string]any, 2)
-		}
-		p[k] = v
-	}
-	if o.From != n.From {
-		set("from", n.From)
-	}
-	if o.To != n.To {
-		set("to", n.To)
-	}
-	if o.Type != n.Type {
-		set("type", n.Type)
-	}
-	if !sameMap(o.Props, n.Props) {
-		if d := mergeDiff(o.Props, n.Props); d != nil {
-			set("props", d)
-		}
-	}
-	return p
 }
 
 // recomputeGroups sets every dirty group (and its group ancestors) to the
