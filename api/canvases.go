@@ -3,6 +3,7 @@ package api
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -127,7 +128,7 @@ func (s *Server) handleSnapshot(w http.ResponseWriter, r *http.Request) {
 	var body []byte
 	err := s.engine.View(r.Context(), id, at, func(st *canvas.State, eventID string) error {
 		var err error
-		body, err = marshalJSON(snapshotResponse{CanvasID: id, HeadRev: st.Rev, HeadEventID: eventID, State: st.Scene()})
+		body, err = json.Marshal(snapshotResponse{CanvasID: id, HeadRev: st.Rev, HeadEventID: eventID, State: st.Scene()})
 		return err
 	})
 	if err != nil {

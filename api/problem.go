@@ -157,8 +157,6 @@ func decodeJSON(r *http.Request, v any) error {
 	return nil
 }
 
-func marshalJSON(v any) ([]byte, error) { return json.Marshal(v) }
-
 // writeRaw writes an already-encoded JSON body.
 func writeRaw(w http.ResponseWriter, status int, body []byte) {
 	w.Header().Set("Content-Type", "application/json")

@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"time"
 
@@ -189,7 +190,7 @@ func (s *Server) fillGap(ctx context.Context, id string, last *int64, upTo int64
 
 // commitFrame encodes a commit as a canvas_commit SSE event.
 func commitFrame(c *canvas.Commit) []byte {
-	data, err := marshalJSON(c)
+	data, err := json.Marshal(c)
 	if err != nil {
 		data = []byte(`{}`)
 	}

@@ -35,7 +35,10 @@ func (e *Engine) Execute(ctx context.Context, canvasID string, actor canvas.Acto
 		return Response{}, err
 	}
 	r := &request{ctx: ctx, actor: actor, envs: []canvas.Envelope{env}, baseRev: *env.BaseRev,
-		idemKey: env.IdempotencyKey, fp: env.Fingerprint()}
+		idemKey: env.IdempotencyKey}
+	if r.idemKey != "" { // the fingerprint only tells replays from misuse of a key
+		r.fp = env.Fingerprint()
+	}
 	return e.submit(ctx, canvasID, r)
 }
 
@@ -63,7 +66,9 @@ func (e *Engine) ExecuteBatch(ctx context.Context, canvasID string, actor canvas
 			return Response{}, canvas.Invalid(fmt.Sprintf("commands[%d].idempotency_key", i),
 				"commands inside a batch cannot carry their own key; put one idempotency_key on the batch")
 		}
-		fp.WriteString("\x01" + envs[i].Fingerprint())
+		if idempotencyKey != "" {
+			fp.WriteString("\x01" + envs[i].Fingerprint())
+		}
 	}
 	r := &request{ctx: ctx, actor: actor, envs: envs, baseRev: baseRev, batch: true,
 		idemKey: idempotencyKey, fp: fp.String()}
