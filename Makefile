@@ -13,35 +13,74 @@ help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-8s %s\n", $$1, $$2}'
 
 .PHONY: run
-run: ## run canvasd on the embedded store in ./data (http://127.0.0.1:8080)
-	$(GO) run ./cmd/canvasd serve
+run: build ## build (with the web UI), then run canvasd on the embedded store in ./data (http://127.0.0.1:8080)
+	bin/canvasd serve
 
 .PHONY: build
-build: ## build bin/canvasd
+build: ui ## build bin/canvasd with the web UI embedded
+	@echo "building bin/canvasd (the first build downloads the Go modules and compiles everything: a few minutes; later builds take seconds)"
 	$(GO) build -o bin/canvasd ./cmd/canvasd
 
+# The web UI (web/ui, TypeScript) is bundled into web/dist, which the binary
+# embeds. npm ci runs when the lockfile is newer than node_modules; the
+# bundle is rebuilt when a source file is newer than it.
+UI_SRC := $(wildcard web/ui/src/* clients/js/src/*.ts) web/ui/build.mjs web/ui/index.html web/ui/boot.js web/ui/package-lock.json
+.PHONY: ui
+ui: web/dist/index.html ## build the web UI bundle (Node 20 + npm) into web/dist
+
+web/ui/node_modules/.package-lock.json: web/ui/package-lock.json
+	@command -v npm >/dev/null || { echo "npm is missing: the web UI needs Node.js 20 and npm (apt-get install nodejs npm)"; exit 1; }
+	@echo "== installing the web UI's npm packages (npm ci in web/ui; first time: about 300 MB, a minute)"
+	cd web/ui && npm ci --no-audit --no-fund --loglevel=error
+	@touch $@
+
+web/dist/index.html: web/ui/node_modules/.package-lock.json $(UI_SRC)
+	@echo "== bundling the web UI (esbuild) into web/dist"
+	cd web/ui && npx tsc --noEmit -p . && node build.mjs
+
 .PHONY: deps
-deps: ## install what the tests need and a fresh machine lacks (Chromium)
+deps: ## install what the tests need and a fresh machine lacks (Chromium, a C compiler for the race detector)
 	@scripts/ensure-test-deps.sh
 
+# Without a database URL the PostgreSQL tests skip; say so before and after.
+PG_NOTE = if [ -z "$$CANVASD_TEST_DATABASE_URL" ]; then echo "note: CANVASD_TEST_DATABASE_URL is not set, so the PostgreSQL tests are SKIPPED;" \
+  "to run them: export CANVASD_TEST_DATABASE_URL='postgres://USER@127.0.0.1:5432/DB?sslmode=disable' (the tests make and drop their own schemas)"; fi
+
 .PHONY: test
-test: deps ## run every test: Go (SQLite, PostgreSQL when CANVASD_TEST_DATABASE_URL is set, Chromium) and Python
+test: deps ui ## run every test with the race detector: Go (SQLite, PostgreSQL when CANVASD_TEST_DATABASE_URL is set, Chromium), Python and TypeScript
+	@$(PG_NOTE)
 	$(GO) vet ./...
-	$(GO) test -count=1 -timeout 20m ./...
+	$(GO) test -race -count=1 -timeout 30m ./...
+	@echo "browser test screenshots: $(CURDIR)/test-artifacts/web/"
 	$(PYTHON) -m unittest discover -s clients/python/tests -t clients/python
+	$(MAKE) js-test
+	@$(PG_NOTE)
+
+.PHONY: js-test
+js-test: ## the TypeScript client: npm ci, generated types current, build, tests (Node and Chromium against canvasd)
+	cd clients/js && npm ci --no-audit --no-fund && npm run check-generated && npm run build && npm test
 
 .PHONY: bench
-bench: ## run the benchmarks of DESIGN.md's performance targets and print their figures
-	@echo "== command apply over HTTP, SSE fan-out (1k and 10k subscribers), resume, memory per subscriber"
-	$(GO) test -run '^$$' -bench '^Benchmark(CommandApplyHTTP|SSEDelivery|SSEResume)$$' -benchtime 1x -timeout 20m ./api/ | grep -E '^Benchmark'
-	@echo "== engine throughput on the embedded store (no HTTP), cold load of 100k commits"
+bench: ui ## run the benchmarks of the performance targets (docs/architecture.md) and print their figures
+	@echo "== writes against the write floor (bare HTTP + JSON + SQLite insert, group commit, built in this run):"
+	@echo "   10,000 commands, 8 clients, one canvas; x-floor = canvasd/floor (>= 1.0), big/empty = 50k-shape canvas/empty (>= 0.9)"
+	$(GO) test -run '^$$' -bench '^BenchmarkWrites$$' -benchtime 1x -timeout 20m ./api/ | grep -E '^Benchmark'
+	@echo "== commit -> SSE fan-out against a bare Go SSE broadcaster (x-floor = p99 ratio, <= 1.1 at 1k and 5k; p99 <= 160 ms at 10k)"
+	$(GO) test -run '^$$' -bench '^BenchmarkSSEDelivery$$' -benchtime 1x -timeout 20m ./api/ | grep -E '^Benchmark'
+	@echo "== command apply over HTTP (latency, throughput), resume of 1k missed commits"
+	$(GO) test -run '^$$' -bench '^Benchmark(CommandApplyHTTP|SSEResume)$$' -benchtime 1x -timeout 20m ./api/ | grep -E '^Benchmark'
+	@echo "== engine throughput on the embedded store (no HTTP), cold load of a 100k-shape canvas and heap per shape"
 	$(GO) test -run '^$$' -bench 'EngineExecute' -benchtime 40000x ./store/sqlitestore/ | grep -E '^Benchmark'
-	$(GO) test -run '^$$' -bench 'ColdLoad' -benchtime 1x ./store/ | grep -E '^Benchmark'
+	$(GO) test -run '^$$' -bench 'ColdLoad' -benchtime 1x -timeout 20m ./store/ | grep -E '^Benchmark'
 	@echo "== documents: line edit on 10k lines (reducer, engine, HTTP), diff of 10k lines with 100 changed"
 	$(GO) test -run '^$$' -bench 'LineEdit10k|Diff10k100' -benchtime 2000x ./reducer/ | grep -E '^Benchmark'
 	$(GO) test -run '^$$' -bench 'DocLineEdit' -benchtime 2000x ./api/ | grep -E '^Benchmark'
+	@echo "== web UI in Chromium: open a canvas of 5,000 shapes (target <= 1 s), remote commit on screen (target p95 <= 50 ms)"
+	$(GO) test -run '^$$' -bench '^BenchmarkWebUI$$' -benchtime 1x -timeout 10m ./api/ | grep -E '^Benchmark|web_bench'
 	@echo "== agent: complete action in the model stream -> its commit (fake model)"
 	$(GO) test -run '^$$' -bench 'AgentActionToCommit' -benchtime 40x ./api/ | grep -E '^Benchmark'
+	@echo "== agent SLOs with a host browser and a plain subscriber: model's first token -> first action, screenshot, apply jitter"
+	$(GO) test -run '^$$' -bench 'AgentBrowserSLOs' -benchtime 20x ./api/ | grep -E '^Benchmark'
 	@echo "== PostgreSQL (needs CANVASD_TEST_DATABASE_URL): durable appends, HTTP apply, cross-process SSE"
 	@if [ -n "$$CANVASD_TEST_DATABASE_URL" ]; then \
 	  $(GO) test -run '^$$' -bench 'Append' -benchtime 3s ./store/pgstore/ | grep -E '^Benchmark'; \

@@ -1,5 +1,5 @@
 // Package canvasd holds files embedded from the repository root: the OpenAPI
-// document that describes the HTTP contract of API.md.
+// document that is the HTTP contract (docs/api.md explains it).
 package canvasd
 
 import _ "embed"

@@ -1,4 +1,4 @@
-// Package agent is the canvas agent runner of the unified agent design: it
+// Package agent is the canvas agent runner: it
 // builds prompt context from a canvas snapshot, streams a model's reply,
 // parses TLDraw-native actions incrementally, sanitizes them, publishes
 // agent:* envelopes on the canvas stream, and applies every complete action
@@ -255,6 +255,55 @@ type AddDetailParams struct {
 	Hint *string `json:"hint,omitempty" maxlen:"2000" desc:"what the follow-up pass should add"`
 }
 
+// Document verbs: the line-edit commands of a doc node, with the commands'
+// args. Line numbers are 1-indexed and inclusive; raw strings (tag raw) are
+// kept verbatim, whitespace included.
+
+// ReplaceLinesParams replaces lines start_line..end_line of a document.
+type ReplaceLinesParams struct {
+	NodeID     string  `json:"node_id" maxlen:"200" desc:"the doc node"`
+	StartLine  int     `json:"start_line" min:"1" max:"10000000" desc:"first line to replace"`
+	EndLine    int     `json:"end_line" min:"1" max:"10000000" desc:"last line to replace (inclusive)"`
+	NewContent string  `json:"new_content" raw:"true" maxlen:"1000000" desc:"the lines that replace them, indented as the code around them; a trailing newline ends the last line"`
+	Reason     *string `json:"reason,omitempty" maxlen:"2000" desc:"why (recorded with the change)"`
+}
+
+// InsertLinesParams inserts lines after a line of a document (0: at the top).
+type InsertLinesParams struct {
+	NodeID          string  `json:"node_id" maxlen:"200" desc:"the doc node"`
+	InsertAfterLine int     `json:"insert_after_line" min:"0" max:"10000000" desc:"insert after this line; 0 inserts at the top"`
+	Content         string  `json:"content" raw:"true" maxlen:"1000000" desc:"the lines to insert, indented as the code around them"`
+	Reason          *string `json:"reason,omitempty" maxlen:"2000" desc:"why (recorded with the change)"`
+}
+
+// DeleteLinesParams deletes lines start_line..end_line of a document.
+type DeleteLinesParams struct {
+	NodeID    string  `json:"node_id" maxlen:"200" desc:"the doc node"`
+	StartLine int     `json:"start_line" min:"1" max:"10000000" desc:"first line to delete"`
+	EndLine   int     `json:"end_line" min:"1" max:"10000000" desc:"last line to delete (inclusive)"`
+	Reason    *string `json:"reason,omitempty" maxlen:"2000" desc:"why (recorded with the change)"`
+}
+
+// SearchReplaceParams replaces matches of a pattern line by line in a document.
+type SearchReplaceParams struct {
+	NodeID          string  `json:"node_id" maxlen:"200" desc:"the doc node"`
+	SearchPattern   string  `json:"search_pattern" raw:"true" maxlen:"10000" desc:"text, or an RE2 regular expression when regex is true"`
+	ReplaceWith     string  `json:"replace_with" raw:"true" maxlen:"100000" desc:"the replacement; with regex, $1 or ${name} insert groups"`
+	CaseSensitive   *bool   `json:"case_sensitive,omitempty" desc:"default true"`
+	Regex           *bool   `json:"regex,omitempty" desc:"treat search_pattern as an RE2 regular expression"`
+	MaxReplacements *int    `json:"max_replacements,omitempty" min:"0" max:"1000000" desc:"0 (default) replaces every match"`
+	Reason          *string `json:"reason,omitempty" maxlen:"2000" desc:"why (recorded with the change)"`
+}
+
+// SaveSnapshotParams saves the canvas's current revision as a named snapshot.
+type SaveSnapshotParams struct {
+	Label       *string `json:"label,omitempty" maxlen:"200"`
+	Description *string `json:"description,omitempty" maxlen:"2000"`
+}
+
+// UndoParams: undo takes no params (it undoes the agent's own last change).
+type UndoParams struct{}
+
 // ApplyPresetParams applies a brand preset: to targetIds (updates) or as a new note.
 type ApplyPresetParams struct {
 	Preset    string   `json:"preset" enum:"preset"`
@@ -270,10 +319,13 @@ type Verb struct {
 	Description string
 	Params      reflect.Type
 	Sample      string // a sample params object (JSON)
-	// Meta verbs never become commands (think, todo, add_detail, set_viewport);
-	// Macro verbs are expanded by the sanitizer (apply_preset).
+	// Meta verbs never become commands (think, todo, add_detail, set_viewport,
+	// save_snapshot); Macro verbs are expanded by the sanitizer (apply_preset).
 	Meta, Macro bool
-	check       func(v any) error
+	// Doc verbs edit a document; they are offered to the model only when the
+	// target of the session is a document (DocumentSystemPrompt).
+	Doc   bool
+	check func(v any) error
 }
 
 // Verbs returns the catalog in prompt order. The list is built per call (no
@@ -299,6 +351,17 @@ func Verbs() []Verb {
 		{Name: "think", Description: "Tell the people watching what you are doing (shown in chat).", Params: t(ThinkParams{}), Sample: `{"text":"Laying out a bold hero first."}`, Meta: true},
 		{Name: "todo", Description: "Record a todo for this session.", Params: t(TodoParams{}), Sample: `{"text":"Add a footer"}`, Meta: true},
 		{Name: "add_detail", Description: "Ask for one more pass that adds detail after this reply.", Params: t(AddDetailParams{}), Sample: `{"hint":"add captions under the sticky notes"}`, Meta: true},
+		{Name: "replace_lines", Description: "Replace lines start_line..end_line of a document with new_content.", Params: t(ReplaceLinesParams{}), Doc: true,
+			Sample: `{"node_id":"doc1","start_line":15,"end_line":16,"new_content":"  try {\n    await fetch(url)\n  } catch (err) {\n    console.error(err)\n  }\n","reason":"handle network errors"}`, check: checkLineRange},
+		{Name: "insert_lines", Description: "Insert content after line insert_after_line of a document (0: at the top).", Params: t(InsertLinesParams{}), Doc: true,
+			Sample: `{"node_id":"doc1","insert_after_line":3,"content":"import os\n"}`},
+		{Name: "delete_lines", Description: "Delete lines start_line..end_line of a document.", Params: t(DeleteLinesParams{}), Doc: true,
+			Sample: `{"node_id":"doc1","start_line":8,"end_line":9}`, check: checkLineRange},
+		{Name: "search_replace", Description: "Replace matches of search_pattern with replace_with, line by line, in a document.", Params: t(SearchReplaceParams{}), Doc: true,
+			Sample: `{"node_id":"doc1","search_pattern":"colour","replace_with":"color"}`},
+		{Name: "save_snapshot", Description: "Save the current version as a named snapshot before a risky change.", Params: t(SaveSnapshotParams{}), Doc: true, Meta: true,
+			Sample: `{"label":"before refactor"}`},
+		{Name: "undo", Description: "Undo your own last change.", Params: t(UndoParams{}), Doc: true, Sample: `{}`},
 		{Name: "apply_preset", Description: "Brand macro: style targetIds with a preset (Hero, Callout, Quiet, Wire, Label), or create a new note with it at x, y.", Params: t(ApplyPresetParams{}), Sample: `{"preset":"Callout","x":100,"y":400,"text":"Raw concrete"}`, Macro: true},
 	}
 }
@@ -332,6 +395,15 @@ func checkMove(v any) error {
 	abs := p.ID != nil && *p.ID != "" && p.X != nil && p.Y != nil
 	if rel == abs {
 		return fmt.Errorf("move: give either ids with dx and dy, or id with x and y")
+	}
+	return nil
+}
+
+// checkLineRange checks start_line ≤ end_line of a line range verb.
+func checkLineRange(v any) error {
+	p := reflect.ValueOf(v).Elem()
+	if start, end := p.FieldByName("StartLine").Int(), p.FieldByName("EndLine").Int(); start > end {
+		return fmt.Errorf("start_line %d is after end_line %d", start, end)
 	}
 	return nil
 }
@@ -496,6 +568,9 @@ func checkTags(f reflect.StructField, v reflect.Value, path string) error {
 			return fmt.Errorf("%s: %q is not one of %s", path, v.String(), strings.Join(set, ", "))
 		}
 	}
+	if v.Kind() == reflect.Int {
+		v = reflect.ValueOf(float64(v.Int()))
+	}
 	if v.Kind() == reflect.Float64 {
 		x := v.Float()
 		if math.IsNaN(x) || math.IsInf(x, 0) {
@@ -571,7 +646,7 @@ func schemaOf(t reflect.Type, f reflect.StructField) map[string]any {
 		s["type"] = "string"
 		if e := f.Tag.Get("enum"); e != "" {
 			s["enum"] = enumOrSegment(e)
-		} else {
+		} else if f.Tag.Get("raw") == "" {
 			s["minLength"] = 1
 		}
 		if n := f.Tag.Get("maxlen"); n != "" {
@@ -592,6 +667,14 @@ func schemaOf(t reflect.Type, f reflect.StructField) map[string]any {
 		s["type"] = "boolean"
 	case reflect.Int, reflect.Int64:
 		s["type"] = "integer"
+		if v := f.Tag.Get("min"); v != "" {
+			m, _ := strconv.ParseFloat(v, 64)
+			s["minimum"] = m
+		}
+		if v := f.Tag.Get("max"); v != "" {
+			m, _ := strconv.ParseFloat(v, 64)
+			s["maximum"] = m
+		}
 	}
 	if d := f.Tag.Get("desc"); d != "" {
 		s["description"] = d
@@ -616,13 +699,19 @@ type Catalog struct {
 	Actions  []CatalogEntry `json:"actions"`
 }
 
-// OutputProtocol describes the model output format (API.md).
+// OutputProtocol describes the model output format (docs/api.md, "The canvas agent").
 const OutputProtocol = `Reply with exactly one JSON object {"actions": [{"name": "<verb>", "params": {...}}, ...]} and nothing else. Each action's params must match its schema. Refer to shapes by the ids in the canvas context or by the ids you gave in create_shape.`
 
 // BuildCatalog builds the catalog from Verbs.
-func BuildCatalog() Catalog {
+func BuildCatalog() Catalog { return buildCatalog(func(Verb) bool { return true }) }
+
+// buildCatalog builds the catalog of the verbs keep accepts.
+func buildCatalog(keep func(Verb) bool) Catalog {
 	c := Catalog{Version: ActionsVersion, Protocol: OutputProtocol}
 	for _, v := range Verbs() {
+		if !keep(v) {
+			continue
+		}
 		kind := "canvas"
 		if v.Meta {
 			kind = "meta"
@@ -635,7 +724,9 @@ func BuildCatalog() Catalog {
 }
 
 // CatalogJSON returns the catalog encoded as JSON (deterministic: map keys sorted).
-func CatalogJSON() []byte {
-	b, _ := json.Marshal(BuildCatalog())
+func CatalogJSON() []byte { return catalogJSON(func(Verb) bool { return true }) }
+
+func catalogJSON(keep func(Verb) bool) []byte {
+	b, _ := json.Marshal(buildCatalog(keep))
 	return b
 }

@@ -13,15 +13,32 @@ import (
 // Config holds the agent runner's knobs. Build it with ConfigFromEnv (which
 // cmd/canvasd calls once) or start from DefaultConfig.
 type Config struct {
-	// Model is the default provider spec: "debug/fake" or "openai:<model>"
-	// (CANVAS_STEWARD_MODEL). A run may override it per request.
+	// Model is the default provider spec: "debug/fake", "openai:<model>",
+	// "anthropic:<model>" or "google:<model>" (CANVAS_STEWARD_MODEL, or
+	// CANVAS_AGENT_CONFIG's "model", which wins). A run may override it per
+	// request.
 	Model string
 	// OpenAIAPIKey and OpenAIBaseURL configure openai:* models
 	// (OPENAI_API_KEY, OPENAI_BASE_URL; empty base: the OpenAI API).
 	OpenAIAPIKey  string
 	OpenAIBaseURL string
-	// Debug logs prompts and model text at debug level (CANVAS_STEWARD_DEBUG);
-	// otherwise payloads are redacted.
+	// AnthropicAPIKey and AnthropicBaseURL configure anthropic:* models
+	// (ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL; empty base: the Anthropic API).
+	AnthropicAPIKey  string
+	AnthropicBaseURL string
+	// AnthropicCacheTTL is the lifetime of the prompt cache entries that
+	// anthropic:* calls ask for on the static prompt parts: "5m" or "1h"
+	// (ANTHROPIC_CACHE_TTL). DisablePromptCache turns them off.
+	AnthropicCacheTTL string
+	// GoogleAPIKey and GoogleBaseURL configure google:* models
+	// (GOOGLE_API_KEY, else GEMINI_API_KEY; GOOGLE_GEMINI_BASE_URL, empty:
+	// the Gemini API).
+	GoogleAPIKey  string
+	GoogleBaseURL string
+	// Debug (CANVAS_STEWARD_DEBUG) logs, at INFO level so that it needs no
+	// other setting, each turn's prompt (the user message; the system
+	// prompt's size), the model's raw reply and each dropped action with its
+	// params. Without it model text and payloads are never logged.
 	Debug bool
 
 	// Screenshot request timeout, extra attempts and delay between them
@@ -29,6 +46,15 @@ type Config struct {
 	ScreenshotTimeout    time.Duration
 	ScreenshotRetries    int
 	ScreenshotRetryDelay time.Duration
+	// ScreenshotCacheTTL is how long a screenshot serves the turns that ask
+	// for the same canvas revision and bounds; 0 turns the cache off
+	// (CANVAS_AGENT_SCREENSHOT_CACHE_TTL_MS: 0, or 10000 to 30000).
+	ScreenshotCacheTTL time.Duration
+	// AckTimeout is how long the host browser has to ack an envelope before
+	// it is resent; AckRetries bounds the resends, after which the envelope
+	// counts as missed (CANVAS_AGENT_ACK_TIMEOUT_MS, CANVAS_AGENT_ACK_RETRIES).
+	AckTimeout time.Duration
+	AckRetries int
 
 	// LowActionThreshold: a first turn that applies fewer canvas actions than
 	// this gets one deterministic follow-up (CANVAS_AGENT_LOW_ACTION_THRESHOLD).
@@ -47,7 +73,8 @@ type Config struct {
 	TranscriptWindow time.Duration
 	// Watchdog bounds one session's whole run (all its turns).
 	Watchdog time.Duration
-	// DisablePromptCache turns off prompt-part memoization (CANVAS_AGENT_DISABLE_PROMPT_CACHE).
+	// DisablePromptCache turns off both prompt caches: the memoized prompt
+	// parts and the provider-side cache (CANVAS_AGENT_DISABLE_PROMPT_CACHE).
 	DisablePromptCache bool
 	// PromptCacheTTL is how long memoized prompt parts live.
 	PromptCacheTTL time.Duration
@@ -63,9 +90,13 @@ type Config struct {
 func DefaultConfig() Config {
 	return Config{
 		Model:                "debug/fake",
+		AnthropicCacheTTL:    "5m",
 		ScreenshotTimeout:    3500 * time.Millisecond,
 		ScreenshotRetries:    1,
 		ScreenshotRetryDelay: 450 * time.Millisecond,
+		ScreenshotCacheTTL:   15 * time.Second,
+		AckTimeout:           1000 * time.Millisecond,
+		AckRetries:           2,
 		LowActionThreshold:   6,
 		MaxFollowups:         3,
 		MaxReplans:           2,
@@ -88,7 +119,12 @@ type jsonConfig struct {
 		TimeoutMS    *int `json:"timeoutMs"`
 		Retries      *int `json:"retries"`
 		RetryDelayMS *int `json:"retryDelayMs"`
+		CacheTTLMS   *int `json:"cacheTtlMs"`
 	} `json:"screenshot"`
+	Acks *struct {
+		TimeoutMS *int `json:"timeoutMs"`
+		Retries   *int `json:"retries"`
+	} `json:"acks"`
 	Followups *struct {
 		LowActionThreshold *int `json:"lowActionThreshold"`
 		MaxFollowups       *int `json:"maxFollowups"`
@@ -103,9 +139,11 @@ type jsonConfig struct {
 }
 
 // ConfigFromEnv builds the config from the environment (getenv, e.g.
-// os.Getenv): CANVAS_STEWARD_MODEL, CANVAS_STEWARD_DEBUG, OPENAI_API_KEY,
-// OPENAI_BASE_URL, the CANVAS_AGENT_* knobs, then CANVAS_AGENT_CONFIG (JSON)
-// on top. A malformed or out-of-range value is an error wrapping
+// os.Getenv): CANVAS_STEWARD_MODEL, CANVAS_STEWARD_DEBUG, the providers'
+// keys and base URLs (OPENAI_*, ANTHROPIC_*, GOOGLE_API_KEY or
+// GEMINI_API_KEY, GOOGLE_GEMINI_BASE_URL), the CANVAS_AGENT_* knobs, then
+// CANVAS_AGENT_CONFIG (JSON) on top: its "model" wins over
+// CANVAS_STEWARD_MODEL. A malformed or out-of-range value is an error wrapping
 // canvas.ErrInvalid that names the variable.
 func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	c := DefaultConfig()
@@ -147,12 +185,22 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		*dst = b
 	}
 	str("CANVAS_STEWARD_MODEL", &c.Model)
+	modelFrom := "CANVAS_STEWARD_MODEL"
 	boolean("CANVAS_STEWARD_DEBUG", &c.Debug)
 	str("OPENAI_API_KEY", &c.OpenAIAPIKey)
 	str("OPENAI_BASE_URL", &c.OpenAIBaseURL)
+	str("ANTHROPIC_API_KEY", &c.AnthropicAPIKey)
+	str("ANTHROPIC_BASE_URL", &c.AnthropicBaseURL)
+	str("ANTHROPIC_CACHE_TTL", &c.AnthropicCacheTTL)
+	str("GEMINI_API_KEY", &c.GoogleAPIKey)
+	str("GOOGLE_API_KEY", &c.GoogleAPIKey) // wins over GEMINI_API_KEY, as in Google's own SDKs
+	str("GOOGLE_GEMINI_BASE_URL", &c.GoogleBaseURL)
 	ms("CANVAS_AGENT_SCREENSHOT_TIMEOUT_MS", &c.ScreenshotTimeout, 0)
 	num("CANVAS_AGENT_SCREENSHOT_RETRIES", &c.ScreenshotRetries, 0)
 	ms("CANVAS_AGENT_SCREENSHOT_RETRY_DELAY_MS", &c.ScreenshotRetryDelay, 0)
+	ms("CANVAS_AGENT_SCREENSHOT_CACHE_TTL_MS", &c.ScreenshotCacheTTL, 0)
+	ms("CANVAS_AGENT_ACK_TIMEOUT_MS", &c.AckTimeout, 1)
+	num("CANVAS_AGENT_ACK_RETRIES", &c.AckRetries, 0)
 	num("CANVAS_AGENT_LOW_ACTION_THRESHOLD", &c.LowActionThreshold, 0)
 	num("CANVAS_AGENT_MAX_FOLLOWUPS", &c.MaxFollowups, 0)
 	num("CANVAS_AGENT_SHAPE_STATE_LIMIT", &c.ShapeStateLimit, 0)
@@ -165,12 +213,17 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 			errs = append(errs, fmt.Sprintf("CANVAS_AGENT_CONFIG is not valid: %v", err))
 		} else {
 			if j.Model != nil {
-				c.Model = *j.Model
+				c.Model, modelFrom = *j.Model, `CANVAS_AGENT_CONFIG "model"`
 			}
 			if s := j.Screenshot; s != nil {
 				setMS(&c.ScreenshotTimeout, s.TimeoutMS)
 				setInt(&c.ScreenshotRetries, s.Retries)
 				setMS(&c.ScreenshotRetryDelay, s.RetryDelayMS)
+				setMS(&c.ScreenshotCacheTTL, s.CacheTTLMS)
+			}
+			if a := j.Acks; a != nil {
+				setMS(&c.AckTimeout, a.TimeoutMS)
+				setInt(&c.AckRetries, a.Retries)
 			}
 			if f := j.Followups; f != nil {
 				setInt(&c.LowActionThreshold, f.LowActionThreshold)
@@ -192,7 +245,7 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		c.ScreenshotTimeout = 2500 * time.Millisecond
 	}
 	if _, _, err := ParseModel(c.Model); err != nil {
-		errs = append(errs, "CANVAS_STEWARD_MODEL: "+err.Error())
+		errs = append(errs, modelFrom+": "+err.Error())
 	} else if err := c.Validate(); err != nil {
 		errs = append(errs, "CANVAS_AGENT_*: "+err.Error())
 	}
@@ -223,6 +276,15 @@ func (c Config) Validate() error {
 	if c.ScreenshotRetries < 0 || c.ScreenshotRetries > 10 {
 		errs = append(errs, "screenshot retries must be 0..10")
 	}
+	if c.ScreenshotCacheTTL != 0 && (c.ScreenshotCacheTTL < 10*time.Second || c.ScreenshotCacheTTL > 30*time.Second) {
+		errs = append(errs, "screenshot cache TTL must be 0 (off) or 10000..30000 ms")
+	}
+	if c.AckTimeout <= 0 || c.AckTimeout > time.Minute {
+		errs = append(errs, "ack timeout must be 1..60000 ms")
+	}
+	if c.AckRetries < 0 || c.AckRetries > 10 {
+		errs = append(errs, "ack retries must be 0..10")
+	}
 	if c.MaxFollowups < 0 || c.MaxFollowups > 20 {
 		errs = append(errs, "max follow-ups must be 0..20")
 	}
@@ -241,6 +303,9 @@ func (c Config) Validate() error {
 	if c.Watchdog <= 0 {
 		errs = append(errs, "watchdog must be > 0")
 	}
+	if c.AnthropicCacheTTL != "5m" && c.AnthropicCacheTTL != "1h" {
+		errs = append(errs, fmt.Sprintf("ANTHROPIC_CACHE_TTL %q must be 5m or 1h", c.AnthropicCacheTTL))
+	}
 	if len(errs) > 0 {
 		return fmt.Errorf("%s", strings.Join(errs, "; "))
 	}
@@ -248,25 +313,32 @@ func (c Config) Validate() error {
 }
 
 // ParseModel splits a model spec: "debug/fake" → ("debug", "fake");
-// "openai:gpt-4o-mini" → ("openai", "gpt-4o-mini").
+// "openai:gpt-4o-mini" → ("openai", "gpt-4o-mini"); likewise
+// "anthropic:<model>" and "google:<model>".
 func ParseModel(spec string) (provider, model string, err error) {
 	spec = strings.TrimSpace(spec)
-	switch {
-	case spec == "debug/fake":
+	if spec == "debug/fake" {
 		return "debug", "fake", nil
-	case strings.HasPrefix(spec, "openai:") && len(spec) > len("openai:"):
-		return "openai", strings.TrimPrefix(spec, "openai:"), nil
 	}
-	return "", "", fmt.Errorf("model %q: use debug/fake or openai:<model>", spec)
+	if p, m, ok := strings.Cut(spec, ":"); ok && m != "" {
+		switch p {
+		case "openai", "anthropic", "google":
+			return p, m, nil
+		}
+	}
+	return "", "", fmt.Errorf("model %q: use debug/fake, openai:<model>, anthropic:<model> or google:<model>", spec)
 }
 
 // MarshalJSON-free summary for logs (never includes the API key).
 func (c Config) String() string {
 	b, _ := json.Marshal(map[string]any{
 		"model": c.Model, "openai_base_url": c.OpenAIBaseURL, "openai_key_set": c.OpenAIAPIKey != "",
+		"anthropic_base_url": c.AnthropicBaseURL, "anthropic_key_set": c.AnthropicAPIKey != "", "anthropic_cache_ttl": c.AnthropicCacheTTL,
+		"google_base_url": c.GoogleBaseURL, "google_key_set": c.GoogleAPIKey != "",
 		"low_action_threshold": c.LowActionThreshold, "max_followups": c.MaxFollowups, "max_replans": c.MaxReplans,
 		"shape_state_limit": c.ShapeStateLimit, "screenshot_timeout_ms": c.ScreenshotTimeout.Milliseconds(),
-		"screenshot_retries": c.ScreenshotRetries, "watchdog_ms": c.Watchdog.Milliseconds(), "prompt_cache": !c.DisablePromptCache,
+		"screenshot_retries": c.ScreenshotRetries, "screenshot_cache_ttl_ms": c.ScreenshotCacheTTL.Milliseconds(),
+		"ack_timeout_ms": c.AckTimeout.Milliseconds(), "ack_retries": c.AckRetries, "watchdog_ms": c.Watchdog.Milliseconds(), "prompt_cache": !c.DisablePromptCache,
 	})
 	return string(b)
 }

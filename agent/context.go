@@ -254,6 +254,6 @@ func SystemPrompt() string {
 	b.WriteString("- Never undo or overwrite what a person changed (shapes marked by: human). Once a shape exists, update it instead of creating it again.\n")
 	b.WriteString("- Use think to tell the people watching what you do, todo for work left, add_detail to ask for one more pass.\n")
 	b.WriteString("Action catalog (JSON):\n")
-	b.Write(CatalogJSON())
+	b.Write(catalogJSON(func(v Verb) bool { return !v.Doc }))
 	return b.String()
 }

@@ -79,8 +79,12 @@ func TestBuildContextCapsAndSummaries(t *testing.T) {
 	if again := BuildContext(cfg, in); again.JSON != pc.JSON {
 		t.Fatal("context is not deterministic")
 	}
-	if !strings.Contains(SystemPrompt(), string(CatalogJSON())) {
-		t.Fatal("the system prompt lacks the catalog")
+	canvasVerbs := string(catalogJSON(func(v Verb) bool { return !v.Doc }))
+	if !strings.Contains(SystemPrompt(), canvasVerbs) || strings.Contains(SystemPrompt(), `"replace_lines"`) {
+		t.Fatal("the system prompt lacks the canvas verbs of the catalog, or offers document verbs")
+	}
+	if doc := DocumentSystemPrompt(); !strings.Contains(doc, `"replace_lines"`) || !strings.Contains(doc, `"todo"`) || strings.Contains(doc, `"create_shape"`) {
+		t.Fatal("the document prompt does not offer exactly the document verbs and the meta verbs")
 	}
 }
 
@@ -106,7 +110,7 @@ func TestConfigFromEnv(t *testing.T) {
 		t.Fatal("key in String")
 	}
 	for k, v := range map[string]string{
-		"CANVAS_AGENT_MAX_FOLLOWUPS": "lots", "CANVAS_STEWARD_MODEL": "anthropic:x", "CANVAS_AGENT_CONFIG": `{"bogus":1}`,
+		"CANVAS_AGENT_MAX_FOLLOWUPS": "lots", "CANVAS_STEWARD_MODEL": "mistral:x", "CANVAS_AGENT_CONFIG": `{"bogus":1}`,
 		"CANVAS_AGENT_SCREENSHOT_RETRIES": "-1",
 	} {
 		_, err := ConfigFromEnv(func(key string) string {

@@ -13,9 +13,6 @@ import (
 	"github.com/canvasd/canvasd/client"
 )
 
-// turnMessage is the turn kind of a user message posted to a session.
-const turnMessage = "message"
-
 // MaxMessagePromptBytes bounds a posted message's prompt (the host's limit).
 const MaxMessagePromptBytes = 64 << 10
 
@@ -61,40 +58,34 @@ var (
 	_ Inbox = (*Queue)(nil)
 )
 
-// InboxStore is what posting a message to a finished session needs from the
-// session store beyond SessionStore. *SQLSessionStore implements it; with a
-// store that does not, only running sessions take messages.
-type InboxStore interface {
-	// ReopenSession stores s (state, detail, transcript, stats) over a
-	// session that has ended (done, canceled, error), or that is still
-	// marked running but was last updated before staleBefore (its process
-	// died; "queued" sessions are never taken over). A missing session is
-	// canvas.ErrNotFound; a session that is running elsewhere is
-	// canvas.ErrConflict.
-	ReopenSession(ctx context.Context, s client.AgentSession, staleBefore time.Time) error
-	// LatestSession returns the session created last on a canvas (with its
-	// todos), or canvas.ErrNotFound when the canvas has none.
-	LatestSession(ctx context.Context, canvasID string) (client.AgentSession, error)
+// splitImageDataURL returns the media type (lower case) and the base64
+// payload of a "data:image/<type>;base64,<payload>" URL.
+func splitImageDataURL(dataURL string) (mediaType, payload string, ok bool) {
+	rest, found := strings.CutPrefix(dataURL, "data:")
+	if !found {
+		return "", "", false
+	}
+	meta, payload, found := strings.Cut(rest, ",")
+	if !found {
+		return "", "", false
+	}
+	mt, enc, found := strings.Cut(meta, ";")
+	if !found || !strings.EqualFold(enc, "base64") || !strings.HasPrefix(strings.ToLower(mt), "image/") || len(payload)%4 != 0 {
+		return "", "", false
+	}
+	for _, c := range mt {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.ContainsRune("/+.-", c)) {
+			return "", "", false
+		}
+	}
+	return strings.ToLower(mt), payload, true
 }
 
 // imageInfo returns the media type and decoded size of a base64 data URL.
 func imageInfo(dataURL string) (mediaType string, size int, ok bool) {
-	rest, found := strings.CutPrefix(dataURL, "data:")
-	if !found {
+	mt, payload, ok := splitImageDataURL(dataURL)
+	if !ok {
 		return "", 0, false
-	}
-	meta, payload, found := strings.Cut(rest, ",")
-	if !found {
-		return "", 0, false
-	}
-	mt, enc, found := strings.Cut(meta, ";")
-	if !found || !strings.EqualFold(enc, "base64") || !strings.HasPrefix(strings.ToLower(mt), "image/") || len(payload)%4 != 0 {
-		return "", 0, false
-	}
-	for _, c := range mt {
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.ContainsRune("/+.-", c)) {
-			return "", 0, false
-		}
 	}
 	size = len(payload) / 4 * 3
 	if strings.HasSuffix(payload, "==") {
@@ -102,7 +93,7 @@ func imageInfo(dataURL string) (mediaType string, size int, ok bool) {
 	} else if strings.HasSuffix(payload, "=") {
 		size--
 	}
-	return strings.ToLower(mt), size, size > 0
+	return mt, size, size > 0
 }
 
 // turn validates m and returns the turn it becomes and its transcript text.
@@ -152,7 +143,7 @@ func (m UserMessage) turn() (task, string, error) {
 		}
 		fmt.Fprintf(&note, " (image attached: %s, %d bytes)", mt, size)
 	}
-	return task{kind: turnMessage, text: text, image: m.ImageDataURL, from: sourceLine(m)}, strings.TrimSpace(note.String()), nil
+	return task{kind: TurnMessage, text: text, image: m.ImageDataURL, from: sourceLine(m)}, strings.TrimSpace(note.String()), nil
 }
 
 // sourceLine names where a message came from.
@@ -237,7 +228,7 @@ func (r *Runner) PostMessage(ctx context.Context, sessionID string, m UserMessag
 	if !r.running() {
 		return fmt.Errorf("agent: %w: %w", ErrNotRunning, canvas.ErrUnavailable)
 	}
-	rec, err := r.d.Store.GetSession(ctx, sessionID)
+	rec, err := r.d.Store.GetAgentSession(ctx, sessionID)
 	if err != nil {
 		return err
 	}
@@ -284,14 +275,12 @@ func (r *Runner) sessionFor(ctx context.Context, canvasID string, t task, entry 
 	if id := r.latestLive(canvasID); id != "" {
 		return id, false, nil
 	}
-	if is, ok := r.d.Store.(InboxStore); ok {
-		latest, err := is.LatestSession(ctx, canvasID)
-		switch {
-		case err == nil:
-			return latest.ID, false, nil
-		case !errors.Is(err, canvas.ErrNotFound):
-			return "", false, err
-		}
+	latest, err := r.d.Store.LatestAgentSession(ctx, canvasID)
+	switch {
+	case err == nil:
+		return latest.ID, false, nil
+	case !errors.Is(err, canvas.ErrNotFound):
+		return "", false, err
 	}
 	if _, err := r.d.Client.GetCanvas(ctx, canvasID); err != nil {
 		return "", false, fmt.Errorf("agent message for canvas %q: %w", canvasID, err)
@@ -302,7 +291,7 @@ func (r *Runner) sessionFor(ctx context.Context, canvasID string, t task, entry 
 	}
 	rec.ActorID = r.d.ActorID
 	rec.Transcript = []client.TranscriptEntry{{Role: "user", Text: entry, TS: rec.CreatedAt}}
-	if err := r.d.Store.CreateSession(ctx, rec); err != nil {
+	if err := r.d.Store.CreateAgentSession(ctx, rec); err != nil {
 		return "", false, err
 	}
 	r.log.Info("agent: session started by a message", "session_id", rec.ID, "canvas_id", canvasID)
@@ -394,11 +383,7 @@ func (s *session) post(t task, entry string) (bool, error) {
 // not empty) to its transcript. The caller holds r.inboxMu and has checked
 // that the session is not live in this runner.
 func (r *Runner) reopen(ctx context.Context, id string, tasks []task, entry string) error {
-	is, ok := r.d.Store.(InboxStore)
-	if !ok {
-		return &UnavailableError{Reason: fmt.Sprintf("agent session %q has ended and this server's session store cannot reopen it; start a new run with POST /api/canvas-agent/run", id)}
-	}
-	rec, err := r.d.Store.GetSession(ctx, id)
+	rec, err := r.d.Store.GetAgentSession(ctx, id)
 	if err != nil {
 		return err
 	}
@@ -412,8 +397,7 @@ func (r *Runner) reopen(ctx context.Context, id string, tasks []task, entry stri
 	prev := rec.State
 	rec.State, rec.Detail, rec.UpdatedAt = client.AgentWaitingContext, "", now
 	rec.ActorID = r.d.ActorID
-	rec.Todos = nil
-	if err := is.ReopenSession(ctx, rec, now.Add(-r.d.Config.Watchdog)); err != nil {
+	if err := r.d.Store.ReopenAgentSession(ctx, rec, now.Add(-r.d.Config.Watchdog)); err != nil {
 		return err
 	}
 	r.log.Info("agent: session reopened by a message", "session_id", id, "canvas_id", rec.CanvasID, "previous_state", prev, "turns", len(tasks))
@@ -428,7 +412,7 @@ func (s *session) handOff(final string) {
 	s.mu.Lock()
 	var rest []task
 	for _, t := range s.queue {
-		if t.kind == turnMessage {
+		if t.kind == TurnMessage {
 			rest = append(rest, t)
 		}
 	}
@@ -461,7 +445,7 @@ func (q *Queue) PostMessage(ctx context.Context, sessionID string, m UserMessage
 	if _, _, err := m.turn(); err != nil {
 		return err
 	}
-	rec, err := q.store.GetSession(ctx, sessionID)
+	rec, err := q.store.GetAgentSession(ctx, sessionID)
 	if err != nil {
 		return err
 	}

@@ -1,13 +1,16 @@
 package agent_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -36,11 +39,17 @@ func pngDataURL() string {
 type inboxEnv struct {
 	t        *testing.T
 	runner   *agent.Runner
-	sessions *agent.SQLSessionStore
+	sessions *sqlitestore.Store
 	admin    *client.Client
 }
 
 func newInboxEnv(t *testing.T, fake *agent.FakeProvider) *inboxEnv {
+	t.Helper()
+	return newInboxEnvWith(t, fake, agent.DefaultConfig(), nil)
+}
+
+// newInboxEnvWith runs the runner with cfg and log (nil: discarded).
+func newInboxEnvWith(t *testing.T, fake *agent.FakeProvider, cfg agent.Config, log *slog.Logger) *inboxEnv {
 	t.Helper()
 	ctx := context.Background()
 	dbPath := filepath.Join(t.TempDir(), "canvasd.db")
@@ -68,16 +77,13 @@ func newInboxEnv(t *testing.T, fake *agent.FakeProvider) *inboxEnv {
 		t.Fatal(err)
 	}
 	ac, _ := client.New(ts.URL, tok.Token)
-	if e.sessions, err = agent.OpenSQLSessionStore(ctx, "", dbPath); err != nil {
-		t.Fatal(err)
-	}
-	cfg := agent.DefaultConfig()
+	e.sessions = st
 	cfg.Watchdog = 20 * time.Second
 	prov := agent.NewProviders(cfg, nil)
 	if fake != nil {
 		prov.SetFake(fake)
 	}
-	e.runner, err = agent.NewRunner(agent.Deps{Config: cfg, Client: ac, ActorID: tok.ActorID, Events: hub, Store: e.sessions, Providers: prov})
+	e.runner, err = agent.NewRunner(agent.Deps{Config: cfg, Client: ac, ActorID: tok.ActorID, Events: hub, Store: e.sessions, Providers: prov, Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +95,6 @@ func newInboxEnv(t *testing.T, fake *agent.FakeProvider) *inboxEnv {
 		ts.CloseClientConnections()
 		ts.Close()
 		eng.Stop()
-		e.sessions.Close()
 		st.Close()
 	})
 	return e
@@ -218,7 +223,7 @@ func TestPostMessageReopensFinishedSession(t *testing.T) {
 	if got := e.stickies("c1"); strings.Join(got, "|") != "hello|What is this drawing?|and another" {
 		t.Fatalf("stickies %q", got)
 	}
-	if stored, err := e.sessions.GetSession(ctx, id); err != nil || stored.State != client.AgentDone || !transcriptHas(stored, "user", want) {
+	if stored, err := e.sessions.GetAgentSession(ctx, id); err != nil || stored.State != client.AgentDone || !transcriptHas(stored, "user", want) {
 		t.Fatalf("stored session %+v %v", stored, err)
 	}
 }
@@ -356,50 +361,8 @@ func TestQueueRefusesMessages(t *testing.T) {
 	}
 }
 
-// ReopenSession takes over an ended session, or a running one only when it is stale.
-func TestReopenSession(t *testing.T) {
-	e := newInboxEnv(t, nil)
-	e.canvas("c1")
-	ctx := context.Background()
-	now := time.Now().UTC()
-	rec := client.AgentSession{ID: "as_reopen", CanvasID: "c1", State: client.AgentStreaming, Model: "debug/fake", Message: "m",
-		Transcript: []client.TranscriptEntry{}, CreatedAt: now, UpdatedAt: now}
-	if err := e.sessions.CreateSession(ctx, rec); err != nil {
-		t.Fatal(err)
-	}
-	rec.State = client.AgentWaitingContext
-	if err := e.sessions.ReopenSession(ctx, rec, now.Add(-time.Minute)); !errors.Is(err, canvas.ErrConflict) {
-		t.Fatalf("running session reopened: %v", err)
-	}
-	if err := e.sessions.ReopenSession(ctx, rec, time.Now().Add(time.Minute)); err != nil {
-		t.Fatalf("stale session: %v", err)
-	}
-	rec.State = client.AgentDone
-	if err := e.sessions.SaveSession(ctx, rec); err != nil {
-		t.Fatal(err)
-	}
-	rec.State = client.AgentWaitingContext
-	rec.Transcript = []client.TranscriptEntry{{Role: "user", Text: "again", TS: now}}
-	if err := e.sessions.ReopenSession(ctx, rec, now.Add(-time.Minute)); err != nil {
-		t.Fatalf("ended session: %v", err)
-	}
-	got, err := e.sessions.GetSession(ctx, rec.ID)
-	if err != nil || got.State != client.AgentWaitingContext || len(got.Transcript) != 1 {
-		t.Fatalf("reopened %+v %v", got, err)
-	}
-	if err := e.sessions.ReopenSession(ctx, client.AgentSession{ID: "as_missing"}, now); !errors.Is(err, canvas.ErrNotFound) {
-		t.Fatalf("missing: %v", err)
-	}
-	if latest, err := e.sessions.LatestSession(ctx, "c1"); err != nil || latest.ID != rec.ID {
-		t.Fatalf("latest %+v %v", latest, err)
-	}
-	if _, err := e.sessions.LatestSession(ctx, "c2"); !errors.Is(err, canvas.ErrNotFound) {
-		t.Fatalf("latest of a canvas without sessions: %v", err)
-	}
-}
-
 func TestFakeReplyNotesImage(t *testing.T) {
-	for _, kind := range []string{"initial", "message", "followup", "replan"} {
+	for _, kind := range []agent.TurnKind{agent.TurnInitial, agent.TurnMessage, agent.TurnFollowup, agent.TurnReplan} {
 		req := agent.ModelRequest{Kind: kind, Task: "brutalist poster", Messages: []agent.Message{{Role: "user", Text: "x", ImageDataURL: pngDataURL()}}}
 		want := fmt.Sprintf(`{"name":"think","params":{"text":"I received an image/png image of %d bytes."}}`, len(tinyPNG))
 		if got := agent.FakeReply(req); !strings.Contains(got, want) {
@@ -415,4 +378,48 @@ func TestFakeReplyNotesImage(t *testing.T) {
 			t.Errorf("%s without an image: %s", kind, got)
 		}
 	}
+}
+
+// CANVAS_STEWARD_DEBUG alone (the log at its default INFO level) shows each
+// turn's prompt, the model's reply and the dropped actions with their params;
+// without it none of that text is logged.
+func TestStewardDebugLogs(t *testing.T) {
+	reply := `{"actions":[{"name":"create_shape","params":{"type":"note","x":0,"y":0,"props":{"text":"secret plan"}}},{"name":"explode","params":{"how":"loudly"}}]}`
+	for _, debug := range []bool{true, false} {
+		buf := &syncWriter{w: &bytes.Buffer{}}
+		cfg := agent.DefaultConfig()
+		cfg.Debug, cfg.LowActionThreshold = debug, 0
+		e := newInboxEnvWith(t, &agent.FakeProvider{Reply: func(agent.ModelRequest) string { return reply }}, cfg,
+			slog.New(slog.NewTextHandler(buf, nil)))
+		e.canvas("c1")
+		id, err := e.runner.Run(context.Background(), client.AgentRunRequest{RoomID: "c1", Message: "make a plan"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.wait(id)
+		log := buf.String()
+		for _, want := range []string{`msg="agent: prompt"`, "make a plan", `msg="agent: model reply"`, "secret plan", `msg="agent: dropped action"`, "loudly"} {
+			if strings.Contains(log, want) != debug {
+				t.Errorf("debug %v: %q logged: %v", debug, want, !debug)
+			}
+		}
+	}
+}
+
+// syncWriter serializes writes (the runner logs from several goroutines).
+type syncWriter struct {
+	mu sync.Mutex
+	w  *bytes.Buffer
+}
+
+func (s *syncWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(p)
+}
+
+func (s *syncWriter) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.String()
 }

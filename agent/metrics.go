@@ -16,6 +16,12 @@ type Metrics struct {
 	conflicts    prometheus.Counter
 	followups    *prometheus.CounterVec
 	sessions     *prometheus.CounterVec
+	screenshot   prometheus.Histogram
+	screenshots  *prometheus.CounterVec
+	ack          prometheus.Histogram
+	jitter       prometheus.Histogram
+	resends      prometheus.Counter
+	acksMissed   prometheus.Counter
 }
 
 // NewMetrics registers the runner's collectors on reg (nil: unregistered).
@@ -36,9 +42,22 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Follow-up turns by kind (add_detail, low_action, replan)."}, []string{"kind"}),
 		sessions: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "canvas_agent_sessions_total",
 			Help: "Finished sessions by final state."}, []string{"state"}),
+		screenshot: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "canvas_agent_screenshot_seconds",
+			Help: "A screenshot request to the host browser's answer (the SLO is 150 ms).", Buckets: buckets}),
+		screenshots: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "canvas_agent_screenshots_total",
+			Help: "Screenshots for turns by outcome (taken, cached, missed: the turn went on text-only)."}, []string{"outcome"}),
+		ack: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "canvas_agent_ack_seconds",
+			Help: "A complete agent:action envelope sent to the host browser's ack of it.", Buckets: buckets}),
+		jitter: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "canvas_agent_apply_jitter_seconds",
+			Help: "The host browser's apply jitter between consecutive envelopes (the SLO is p95 ≤ 50 ms).", Buckets: buckets}),
+		resends: prometheus.NewCounter(prometheus.CounterOpts{Name: "canvas_agent_envelope_resends_total",
+			Help: "Envelopes resent to the host browser for want of its ack."}),
+		acksMissed: prometheus.NewCounter(prometheus.CounterOpts{Name: "canvas_agent_acks_missed_total",
+			Help: "Envelopes the host browser never acked, resends included."}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.ttfa, m.modelLatency, m.actionCommit, m.actions, m.conflicts, m.followups, m.sessions)
+		reg.MustRegister(m.ttfa, m.modelLatency, m.actionCommit, m.actions, m.conflicts, m.followups, m.sessions,
+			m.screenshot, m.screenshots, m.ack, m.jitter, m.resends, m.acksMissed)
 	}
 	return m
 }
@@ -82,5 +101,41 @@ func (m *Metrics) followup(kind string) {
 func (m *Metrics) session(state string) {
 	if m != nil {
 		m.sessions.WithLabelValues(state).Inc()
+	}
+}
+
+func (m *Metrics) observeScreenshot(d time.Duration) {
+	if m != nil {
+		m.screenshot.Observe(d.Seconds())
+	}
+}
+
+func (m *Metrics) screenshotOutcome(outcome string) {
+	if m != nil {
+		m.screenshots.WithLabelValues(outcome).Inc()
+	}
+}
+
+func (m *Metrics) observeAck(d time.Duration) {
+	if m != nil {
+		m.ack.Observe(d.Seconds())
+	}
+}
+
+func (m *Metrics) observeJitter(d time.Duration) {
+	if m != nil {
+		m.jitter.Observe(d.Seconds())
+	}
+}
+
+func (m *Metrics) resend() {
+	if m != nil {
+		m.resends.Inc()
+	}
+}
+
+func (m *Metrics) ackMissed() {
+	if m != nil {
+		m.acksMissed.Inc()
 	}
 }

@@ -1,7 +1,9 @@
 package agent
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -18,20 +20,36 @@ type Message struct {
 	Role         string // system | user | assistant
 	Text         string
 	ImageDataURL string
+	// Static is how many leading bytes of Text stay the same from turn to
+	// turn (the system prompt, the canvas context). Providers with prompt
+	// caching cache the prompt up to there and put the image after it.
+	Static int
+}
+
+// split returns Text's static prefix and the rest.
+func (m Message) split() (static, rest string) {
+	n := min(max(m.Static, 0), len(m.Text))
+	return m.Text[:n], m.Text[n:]
 }
 
 // ModelRequest is one model call.
 type ModelRequest struct {
-	Model       string // the provider's model name (after "openai:")
+	Model       string // the provider's model name (after "openai:", "anthropic:", "google:")
 	Messages    []Message
 	Temperature *float32 // nil: provider default; follow-ups use 0 (stricter sampling)
 	// Task is the plain instruction of this turn (the user's message, or the
 	// follow-up/replan instruction); the fake model answers from it.
 	Task string
-	// Kind is the turn kind: "initial", "followup", "low_action" or "replan".
-	Kind string
+	// Kind is why the turn runs (TurnInitial, TurnFollowup, ...).
+	Kind TurnKind
 	// Viewport is the current viewport (the fake model lays out inside it).
 	Viewport Box
+	// Document is the node id of the document the turn edits, or "" when
+	// the target is the canvas.
+	Document string
+	// FreeSpace is an empty area near the viewport for new content (the
+	// prompt names it; the fake model lays out inside it).
+	FreeSpace Box
 }
 
 // ModelStream yields the assistant's text as it streams. Recv returns io.EOF
@@ -48,15 +66,16 @@ type Provider interface {
 	Vision() bool
 }
 
-// Providers resolves model specs ("debug/fake", "openai:<model>") to providers.
+// Providers resolves model specs ("debug/fake", "openai:<model>",
+// "anthropic:<model>", "google:<model>") to providers.
 type Providers struct {
 	cfg  Config
 	http *http.Client
 	fake *FakeProvider
 }
 
-// NewProviders returns a resolver using cfg's OpenAI settings; hc is the
-// HTTP client for OpenAI-compatible endpoints (nil: http.DefaultClient).
+// NewProviders returns a resolver using cfg's provider settings; hc is the
+// HTTP client for the model APIs (nil: http.DefaultClient).
 func NewProviders(cfg Config, hc *http.Client) *Providers {
 	if hc == nil {
 		hc = http.DefaultClient
@@ -81,8 +100,13 @@ func (p *Providers) Get(spec string) (Provider, string, error) {
 		if p.cfg.OpenAIBaseURL != "" {
 			cc.BaseURL = strings.TrimRight(p.cfg.OpenAIBaseURL, "/")
 		}
-		cc.HTTPClient = p.http
+		cc.HTTPClient = temperatureDoer{p.http}
 		return &OpenAIProvider{client: openai.NewClientWithConfig(cc), vision: true}, model, nil
+	case "anthropic":
+		return newAnthropicProvider(p.cfg, p.http), model, nil
+	case "google":
+		g, err := newGoogleProvider(p.cfg, p.http)
+		return g, model, err
 	}
 	return nil, "", fmt.Errorf("no provider for %q", spec)
 }
@@ -101,7 +125,7 @@ func (o *OpenAIProvider) Vision() bool { return o.vision }
 func (o *OpenAIProvider) Stream(ctx context.Context, req ModelRequest) (ModelStream, error) {
 	cr := openai.ChatCompletionRequest{Model: req.Model, Stream: true}
 	if req.Temperature != nil {
-		cr.Temperature = *req.Temperature
+		ctx = context.WithValue(ctx, temperatureKey{}, *req.Temperature)
 	}
 	for _, m := range req.Messages {
 		cm := openai.ChatCompletionMessage{Role: m.Role}
@@ -120,6 +144,37 @@ func (o *OpenAIProvider) Stream(ctx context.Context, req ModelRequest) (ModelStr
 		return nil, fmt.Errorf("openai stream: %w", err)
 	}
 	return &openaiStream{s: s}, nil
+}
+
+// temperatureKey carries a request's temperature to temperatureDoer.
+type temperatureKey struct{}
+
+// temperatureDoer sets "temperature" in the JSON body of requests whose
+// context carries one. go-openai's request type drops a temperature of 0
+// (omitempty), and 0 is what follow-ups ask for.
+type temperatureDoer struct{ hc *http.Client }
+
+func (d temperatureDoer) Do(req *http.Request) (*http.Response, error) {
+	t, ok := req.Context().Value(temperatureKey{}).(float32)
+	if !ok || req.Body == nil {
+		return d.hc.Do(req)
+	}
+	raw, err := io.ReadAll(req.Body)
+	req.Body.Close()
+	if err != nil {
+		return nil, err
+	}
+	var body map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &body); err != nil {
+		return nil, fmt.Errorf("openai request body: %w", err)
+	}
+	body["temperature"], _ = json.Marshal(t)
+	if raw, err = json.Marshal(body); err != nil {
+		return nil, err
+	}
+	req.Body, req.ContentLength = io.NopCloser(bytes.NewReader(raw)), int64(len(raw))
+	req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(raw)), nil }
+	return d.hc.Do(req)
 }
 
 type openaiStream struct{ s *openai.ChatCompletionStream }
@@ -180,13 +235,20 @@ func (f *FakeProvider) Stream(ctx context.Context, req ModelRequest) (ModelStrea
 
 // FakeReply is the debug/fake model's reply to req.
 func FakeReply(req ModelRequest) string {
-	x, y := req.Viewport.X+80, req.Viewport.Y+80
+	area := req.FreeSpace
+	if area.W == 0 {
+		area = req.Viewport
+	}
+	x, y := area.X+80, area.Y+80
 	task := strings.ToLower(req.Task)
+	if req.Document != "" {
+		return fakeDocReply(req) // document.go
+	}
 	img := fakeImageThink(req) // "" or a think action noting an attached image, then a comma (inbox.go)
 	switch {
-	case req.Kind == "replan":
+	case req.Kind == TurnReplan:
 		return `{"actions":[` + img + `{"name":"think","params":{"text":"Someone changed the canvas while I worked; I will leave their edits as they are."}}]}`
-	case req.Kind != "initial" && req.Kind != turnMessage:
+	case req.Kind != TurnInitial && req.Kind != TurnMessage:
 		return `{"actions":[` + img + `{"name":"think","params":{"text":"The draft is complete; nothing more to add."}}]}`
 	case strings.Contains(task, "brutalist poster"):
 		return fmt.Sprintf("```json\n"+`{"actions":[`+img+`

@@ -350,31 +350,96 @@ func (s *Sanitizer) sanitize(a Action) (Action, map[string]bool, string) {
 	return s.sanitizeWith(a, false)
 }
 
-// sanitizeWith: final=true drops missing references instead of waiting.
+// sanitizeWith sanitizes a against the known shapes: final=true drops
+// missing references instead of waiting for them (Flush).
 func (s *Sanitizer) sanitizeWith(a Action, final bool) (Action, map[string]bool, string) {
 	v, _ := verbByName(a.Name)
-	in := a.Params
-	out := map[string]any{}
-	fields := jsonFields(v.Params)
-	missing := map[string]bool{}
-	// ref resolves one shape reference.
-	ref := func(x any) (string, bool) {
-		id, ok := x.(string)
-		id = strings.TrimSpace(id)
-		if !ok || id == "" {
-			return "", false
+	refs := refResolver{s: s, final: final, missing: map[string]bool{}}
+	out, reason := s.sanitizeFields(a, v, &refs)
+	if reason != "" {
+		return a, nil, reason
+	}
+	switch a.Name {
+	case "create_shape":
+		reason = s.sanitizeCreate(a, out, &refs)
+	case "update_shape", "ungroup":
+		if _, ok := out["id"]; ok {
+			r, ok := refs.resolve(out["id"])
+			if !ok {
+				if len(refs.missing) > 0 {
+					return a, refs.missing, ""
+				}
+				return a, nil, fmt.Sprintf("%s: shape %v does not exist", a.Name, a.Params["id"])
+			}
+			out["id"] = r
 		}
-		r := s.resolve(id)
-		if s.exists[r] {
-			return r, true
+	case "replace_lines", "insert_lines", "delete_lines", "search_replace":
+		if r, ok := refs.resolve(out["node_id"]); ok {
+			out["node_id"] = r
+		} else if len(refs.missing) == 0 {
+			reason = fmt.Sprintf("%s: document %v does not exist", a.Name, a.Params["node_id"])
 		}
-		if !final && mayBeCreatedLater(id) {
-			missing[id] = true
+	case "move", "resize":
+		if id, ok := out["id"]; ok {
+			if r, ok := refs.resolve(id); ok {
+				out["id"] = r
+			} else {
+				delete(out, "id")
+			}
 		}
+	case "group":
+		if gid, ok := out["group_id"].(string); ok && s.exists[s.resolve(gid)] {
+			reason = "duplicate create: group " + gid + " already exists"
+		}
+	case "apply_preset":
+		reason = "apply_preset must be expanded first"
+	}
+	if reason != "" {
+		return a, nil, reason
+	}
+	if len(refs.missing) > 0 {
+		return a, refs.missing, ""
+	}
+	s.mintIDs(a.Name, out)
+	if reason := checkSanitized(a.Name, v, out); reason != "" {
+		return a, nil, reason
+	}
+	return Action{ID: a.ID, Name: a.Name, Params: out}, nil, ""
+}
+
+// refResolver resolves the shape references of one action, collecting the
+// ones that may still be created later in the reply (unless final).
+type refResolver struct {
+	s       *Sanitizer
+	final   bool
+	missing map[string]bool
+}
+
+// resolve returns the known shape id x refers to (after renaming).
+func (rr *refResolver) resolve(x any) (string, bool) {
+	id, ok := x.(string)
+	id = strings.TrimSpace(id)
+	if !ok || id == "" {
 		return "", false
 	}
-	for name, f := range fields {
-		val, present := in[name]
+	r := rr.s.resolve(id)
+	if rr.s.exists[r] {
+		return r, true
+	}
+	if !rr.final && mayBeCreatedLater(id) {
+		rr.missing[id] = true
+	}
+	return "", false
+}
+
+// sanitizeFields copies the verb's known params, coerced by their tags:
+// numbers clamped, enums normalized, strings trimmed and bounded, id lists
+// resolved (unknown ids left out), props sanitized. A required field that
+// cannot be coerced is a drop reason.
+func (s *Sanitizer) sanitizeFields(a Action, v Verb, refs *refResolver) (map[string]any, string) {
+	out := map[string]any{}
+	for name, f := range jsonFields(v.Params) {
+		val, present := a.Params[name]
 		if !present || val == nil {
 			continue
 		}
@@ -394,172 +459,196 @@ func (s *Sanitizer) sanitizeWith(a Action, final bool) (Action, map[string]bool,
 			if x, ok := toNumber(val, lo, hi); ok {
 				out[name] = x
 			} else if !isOptional(f) {
-				return a, nil, fmt.Sprintf("%s: %s is not a number", a.Name, name)
+				return nil, fmt.Sprintf("%s: %s is not a number", a.Name, name)
 			}
-		case ft.Kind() == reflect.String:
+		case ft.Kind() == reflect.Int:
+			lo, hi := tagRange(f)
+			if x, ok := toNumber(val, lo, hi); ok && x == math.Trunc(x) {
+				out[name] = x
+			} else if !isOptional(f) {
+				return nil, fmt.Sprintf("%s: %s is not a whole number", a.Name, name)
+			}
+		case ft.Kind() == reflect.Bool:
+			if b, ok := val.(bool); ok {
+				out[name] = b
+			} else if str, ok := val.(string); ok && (str == "true" || str == "false") {
+				out[name] = str == "true"
+			}
+		case ft.Kind() == reflect.String && f.Tag.Get("raw") != "":
 			str, ok := val.(string)
 			if !ok {
-				if x, isNum := val.(float64); isNum && name != "id" {
-					str, ok = fmt.Sprint(x), true
-				}
-			}
-			if !ok {
-				continue
-			}
-			if e := f.Tag.Get("enum"); e != "" {
-				if e == "shape_type" {
-					continue // handled below
-				}
-				nv, ok := normEnum(e, str)
-				if !ok {
-					if !isOptional(f) {
-						return a, nil, fmt.Sprintf("%s: %s %q is not one of %s", a.Name, name, str, strings.Join(enumSet(e), ", "))
-					}
-					continue
-				}
-				out[name] = nv
-				continue
-			}
-			str = strings.TrimSpace(str)
-			if str == "" {
-				continue
+				return nil, fmt.Sprintf("%s: %s must be a string", a.Name, name)
 			}
 			if n := maxLen(f); n > 0 && len(str) > n {
-				str = truncUTF8(str, n)
+				return nil, fmt.Sprintf("%s: %s is longer than %d bytes; make smaller edits", a.Name, name, n)
 			}
-			out[name] = str
+			out[name] = strings.ToValidUTF8(str, "")
+		case ft.Kind() == reflect.String:
+			str, ok, reason := stringField(a.Name, name, f, val)
+			if reason != "" {
+				return nil, reason
+			}
+			if ok {
+				out[name] = str
+			}
 		case ft.Kind() == reflect.Slice && ft.Elem().Kind() == reflect.String:
-			arr, ok := val.([]any)
-			if !ok {
-				continue
-			}
-			var ids []any
-			seen := map[string]bool{}
-			for _, x := range arr {
-				if len(ids) >= MaxIDs {
-					break
-				}
-				if r, ok := ref(x); ok && !seen[r] {
-					seen[r] = true
-					ids = append(ids, r)
-				}
-			}
-			if len(ids) > 0 {
+			if ids := refs.resolveAll(val); len(ids) > 0 {
 				out[name] = ids
 			}
 		}
 	}
+	return out, ""
+}
 
-	switch a.Name {
-	case "create_shape":
-		typ, geo, ok := shapeKind(fmt.Sprint(in["type"]))
+// stringField coerces a string param: enums normalized (shape types are
+// left to sanitizeCreate), other strings trimmed and bounded. ok is false
+// when the value is left out; reason is set when a required enum is invalid.
+func stringField(verb, name string, f reflect.StructField, val any) (str string, ok bool, reason string) {
+	str, ok = val.(string)
+	if !ok {
+		if x, isNum := val.(float64); isNum && name != "id" {
+			str, ok = fmt.Sprint(x), true
+		}
+	}
+	if !ok {
+		return "", false, ""
+	}
+	if e := f.Tag.Get("enum"); e != "" {
+		if e == "shape_type" {
+			return "", false, ""
+		}
+		nv, ok := normEnum(e, str)
 		if !ok {
-			return a, nil, fmt.Sprintf("create_shape: unknown shape type %v", in["type"])
-		}
-		out["type"] = typ
-		if geo != "" {
-			props, _ := out["props"].(map[string]any)
-			if props == nil {
-				props = map[string]any{}
+			if !isOptional(f) {
+				return "", false, fmt.Sprintf("%s: %s %q is not one of %s", verb, name, str, strings.Join(enumSet(e), ", "))
 			}
-			if _, has := props["geo"]; !has {
-				props["geo"] = geo
-			}
-			out["props"] = props
+			return "", false, ""
 		}
-		if _, ok := out["x"]; !ok {
-			out["x"] = clamp(s.origin[0], -MaxCoord, MaxCoord)
-		}
-		if _, ok := out["y"]; !ok {
-			out["y"] = clamp(s.origin[1], -MaxCoord, MaxCoord)
-		}
-		defaultSize(out, typ)
-		if pid, ok := out["parent_id"].(string); ok {
-			if r := s.resolve(pid); s.exists[r] {
-				out["parent_id"] = r
-			} else if !final && mayBeCreatedLater(pid) {
-				missing[pid] = true
-			} else {
-				delete(out, "parent_id")
-			}
-		}
-		if dup, ok := s.sigs[createSig(out)]; ok && s.exists[dup] {
-			return a, nil, "duplicate create of " + dup
-		}
-		given, _ := out["id"].(string)
-		if given != "" {
-			if s.exists[s.resolve(given)] {
-				return a, nil, "duplicate create: " + given + " already exists; update it instead"
-			}
-		}
-		if len(missing) > 0 {
-			return a, missing, ""
-		}
-		id := s.newID()
-		if given != "" {
-			s.rename[given] = id
-			s.Stats.Renamed++
-		}
-		out["id"] = id
-	case "update_shape", "ungroup":
-		if _, ok := out["id"]; ok {
-			r, ok := ref(out["id"])
-			if !ok {
-				if len(missing) > 0 {
-					return a, missing, ""
-				}
-				return a, nil, fmt.Sprintf("%s: shape %v does not exist", a.Name, in["id"])
-			}
-			out["id"] = r
-		}
-	case "move", "resize":
-		if id, ok := out["id"]; ok {
-			if r, ok := ref(id); ok {
-				out["id"] = r
-			} else {
-				delete(out, "id")
-			}
-		}
-	case "group":
-		if gid, ok := out["group_id"].(string); ok && s.exists[s.resolve(gid)] {
-			return a, nil, "duplicate create: group " + gid + " already exists"
-		}
-	case "apply_preset":
-		return a, nil, "apply_preset must be expanded first"
+		return nv, true, ""
 	}
-	if len(missing) > 0 {
-		return a, missing, ""
+	str = strings.TrimSpace(str)
+	if str == "" {
+		return "", false, ""
 	}
-	if a.Name == "group" {
-		gid := s.newID()
-		if g, ok := out["group_id"].(string); ok {
-			s.rename[g] = gid
-			s.Stats.Renamed++
+	if n := maxLen(f); n > 0 && len(str) > n {
+		str = truncUTF8(str, n)
+	}
+	return str, true, ""
+}
+
+// resolveAll resolves a list of shape references, without duplicates, at
+// most MaxIDs.
+func (rr *refResolver) resolveAll(val any) []any {
+	arr, ok := val.([]any)
+	if !ok {
+		return nil
+	}
+	var ids []any
+	seen := map[string]bool{}
+	for _, x := range arr {
+		if len(ids) >= MaxIDs {
+			break
 		}
-		out["group_id"] = gid
+		if r, ok := rr.resolve(x); ok && !seen[r] {
+			seen[r] = true
+			ids = append(ids, r)
+		}
 	}
-	// Verbs over ids need their ids after dropping missing ones.
-	switch a.Name {
+	return ids
+}
+
+// sanitizeCreate completes a create_shape: the TLDraw type (and geo) from
+// the model's shape kind, a position at the origin when none is given, a
+// default size, a known parent, and a fresh id (the model's id is renamed to
+// it). It returns why the create must be dropped (a duplicate, an unknown
+// type), or "" (refs.missing may then hold what it waits for).
+func (s *Sanitizer) sanitizeCreate(a Action, out map[string]any, refs *refResolver) string {
+	typ, geo, ok := shapeKind(fmt.Sprint(a.Params["type"]))
+	if !ok {
+		return fmt.Sprintf("create_shape: unknown shape type %v", a.Params["type"])
+	}
+	out["type"] = typ
+	if geo != "" {
+		props, _ := out["props"].(map[string]any)
+		if props == nil {
+			props = map[string]any{}
+		}
+		if _, has := props["geo"]; !has {
+			props["geo"] = geo
+		}
+		out["props"] = props
+	}
+	if _, ok := out["x"]; !ok {
+		out["x"] = clamp(s.origin[0], -MaxCoord, MaxCoord)
+	}
+	if _, ok := out["y"]; !ok {
+		out["y"] = clamp(s.origin[1], -MaxCoord, MaxCoord)
+	}
+	defaultSize(out, typ)
+	if pid, ok := out["parent_id"].(string); ok {
+		if r := s.resolve(pid); s.exists[r] {
+			out["parent_id"] = r
+		} else if !refs.final && mayBeCreatedLater(pid) {
+			refs.missing[pid] = true
+		} else {
+			delete(out, "parent_id")
+		}
+	}
+	if dup, ok := s.sigs[createSig(out)]; ok && s.exists[dup] {
+		return "duplicate create of " + dup
+	}
+	given, _ := out["id"].(string)
+	if given != "" && s.exists[s.resolve(given)] {
+		return "duplicate create: " + given + " already exists; update it instead"
+	}
+	if len(refs.missing) > 0 {
+		return ""
+	}
+	id := s.newID()
+	if given != "" {
+		s.rename[given] = id
+		s.Stats.Renamed++
+	}
+	out["id"] = id
+	return ""
+}
+
+// mintIDs gives a group its fresh id (the model's group_id is renamed to it).
+func (s *Sanitizer) mintIDs(verb string, out map[string]any) {
+	if verb != "group" {
+		return
+	}
+	gid := s.newID()
+	if g, ok := out["group_id"].(string); ok {
+		s.rename[g] = gid
+		s.Stats.Renamed++
+	}
+	out["group_id"] = gid
+}
+
+// checkSanitized says why a sanitized action is still unusable: verbs over
+// ids without any existing id left, an update with nothing to change, a
+// think or todo without text.
+func checkSanitized(verb string, v Verb, out map[string]any) string {
+	switch verb {
 	case "delete_shape", "rotate", "group", "align", "distribute", "stack", "reorder":
 		if _, ok := out["ids"]; !ok {
-			return a, nil, a.Name + ": none of its shapes exist"
+			return verb + ": none of its shapes exist"
 		}
 	case "update_shape", "ungroup":
 		if _, ok := out["id"]; !ok {
-			return a, nil, a.Name + ": id is required"
+			return verb + ": id is required"
 		}
-		if a.Name == "update_shape" && len(out) == 1 {
-			return a, nil, "update_shape: nothing valid to change"
-		}
-	}
-	if v.Meta {
-		if a.Name == "think" || a.Name == "todo" {
-			if _, ok := out["text"]; !ok {
-				return a, nil, a.Name + ": text is required"
-			}
+		if verb == "update_shape" && len(out) == 1 {
+			return "update_shape: nothing valid to change"
 		}
 	}
-	return Action{ID: a.ID, Name: a.Name, Params: out}, nil, ""
+	if v.Meta && (verb == "think" || verb == "todo") {
+		if _, ok := out["text"]; !ok {
+			return verb + ": text is required"
+		}
+	}
+	return ""
 }
 
 // mayBeCreatedLater: a reference in canvas id form (shape:..., ag:...) names

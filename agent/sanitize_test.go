@@ -135,7 +135,7 @@ func TestCatalogSchemas(t *testing.T) {
 	if err := json.Unmarshal(CatalogJSON(), &c); err != nil {
 		t.Fatal(err)
 	}
-	if len(c.Actions) != 17 {
+	if len(c.Actions) != 23 {
 		t.Fatalf("%d verbs", len(c.Actions))
 	}
 	for _, e := range c.Actions {
@@ -167,6 +167,10 @@ func TestCatalogSchemas(t *testing.T) {
 		act("delete_shape", `{"ids":[]}`),
 		act("delete_shape", `{"ids":[""]}`),
 		act("think", `{}`),
+		act("replace_lines", `{"node_id":"d","start_line":3,"end_line":2,"new_content":"x"}`),
+		act("replace_lines", `{"node_id":"d","start_line":0,"end_line":2,"new_content":"x"}`),
+		act("replace_lines", `{"node_id":"d","start_line":1,"end_line":2}`),
+		act("insert_lines", `{"node_id":"d","insert_after_line":1.5,"content":"x"}`),
 		{Name: "nope"},
 	} {
 		if Validate(bad) == nil {
@@ -266,5 +270,35 @@ func TestSanitizeDropsEmptyUpdate(t *testing.T) {
 	ready, drops := pushAll(s, act("update_shape", `{"id":"shape:a","props":{"color":"r"}}`))
 	if len(ready) != 0 || len(drops) != 1 || !strings.Contains(drops[0].Reason, "nothing valid") {
 		t.Fatalf("ready %v drops %v", ready, drops)
+	}
+}
+
+// Document verbs keep their text verbatim (indentation, blank lines,
+// trailing newline), take whole line numbers, and need an existing node.
+func TestSanitizeDocumentVerbs(t *testing.T) {
+	s := NewSanitizer([]string{"doc1"}, nil)
+	ready, drops := s.Push(act("replace_lines", `{"node_id":"doc1","start_line":"2","end_line":3,"new_content":"  if x:\n\n    pass\n"}`))
+	if len(drops) != 0 || len(ready) != 1 {
+		t.Fatalf("ready %v drops %v", ready, drops)
+	}
+	p := ready[0].Params
+	if p["new_content"] != "  if x:\n\n    pass\n" || p["start_line"] != 2.0 || p["node_id"] != "doc1" {
+		t.Fatalf("params %v", p)
+	}
+	ready, drops = s.Push(act("search_replace", `{"node_id":"doc1","search_pattern":" foo ","replace_with":"","regex":"false"}`))
+	if len(ready) != 1 || ready[0].Params["search_pattern"] != " foo " || ready[0].Params["replace_with"] != "" || ready[0].Params["regex"] != false {
+		t.Fatalf("search_replace %v %v", ready, drops)
+	}
+	for _, bad := range []Action{
+		act("insert_lines", `{"node_id":"doc1","insert_after_line":1.5,"content":"x"}`),
+		act("delete_lines", `{"node_id":"shape:gone","start_line":1,"end_line":1}`),
+		act("replace_lines", `{"node_id":"doc1","start_line":1,"end_line":1,"new_content":7}`),
+	} {
+		if ready, drops := s.Push(bad); len(ready) != 0 || len(drops) != 1 {
+			t.Errorf("%v: ready %v drops %v", bad, ready, drops)
+		}
+	}
+	if ready, _ := s.Push(act("undo", `{}`)); len(ready) != 1 || ready[0].Name != "undo" {
+		t.Errorf("undo %v", ready)
 	}
 }

@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
+	"github.com/canvasd/canvasd/canvas"
 	"github.com/canvasd/canvasd/client"
 )
 
@@ -35,11 +37,20 @@ type Screenshot struct {
 	DocVersion string   `json:"docVersion"`
 }
 
-// Screenshotter asks a browser on the canvas for a screenshot. An error
-// (including a timeout) makes the turn continue text-only.
+// Screenshotter asks the canvas's host browser for a screenshot. An error
+// wrapping ErrNoHost means no browser can take one: the turn goes on
+// text-only at once. Other errors (a timeout, the host left) are retried
+// up to Config.ScreenshotRetries times, then the turn goes on text-only.
 type Screenshotter interface {
 	Screenshot(ctx context.Context, canvasID string, req ScreenshotRequest, timeout time.Duration) (Screenshot, error)
 }
+
+// ErrNoHost: no browser on the canvas declared the screenshot capability.
+var ErrNoHost = errors.New("no host browser on the canvas")
+
+// NoHostProblem is the last path segment of the problem type of a
+// screenshot invoke refused for want of a host browser.
+const NoHostProblem = "no-host"
 
 // InvokeScreenshotter gets screenshots through canvasd's invoke round trip
 // (POST /api/invoke with action "agent:screenshot"; a browser answers with
@@ -51,7 +62,11 @@ func (i InvokeScreenshotter) Screenshot(ctx context.Context, canvasID string, re
 	payload, _ := json.Marshal(req)
 	ctx, cancel := context.WithTimeout(ctx, timeout+time.Second)
 	defer cancel()
-	res, err := i.Client.Invoke(ctx, client.InvokeRequest{CanvasID: canvasID, Action: "agent:screenshot", Payload: payload, TimeoutMS: int(timeout.Milliseconds())})
+	res, err := i.Client.Invoke(ctx, client.InvokeRequest{CanvasID: canvasID, Action: canvas.InvokeAgentScreenshot, Payload: payload, TimeoutMS: int(timeout.Milliseconds())})
+	var pe *client.ProblemError
+	if errors.As(err, &pe) && strings.HasSuffix(pe.Type, "/"+NoHostProblem) {
+		return Screenshot{}, fmt.Errorf("%w: %s", ErrNoHost, pe.Detail)
+	}
 	if err != nil {
 		return Screenshot{}, err
 	}
@@ -68,11 +83,21 @@ func (i InvokeScreenshotter) Screenshot(ctx context.Context, canvasID string, re
 	return s, nil
 }
 
-// screenshot requests one with the configured timeout and retries,
-// announcing each request as agent:screenshot_request.
+// screenshot returns the turn's screenshot: from the cache when one of the
+// same canvas revision and bounds is fresh (Config.ScreenshotCacheTTL),
+// else from the canvas's host browser, with the configured timeout and
+// retries. Each request is announced to the host as
+// agent:screenshot_request. Without a host the Screenshotter fails at once,
+// and the turn goes on text-only.
 func (r *Runner) screenshot(s *session, pc PromptContext) (Screenshot, error) {
 	cfg := r.d.Config
 	vp := pc.Viewport
+	key := fmt.Sprintf("%s|%s|%g,%g,%g,%g", s.rec.CanvasID, pc.DocVersion, vp.X, vp.Y, vp.W, vp.H)
+	if shot, ok := r.shots.get(key, r.d.Now()); ok {
+		s.stats(func(st *client.AgentStats) { st.Screenshots++; st.ScreenshotsCached++ })
+		r.d.Metrics.screenshotOutcome("cached")
+		return shot, nil
+	}
 	var last error
 	for attempt := 0; attempt <= cfg.ScreenshotRetries; attempt++ {
 		if attempt > 0 {
@@ -85,15 +110,76 @@ func (r *Runner) screenshot(s *session, pc PromptContext) (Screenshot, error) {
 			}
 		}
 		req := ScreenshotRequest{Type: "agent:screenshot_request", SessionID: s.rec.ID, RequestID: "ss_" + nanoid(12), Bounds: &vp, MaxSize: &Size{W: 800, H: 800}}
-		r.publish(s.rec.CanvasID, client.EventScreenshotRequest, req)
+		r.d.Events.PublishToHost(s.rec.CanvasID, client.EventScreenshotRequest, req)
+		start := r.d.Now()
 		shot, err := r.d.Screenshots.Screenshot(s.ctx, s.rec.CanvasID, req, cfg.ScreenshotTimeout)
 		if err == nil {
+			d := r.d.Now().Sub(start)
+			r.d.Metrics.observeScreenshot(d)
+			r.d.Metrics.screenshotOutcome("taken")
+			s.stats(func(st *client.AgentStats) { st.Screenshots++; st.ScreenshotMS = ms(d) })
+			r.shots.put(key, shot, r.d.Now(), cfg.ScreenshotCacheTTL)
 			return shot, nil
 		}
 		last = err
 		if s.ctx.Err() != nil {
 			return Screenshot{}, s.ctx.Err()
 		}
+		if errors.Is(err, ErrNoHost) {
+			break // no retry can help this turn
+		}
 	}
+	r.d.Metrics.screenshotOutcome("missed")
 	return Screenshot{}, last
+}
+
+// shotCache keeps screenshots by canvas, revision and bounds until they expire.
+type shotCache struct {
+	mu sync.Mutex
+	m  map[string]cachedShot
+}
+
+type cachedShot struct {
+	shot    Screenshot
+	expires time.Time
+}
+
+// maxCachedShots bounds the cache (a screenshot is up to a few hundred KiB).
+const maxCachedShots = 64
+
+func (c *shotCache) get(key string, now time.Time) (Screenshot, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.m[key]
+	if !ok || !now.Before(e.expires) {
+		return Screenshot{}, false
+	}
+	return e.shot, true
+}
+
+// put keeps shot until now+ttl (ttl 0: the cache is off). A full cache
+// drops its expired entries, then arbitrary ones down to half.
+func (c *shotCache) put(key string, shot Screenshot, now time.Time, ttl time.Duration) {
+	if ttl <= 0 {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil {
+		c.m = map[string]cachedShot{}
+	}
+	if len(c.m) >= maxCachedShots {
+		for k, e := range c.m {
+			if !now.Before(e.expires) {
+				delete(c.m, k)
+			}
+		}
+		for k := range c.m {
+			if len(c.m) < maxCachedShots/2 {
+				break
+			}
+			delete(c.m, k)
+		}
+	}
+	c.m[key] = cachedShot{shot: shot, expires: now.Add(ttl)}
 }

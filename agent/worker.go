@@ -13,11 +13,6 @@ import (
 	"github.com/canvasd/canvasd/client"
 )
 
-// StateQueued is the stored state of a session accepted by a server whose
-// agents run as separate `canvasd agent` workers, until a worker claims it.
-// The API shows it as "scheduled".
-const StateQueued = "queued"
-
 // Queue is the agent endpoints' service on a server without an in-process
 // runner: Run stores the session as queued (a worker sharing the database
 // claims it), Cancel marks it canceled in the store (the worker notices
@@ -37,11 +32,11 @@ func NewQueue(cfg Config, store SessionStore, events Events) *Queue {
 
 // Run validates and queues a session. A canvas that does not exist is canvas.ErrNotFound.
 func (q *Queue) Run(ctx context.Context, req client.AgentRunRequest) (string, error) {
-	rec, err := newSessionRecord(q.cfg, req, q.now(), StateQueued)
+	rec, err := newSessionRecord(q.cfg, req, q.now(), canvas.AgentQueued)
 	if err != nil {
 		return "", err
 	}
-	if err := q.store.CreateSession(ctx, rec); err != nil {
+	if err := q.store.CreateAgentSession(ctx, rec); err != nil {
 		return "", err
 	}
 	q.publish(rec.CanvasID, StatusEvent{Type: "agent:status", SessionID: rec.ID, State: client.AgentScheduled, Detail: "queued for an agent worker"})
@@ -56,20 +51,39 @@ func (q *Queue) publish(canvasID string, ev StatusEvent) {
 
 // Session returns the stored session (a queued one shows as scheduled).
 func (q *Queue) Session(ctx context.Context, id string) (client.AgentSession, error) {
-	s, err := q.store.GetSession(ctx, id)
-	if s.State == StateQueued {
+	s, err := q.store.GetAgentSession(ctx, id)
+	if s.State == canvas.AgentQueued {
 		s.State = client.AgentScheduled
 	}
 	return s, err
 }
 
+// Wait returns the session once it has ended, or as it is when ctx ends
+// first (then its state is not terminal): it polls the store, where the
+// worker running it saves its state.
+func (q *Queue) Wait(ctx context.Context, id string) (client.AgentSession, error) {
+	t := time.NewTicker(100 * time.Millisecond)
+	defer t.Stop()
+	for {
+		s, err := q.Session(context.WithoutCancel(ctx), id)
+		if err != nil || client.AgentTerminal(s.State) {
+			return s, err
+		}
+		select {
+		case <-ctx.Done():
+			return s, nil
+		case <-t.C:
+		}
+	}
+}
+
 // Cancel marks the session canceled; its worker stops within its poll interval.
 func (q *Queue) Cancel(ctx context.Context, id string) error {
-	s, err := q.store.GetSession(ctx, id)
+	s, err := q.store.GetAgentSession(ctx, id)
 	if err != nil {
 		return err
 	}
-	changed, err := q.store.CancelSession(ctx, id)
+	changed, err := q.store.CancelAgentSession(ctx, id)
 	if err != nil {
 		return err
 	}
@@ -106,7 +120,7 @@ func (r *Runner) Work(ctx context.Context, o WorkerOptions) error {
 	defer t.Stop()
 	for {
 		for r.active() < o.MaxConcurrent && r.running() {
-			rec, err := r.d.Store.ClaimSession(ctx, r.d.ActorID)
+			rec, err := r.d.Store.ClaimAgentSession(ctx, r.d.ActorID)
 			if errors.Is(err, canvas.ErrNotFound) {
 				failures = 0
 				break
@@ -167,7 +181,7 @@ func (s *session) watchRemoteCancel() {
 
 // remoteCanceled reports whether the stored session was canceled elsewhere.
 func (s *session) remoteCanceled() bool {
-	st, err := s.r.d.Store.SessionState(s.ctx, s.rec.ID)
+	st, err := s.r.d.Store.AgentSessionState(s.ctx, s.rec.ID)
 	return err == nil && st == client.AgentCanceled
 }
 
@@ -183,14 +197,14 @@ type WorkerSettings struct {
 	ServerURL string // a canvasd base URL, e.g. http://127.0.0.1:8080
 	Token     string // an agent token (actor agent-{uuid}) with the editor role
 	ActorID   string // that token's actor id, recorded with sessions (optional)
-	// DatabaseURL is the servers' PostgreSQL ("postgres://..."); empty: the
-	// embedded SQLite database file at SQLitePath shared with the server.
-	DatabaseURL string
-	SQLitePath  string
-	Config      Config
-	Logger      *slog.Logger
-	Registerer  prometheus.Registerer // nil: metrics not registered
-	Options     WorkerOptions
+	// Store is the store the servers share (their PostgreSQL, or the
+	// embedded database file of a server on the same machine), where runs
+	// are queued.
+	Store      SessionStore
+	Config     Config
+	Logger     *slog.Logger
+	Registerer prometheus.Registerer // nil: metrics not registered
+	Options    WorkerOptions
 }
 
 // RunWorker runs a standalone agent worker until ctx ends: it claims the
@@ -213,13 +227,8 @@ func RunWorker(ctx context.Context, ws WorkerSettings) error {
 	if err := c.Health(ctx); err != nil {
 		return fmt.Errorf("agent worker: server %s is not healthy: %w", ws.ServerURL, err)
 	}
-	ss, err := OpenSQLSessionStore(ctx, ws.DatabaseURL, ws.SQLitePath)
-	if err != nil {
-		return err
-	}
-	defer ss.Close()
 	r, err := NewRunner(Deps{Config: ws.Config, Client: c, ActorID: ws.ActorID, Events: HTTPEvents{Client: c, Log: log},
-		Store: ss, Screenshots: InvokeScreenshotter{Client: c}, Logger: log, Metrics: NewMetrics(ws.Registerer)})
+		Store: ws.Store, Screenshots: InvokeScreenshotter{Client: c}, Logger: log, Metrics: NewMetrics(ws.Registerer)})
 	if err != nil {
 		return err
 	}

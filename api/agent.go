@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -13,7 +14,6 @@ import (
 
 	"github.com/canvasd/canvasd/agent"
 	"github.com/canvasd/canvasd/canvas"
-	"github.com/canvasd/canvasd/client"
 	"github.com/canvasd/canvasd/host"
 )
 
@@ -23,126 +23,135 @@ var _ AgentService = (*agent.Runner)(nil)
 // AgentService is what the agent endpoints delegate to.
 type AgentService interface {
 	// Run starts a session and returns its id (the run continues in the background).
-	Run(ctx context.Context, req client.AgentRunRequest) (string, error)
+	Run(ctx context.Context, req canvas.AgentRunRequest) (string, error)
 	// Session returns a session with transcript, todos and stats, or canvas.ErrNotFound.
-	Session(ctx context.Context, id string) (client.AgentSession, error)
+	Session(ctx context.Context, id string) (canvas.AgentSession, error)
 	// Cancel stops a session; afterwards nothing more is applied.
 	Cancel(ctx context.Context, id string) error
+	// Wait returns a session once its run has ended, or as it is (not
+	// ended) when ctx ends first.
+	Wait(ctx context.Context, id string) (canvas.AgentSession, error)
 	// Catalog returns the action catalog JSON with its JSON Schemas.
 	Catalog() []byte
 }
 
+// BrowserInput is implemented by agent services whose sessions run in this
+// process: they take the browsers' acks and views (POST
+// /api/canvas-agent/ack and /view). Both return canvas.ErrNotFound when the
+// session does not run here; the server then relays the input to the other
+// processes (relay.go), whose services try in turn.
+type BrowserInput interface {
+	Ack(sessionID string, a canvas.AgentAck) error
+	View(sessionID string, v canvas.AgentView) error
+}
+
+// *agent.Runner takes browser input.
+var _ BrowserInput = (*agent.Runner)(nil)
+
 // isAgentTopic reports whether POST /api/canvas-agent/events may publish event.
 func isAgentTopic(event string) bool {
 	switch event {
-	case client.EventAgentAction, client.EventAgentChat, client.EventAgentStatus, client.EventScreenshotRequest:
+	case canvas.EventAgentAction, canvas.EventAgentChat, canvas.EventAgentStatus, canvas.EventScreenshotRequest:
 		return true
 	}
 	return false
 }
 
-// agentRoutes mounts API.md "Agent" (behind requireAuth):
-//
-//	POST /api/canvas-agent/run                    editor on roomId → 202 {ok, session_id}
-//	GET  /api/canvas-agent/sessions/{session_id}  viewer on the session's canvas
-//	POST /api/canvas-agent/sessions/{session_id}/cancel  editor on the session's canvas
-//	GET  /api/canvas-agent/catalog                any authenticated caller
-//	POST /api/canvas-agent/events                 an agent or service actor with editor on canvas_id
-//
-// svc nil mounts only the catalog and the events relay (a server whose
-// agents run as separate `canvasd agent` workers).
-func (s *Server) agentRoutes(r chi.Router, svc AgentService) {
-	catalog := func(w http.ResponseWriter, r *http.Request) {
-		if svc != nil {
-			writeRaw(w, http.StatusOK, svc.Catalog())
-			return
-		}
-		writeRaw(w, http.StatusOK, agent.CatalogJSON())
-	}
-	r.Get("/api/canvas-agent/catalog", catalog)
-	r.Post("/api/canvas-agent/events", limitBody(256<<10, s.handleAgentEvent))
-	if svc == nil {
+// handleAgentCatalog serves GET /api/canvas-agent/catalog: the action
+// catalog with its JSON Schemas (the runner's, or the built-in one on a
+// server whose agents run as separate `canvasd agent` workers).
+func (s *Server) handleAgentCatalog(w http.ResponseWriter, r *http.Request) {
+	if s.cfg.Agent != nil {
+		writeRaw(w, http.StatusOK, s.cfg.Agent.Catalog())
 		return
 	}
-	r.Post("/api/canvas-agent/run", limitBody(64<<10, func(w http.ResponseWriter, r *http.Request) {
-		var req client.AgentRunRequest
-		if err := decodeJSON(r, &req); err != nil {
-			s.problem(w, r, err)
-			return
-		}
-		if req.RoomID == "" {
-			s.problem(w, r, canvas.Invalid("roomId", "is required: the canvas id"))
-			return
-		}
-		if err := authorize(r, req.RoomID, canvas.RoleEditor); err != nil {
-			s.problem(w, r, err)
-			return
-		}
-		id, err := svc.Run(r.Context(), req)
-		if err != nil {
-			s.problem(w, r, err)
-			return
-		}
-		writeJSON(w, http.StatusAccepted, client.AgentRunResponse{OK: true, SessionID: id})
-	}))
-	r.Get("/api/canvas-agent/sessions/{session_id}", func(w http.ResponseWriter, r *http.Request) {
-		sess, err := s.agentSession(r, svc, canvas.RoleViewer)
-		if err != nil {
-			s.problem(w, r, err)
-			return
-		}
-		writeJSON(w, http.StatusOK, sess)
-	})
-	r.Post("/api/canvas-agent/sessions/{session_id}/cancel", limitBody(4<<10, func(w http.ResponseWriter, r *http.Request) {
-		sess, err := s.agentSession(r, svc, canvas.RoleEditor)
-		if err != nil {
-			s.problem(w, r, err)
-			return
-		}
-		if err := svc.Cancel(r.Context(), sess.ID); err != nil {
-			s.problem(w, r, err)
-			return
-		}
-		if sess, err = svc.Session(r.Context(), sess.ID); err != nil {
-			s.problem(w, r, err)
-			return
-		}
-		writeJSON(w, http.StatusOK, map[string]any{"ok": true, "session_id": sess.ID, "state": sess.State})
-	}))
+	writeRaw(w, http.StatusOK, agent.CatalogJSON())
+}
+
+// handleAgentRun serves POST /api/canvas-agent/run (editor on roomId): it
+// starts a session and answers 202 {ok, session_id}.
+func (s *Server) handleAgentRun(w http.ResponseWriter, r *http.Request) {
+	var req canvas.AgentRunRequest
+	if err := decodeJSON(r, &req); err != nil {
+		s.problem(w, r, err)
+		return
+	}
+	if req.RoomID == "" {
+		s.problem(w, r, canvas.Invalid("roomId", "is required: the canvas id"))
+		return
+	}
+	if err := authorize(r, req.RoomID, canvas.RoleEditor); err != nil {
+		s.problem(w, r, err)
+		return
+	}
+	id, err := s.cfg.Agent.Run(r.Context(), req)
+	if err != nil {
+		s.problem(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusAccepted, canvas.AgentRunResponse{OK: true, SessionID: id})
+}
+
+// handleAgentSession serves GET /api/canvas-agent/sessions/{session_id}
+// (viewer on the session's canvas).
+func (s *Server) handleAgentSession(w http.ResponseWriter, r *http.Request) {
+	sess, err := s.agentSession(r, canvas.RoleViewer)
+	if err != nil {
+		s.problem(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, sess)
+}
+
+// handleAgentCancel serves POST /api/canvas-agent/sessions/{session_id}/cancel
+// (editor on the session's canvas).
+func (s *Server) handleAgentCancel(w http.ResponseWriter, r *http.Request) {
+	svc := s.cfg.Agent
+	sess, err := s.agentSession(r, canvas.RoleEditor)
+	if err != nil {
+		s.problem(w, r, err)
+		return
+	}
+	if err := svc.Cancel(r.Context(), sess.ID); err != nil {
+		s.problem(w, r, err)
+		return
+	}
+	if sess, err = svc.Session(r.Context(), sess.ID); err != nil {
+		s.problem(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"ok": true, "session_id": sess.ID, "state": sess.State})
 }
 
 // agentSession loads a session and checks the caller's role on its canvas;
 // a session on a canvas the caller cannot see is reported as not found.
-func (s *Server) agentSession(r *http.Request, svc AgentService, need canvas.Role) (client.AgentSession, error) {
+func (s *Server) agentSession(r *http.Request, need canvas.Role) (canvas.AgentSession, error) {
 	id := chi.URLParam(r, "session_id")
-	sess, err := svc.Session(r.Context(), id)
+	sess, err := s.cfg.Agent.Session(r.Context(), id)
 	if err != nil {
 		return sess, err
 	}
 	p := principalFrom(r.Context())
 	if !p.CanAccess(sess.CanvasID, canvas.RoleViewer) {
-		return client.AgentSession{}, fmt.Errorf("agent session %q: %w", id, canvas.ErrNotFound)
+		return canvas.AgentSession{}, fmt.Errorf("agent session %q: %w", id, canvas.ErrNotFound)
 	}
 	return sess, authorize(r, sess.CanvasID, need)
-}
-
-// agentEventRequest is the body of POST /api/canvas-agent/events.
-type agentEventRequest struct {
-	CanvasID string          `json:"canvas_id"`
-	Event    string          `json:"event"`
-	Data     json.RawMessage `json:"data"`
 }
 
 // handleAgentEvent relays an agent-topic event from a standalone agent
 // worker to the canvas's SSE subscribers (ephemeral, never stored).
 func (s *Server) handleAgentEvent(w http.ResponseWriter, r *http.Request) {
-	var req agentEventRequest
+	var req canvas.AgentEvent
 	if err := decodeJSON(r, &req); err != nil {
 		s.problem(w, r, err)
 		return
 	}
 	if req.CanvasID == "" {
 		s.problem(w, r, canvas.Invalid("canvas_id", "is required"))
+		return
+	}
+	if req.To != "" && req.To != canvas.AgentEventToHost {
+		s.problem(w, r, canvas.Invalid("to", "must be %q (the canvas's host browser only) or absent (every subscriber)", canvas.AgentEventToHost))
 		return
 	}
 	if !isAgentTopic(req.Event) {
@@ -166,16 +175,71 @@ func (s *Server) handleAgentEvent(w http.ResponseWriter, r *http.Request) {
 		s.problem(w, r, err)
 		return
 	}
-	s.hub.PublishEvent(req.CanvasID, req.Event, json.RawMessage(data))
+	if req.To == canvas.AgentEventToHost {
+		s.hub.PublishToHost(req.CanvasID, req.Event, json.RawMessage(data))
+	} else {
+		s.hub.PublishEvent(req.CanvasID, req.Event, json.RawMessage(data))
+	}
 	w.WriteHeader(http.StatusAccepted)
 }
 
-// AgentScreenshotter gets agent screenshots from the browsers on a canvas's
-// stream through the invoke broker (in-process runner). With no browser
-// subscribed it fails at once, so the run continues text-only without
-// waiting for a timeout. The browser answers the invoke (action
-// "agent:screenshot", payload an agent.ScreenshotRequest) with an
-// agent.Screenshot as its result.
+// handleAgentAck serves POST /api/canvas-agent/ack (viewer on the session's
+// canvas): a browser applied an agent:action envelope. 202 whether or not
+// the session still runs (a late ack changes nothing).
+func (s *Server) handleAgentAck(w http.ResponseWriter, r *http.Request) {
+	var a canvas.AgentAck
+	if err := decodeJSON(r, &a); err != nil {
+		s.problem(w, r, err)
+		return
+	}
+	if err := a.Validate(); err != nil {
+		s.problem(w, r, err)
+		return
+	}
+	s.browserInput(w, r, a.SessionID, inputAck, a)
+}
+
+// handleAgentView serves POST /api/canvas-agent/view (viewer on the
+// session's canvas): a browser's viewport and selection for a running
+// session, used by its next turn.
+func (s *Server) handleAgentView(w http.ResponseWriter, r *http.Request) {
+	var v canvas.AgentView
+	if err := decodeJSON(r, &v); err != nil {
+		s.problem(w, r, err)
+		return
+	}
+	if err := v.Validate(); err != nil {
+		s.problem(w, r, err)
+		return
+	}
+	s.browserInput(w, r, v.SessionID, inputView, v)
+}
+
+// browserInput checks the caller's viewer role on the session's canvas and
+// hands the input to the session, here or (relayed) on another process.
+func (s *Server) browserInput(w http.ResponseWriter, r *http.Request, sessionID, kind string, v any) {
+	sess, err := s.cfg.Agent.Session(r.Context(), sessionID)
+	if err == nil && !principalFrom(r.Context()).CanAccess(sess.CanvasID, canvas.RoleViewer) {
+		err = fmt.Errorf("agent session %q: %w", sessionID, canvas.ErrNotFound)
+	}
+	if err != nil {
+		s.problem(w, r, err)
+		return
+	}
+	if !canvas.AgentTerminal(sess.State) {
+		data, _ := json.Marshal(v)
+		s.hub.deliverInput(sessionID, kind, data, true)
+	}
+	writeJSON(w, http.StatusAccepted, map[string]bool{"ok": true})
+}
+
+// AgentScreenshotter gets agent screenshots from the canvas's elected host
+// browser through the invoke broker (in-process runner). With no host it
+// fails at once, so the turn goes on text-only without waiting; when the
+// host leaves while it waits, it fails at once too (the runner retries, and
+// the retry goes to the newly elected host). The host answers the invoke
+// (action canvas.InvokeAgentScreenshot, payload an agent.ScreenshotRequest)
+// with an agent.Screenshot as its result.
 type AgentScreenshotter struct {
 	Hub    *Hub
 	Broker *host.Broker
@@ -183,15 +247,20 @@ type AgentScreenshotter struct {
 
 // Screenshot implements agent.Screenshotter.
 func (a AgentScreenshotter) Screenshot(ctx context.Context, canvasID string, req agent.ScreenshotRequest, timeout time.Duration) (agent.Screenshot, error) {
-	if a.Hub.Subscribers(canvasID) == 0 {
-		return agent.Screenshot{}, fmt.Errorf("no browser is connected to canvas %q: %w", canvasID, canvas.ErrUnavailable)
-	}
 	payload, err := json.Marshal(req)
 	if err != nil {
 		return agent.Screenshot{}, err
 	}
-	ans, err := a.Broker.Invoke(ctx, host.Target{CanvasID: canvasID}, "agent:screenshot", payload, timeout)
+	_, hctx, cancel, err := a.Hub.whileHost(ctx, canvasID)
 	if err != nil {
+		return agent.Screenshot{}, err
+	}
+	defer cancel()
+	ans, err := a.Broker.Invoke(hctx, host.Target{CanvasID: canvasID}, canvas.InvokeAgentScreenshot, payload, timeout)
+	if err != nil {
+		if cause := context.Cause(hctx); errors.Is(cause, errHostLost) && ctx.Err() == nil {
+			return agent.Screenshot{}, cause
+		}
 		return agent.Screenshot{}, err
 	}
 	if !ans.OK {

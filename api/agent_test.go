@@ -14,6 +14,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -35,13 +36,14 @@ type fakeOpenAI struct {
 	mu      sync.Mutex
 	reqs    []openAIRequest
 	replies []scriptedReply
-	aborted int // streams whose client went away before the end
+	aborted int           // streams whose client went away before the end
+	changed chan struct{} // signalled on each request and abort (buffer of one)
 }
 
 type openAIRequest struct {
-	Model       string  `json:"model"`
-	Stream      bool    `json:"stream"`
-	Temperature float32 `json:"temperature"`
+	Model       string   `json:"model"`
+	Stream      bool     `json:"stream"`
+	Temperature *float32 `json:"temperature"` // nil: not on the wire
 	Messages    []struct {
 		Role    string          `json:"role"`
 		Content json.RawMessage `json:"content"` // a string, or parts [{type, text | image_url}]
@@ -88,8 +90,8 @@ func chunked(s string, n int) []string {
 	return out
 }
 
-func newFakeOpenAI(t *testing.T, replies ...scriptedReply) *fakeOpenAI {
-	f := &fakeOpenAI{replies: replies}
+func newFakeOpenAI(t testing.TB, replies ...scriptedReply) *fakeOpenAI {
+	f := &fakeOpenAI{replies: replies, changed: make(chan struct{}, 1)}
 	f.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/v1/chat/completions" || r.Header.Get("Authorization") != "Bearer sk-test" {
 			http.Error(w, `{"error":{"message":"bad path or key"}}`, 401)
@@ -104,6 +106,10 @@ func newFakeOpenAI(t *testing.T, replies ...scriptedReply) *fakeOpenAI {
 		f.mu.Lock()
 		i := len(f.reqs)
 		f.reqs = append(f.reqs, req)
+		select {
+		case f.changed <- struct{}{}:
+		default:
+		}
 		var rep scriptedReply
 		if i < len(f.replies) {
 			rep = f.replies[i]
@@ -142,6 +148,10 @@ func newFakeOpenAI(t *testing.T, replies ...scriptedReply) *fakeOpenAI {
 				f.mu.Lock()
 				f.aborted++
 				f.mu.Unlock()
+				select {
+				case f.changed <- struct{}{}:
+				default:
+				}
 				return
 			}
 			send(c, "")
@@ -152,6 +162,37 @@ func newFakeOpenAI(t *testing.T, replies ...scriptedReply) *fakeOpenAI {
 	}))
 	t.Cleanup(f.srv.Close)
 	return f
+}
+
+// waitAborted waits until n streams were cut off by their client.
+func (f *fakeOpenAI) waitAborted(t testing.TB, n int) {
+	t.Helper()
+	f.waitFor(t, fmt.Sprintf("%d model streams cut off by their client", n), func() bool { return f.aborted >= n })
+}
+
+// waitRequests waits until the model was called n times.
+func (f *fakeOpenAI) waitRequests(t testing.TB, n int) {
+	t.Helper()
+	f.waitFor(t, fmt.Sprintf("%d model calls", n), func() bool { return len(f.reqs) >= n })
+}
+
+// waitFor waits until cond (called with f.mu held) holds.
+func (f *fakeOpenAI) waitFor(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.After(10 * time.Second)
+	for {
+		f.mu.Lock()
+		ok := cond()
+		f.mu.Unlock()
+		if ok {
+			return
+		}
+		select {
+		case <-f.changed:
+		case <-deadline:
+			t.Fatalf("not within 10 s: %s", what)
+		}
+	}
 }
 
 func (f *fakeOpenAI) requests() []openAIRequest {
@@ -168,7 +209,7 @@ type agentEnv struct {
 	srv        *httptest.Server
 	api        *Server
 	dbPath     string
-	sessions   *agent.SQLSessionStore
+	sessions   *sqlitestore.Store
 	runner     *agent.Runner
 	admin      *client.Client
 	human      *client.Client
@@ -271,10 +312,7 @@ func newAgentEnvFull(t testing.TB, model *fakeOpenAI, tune func(*agent.Config), 
 	e.human, _ = client.New(ts.URL, htok.Token, checked)
 	e.humanActor = htok.ActorID
 
-	e.sessions, err = agent.OpenSQLSessionStore(ctx, "", dbPath)
-	if err != nil {
-		t.Fatal(err)
-	}
+	e.sessions = st
 	cfg := agent.DefaultConfig()
 	cfg.OpenAIAPIKey = "sk-test"
 	if model != nil {
@@ -313,7 +351,6 @@ func newAgentEnvFull(t testing.TB, model *fakeOpenAI, tune func(*agent.Config), 
 		ts.CloseClientConnections()
 		ts.Close()
 		eng.Stop()
-		e.sessions.Close()
 		st.Close()
 	})
 	return e
@@ -342,29 +379,32 @@ func (e *agentEnv) start(req client.AgentRunRequest) string {
 	return res.SessionID
 }
 
-func (e *agentEnv) wait(id string) client.AgentSession {
-	e.t.Helper()
-	if ch := e.runner.Done(id); ch != nil {
+// waitRunner waits until r has finished session id's work. Done is nil
+// when the session already ended (or runs elsewhere).
+func waitRunner(tb testing.TB, r *agent.Runner, id string) {
+	tb.Helper()
+	if ch := r.Done(id); ch != nil {
 		select {
 		case <-ch:
 		case <-time.After(30 * time.Second):
-			e.t.Fatalf("session %s did not end", id)
+			tb.Fatalf("session %s did not end", id)
 		}
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		s, err := e.human.AgentSession(context.Background(), id)
-		if err != nil {
+}
+
+// wait waits until session id ended and returns it as the API shows it.
+func (e *agentEnv) wait(id string) client.AgentSession {
+	e.t.Helper()
+	waitRunner(e.t, e.runner, id)
+	var s client.AgentSession
+	waitUntil(e.t, 30*time.Second, "session "+id+" in a final state", func() bool {
+		var err error
+		if s, err = e.human.AgentSession(context.Background(), id); err != nil {
 			e.t.Fatal(err)
 		}
-		if client.AgentTerminal(s.State) {
-			return s
-		}
-		if time.Now().After(deadline) {
-			e.t.Fatalf("session %s still %q", id, s.State)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return client.AgentTerminal(s.State)
+	})
+	return s
 }
 
 func (e *agentEnv) snapshot(id string) client.Snapshot {
@@ -380,15 +420,16 @@ func actionsJSON(actions ...string) string { return `{"actions":[` + strings.Joi
 
 // agentEvents collects agent:* events of a canvas from its SSE stream.
 type agentEvents struct {
-	mu     sync.Mutex
-	events []client.Event
-	cancel context.CancelFunc
-	done   chan struct{}
+	mu      sync.Mutex
+	events  []client.Event
+	arrived chan struct{} // signalled after each event (buffer of one)
+	cancel  context.CancelFunc
+	done    chan struct{}
 }
 
 func (e *agentEnv) watch(canvasID string) *agentEvents {
 	ctx, cancel := context.WithCancel(context.Background())
-	ae := &agentEvents{cancel: cancel, done: make(chan struct{})}
+	ae := &agentEvents{arrived: make(chan struct{}, 1), cancel: cancel, done: make(chan struct{})}
 	st := e.human.Stream(ctx, canvasID, client.StreamOptions{LastEventID: "0"})
 	ready := make(chan struct{})
 	go func() {
@@ -407,6 +448,10 @@ func (e *agentEnv) watch(canvasID string) *agentEvents {
 				ae.mu.Lock()
 				ae.events = append(ae.events, ev)
 				ae.mu.Unlock()
+				select {
+				case ae.arrived <- struct{}{}:
+				default:
+				}
 			}
 		}
 	}()
@@ -422,19 +467,19 @@ func (e *agentEnv) watch(canvasID string) *agentEvents {
 // until waits for an event matching f.
 func (ae *agentEvents) until(t testing.TB, f func(client.Event) bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
-		ae.mu.Lock()
-		for _, ev := range ae.events {
+	deadline := time.After(10 * time.Second)
+	for {
+		for _, ev := range ae.list() {
 			if f(ev) {
-				ae.mu.Unlock()
 				return
 			}
 		}
-		ae.mu.Unlock()
-		time.Sleep(5 * time.Millisecond)
+		select {
+		case <-ae.arrived:
+		case <-deadline:
+			t.Fatal("event never arrived")
+		}
 	}
-	t.Fatal("event never arrived")
 }
 
 func (ae *agentEvents) list() []client.Event {
@@ -571,13 +616,7 @@ func TestAgentConflictingHumanEditWhileStreaming(t *testing.T) {
 
 	// Wait for the hero, then edit it as a human while the model is still streaming.
 	var hero *canvas.Node
-	for i := 0; hero == nil && i < 500; i++ {
-		hero = nodeByName(e.snapshot("c"), "HERO")
-		time.Sleep(5 * time.Millisecond)
-	}
-	if hero == nil {
-		t.Fatal("hero never appeared")
-	}
+	waitUntil(t, 10*time.Second, "the hero on the canvas", func() bool { hero = nodeByName(e.snapshot("c"), "HERO"); return hero != nil })
 	snap := e.snapshot("c")
 	base := snap.HeadRev
 	if _, err := e.human.Command(context.Background(), "c", canvas.Envelope{Type: "update_shape", BaseRev: &base,
@@ -609,8 +648,8 @@ func TestAgentConflictingHumanEditWhileStreaming(t *testing.T) {
 	if !strings.Contains(second, "someone else changed") || !strings.Contains(second, hero.ID) || !strings.Contains(second, `"color":"green"`) {
 		t.Fatalf("re-plan prompt lacks the conflict or the fresh state: %.300s", second)
 	}
-	if reqs[0].Model != "gpt-test" || reqs[1].Temperature != 0 {
-		t.Fatalf("requests %+v", reqs[0])
+	if reqs[0].Model != "gpt-test" || reqs[0].Temperature != nil || reqs[1].Temperature == nil || *reqs[1].Temperature != 0 {
+		t.Fatalf("model %q, temperatures %v %v: want none on the first call, 0 on the re-plan", reqs[0].Model, reqs[0].Temperature, reqs[1].Temperature)
 	}
 }
 
@@ -650,34 +689,26 @@ func TestAgentCancelStopsApplying(t *testing.T) {
 	for i := 0; i < 200; i++ {
 		acts = append(acts, fmt.Sprintf(`{"name":"create_shape","params":{"type":"note","x":%d,"y":0,"props":{"text":"n%d"}}}`, i*10, i))
 	}
-	model := newFakeOpenAI(t, scriptedReply{chunks: chunked(actionsJSON(acts...), 40), delay: 5 * time.Millisecond})
+	// The model streams the first notes, then holds the rest until the gate
+	// opens (after the cancel): a runner that kept reading would get them.
+	gate := make(chan struct{})
+	model := newFakeOpenAI(t, scriptedReply{chunks: chunked(actionsJSON(acts...), 40), gates: map[int]chan struct{}{60: gate}})
 	e := newAgentEnv(t, model, func(c *agent.Config) { c.Model = "openai:gpt-test" })
 	e.newCanvas("k")
 	id := e.start(client.AgentRunRequest{RoomID: "k", Message: "many notes"})
-	for i := 0; e.snapshot("k").HeadRev < 3 && i < 1000; i++ {
-		time.Sleep(5 * time.Millisecond)
-	}
+	waitUntil(t, 10*time.Second, "the first notes applied", func() bool { return e.snapshot("k").HeadRev >= 3 })
 	if err := e.human.CancelAgent(context.Background(), id); err != nil {
 		t.Fatal(err)
 	}
 	head := e.snapshot("k").HeadRev
-	time.Sleep(300 * time.Millisecond)
+	close(gate)
+	model.waitAborted(t, 1) // the cancel cut the model stream off
+	sess := e.wait(id)      // and the session's work ended
 	if after := e.snapshot("k").HeadRev; after != head {
 		t.Fatalf("applied after cancel: head %d → %d", head, after)
 	}
-	if head >= 200 {
-		t.Fatal("the stream finished before the cancel; the test proves nothing")
-	}
-	sess, err := e.human.AgentSession(context.Background(), id)
-	if err != nil || sess.State != client.AgentCanceled {
-		t.Fatalf("session %+v %v", sess.State, err)
-	}
-	time.Sleep(50 * time.Millisecond)
-	model.mu.Lock()
-	aborted := model.aborted
-	model.mu.Unlock()
-	if aborted != 1 {
-		t.Fatalf("model stream not closed by cancel (aborted=%d)", aborted)
+	if sess.State != client.AgentCanceled {
+		t.Fatalf("session %s", sess.State)
 	}
 	// Canceling again is harmless; an unknown session is 404.
 	if err := e.human.CancelAgent(context.Background(), id); err != nil {
@@ -708,6 +739,13 @@ func TestAgentFollowUpChainTodosAndRestart(t *testing.T) {
 		if !strings.Contains(p, fmt.Sprintf("detail %d", i-1)) || !strings.Contains(p, "step 0") {
 			t.Fatalf("follow-up %d prompt: %.200s", i, p)
 		}
+		// Stricter sampling: temperature 0 is on the wire (go-openai alone would drop it).
+		if tp := reqs[i].Temperature; tp == nil || *tp != 0 {
+			t.Fatalf("follow-up %d temperature %v, want 0", i, tp)
+		}
+	}
+	if reqs[0].Temperature != nil {
+		t.Fatalf("first turn temperature %v, want none (the provider's default)", *reqs[0].Temperature)
 	}
 	if n := len(e.snapshot("f").State.Nodes); n != 4 {
 		t.Fatalf("%d nodes", n)
@@ -717,21 +755,14 @@ func TestAgentFollowUpChainTodosAndRestart(t *testing.T) {
 	}
 
 	// A new runner over the same database (a restart) still serves the session.
-	store2, err := agent.OpenSQLSessionStore(context.Background(), "", e.dbPath)
+	store2, err := sqlitestore.Open(context.Background(), e.dbPath)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer store2.Close()
-	got, err := store2.GetSession(context.Background(), sess.ID)
+	got, err := store2.GetAgentSession(context.Background(), sess.ID)
 	if err != nil || got.State != client.AgentDone || len(got.Todos) != 4 || len(got.Transcript) != len(sess.Transcript) || got.Stats != sess.Stats {
 		t.Fatalf("after restart: %+v %v", got, err)
-	}
-	if err := store2.SetTodoStatus(context.Background(), sess.ID, got.Todos[0].ID, "done"); err != nil {
-		t.Fatal(err)
-	}
-	got, _ = store2.GetSession(context.Background(), sess.ID)
-	if got.Todos[0].Status != "done" || got.Todos[0].ResolvedAt == nil {
-		t.Fatalf("todo %+v", got.Todos[0])
 	}
 }
 
@@ -814,7 +845,7 @@ func BenchmarkAgentActionToCommit(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		<-r.Done(id)
+		waitRunner(b, r, id)
 	}
 	b.StopTimer()
 	e.commitLat.mu.Lock()
@@ -874,7 +905,8 @@ func TestAgentStandaloneWorker(t *testing.T) {
 	for i := 0; i < 300; i++ {
 		acts = append(acts, fmt.Sprintf(`{"name":"create_shape","params":{"type":"note","x":%d,"y":900,"props":{"text":"m%d"}}}`, i*10, i))
 	}
-	model := newFakeOpenAI(t, scriptedReply{chunks: chunked(actionsJSON(acts...), 40), delay: 5 * time.Millisecond})
+	gate := make(chan struct{}) // holds the rest of the model stream until after the cancel
+	model := newFakeOpenAI(t, scriptedReply{chunks: chunked(actionsJSON(acts...), 40), gates: map[int]chan struct{}{60: gate}})
 	e2 := newAgentEnvMode(t, model, func(c *agent.Config) { c.Model = "openai:gpt-test" }, true)
 	e2.newCanvas("q")
 	id := e2.start(client.AgentRunRequest{RoomID: "q", Message: "many"})
@@ -882,20 +914,106 @@ func TestAgentStandaloneWorker(t *testing.T) {
 		s.State != client.AgentCallingModel && s.State != client.AgentStreaming {
 		t.Fatalf("fresh session state %q", s.State)
 	}
-	for i := 0; e2.snapshot("q").HeadRev < 3 && i < 1000; i++ {
-		time.Sleep(5 * time.Millisecond)
-	}
+	waitUntil(t, 10*time.Second, "the worker's first notes applied", func() bool { return e2.snapshot("q").HeadRev >= 3 })
 	if err := e2.human.CancelAgent(context.Background(), id); err != nil {
 		t.Fatal(err)
 	}
-	<-e2.runner.Done(id) // the worker noticed
+	// Once the worker has noticed, the rest of the stream may come: the worker
+	// has cut it off (before, the rest could arrive whole while the worker
+	// had not yet polled the cancel).
+	if s := e2.wait(id); s.State != client.AgentCanceled {
+		t.Fatalf("state %q", s.State)
+	}
 	head := e2.snapshot("q").HeadRev
-	time.Sleep(200 * time.Millisecond)
-	if after := e2.snapshot("q").HeadRev; after != head || head >= 300 {
+	close(gate)
+	model.waitAborted(t, 1)
+	if after := e2.snapshot("q").HeadRev; after != head {
 		t.Fatalf("worker applied after cancel: head %d → %d", head, after)
 	}
-	if s, _ := e2.human.AgentSession(context.Background(), id); s.State != client.AgentCanceled {
-		t.Fatalf("state %q", s.State)
+}
+
+// holdSecondCommand passes commands through, except that it holds the second
+// one until release. When the request's context ends while it is held, the
+// command still reaches the server, but only once lateSend is closed (as a
+// request already on the wire would), and sentLate is closed after.
+type holdSecondCommand struct {
+	n                  atomic.Int32
+	held, release      chan struct{}
+	lateSend, sentLate chan struct{}
+	late               atomic.Bool
+}
+
+func (h *holdSecondCommand) RoundTrip(req *http.Request) (*http.Response, error) {
+	if !strings.HasSuffix(req.URL.Path, "/command") || h.n.Add(1) != 2 {
+		return http.DefaultTransport.RoundTrip(req)
+	}
+	close(h.held)
+	select {
+	case <-h.release:
+	case <-req.Context().Done():
+	}
+	if err := req.Context().Err(); err != nil {
+		h.late.Store(true)
+		go func() {
+			defer close(h.sentLate)
+			<-h.lateSend
+			if resp, err := http.DefaultTransport.RoundTrip(req.Clone(context.Background())); err == nil {
+				resp.Body.Close()
+			}
+		}()
+		return nil, err
+	}
+	return http.DefaultTransport.RoundTrip(req)
+}
+
+// TestAgentCancelWaitsForTheCommandInFlight: Cancel returns only once the
+// command the session had in flight got its answer, so nothing is applied
+// after Cancel returns (a command abandoned at the client could still commit
+// on the server afterwards).
+func TestAgentCancelWaitsForTheCommandInFlight(t *testing.T) {
+	gate := make(chan struct{}) // never opened: the model stream stays open
+	reply := actionsJSON(`{"name":"create_shape","params":{"type":"note","x":0,"y":0,"props":{"text":"one"}}}`,
+		`{"name":"create_shape","params":{"type":"note","x":300,"y":0,"props":{"text":"two"}}}`,
+		`{"name":"create_shape","params":{"type":"note","x":600,"y":0,"props":{"text":"three"}}}`)
+	split := strings.Index(reply, `{"name":"create_shape","params":{"type":"note","x":600`)
+	model := newFakeOpenAI(t, scriptedReply{chunks: []string{reply[:split], reply[split:]}, gates: map[int]chan struct{}{1: gate}})
+	e := newAgentEnv(t, model, nil)
+	e.runner.Stop()
+	hold := &holdSecondCommand{held: make(chan struct{}), release: make(chan struct{}), lateSend: make(chan struct{}), sentLate: make(chan struct{})}
+	tok, _ := e.admin.CreateToken(context.Background(), canvas.TokenRequest{Role: canvas.RoleEditor, ActorType: canvas.ActorAgent})
+	ac, _ := client.New(e.srv.URL, tok.Token, client.WithHTTPClient(&http.Client{Transport: hold}))
+	cfg := agent.DefaultConfig()
+	cfg.Model, cfg.OpenAIAPIKey, cfg.OpenAIBaseURL, cfg.LowActionThreshold = "openai:gpt-test", "sk-test", model.srv.URL+"/v1", 0
+	r, err := agent.NewRunner(agent.Deps{Config: cfg, Client: ac, Events: e.hub, Store: e.sessions})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Start(context.Background())
+	defer r.Stop()
+	e.newCanvas("h")
+	id, err := r.Run(context.Background(), client.AgentRunRequest{RoomID: "h", Message: "notes"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-hold.held:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the second command was never sent")
+	}
+	canceled := make(chan error, 1)
+	go func() { canceled <- r.Cancel(context.Background(), id) }()
+	model.waitAborted(t, 1) // the session's context has ended
+	close(hold.release)
+	if err := <-canceled; err != nil {
+		t.Fatal(err)
+	}
+	head := e.snapshot("h").HeadRev
+	close(hold.lateSend)
+	if hold.late.Load() {
+		<-hold.sentLate
+	}
+	if after := e.snapshot("h").HeadRev; after != head || head != 2 {
+		t.Fatalf("head %d when Cancel returned, %d after the command in flight landed; want 2 both times", head, after)
 	}
 }
 
@@ -919,15 +1037,19 @@ func TestAgentScreenshotReachesVisionModel(t *testing.T) {
 	defer r.Stop()
 	e.newCanvas("v")
 
-	// A browser on the canvas stream answers screenshot invokes.
+	// A browser on the canvas stream, elected host, answers screenshot invokes.
 	ctx, cancel := context.WithCancel(context.Background())
-	st := e.human.Stream(ctx, "v", client.StreamOptions{})
+	st := e.human.Stream(ctx, "v", client.StreamOptions{ClientID: "b1", Capabilities: []string{CapScreenshot}})
 	answered := make(chan agent.ScreenshotRequest, 4)
+	subscribed := make(chan struct{}) // caught_up: the hub counts this stream
 	go func() {
 		for {
 			ev, err := st.Recv()
 			if err != nil {
 				return
+			}
+			if ev.Event == client.EventCaughtUp {
+				close(subscribed)
 			}
 			if ev.Event != "invoke" {
 				continue
@@ -941,15 +1063,18 @@ func TestAgentScreenshotReachesVisionModel(t *testing.T) {
 			answered <- req
 		}
 	}()
-	for e.hub.Subscribers("v") == 0 {
-		time.Sleep(5 * time.Millisecond)
-	}
+	<-subscribed
 	id, err := r.Run(context.Background(), client.AgentRunRequest{RoomID: "v", Message: "look", Viewport: &client.Box{X: 1, Y: 2, W: 300, H: 200}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	<-r.Done(id)
-	req := <-answered
+	waitRunner(t, r, id)
+	var req agent.ScreenshotRequest
+	select {
+	case req = <-answered:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no screenshot request answered")
+	}
 	if req.Type != "agent:screenshot_request" || req.SessionID != id || req.Bounds.W != 300 {
 		t.Fatalf("screenshot request %+v", req)
 	}
@@ -959,12 +1084,10 @@ func TestAgentScreenshotReachesVisionModel(t *testing.T) {
 	// Without a browser the run continues text-only at once.
 	cancel()
 	st.Close()
-	for e.hub.Subscribers("v") > 0 {
-		time.Sleep(5 * time.Millisecond)
-	}
+	waitUntil(t, 10*time.Second, "the closed stream left the hub", func() bool { return e.hub.Subscribers("v") == 0 })
 	start := time.Now()
 	id, _ = r.Run(context.Background(), client.AgentRunRequest{RoomID: "v", Message: "look again"})
-	<-r.Done(id)
+	waitRunner(t, r, id)
 	sess, _ := r.Session(context.Background(), id)
 	if _, img := model.requests()[1].last(); img != "" || sess.Stats.ScreenshotMissed != 1 || sess.State != client.AgentDone || time.Since(start) > 2*time.Second {
 		t.Fatalf("text-only run: image %q stats %+v in %v", img, sess.Stats, time.Since(start))
@@ -982,7 +1105,7 @@ func TestAgentRunWorkerProcess(t *testing.T) {
 	done := make(chan error, 1)
 	go func() {
 		done <- agent.RunWorker(ctx, agent.WorkerSettings{ServerURL: e.srv.URL, Token: tok.Token, ActorID: tok.ActorID,
-			SQLitePath: e.dbPath, Config: agent.DefaultConfig(), Options: agent.WorkerOptions{Poll: 20 * time.Millisecond}})
+			Store: e.sessions, Config: agent.DefaultConfig(), Options: agent.WorkerOptions{Poll: 20 * time.Millisecond}})
 	}()
 	sess := e.run(client.AgentRunRequest{RoomID: "rw", Message: "Draft a brutalist poster concept"})
 	if sess.State != client.AgentDone || sess.ActorID != tok.ActorID || len(e.snapshot("rw").State.Nodes) != 6 {

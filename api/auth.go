@@ -11,6 +11,8 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/canvasd/canvasd/canvas"
 	"github.com/canvasd/canvasd/store"
@@ -33,10 +35,49 @@ func principalFrom(ctx context.Context) canvas.Principal {
 	return p
 }
 
-// authenticator resolves bearer tokens to principals.
+// authenticator resolves bearer tokens to principals. A token verified
+// against the store is trusted for tokenCacheTTL without asking the store
+// again (the hot path of every command would otherwise read it).
 type authenticator struct {
 	st        store.Store
-	adminHash []byte // SHA-256 of the configured admin token; nil when the store holds it
+	adminHash []byte           // SHA-256 of the configured admin token; nil when the store holds it
+	now       func() time.Time // the clock of the cache
+
+	mu    sync.RWMutex
+	cache map[[sha256.Size]byte]verifiedToken // by the token's hash
+}
+
+// tokenCacheTTL is how long a verified token is trusted without reading the
+// store. Revoking a token through this process's API takes effect at once;
+// a revocation this process does not see (by another process sharing the
+// store, or in the store directly) takes effect within tokenCacheTTL.
+const tokenCacheTTL = time.Second
+
+// maxCachedTokens bounds the cache; when full, it starts over.
+const maxCachedTokens = 4096
+
+type verifiedToken struct {
+	p     canvas.Principal
+	until time.Time
+}
+
+func newAuthenticator(st store.Store, adminToken string) *authenticator {
+	a := &authenticator{st: st, now: time.Now, cache: map[[sha256.Size]byte]verifiedToken{}}
+	if adminToken != "" {
+		a.adminHash = HashToken(adminToken)
+	}
+	return a
+}
+
+// forget drops the cached tokens of an actor (its token was revoked).
+func (a *authenticator) forget(actorID string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for h, v := range a.cache {
+		if v.p.Actor.ID == actorID {
+			delete(a.cache, h)
+		}
+	}
 }
 
 // NewToken mints a random token secret (256 bits) and its SHA-256 hash.
@@ -75,9 +116,17 @@ func (a *authenticator) authenticate(r *http.Request) (canvas.Principal, error) 
 	if len(tok) > 512 {
 		return canvas.Principal{}, fmt.Errorf("%w: the token is malformed", canvas.ErrUnauthorized)
 	}
-	hash := HashToken(tok)
+	sum := sha256.Sum256([]byte(tok))
+	hash := sum[:]
 	if a.adminHash != nil && subtle.ConstantTimeCompare(hash, a.adminHash) == 1 {
 		return canvas.Principal{Actor: canvas.Actor{ID: AdminActorID, Type: canvas.ActorService}, Role: canvas.RoleAdmin}, nil
+	}
+	now := a.now()
+	a.mu.RLock()
+	v, ok := a.cache[sum]
+	a.mu.RUnlock()
+	if ok && now.Before(v.until) {
+		return v.p, nil
 	}
 	rec, err := a.st.TokenByHash(r.Context(), hash)
 	if errors.Is(err, canvas.ErrNotFound) {
@@ -90,7 +139,22 @@ func (a *authenticator) authenticate(r *http.Request) (canvas.Principal, error) 
 	if subtle.ConstantTimeCompare(rec.Hash, hash) != 1 {
 		return canvas.Principal{}, fmt.Errorf("%w: the token is unknown or revoked", canvas.ErrUnauthorized)
 	}
-	return canvas.Principal{Actor: canvas.Actor{ID: rec.ActorID, Type: rec.ActorType}, Role: rec.Role, Canvases: rec.Canvases}, nil
+	if rec.Expired(now) {
+		return canvas.Principal{}, fmt.Errorf("%w: the token expired at %s; an admin mints a new one", canvas.ErrUnauthorized,
+			rec.ExpiresAt.Format(time.RFC3339))
+	}
+	p := canvas.Principal{Actor: canvas.Actor{ID: rec.ActorID, Type: rec.ActorType}, Role: rec.Role, Canvases: rec.Canvases}
+	until := now.Add(tokenCacheTTL)
+	if !rec.ExpiresAt.IsZero() && rec.ExpiresAt.Before(until) {
+		until = rec.ExpiresAt // never trusted past its expiry
+	}
+	a.mu.Lock()
+	if len(a.cache) >= maxCachedTokens {
+		clear(a.cache)
+	}
+	a.cache[sum] = verifiedToken{p: p, until: until}
+	a.mu.Unlock()
+	return p, nil
 }
 
 // requireAuth rejects requests without a valid token and stores the principal in the context.
@@ -106,12 +170,12 @@ func (s *Server) requireAuth(next http.Handler) http.Handler {
 }
 
 // authorize checks the request's principal has role need on canvasID ("" = a
-// global action, which scoped tokens may not take).
+// global action, which only unscoped tokens may take).
 func authorize(r *http.Request, canvasID string, need canvas.Role) error {
 	p := principalFrom(r.Context())
 	if canvasID == "" {
-		if !p.Role.Allows(need) || len(p.Canvases) > 0 && p.Role != canvas.RoleAdmin {
-			return fmt.Errorf("%w: this needs the %s role on every canvas; your token has %s", canvas.ErrForbidden, need, describeScope(p))
+		if !p.Role.Allows(need) || p.Scoped() {
+			return fmt.Errorf("%w: this needs the %s role on every canvas (a token without canvases); your token has %s", canvas.ErrForbidden, need, describeScope(p))
 		}
 		return nil
 	}
@@ -122,7 +186,7 @@ func authorize(r *http.Request, canvasID string, need canvas.Role) error {
 }
 
 func describeScope(p canvas.Principal) string {
-	if len(p.Canvases) == 0 {
+	if !p.Scoped() {
 		return string(p.Role) + " on every canvas"
 	}
 	return fmt.Sprintf("%s on %d canvas(es)", p.Role, len(p.Canvases))

@@ -16,7 +16,7 @@ import (
 // listeners, one "process" = one pgstore.Store + Engine + Hub + Server, all
 // sharing one schema of CANVASD_TEST_DATABASE_URL (skipped when unset). They
 // do a fixed amount of work whatever b.N is (run them with -benchtime 1x, as
-// `make bench` does) and report percentiles against DESIGN.md's targets:
+// `make bench` does) and report percentiles against the targets in docs/architecture.md:
 //
 //	CANVASD_TEST_DATABASE_URL=postgres://postgres@127.0.0.1:5432/test?sslmode=disable \
 //	  go test ./api -run '^$' -bench 'PG' -benchtime 1x
@@ -50,7 +50,7 @@ func loadAvg() float64 {
 }
 
 // BenchmarkPGCommandApplyHTTP measures durable command apply over HTTP on
-// PostgreSQL (DESIGN.md: p50 ≤ 0.8 ms, p99 ≤ 3 ms; ≥ 5k commits/s, ≥ 2k/s on
+// PostgreSQL (targets: p50 ≤ 0.8 ms, p99 ≤ 3 ms; ≥ 5k commits/s, ≥ 2k/s on
 // one hot canvas with 8 writers): sequential commands on one canvas, 8
 // concurrent clients on one canvas, 16 clients across 16 canvases, and 8
 // clients on one canvas split over two processes (each process's writer
@@ -155,7 +155,7 @@ func BenchmarkPGCommandApplyHTTP(b *testing.B) {
 // on process B receive them after B's LISTEN connection is woken by the
 // NOTIFY and B reads the commits from the log. Latency runs from sending the
 // command to A until a subscriber on B has read the commit's id line
-// (DESIGN.md: delivery p99 ≤ 25 ms at 1k subscribers, within one process).
+// (target: delivery p99 ≤ 25 ms at 1k subscribers, within one process).
 // ack-p50-ms is A's own answer time, for comparison.
 func BenchmarkPGCrossProcessSSEDelivery(b *testing.B) {
 	for _, subs := range []int{1, 100} {

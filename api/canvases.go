@@ -102,14 +102,6 @@ func (s *Server) handleDeleteCanvas(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
-// snapshotResponse is GET /canvas_commands/snapshot/{canvas_id}.
-type snapshotResponse struct {
-	CanvasID    string            `json:"canvas_id"`
-	HeadRev     int64             `json:"head_rev"`
-	HeadEventID string            `json:"head_event_id"`
-	State       canvas.SceneState `json:"state"`
-}
-
 func (s *Server) handleSnapshot(w http.ResponseWriter, r *http.Request) {
 	id := chi.URLParam(r, "canvas_id")
 	if err := authorize(r, id, canvas.RoleViewer); err != nil {
@@ -128,7 +120,7 @@ func (s *Server) handleSnapshot(w http.ResponseWriter, r *http.Request) {
 	var body []byte
 	err := s.engine.View(r.Context(), id, at, func(st *canvas.State, eventID string) error {
 		var err error
-		body, err = json.Marshal(snapshotResponse{CanvasID: id, HeadRev: st.Rev, HeadEventID: eventID, State: st.Scene()})
+		body, err = json.Marshal(canvas.Snapshot{CanvasID: id, HeadRev: st.Rev, HeadEventID: eventID, State: st.Scene()})
 		return err
 	})
 	if err != nil {

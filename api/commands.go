@@ -2,8 +2,6 @@ package api
 
 import (
 	"encoding/json"
-	"errors"
-	"io"
 	"net/http"
 	"strconv"
 	"time"
@@ -13,18 +11,6 @@ import (
 	"github.com/canvasd/canvasd/canvas"
 	"github.com/canvasd/canvasd/store"
 )
-
-func readBody(r *http.Request) ([]byte, error) {
-	b, err := io.ReadAll(r.Body)
-	var mbe *http.MaxBytesError
-	if errors.As(err, &mbe) {
-		return nil, err
-	}
-	if err != nil {
-		return nil, canvas.Invalid("body", "could not read the request body: %v", err)
-	}
-	return b, nil
-}
 
 func (s *Server) handleCommand(w http.ResponseWriter, r *http.Request) {
 	id := chi.URLParam(r, "canvas_id")
@@ -43,7 +29,7 @@ func (s *Server) handleCommand(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	resp, err := s.engine.Execute(r.Context(), id, principalFrom(r.Context()).Actor, env)
-	s.writeEngineResponse(w, r, resp, err)
+	s.writeAnswer(w, r, resp, err)
 }
 
 // batchRequest is the body of POST /canvas_commands/{canvas_id}/commands.
@@ -83,18 +69,19 @@ func (s *Server) handleBatch(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	resp, err := s.engine.ExecuteBatch(r.Context(), id, principalFrom(r.Context()).Actor, *req.BaseRev, req.IdempotencyKey, envs)
-	s.writeEngineResponse(w, r, resp, err)
+	s.writeAnswer(w, r, resp, err)
 }
 
-func (s *Server) writeEngineResponse(w http.ResponseWriter, r *http.Request, resp store.Response, err error) {
+// writeAnswer writes the engine's answer to a command or batch, or err as a problem document.
+func (s *Server) writeAnswer(w http.ResponseWriter, r *http.Request, a store.Answer, err error) {
 	if err != nil {
 		s.problem(w, r, err)
 		return
 	}
-	if resp.Replayed {
+	if a.Replayed {
 		w.Header().Set("Idempotent-Replayed", "true")
 	}
-	writeRaw(w, resp.Status, resp.Body)
+	writeRaw(w, outcomeStatus(a.Outcome), a.Result)
 }
 
 // eventsResponse is GET /canvas_commands/{canvas_id}/events.
@@ -197,7 +184,7 @@ func (s *Server) handleGesture(w http.ResponseWriter, r *http.Request) {
 	if req.Viewport != nil {
 		ev.Viewport = req.Viewport
 	}
-	s.hub.PublishEvent(id, "gesture", ev)
+	s.hub.PublishEvent(id, canvas.EventGesture, ev)
 	writeJSON(w, http.StatusAccepted, map[string]any{"ok": true, "delivered": true})
 }
 

@@ -1,6 +1,6 @@
 package api
 
-// Documents, named snapshots and diffs (API.md "Documents, snapshots, diffs"):
+// Documents, named snapshots and diffs (docs/api.md, "Documents"):
 //
 //	GET  /api/canvases/{id}/docs/{node_id}?start_line&end_line        viewer
 //	GET  /api/canvases/{id}/docs/{node_id}/diff?since&format          viewer
@@ -29,15 +29,6 @@ import (
 	"github.com/canvasd/canvasd/reducer"
 	"github.com/canvasd/canvasd/store"
 )
-
-// docRoutes mounts the document and snapshot endpoints (behind requireAuth).
-func (s *Server) docRoutes(r chi.Router) {
-	r.Get("/api/canvases/{canvas_id}/docs/{node_id}", s.handleDocContent)
-	r.Get("/api/canvases/{canvas_id}/docs/{node_id}/diff", s.handleDocDiff)
-	r.Get("/api/canvases/{canvas_id}/docs/{node_id}/selection", s.handleDocSelection)
-	r.Post("/api/canvases/{canvas_id}/snapshots", limitBody(64<<10, s.handleCreateNamedSnapshot))
-	r.Get("/api/canvases/{canvas_id}/snapshots", s.handleListNamedSnapshots)
-}
 
 func (s *Server) handleDocContent(w http.ResponseWriter, r *http.Request) {
 	id, nodeID := chi.URLParam(r, "canvas_id"), chi.URLParam(r, "node_id")

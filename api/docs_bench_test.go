@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/canvasd/canvasd/canvas"
+	"github.com/canvasd/canvasd/store"
 )
 
 // benchDoc is a 10,000-line document (~480 KB).
@@ -42,11 +43,11 @@ func BenchmarkDocLineEditEngine(b *testing.B) {
 	exec := func(typ string, base int64, args map[string]any) int64 {
 		raw, _ := json.Marshal(args)
 		resp, err := e.engine.Execute(ctx, cid, actor, canvas.Envelope{Type: typ, BaseRev: &base, Args: raw})
-		if err != nil || resp.Status != 200 {
-			b.Fatalf("%s: %v %d %s", typ, err, resp.Status, resp.Body)
+		if err != nil || resp.Outcome != store.OutcomeApplied {
+			b.Fatalf("%s: %v %s %s", typ, err, resp.Outcome, resp.Result)
 		}
 		var r canvas.RevisionResult
-		_ = json.Unmarshal(resp.Body, &r)
+		_ = json.Unmarshal(resp.Result, &r)
 		return r.CurrentRev
 	}
 	head := exec("create_node", 0, map[string]any{"id": "doc", "name": "big", "type": "doc", "props": map[string]any{"text": benchDoc()}})

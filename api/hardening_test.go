@@ -1,8 +1,15 @@
 package api
 
 import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
+	"unicode/utf8"
+
+	"github.com/canvasd/canvasd/canvas"
 )
 
 // TestHostileCommandInput sends input a careless server would choke on and
@@ -46,7 +53,7 @@ func TestNoSSEInjection(t *testing.T) {
 	id := e.canvas("c_inject")
 	s := e.stream("/sse/canvas/"+id, testAdmin, nil)
 	s.next()
-	evil := "x\n\nevent: reset\ndata: {}\r\nid: 999\x00"
+	evil := "x\n\nevent: reset\ndata: {}\r\nid: 999\x01\u2028"
 	e.must(200, "POST", "/canvas_commands/"+id+"/command", testAdmin, env("create_node", 0, map[string]any{"name": evil, "props": map[string]any{evil: evil}}))
 	e.must(200, "POST", "/canvas_commands/"+id+"/command", testAdmin, env("create_node", 1, map[string]any{"name": "after"}))
 	for rev := 1; rev <= 2; rev++ {
@@ -83,4 +90,238 @@ func TestUnknownRoutesAndMethods(t *testing.T) {
 	if r := e.do("GET", "/canvas_commands/snapshot/c_missing?at_rev=-3", testAdmin, nil); r.Status != 400 {
 		t.Fatalf("bad at_rev: %d", r.Status)
 	}
+}
+
+// TestNotFoundDetails: a 404's detail names what the client asked for and
+// nothing of the server's insides (it said `sqlitestore: canvas "ghost": not
+// found`), on both stores.
+func TestNotFoundDetails(t *testing.T) {
+	run := func(t *testing.T, e *testEnv) {
+		id := e.canvas("c_real")
+		for _, rq := range []struct{ method, path, ghost string }{
+			{"GET", "/canvas_commands/snapshot/ghost", `"ghost"`},
+			{"GET", "/canvas_commands/snapshot/ghost?at_rev=3", `"ghost"`},
+			{"GET", "/canvas_commands/ghost/events", `"ghost"`},
+			{"POST", "/canvas_commands/ghost/command", `"ghost"`},
+			{"GET", "/api/canvases/ghost", `"ghost"`},
+			{"DELETE", "/api/canvases/ghost", `"ghost"`},
+			{"GET", "/api/canvases/ghost/snapshots", `"ghost"`},
+			{"POST", "/api/canvases/ghost/snapshots", `"ghost"`},
+			{"GET", "/api/canvases/ghost/docs/n1", `"ghost"`},
+			{"GET", "/api/canvases/" + id + "/docs/ghost_node", `"ghost_node"`},
+			{"GET", "/api/canvases/" + id + "/docs/ghost_node/diff?since=ghost_snap", `ghost`},
+			{"DELETE", "/api/tokens/ghost-actor", `"ghost-actor"`},
+		} {
+			var body any
+			if rq.method == "POST" {
+				body = map[string]any{"type": "create_node", "base_rev": 0}
+				if strings.HasSuffix(rq.path, "/snapshots") {
+					body = map[string]any{"label": "x"}
+				}
+			}
+			r := e.do(rq.method, rq.path, testAdmin, body)
+			detail, _ := r.json(t)["detail"].(string)
+			if r.Status != 404 || !strings.Contains(detail, rq.ghost) || strings.Contains(detail, "store") || strings.Contains(detail, "sql") {
+				t.Errorf("%s %s: %d %q; want 404 naming %s and no internals", rq.method, rq.path, r.Status, detail, rq.ghost)
+			}
+		}
+	}
+	onBothStores(t, run)
+}
+
+// onBothStores runs f on a server over the embedded store and on one over
+// PostgreSQL.
+func onBothStores(t *testing.T, f func(t *testing.T, e *testEnv)) {
+	t.Run("sqlite", func(t *testing.T) { f(t, newTestEnv(t)) })
+	t.Run("postgres", func(t *testing.T) {
+		url, schema := pgTestSchema(t)
+		f(t, newPGTestEnv(t, url, schema))
+	})
+}
+
+// TestNestingDepthLimit: props nested 5,000 levels deep made a canvas
+// unreadable for Python's json. Bodies nest at most canvas.MaxJSONDepth
+// levels; deeper is a 422 naming the field and the limit, nothing written.
+func TestNestingDepthLimit(t *testing.T) {
+	onBothStores(t, func(t *testing.T, e *testEnv) {
+		id := e.canvas("c_deep")
+		// The body, args and props are 3 levels: props may nest 61 more.
+		nest := func(levels int) string {
+			return strings.Repeat(`{"k":`, levels-1) + `{}` + strings.Repeat("}", levels-1)
+		}
+		body := func(levels int) string {
+			return `{"type":"create_node","base_rev":0,"args":{"name":"deep","props":{"data":` + nest(levels) + `}}}`
+		}
+		for _, levels := range []int{5000, canvas.MaxJSONDepth - 2} {
+			r := e.do("POST", "/canvas_commands/"+id+"/command", testAdmin, body(levels))
+			p := r.json(t)
+			field, _ := p["field"].(string)
+			if r.Status != 422 || !strings.HasPrefix(field, "args.props.data.k.k") || !strings.Contains(p["detail"].(string), strconv.Itoa(canvas.MaxJSONDepth)) {
+				t.Fatalf("%d levels: %d %s", levels, r.Status, r.Body)
+			}
+		}
+		if s := e.snapshot(id); s["head_rev"] != 0.0 {
+			t.Fatalf("a refused body was written: head %v", s["head_rev"])
+		}
+		e.must(200, "POST", "/canvas_commands/"+id+"/command", testAdmin, body(canvas.MaxJSONDepth-3))
+		if s := e.snapshot(id); s["head_rev"] != 1.0 {
+			t.Fatalf("head %v after an accepted command", s["head_rev"])
+		}
+	})
+}
+
+// TestTextStoredAlikeOnBothStores: invalid UTF-8 was accepted by the
+// embedded store (and /events and SSE then sent it on) while PostgreSQL
+// refused it. Both refuse it alike, and NUL and lone surrogates with it: 400,
+// nothing written.
+func TestTextStoredAlikeOnBothStores(t *testing.T) {
+	onBothStores(t, func(t *testing.T, e *testEnv) {
+		id := e.canvas("c_text")
+		for name, args := range map[string]string{
+			"invalid UTF-8 in a name": "{\"name\":\"bad \xff\xfe\"}",
+			"invalid UTF-8 in a key":  "{\"name\":\"x\",\"props\":{\"\xc3\x28\":1}}",
+			"UTF-8 encoded surrogate": "{\"name\":\"\xed\xa0\x80\"}",
+			"escaped NUL":             `{"name":"a\u0000b"}`,
+			"lone surrogate escape":   `{"name":"\udc00"}`,
+			"unpaired high surrogate": `{"name":"\ud83d x"}`,
+		} {
+			r := e.do("POST", "/canvas_commands/"+id+"/command", testAdmin, `{"type":"create_node","base_rev":0,"args":`+args+`}`)
+			if r.Status != 400 {
+				t.Errorf("%s: %d %s", name, r.Status, r.Body)
+			}
+		}
+		// A well-formed surrogate pair and other control characters are text.
+		e.must(200, "POST", "/canvas_commands/"+id+"/command", testAdmin, `{"type":"create_node","base_rev":0,"args":{"name":"\ud83d\ude00 \u0001 \u2028"}}`)
+		r := e.do("GET", "/canvas_commands/"+id+"/events?after_rev=0", testAdmin, nil)
+		if ev := r.json(t); ev["head_rev"] != 1.0 || !utf8.Valid(r.Body) {
+			t.Fatalf("events: %s", r.Body)
+		}
+	})
+}
+
+// hostileLimits is the body limit of each route that takes a body (a route
+// that takes one without an entry here fails TestHostileInputOnEveryRoute).
+func hostileLimits(z *authzEnv) map[string]int64 {
+	cmd := z.api.cfg.MaxCommandBytes
+	hc := z.api.cfg.Host.Host.Config()
+	return map[string]int64{
+		"POST /api/tokens":                           64 << 10,
+		"POST /api/canvases":                         64 << 10,
+		"POST /canvas_commands/{canvas_id}/command":  cmd,
+		"POST /canvas_commands/{canvas_id}/commands": cmd,
+		"POST /canvas_commands/{canvas_id}/gesture":  16 << 10,
+		"POST /api/canvases/{canvas_id}/snapshots":   64 << 10,
+		"POST /mcp":                                           cmd,
+		"POST /api/canvas-agent/events":                       256 << 10,
+		"POST /api/canvas-agent/run":                          64 << 10,
+		"POST /api/canvas-agent/sessions/{session_id}/cancel": 4 << 10,
+		"POST /api/canvas-agent/sessions/{session_id}/revert": 4 << 10,
+		"POST /api/canvas-agent/edit-request":                 64 << 10,
+		"POST /api/canvas-agent/ack":                          4 << 10,
+		"POST /api/canvas-agent/view":                         64 << 10,
+		"PUT /api/host/{session}/files/*":                     hc.MaxFileBytes,
+		"POST /api/host/{session}/a2ui":                       hc.MaxA2UIBytes,
+		"POST /api/host/{session}/a2ui/reset":                 4 << 10,
+		"POST /api/host/{session}/actions":                    256 << 10,
+		"POST /api/host/{session}/present":                    16 << 10,
+		"POST /api/sessions/{id}/messages":                    messageBodyLimit(hc.MaxImageBytes),
+		"POST /api/invoke":                                    maxInvokeBody,
+		"POST /api/invoke/{invoke_id}":                        maxInvokeBody,
+	}
+}
+
+// TestHostileInputOnEveryRoute sends every route of the table that takes a
+// body what an attacker or a careless client would: malformed JSON, invalid
+// UTF-8, JSON nested too deep, a body over the limit, a wrong token. Each
+// gets a problem document and changes nothing (canvases and their heads,
+// tokens, host files, named snapshots).
+func TestHostileInputOnEveryRoute(t *testing.T) {
+	z, _ := newAuthzEnv(t)
+	limits := hostileLimits(z)
+	deep := strings.Repeat(`{"a":`, canvas.MaxJSONDepth+5) + "1" + strings.Repeat("}", canvas.MaxJSONDepth+5)
+	for _, route := range walkRoutes(t, z.api.Routes()) {
+		method, _, _ := strings.Cut(route, " ")
+		if method != "POST" && method != "PUT" {
+			continue
+		}
+		rows := rowsFor(authzRows(), route)
+		if len(rows) == 0 || rows[0].method == "*" { // no row: TestAuthorizationMatrix says so; "*": the web UI's 405
+			continue
+		}
+		limit, ok := limits[route]
+		if !ok {
+			t.Errorf("%s takes a body but has no entry in hostileLimits", route)
+			continue
+		}
+		raw := route == "PUT /api/host/{session}/files/*" // any bytes: a file
+		cases := []struct {
+			name, body, token string
+			status            []int
+			detail            string
+		}{
+			{"too large", `{"a":"` + strings.Repeat("x", int(limit)) + `"}`, testAdmin, []int{413}, strconv.FormatInt(limit, 10)},
+			{"wrong token", "{}", TokenPrefix + "wrong", []int{401}, "token"},
+		}
+		if !raw {
+			cases = append(cases,
+				struct {
+					name, body, token string
+					status            []int
+					detail            string
+				}{"malformed JSON", `{"a":`, testAdmin, []int{400, 422}, ""},
+				struct {
+					name, body, token string
+					status            []int
+					detail            string
+				}{"invalid UTF-8", "{\"name\":\"\xff\xfe\"}", testAdmin, []int{400}, "UTF-8"},
+				struct {
+					name, body, token string
+					status            []int
+					detail            string
+				}{"too deep", deep, testAdmin, []int{422}, strconv.Itoa(canvas.MaxJSONDepth)},
+				struct {
+					name, body, token string
+					status            []int
+					detail            string
+				}{"NUL character", `{"name":"a\u0000b"}`, testAdmin, []int{400}, "NUL"},
+			)
+		}
+		for _, c := range cases {
+			rq := rows[0].req(z)
+			before := z.fingerprint()
+			rq.body = c.body
+			status, hdr, body := z.send(rq, c.token)
+			if rq.after != nil {
+				rq.after()
+			}
+			var p map[string]any
+			_ = json.Unmarshal(body, &p)
+			detail, _ := p["detail"].(string)
+			if !slices.Contains(c.status, status) || !strings.HasPrefix(hdr.Get("Content-Type"), "application/problem+json") || !strings.Contains(detail, c.detail) {
+				t.Errorf("%s, %s: %d %s %q; want %v, a problem naming %q", route, c.name, status, hdr.Get("Content-Type"), detail, c.status, c.detail)
+			}
+			if after := z.fingerprint(); after != before {
+				t.Errorf("%s, %s changed the server:\nbefore %s\nafter  %s", route, c.name, before, after)
+			}
+		}
+	}
+}
+
+// fingerprint summarizes what a write could change: every canvas with its
+// head, every token, canvas A's host files and named snapshots.
+func (z *authzEnv) fingerprint() string {
+	var b strings.Builder
+	for _, path := range []string{"/api/canvases", "/api/tokens", "/api/host/" + authzA + "/files", "/api/canvases/" + authzA + "/snapshots"} {
+		status, _, body := z.send(authzReq{method: "GET", path: path}, testAdmin)
+		fmt.Fprintf(&b, "%s %d %s\n", path, status, body)
+	}
+	for _, id := range []string{authzA, authzB, authzD} {
+		_, _, body := z.send(authzReq{method: "GET", path: "/canvas_commands/" + id + "/events?after_rev=0&limit=1000"}, testAdmin)
+		var ev struct {
+			HeadRev int64 `json:"head_rev"`
+		}
+		_ = json.Unmarshal(body, &ev)
+		fmt.Fprintf(&b, "%s head %d\n", id, ev.HeadRev)
+	}
+	return b.String()
 }

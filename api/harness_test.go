@@ -112,12 +112,7 @@ func newTestEnvOn(t testing.TB, st store.Store, opts ...envOption) *testEnv {
 		o(&cfg)
 	}
 	if cfg.Host.Host == nil {
-		h, err := host.New(host.Config{DataDir: t.TempDir()})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { h.Close() })
-		cfg.Host.Host = h
+		cfg.Host.Host = newHost(t, st, host.Config{})
 	}
 	s, err := New(cfg)
 	if err != nil {
@@ -135,6 +130,18 @@ func newTestEnvOn(t testing.TB, st store.Store, opts ...envOption) *testEnv {
 		}
 	})
 	return &testEnv{t: t, srv: ts, api: s, engine: eng, st: st, reg: reg, spec: loadSpec(t), logs: logs}
+}
+
+// newHost builds a canvas host on st, closed at cleanup.
+func newHost(t testing.TB, st store.Store, cfg host.Config) *host.Host {
+	t.Helper()
+	cfg.Store, cfg.DataDir = st, t.TempDir()
+	h, err := host.New(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { h.Close() })
+	return h
 }
 
 // logBuffer keeps a server's log for the failure report.
@@ -255,6 +262,23 @@ func (e *testEnv) command(canvasID, token string, env map[string]any) response {
 func (e *testEnv) snapshot(canvasID string) map[string]any {
 	e.t.Helper()
 	return e.must(200, "GET", "/canvas_commands/snapshot/"+canvasID, testAdmin, nil)
+}
+
+// waitUntil calls cond every 10 ms until it holds and fails the test when it
+// still does not after within. It is for state only a poll can observe (a
+// snapshot over HTTP, the hub's count of a closed stream); where the code
+// under test gives a signal (an event, a channel), wait on that instead.
+func waitUntil(t testing.TB, within time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %v", what, within)
+		}
+		<-tick.C
+	}
 }
 
 func env(typ string, base int64, args map[string]any) map[string]any {

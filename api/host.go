@@ -5,7 +5,6 @@ import (
 	"crypto/subtle"
 	"errors"
 	"fmt"
-	"io"
 	"mime"
 	"net/http"
 	"net/url"
@@ -51,32 +50,6 @@ func newHostAPI(s *Server, o HostOptions) *hostAPI {
 		b = host.NewBroker(o.Host.HostDeliverer(CanvasInvokeDeliverer(s.hub)))
 	}
 	return &hostAPI{s: s, host: o.Host, broker: b, inbox: o.Inbox}
-}
-
-// mountPages registers the page route outside the authenticated group: it
-// authenticates itself so that the shell's static assets
-// (/host/{session}/__canvas__/<asset>) are served without credentials, like
-// the web UI shell, while every session file needs a token (header or
-// ?access_token=) with the viewer role on the session, or a page ticket in
-// the path (/host/{session}/~{ticket}/...; see handlePage).
-func (h *hostAPI) mountPages(r chi.Router) {
-	r.Get("/host/{session}/*", h.handlePage)
-}
-
-// mountAPI registers the authenticated routes (inside the requireAuth group).
-func (h *hostAPI) mountAPI(r chi.Router) {
-	c := h.host.Config()
-	r.Get("/api/host/{session}/files", h.handleListFiles)
-	r.Put("/api/host/{session}/files/*", limitBody(c.MaxFileBytes+1, h.handlePutFile))
-	r.Delete("/api/host/{session}/files/*", h.handleDeleteFile)
-	r.Get("/sse/host/{session}", h.handleStream)
-	r.Post("/api/host/{session}/a2ui", limitBody(c.MaxA2UIBytes+1, h.handlePushA2UI))
-	r.Post("/api/host/{session}/a2ui/reset", h.handleResetA2UI)
-	r.Post("/api/host/{session}/actions", limitBody(256<<10, h.handleAction))
-	r.Post("/api/host/{session}/present", limitBody(16<<10, h.handlePresent))
-	r.Post("/api/sessions/{id}/messages", limitBody(messageBodyLimit(c.MaxImageBytes), h.handleMessage))
-	r.Post("/api/invoke", limitBody(maxInvokeBody, h.handleInvoke))
-	r.Post("/api/invoke/{invoke_id}", limitBody(maxInvokeBody, h.handleAnswer))
 }
 
 // authorizedSession validates the {session} URL parameter and checks the
@@ -192,7 +165,12 @@ func (h *hostAPI) redirectToTicket(w http.ResponseWriter, r *http.Request, sessi
 		return
 	}
 	target, fragment := rest, ""
-	if h.host.ServesShell(session, clean) {
+	shell, err := h.host.ServesShell(r.Context(), session, clean)
+	if err != nil {
+		h.s.problem(w, r, err)
+		return
+	}
+	if shell {
 		// Only __canvas__/ is guaranteed to serve the shell (agents cannot
 		// write there), so only it may receive the token, in the fragment.
 		target, fragment = host.ReservedDir+"/", "#access_token="+url.QueryEscape(tok)
@@ -252,16 +230,16 @@ func (h *hostAPI) serveTicketPage(w http.ResponseWriter, r *http.Request, sessio
 }
 
 // checkTicketHolder checks that the token whose hash a ticket carries still
-// exists and has the viewer role on session. The configured admin token
-// (--admin-token) is not in the store and cannot be revoked; its tickets end
-// when they expire or the ticket key changes.
+// exists, has not expired and has the viewer role on session. The configured
+// admin token (--admin-token) is not in the store and cannot be revoked; its
+// tickets end when they expire or the ticket key changes.
 func (h *hostAPI) checkTicketHolder(ctx context.Context, session string, hash []byte) error {
 	a := h.s.auth
 	if a.adminHash != nil && subtle.ConstantTimeCompare(hash, a.adminHash) == 1 {
 		return nil
 	}
 	rec, err := a.st.TokenByHash(ctx, hash)
-	if errors.Is(err, canvas.ErrNotFound) {
+	if errors.Is(err, canvas.ErrNotFound) || err == nil && rec.Expired(a.now()) {
 		return host.RevokedTicketError(session)
 	}
 	if err != nil {
@@ -294,7 +272,7 @@ func (h *hostAPI) handleListFiles(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	files, err := h.host.ListFiles(session)
+	files, err := h.host.ListFiles(r.Context(), session)
 	if err != nil {
 		h.s.problem(w, r, err)
 		return
@@ -327,7 +305,7 @@ func (h *hostAPI) handlePutFile(w http.ResponseWriter, r *http.Request) {
 		h.s.problem(w, r, err)
 		return
 	}
-	fi, err := h.host.PutFile(session, rel, r.Body)
+	fi, err := h.host.PutFile(r.Context(), session, rel, r.Body)
 	if err != nil {
 		h.s.problem(w, r, err)
 		return
@@ -342,7 +320,7 @@ func (h *hostAPI) handlePutFile(w http.ResponseWriter, r *http.Request) {
 func (h *hostAPI) handleDeleteFile(w http.ResponseWriter, r *http.Request) {
 	session, rel, err := h.filePath(r)
 	if err == nil {
-		err = h.host.DeleteFile(session, rel)
+		err = h.host.DeleteFile(r.Context(), session, rel)
 	}
 	if err != nil {
 		h.s.problem(w, r, err)
@@ -352,16 +330,18 @@ func (h *hostAPI) handleDeleteFile(w http.ResponseWriter, r *http.Request) {
 }
 
 // handleStream serves GET /sse/host/{session}: first the a2ui messages that
-// rebuild the current surfaces (taken atomically with the subscription, so
-// nothing is missed or doubled), then live reload, a2ui, present and invoke
-// events. A subscriber that falls behind gets "reset" and the stream ends;
-// the browser reconnects and receives the surfaces again.
+// rebuild the current surfaces, then live reload, a2ui, present and invoke
+// events, published through this process or another one sharing the store
+// (host.Subscription.Admit keeps a2ui messages from being missed or doubled).
+// A subscriber that falls behind, or missed another process's push, gets
+// "reset" and the stream ends; the browser reconnects and receives the
+// surfaces again.
 func (h *hostAPI) handleStream(w http.ResponseWriter, r *http.Request) {
 	session, ok := h.authorizedSession(w, r, canvas.RoleViewer)
 	if !ok {
 		return
 	}
-	sub, snapshot, err := h.host.Subscribe(session)
+	sub, snapshot, err := h.host.Subscribe(r.Context(), session)
 	if err != nil {
 		h.s.problem(w, r, err)
 		return
@@ -402,7 +382,14 @@ func (h *hostAPI) handleStream(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 			for ok {
-				out.write(sseFrame(ev.Name, "", ev.Data))
+				send, err := sub.Admit(ev)
+				if err != nil {
+					out.write(sseEvent("reset", "", map[string]string{"reason": "this stream missed surface updates made through another server; reconnect to receive the current surfaces"}))
+					return
+				}
+				if send {
+					out.write(sseFrame(ev.Name, "", ev.Data))
+				}
 				select {
 				case ev, ok = <-sub.C:
 				default:
@@ -434,12 +421,12 @@ func (h *hostAPI) handlePushA2UI(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	body, err := io.ReadAll(r.Body)
+	body, err := readBody(r)
 	if err != nil {
 		h.s.problem(w, r, err)
 		return
 	}
-	res, err := h.host.PushA2UI(session, body)
+	res, err := h.host.PushA2UI(r.Context(), session, body)
 	if err != nil {
 		h.s.problem(w, r, err)
 		return
@@ -453,7 +440,7 @@ func (h *hostAPI) handleResetA2UI(w http.ResponseWriter, r *http.Request) {
 		err = authorize(r, session, canvas.RoleEditor)
 	}
 	if err == nil {
-		_, err = h.host.ResetA2UI(session)
+		_, err = h.host.ResetA2UI(r.Context(), session)
 	}
 	if err != nil {
 		h.s.problem(w, r, err)
@@ -469,7 +456,7 @@ func (h *hostAPI) handleAction(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	body, err := io.ReadAll(r.Body)
+	body, err := readBody(r)
 	if err != nil {
 		h.s.problem(w, r, err)
 		return

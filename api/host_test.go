@@ -49,14 +49,12 @@ type hostTestEnv struct {
 // routes.go mounts them, on a real listener.
 func newHostTestEnv(t *testing.T, cfg host.Config) *hostTestEnv {
 	t.Helper()
-	cfg.DataDir = t.TempDir()
-	h, err := host.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { h.Close() })
 	inbox := &recordingInbox{msgs: make(chan host.Message, 64)}
-	e := newTestEnv(t, func(c *Config) { c.Host = HostOptions{Host: h, Inbox: inbox} })
+	var h *host.Host
+	e := newTestEnv(t, func(c *Config) {
+		h = newHost(t, c.Store, cfg)
+		c.Host = HostOptions{Host: h, Inbox: inbox}
+	})
 	return &hostTestEnv{testEnv: e, host: h, inbox: inbox}
 }
 

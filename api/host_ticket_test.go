@@ -222,11 +222,7 @@ func TestHostPageTickets(t *testing.T) {
 	otherSession := base64.RawURLEncoding.EncodeToString(append(append([]byte{}, raw[:len(raw)-len("site")]...), "othr"...))
 	later := append([]byte{}, raw...)
 	later[1]++ // expiry years later
-	forger, err := host.New(host.Config{DataDir: t.TempDir(), TicketKey: host.TicketKey("another secret"), Now: clock.Now})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer forger.Close()
+	forger := newHost(t, e.st, host.Config{TicketKey: host.TicketKey("another secret"), Now: clock.Now})
 	forged, err := forger.MintTicket("site", HashToken(viewer))
 	if err != nil {
 		t.Fatal(err)
@@ -251,11 +247,7 @@ func TestHostPageTickets(t *testing.T) {
 		}
 	}
 	// A process with the same secret accepts the ticket (several processes, one --host-secret).
-	peer, err := host.New(host.Config{DataDir: t.TempDir(), TicketKey: host.TicketKey("shared secret"), Now: clock.Now})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer peer.Close()
+	peer := newHost(t, e.st, host.Config{TicketKey: host.TicketKey("shared secret"), Now: clock.Now})
 	fromPeer, err := peer.MintTicket("site", HashToken(viewer))
 	if err != nil {
 		t.Fatal(err)

@@ -28,18 +28,26 @@ type Hub struct {
 
 	brokerMu sync.Mutex
 	brokers  []*host.Broker // bound through CanvasInvokeDeliverer, for answers relayed from other processes
+
+	electMu sync.Mutex // serializes elections (browsers.go)
+	hostMu  sync.Mutex
+	hosts   map[string]*hostState // canvas id → elected host; absent: none
+
+	input atomic.Pointer[BrowserInput] // the agent service taking acks and views here (browsers.go)
 }
 
 // frame is one encoded SSE event; rev > 0 for commits.
 type frame struct {
 	rev  int64
 	data []byte
+	to   string // a browser's client id: only its streams get the frame
 }
 
 type subscriber struct {
 	ch     chan *frame
 	kicked chan struct{}
 	once   sync.Once
+	client *browserClient // nil: the stream declared no browser
 }
 
 func (s *subscriber) kick() { s.once.Do(func() { close(s.kicked) }) }
@@ -50,7 +58,7 @@ func NewHub(queueSize int, onCount func(delta int)) *Hub {
 	if queueSize <= 0 {
 		queueSize = 256
 	}
-	return &Hub{queueSize: queueSize, onCount: onCount, subs: map[string]map[*subscriber]struct{}{}}
+	return &Hub{queueSize: queueSize, onCount: onCount, subs: map[string]map[*subscriber]struct{}{}, hosts: map[string]*hostState{}}
 }
 
 // Publish sends a commit to the canvas's subscribers (store.Publisher). It
@@ -68,13 +76,19 @@ func (h *Hub) Publish(c *canvas.Commit) {
 // relay, queues it for the other processes' subscribers (never blocking: a
 // full relay queue drops the event for the other processes and logs it).
 func (h *Hub) PublishEvent(canvasID, event string, v any) {
+	h.publish(canvasID, "", event, v)
+}
+
+// publish sends an ephemeral event to the canvas's subscribers here and
+// elsewhere; to, when set, limits it to that browser's streams.
+func (h *Hub) publish(canvasID, to, event string, v any) {
 	data, err := json.Marshal(v)
 	if err != nil {
 		data = []byte(`{}`)
 	}
-	h.send(canvasID, &frame{data: sseFrame(event, "", data)})
+	h.send(canvasID, &frame{data: sseFrame(event, "", data), to: to})
 	if r := h.relay.Load(); r != nil {
-		r.publish(canvasID, event, data)
+		r.publish(canvasID, to, event, data)
 	}
 }
 
@@ -83,7 +97,7 @@ func (h *Hub) PublishEvent(canvasID, event string, v any) {
 func (h *Hub) Subscribers(canvasID string) int {
 	n := h.localSubscribers(canvasID)
 	if r := h.relay.Load(); r != nil {
-		n += r.remoteSubscribers(canvasID)
+		n += r.remoteSubscribers(streamKey{id: canvasID})
 	}
 	return n
 }
@@ -98,6 +112,9 @@ func (h *Hub) send(canvasID string, f *frame) {
 	h.mu.RLock()
 	defer h.mu.RUnlock()
 	for s := range h.subs[canvasID] {
+		if f.to != "" && (s.client == nil || s.client.id != f.to) {
+			continue
+		}
 		select {
 		case s.ch <- f:
 		default:
@@ -106,13 +123,22 @@ func (h *Hub) send(canvasID string, f *frame) {
 	}
 }
 
-func (h *Hub) subscribe(canvasID string) *subscriber {
-	s := &subscriber{ch: make(chan *frame, h.queueSize), kicked: make(chan struct{})}
+// subscribe registers a stream; b is the browser it declared, or nil. A
+// declared browser's queue starts with the canvas's current host.
+func (h *Hub) subscribe(canvasID string, b *browserClient) *subscriber {
+	s := &subscriber{ch: make(chan *frame, h.queueSize), kicked: make(chan struct{}), client: b}
 	h.mu.Lock()
 	set := h.subs[canvasID]
 	if set == nil {
 		set = map[*subscriber]struct{}{}
 		h.subs[canvasID] = set
+	}
+	if b != nil {
+		for o := range set { // a reconnect keeps its place in the election
+			if o.client != nil && o.client.id == b.id && o.client.since < b.since {
+				b.since = o.client.since
+			}
+		}
 	}
 	set[s] = struct{}{}
 	h.mu.Unlock()
@@ -120,7 +146,14 @@ func (h *Hub) subscribe(canvasID string) *subscriber {
 		h.onCount(1)
 	}
 	if r := h.relay.Load(); r != nil {
-		r.touch(canvasID)
+		r.touch(streamKey{id: canvasID})
+	}
+	if b != nil && !(b.candidate && h.elect(canvasID)) { // a change was announced to s too
+		select {
+		case s.ch <- &frame{data: hostFrame(canvasID, h.Host(canvasID))}:
+		default:
+			s.kick()
+		}
 	}
 	return s
 }
@@ -138,6 +171,9 @@ func (h *Hub) unsubscribe(canvasID string, s *subscriber) {
 		h.onCount(-1)
 	}
 	if r := h.relay.Load(); r != nil {
-		r.touch(canvasID)
+		r.touch(streamKey{id: canvasID})
+	}
+	if s.client != nil && s.client.candidate {
+		h.elect(canvasID)
 	}
 }

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -25,8 +26,16 @@ func CanvasInvokeDeliverer(hub *Hub) host.Deliverer { return canvasDeliverer{hub
 
 type canvasDeliverer struct{ hub *Hub }
 
-// DeliverInvoke publishes the invoke event on the canvas's streams.
+// DeliverInvoke publishes the invoke event on the canvas's streams; an
+// agent screenshot goes to the canvas's elected host only (an error wrapping
+// canvas.ErrUnavailable when there is none).
 func (d canvasDeliverer) DeliverInvoke(t host.Target, req host.InvokeRequest) (int, error) {
+	if req.Action == canvas.InvokeAgentScreenshot {
+		if d.hub.PublishToHost(t.CanvasID, host.EventInvoke, req) == "" {
+			return 0, noHost(t.CanvasID)
+		}
+		return 1, nil
+	}
 	n := d.hub.Subscribers(t.CanvasID)
 	d.hub.PublishEvent(t.CanvasID, host.EventInvoke, req)
 	return n, nil
@@ -74,7 +83,21 @@ func (h *hostAPI) handleInvoke(w http.ResponseWriter, r *http.Request) {
 		h.s.problem(w, r, canvas.Invalid("timeout_ms", "must be 1 to %d", host.MaxInvokeTimeout.Milliseconds()))
 		return
 	}
-	a, err := h.broker.Invoke(r.Context(), t, req.Action, req.Payload, time.Duration(req.TimeoutMS)*time.Millisecond)
+	ctx := r.Context()
+	if req.Action == canvas.InvokeAgentScreenshot && t.CanvasID != "" {
+		// Fails at once without a host, and when the host leaves while it waits.
+		_, hctx, cancel, err := h.s.hub.whileHost(ctx, t.CanvasID)
+		if err != nil {
+			h.s.problem(w, r, err)
+			return
+		}
+		defer cancel()
+		ctx = hctx
+	}
+	a, err := h.broker.Invoke(ctx, t, req.Action, req.Payload, time.Duration(req.TimeoutMS)*time.Millisecond)
+	if cause := context.Cause(ctx); err != nil && errors.Is(cause, errHostLost) && r.Context().Err() == nil {
+		err = cause
+	}
 	if err != nil {
 		if errors.Is(err, r.Context().Err()) && r.Context().Err() != nil {
 			return // the caller went away

@@ -10,27 +10,59 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net/http"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/canvasd/canvasd/canvas"
-	"github.com/canvasd/canvasd/client"
 	"github.com/canvasd/canvasd/reducer"
+	"github.com/canvasd/canvasd/store"
 )
 
 // MCPServerName is the implementation name the MCP server reports.
 const MCPServerName = "canvasd"
 
-// mcpHandler returns the /mcp handler. agentSvc may be nil: then
-// canvas_agent_edit_request answers that no agent runner is configured.
-// Mount it behind requireAuth for POST (and GET/DELETE, which answer 405).
-func (s *Server) mcpHandler(agentSvc AgentService) http.Handler {
+// mcpHandler returns the /mcp handler. Without an agent runner
+// (Config.Agent nil) canvas_agent_edit_request answers that none is
+// configured. Mount it behind requireAuth for POST (and GET/DELETE, which
+// answer 405).
+func (s *Server) mcpHandler() http.Handler {
+	sdkLog := slog.New(infoAsDebug{s.log.Handler()})
 	srv := mcp.NewServer(&mcp.Implementation{Name: MCPServerName, Title: "canvasd canvas and document tools", Version: "1"},
-		&mcp.ServerOptions{Instructions: mcpInstructions, Logger: s.log})
-	s.addMCPTools(srv, agentSvc)
-	return mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv },
-		&mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true, Logger: s.log})
+		&mcp.ServerOptions{Instructions: mcpInstructions, Logger: sdkLog})
+	s.addMCPTools(srv)
+	// No DNS-rebinding check on the Host header: every request needs a bearer
+	// token, which a rebound page cannot send, and the check refused every
+	// request through a reverse proxy on the same machine.
+	return s.mcpProblems(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv },
+		&mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true, Logger: sdkLog, DisableLocalhostProtection: true}))
+}
+
+// infoAsDebug logs the MCP SDK's info records at debug: stateless, it
+// reports a session (with an empty id) connecting and ending on every
+// request. Its warnings and errors keep their level.
+type infoAsDebug struct{ slog.Handler }
+
+func (h infoAsDebug) Enabled(ctx context.Context, l slog.Level) bool {
+	if l == slog.LevelInfo {
+		l = slog.LevelDebug
+	}
+	return h.Handler.Enabled(ctx, l)
+}
+
+func (h infoAsDebug) Handle(ctx context.Context, r slog.Record) error {
+	if r.Level == slog.LevelInfo {
+		r.Level = slog.LevelDebug
+	}
+	return h.Handler.Handle(ctx, r)
+}
+
+func (h infoAsDebug) WithAttrs(as []slog.Attr) slog.Handler {
+	return infoAsDebug{h.Handler.WithAttrs(as)}
+}
+func (h infoAsDebug) WithGroup(name string) slog.Handler {
+	return infoAsDebug{h.Handler.WithGroup(name)}
 }
 
 const mcpInstructions = `canvasd: a shared canvas of shapes and text/code documents ("doc" nodes).
@@ -147,171 +179,182 @@ type mcpApply struct {
 
 type mcpAgentEdit struct {
 	CanvasID    string `json:"canvas_id" jsonschema:"the canvas id"`
-	NodeID      string `json:"node_id,omitempty" jsonschema:"the doc node to edit, if any"`
-	Instruction string `json:"instruction" jsonschema:"what the canvas agent should do"`
+	NodeID      string `json:"node_id,omitempty" jsonschema:"the doc node to edit, if any (the agent then edits that document line by line)"`
+	Instruction string `json:"instruction" jsonschema:"what the canvas agent should do, e.g. add error handling to the fetch call on line 15"`
 	Context     string `json:"context,omitempty" jsonschema:"why, or what the user wants"`
+	Model       string `json:"model,omitempty" jsonschema:"the model to use (default: the server's)"`
+	TimeoutMS   int    `json:"timeout_ms,omitempty" jsonschema:"how long to wait for the run, 1 to 300000 ms (default 60000); a run still going on is reported with its state"`
 }
 
 func ptr[T any](v T) *T { return &v }
 
-// addMCPTools registers the tools of API.md's /mcp.
-func (s *Server) addMCPTools(srv *mcp.Server, agentSvc AgentService) {
-	ro := &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: ptr(false)}
-	edit := &mcp.ToolAnnotations{DestructiveHint: ptr(true), OpenWorldHint: ptr(false)}
-	additive := &mcp.ToolAnnotations{DestructiveHint: ptr(false), OpenWorldHint: ptr(false)}
+// Tool annotations: what a tool does to the canvas.
+var (
+	mcpReadOnly = &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: ptr(false)}
+	mcpEdit     = &mcp.ToolAnnotations{DestructiveHint: ptr(true), OpenWorldHint: ptr(false)}
+	mcpAdditive = &mcp.ToolAnnotations{DestructiveHint: ptr(false), OpenWorldHint: ptr(false)}
+	mcpDelegate = &mcp.ToolAnnotations{DestructiveHint: ptr(true), OpenWorldHint: ptr(true)}
+)
 
-	mcp.AddTool(srv, &mcp.Tool{Name: "canvas_replace_lines", Annotations: edit,
-		Description: "Replace lines start_line..end_line (1-indexed, inclusive) of a document with new_content. Returns lines_affected, diff {before, after} and new_line_count."},
-		func(ctx context.Context, _ *mcp.CallToolRequest, in mcpReplaceLines) (*mcp.CallToolResult, any, error) {
-			return s.mcpCommand(ctx, in.CanvasID, "replace_lines", map[string]any{"node_id": in.NodeID, "start_line": in.StartLine,
-				"end_line": in.EndLine, "new_content": in.NewContent, "reason": in.Reason}, in.mcpWrite, false)
+// mcpTool is one row of the tool table: the tool and how to register its
+// handler (typed by its input struct, whose JSON Schema the SDK infers).
+type mcpTool struct {
+	tool     *mcp.Tool
+	register func(*mcp.Server, *mcp.Tool)
+}
+
+// toolFunc adapts a typed handler to a table row's register function.
+func toolFunc[In any](h func(ctx context.Context, in In) (*mcp.CallToolResult, any, error)) func(*mcp.Server, *mcp.Tool) {
+	return func(srv *mcp.Server, t *mcp.Tool) {
+		mcp.AddTool(srv, t, func(ctx context.Context, _ *mcp.CallToolRequest, in In) (*mcp.CallToolResult, any, error) {
+			return h(ctx, in)
 		})
-	mcp.AddTool(srv, &mcp.Tool{Name: "canvas_insert_lines", Annotations: additive,
-		Description: "Insert content after line insert_after_line of a document (0: at the top). Returns lines_inserted and new_line_count."},
-		func(ctx context.Context, _ *mcp.CallToolRequest, in mcpInsertLines) (*mcp.CallToolResult, any, error) {
-			return s.mcpCommand(ctx, in.CanvasID, "insert_lines", map[string]any{"node_id": in.NodeID,
-				"insert_after_line": in.InsertAfterLine, "content": in.Content, "reason": in.Reason}, in.mcpWrite, false)
-		})
-	mcp.AddTool(srv, &mcp.Tool{Name: "canvas_delete_lines", Annotations: edit,
-		Description: "Delete lines start_line..end_line (inclusive) of a document. Returns lines_deleted, deleted_content and new_line_count."},
-		func(ctx context.Context, _ *mcp.CallToolRequest, in mcpDeleteLines) (*mcp.CallToolResult, any, error) {
-			return s.mcpCommand(ctx, in.CanvasID, "delete_lines", map[string]any{"node_id": in.NodeID, "start_line": in.StartLine,
-				"end_line": in.EndLine, "reason": in.Reason}, in.mcpWrite, false)
-		})
-	mcp.AddTool(srv, &mcp.Tool{Name: "canvas_search_replace", Annotations: edit,
-		Description: "Replace matches of search_pattern (text, or RE2 with regex) line by line in a document. Returns replacements_made, affected_lines and per-line diffs."},
-		func(ctx context.Context, _ *mcp.CallToolRequest, in mcpSearchReplace) (*mcp.CallToolResult, any, error) {
-			args := map[string]any{"node_id": in.NodeID, "search_pattern": in.SearchPattern, "replace_with": in.ReplaceWith,
-				"regex": in.Regex, "max_replacements": in.MaxReplacements, "reason": in.Reason}
-			if in.CaseSensitive != nil {
-				args["case_sensitive"] = *in.CaseSensitive
-			}
-			return s.mcpCommand(ctx, in.CanvasID, "search_replace", args, in.mcpWrite, false)
-		})
-	mcp.AddTool(srv, &mcp.Tool{Name: "canvas_get_content", Annotations: ro,
-		Description: "A document's text with numbered lines (optionally a line range), its line count, language and revision."},
-		func(ctx context.Context, _ *mcp.CallToolRequest, in mcpGetContent) (*mcp.CallToolResult, any, error) {
-			if err := mcpAuthorize(ctx, in.CanvasID, canvas.RoleViewer); err != nil {
-				return nil, nil, err
-			}
-			out, err := s.docContent(ctx, in.CanvasID, in.NodeID, in.StartLine, in.EndLine)
-			return mcpResult(out, err)
-		})
-	mcp.AddTool(srv, &mcp.Tool{Name: "canvas_get_diff", Annotations: ro,
-		Description: "The document's changes since a snapshot or revision (default: the latest snapshot), as a unified or split diff plus a list of changed lines."},
-		func(ctx context.Context, _ *mcp.CallToolRequest, in mcpGetDiff) (*mcp.CallToolResult, any, error) {
-			if err := mcpAuthorize(ctx, in.CanvasID, canvas.RoleViewer); err != nil {
-				return nil, nil, err
-			}
-			format, err := reducer.ParseDiffFormat("format", in.Format)
-			if err != nil {
-				return nil, nil, mcpError(err)
-			}
-			out, err := s.docDiff(ctx, in.CanvasID, in.NodeID, in.Since, format)
-			return mcpResult(out, err)
-		})
-	mcp.AddTool(srv, &mcp.Tool{Name: "canvas_save_snapshot", Annotations: additive,
-		Description: "Save the canvas's current revision as a named snapshot (for canvas_get_diff and canvas_revert_to_snapshot)."},
-		func(ctx context.Context, _ *mcp.CallToolRequest, in mcpSaveSnapshot) (*mcp.CallToolResult, any, error) {
-			if err := mcpAuthorize(ctx, in.CanvasID, canvas.RoleEditor); err != nil {
-				return nil, nil, err
-			}
-			snap, err := s.createNamedSnapshot(ctx, in.CanvasID, principalFrom(ctx).Actor, in.Label, in.Description)
-			if err != nil {
-				return nil, nil, mcpError(err)
-			}
-			out := map[string]any{"success": true, "snapshot_id": snap.ID, "timestamp": snap.CreatedAt, "rev": snap.Rev, "label": snap.Label}
-			if in.NodeID != "" {
-				if text, _, _, err := s.docAt(ctx, in.CanvasID, in.NodeID, snap.Rev, false); err == nil {
-					out["line_count"] = reducer.LineCount(text)
+	}
+}
+
+// addMCPTools registers the tools of the /mcp table.
+func (s *Server) addMCPTools(srv *mcp.Server) {
+	for _, t := range s.mcpTools() {
+		t.register(srv, t.tool)
+	}
+}
+
+// mcpTools is the /mcp tool table: name, annotations, description, handler.
+func (s *Server) mcpTools() []mcpTool {
+	tool := func(name string, ann *mcp.ToolAnnotations, desc string) *mcp.Tool {
+		return &mcp.Tool{Name: name, Annotations: ann, Description: desc}
+	}
+	return []mcpTool{
+		{tool("canvas_replace_lines", mcpEdit, "Replace lines start_line..end_line (1-indexed, inclusive) of a document with new_content. Returns lines_affected, diff {before, after} and new_line_count."),
+			toolFunc(func(ctx context.Context, in mcpReplaceLines) (*mcp.CallToolResult, any, error) {
+				return s.mcpCommand(ctx, in.CanvasID, "replace_lines", map[string]any{"node_id": in.NodeID, "start_line": in.StartLine,
+					"end_line": in.EndLine, "new_content": in.NewContent, "reason": in.Reason}, in.mcpWrite, false)
+			})},
+		{tool("canvas_insert_lines", mcpAdditive, "Insert content after line insert_after_line of a document (0: at the top). Returns lines_inserted and new_line_count."),
+			toolFunc(func(ctx context.Context, in mcpInsertLines) (*mcp.CallToolResult, any, error) {
+				return s.mcpCommand(ctx, in.CanvasID, "insert_lines", map[string]any{"node_id": in.NodeID,
+					"insert_after_line": in.InsertAfterLine, "content": in.Content, "reason": in.Reason}, in.mcpWrite, false)
+			})},
+		{tool("canvas_delete_lines", mcpEdit, "Delete lines start_line..end_line (inclusive) of a document. Returns lines_deleted, deleted_content and new_line_count."),
+			toolFunc(func(ctx context.Context, in mcpDeleteLines) (*mcp.CallToolResult, any, error) {
+				return s.mcpCommand(ctx, in.CanvasID, "delete_lines", map[string]any{"node_id": in.NodeID, "start_line": in.StartLine,
+					"end_line": in.EndLine, "reason": in.Reason}, in.mcpWrite, false)
+			})},
+		{tool("canvas_search_replace", mcpEdit, "Replace matches of search_pattern (text, or RE2 with regex) line by line in a document. Returns replacements_made, affected_lines and per-line diffs."),
+			toolFunc(s.mcpSearchReplace)},
+		{tool("canvas_get_content", mcpReadOnly, "A document's text with numbered lines (optionally a line range), its line count, language and revision."),
+			toolFunc(func(ctx context.Context, in mcpGetContent) (*mcp.CallToolResult, any, error) {
+				if err := mcpAuthorize(ctx, in.CanvasID, canvas.RoleViewer); err != nil {
+					return nil, nil, err
 				}
-			}
-			return mcpResult(out, nil)
-		})
-	mcp.AddTool(srv, &mcp.Tool{Name: "canvas_revert_to_snapshot", Annotations: edit,
-		Description: "Make the canvas (or one node) as it was at a snapshot. It appends a change (history is kept) and can be undone."},
-		func(ctx context.Context, _ *mcp.CallToolRequest, in mcpRevert) (*mcp.CallToolResult, any, error) {
-			args := map[string]any{"snapshot_id": in.SnapshotID}
-			if in.NodeID != "" {
-				args["node_id"] = in.NodeID
-			}
-			return s.mcpCommand(ctx, in.CanvasID, reducer.CmdRevertToSnapshot, args, in.mcpWrite, false)
-		})
-	mcp.AddTool(srv, &mcp.Tool{Name: "canvas_undo", Annotations: edit,
-		Description: "Undo your own last change on the canvas (never someone else's). Refused with a conflict if someone changed the same things since."},
-		func(ctx context.Context, _ *mcp.CallToolRequest, in mcpHistory) (*mcp.CallToolResult, any, error) {
-			return s.mcpCommand(ctx, in.CanvasID, reducer.CmdUndo, map[string]any{}, in.mcpWrite, false)
-		})
-	mcp.AddTool(srv, &mcp.Tool{Name: "canvas_redo", Annotations: edit,
-		Description: "Redo the change you last undid (refused after a newer change of yours)."},
-		func(ctx context.Context, _ *mcp.CallToolRequest, in mcpHistory) (*mcp.CallToolResult, any, error) {
-			return s.mcpCommand(ctx, in.CanvasID, reducer.CmdRedo, map[string]any{}, in.mcpWrite, false)
-		})
-	mcp.AddTool(srv, &mcp.Tool{Name: "canvas_get_selection_context", Annotations: ro,
-		Description: "A selection of a document with 5 lines of context before and after, its language, and a ready-to-paste chat message (formatted_for_chat)."},
-		func(ctx context.Context, _ *mcp.CallToolRequest, in mcpSelection) (*mcp.CallToolResult, any, error) {
-			if err := mcpAuthorize(ctx, in.CanvasID, canvas.RoleViewer); err != nil {
-				return nil, nil, err
-			}
-			out, err := s.docSelection(ctx, in.CanvasID, in.NodeID, in.StartLine, in.EndLine, in.StartColumn, in.EndColumn)
-			return mcpResult(out, err)
-		})
-	mcp.AddTool(srv, &mcp.Tool{Name: "canvas_get_state", Annotations: ro,
-		Description: "The canvas's nodes (shapes and doc nodes, in z-order) and edges, with head_rev to use as base_rev."},
-		func(ctx context.Context, _ *mcp.CallToolRequest, in mcpGetState) (*mcp.CallToolResult, any, error) {
-			if err := mcpAuthorize(ctx, in.CanvasID, canvas.RoleViewer); err != nil {
-				return nil, nil, err
-			}
-			at := int64(-1)
-			if in.AtRev != nil {
-				at = *in.AtRev
-			}
-			var out snapshotResponse
-			err := s.engine.View(ctx, in.CanvasID, at, func(st *canvas.State, eventID string) error {
-				// Encode under the read lock: the state must not be kept.
-				b, err := json.Marshal(snapshotResponse{CanvasID: in.CanvasID, HeadRev: st.Rev, HeadEventID: eventID, State: st.Scene()})
-				if err != nil {
-					return err
+				return mcpResult(s.docContent(ctx, in.CanvasID, in.NodeID, in.StartLine, in.EndLine))
+			})},
+		{tool("canvas_get_diff", mcpReadOnly, "The document's changes since a snapshot or revision (default: the latest snapshot), as a unified or split diff plus a list of changed lines."),
+			toolFunc(s.mcpGetDiff)},
+		{tool("canvas_save_snapshot", mcpAdditive, "Save the canvas's current revision as a named snapshot (for canvas_get_diff and canvas_revert_to_snapshot)."),
+			toolFunc(s.mcpSaveSnapshot)},
+		{tool("canvas_revert_to_snapshot", mcpEdit, "Make the canvas (or one node) as it was at a snapshot. It appends a change (history is kept) and can be undone."),
+			toolFunc(func(ctx context.Context, in mcpRevert) (*mcp.CallToolResult, any, error) {
+				args := map[string]any{"snapshot_id": in.SnapshotID}
+				if in.NodeID != "" {
+					args["node_id"] = in.NodeID
 				}
-				return json.Unmarshal(b, &out)
-			})
-			return mcpResult(out, err)
-		})
-	mcp.AddTool(srv, &mcp.Tool{Name: "canvas_apply", Annotations: edit,
-		Description: "Apply any canvas command (create_node, update_node, move, align, replace_lines, undo, ...) with its args, as POST /canvas_commands/{canvas_id}/command does."},
-		func(ctx context.Context, _ *mcp.CallToolRequest, in mcpApply) (*mcp.CallToolResult, any, error) {
-			if in.Args == nil {
-				in.Args = map[string]any{}
-			}
-			return s.mcpCommand(ctx, in.CanvasID, in.Type, in.Args, in.mcpWrite, in.Strict)
-		})
-	mcp.AddTool(srv, &mcp.Tool{Name: "canvas_agent_edit_request", Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(true), OpenWorldHint: ptr(true)},
-		Description: "Hand an editing instruction to the server's canvas agent, which edits the canvas in the background. Returns its session_id."},
-		func(ctx context.Context, _ *mcp.CallToolRequest, in mcpAgentEdit) (*mcp.CallToolResult, any, error) {
-			if err := mcpAuthorize(ctx, in.CanvasID, canvas.RoleEditor); err != nil {
-				return nil, nil, err
-			}
-			if agentSvc == nil {
-				return nil, nil, fmt.Errorf("no agent runner is configured on this server: edit the canvas directly with the canvas_* tools")
-			}
-			msg := in.Instruction
-			if in.NodeID != "" {
-				msg = fmt.Sprintf("In document %s: %s", in.NodeID, msg)
-			}
-			if in.Context != "" {
-				msg += "\n\nContext: " + in.Context
-			}
-			req := client.AgentRunRequest{RoomID: in.CanvasID, Message: msg}
-			if in.NodeID != "" {
-				req.Selection = []string{in.NodeID}
-			}
-			id, err := agentSvc.Run(ctx, req)
-			if err != nil {
-				return nil, nil, mcpError(err)
-			}
-			return mcpResult(map[string]any{"success": true, "session_id": id,
-				"status": "the agent runs in the background; follow it with GET /api/canvas-agent/sessions/" + id}, nil)
-		})
+				return s.mcpCommand(ctx, in.CanvasID, reducer.CmdRevertToSnapshot, args, in.mcpWrite, false)
+			})},
+		{tool("canvas_undo", mcpEdit, "Undo your own last change on the canvas (never someone else's). Refused with a conflict if someone changed the same things since."),
+			toolFunc(func(ctx context.Context, in mcpHistory) (*mcp.CallToolResult, any, error) {
+				return s.mcpCommand(ctx, in.CanvasID, reducer.CmdUndo, map[string]any{}, in.mcpWrite, false)
+			})},
+		{tool("canvas_redo", mcpEdit, "Redo the change you last undid (refused after a newer change of yours)."),
+			toolFunc(func(ctx context.Context, in mcpHistory) (*mcp.CallToolResult, any, error) {
+				return s.mcpCommand(ctx, in.CanvasID, reducer.CmdRedo, map[string]any{}, in.mcpWrite, false)
+			})},
+		{tool("canvas_get_selection_context", mcpReadOnly, "A selection of a document with 5 lines of context before and after, its language, and a ready-to-paste chat message (formatted_for_chat)."),
+			toolFunc(func(ctx context.Context, in mcpSelection) (*mcp.CallToolResult, any, error) {
+				if err := mcpAuthorize(ctx, in.CanvasID, canvas.RoleViewer); err != nil {
+					return nil, nil, err
+				}
+				return mcpResult(s.docSelection(ctx, in.CanvasID, in.NodeID, in.StartLine, in.EndLine, in.StartColumn, in.EndColumn))
+			})},
+		{tool("canvas_get_state", mcpReadOnly, "The canvas's nodes (shapes and doc nodes, in z-order) and edges, with head_rev to use as base_rev."),
+			toolFunc(s.mcpGetState)},
+		{tool("canvas_apply", mcpEdit, "Apply any canvas command (create_node, update_node, move, align, replace_lines, undo, ...) with its args, as POST /canvas_commands/{canvas_id}/command does."),
+			toolFunc(func(ctx context.Context, in mcpApply) (*mcp.CallToolResult, any, error) {
+				if in.Args == nil {
+					in.Args = map[string]any{}
+				}
+				return s.mcpCommand(ctx, in.CanvasID, in.Type, in.Args, in.mcpWrite, in.Strict)
+			})},
+		{tool("canvas_agent_edit_request", mcpDelegate, "Hand an editing instruction to the server's canvas agent (focused on a document with node_id) and wait for the run: returns session_id, state, summary (what the agent said it did), diff (of the document since the request) and revs (the revisions it made)."),
+			toolFunc(s.mcpAgentEditRequest)},
+	}
+}
+
+func (s *Server) mcpSearchReplace(ctx context.Context, in mcpSearchReplace) (*mcp.CallToolResult, any, error) {
+	args := map[string]any{"node_id": in.NodeID, "search_pattern": in.SearchPattern, "replace_with": in.ReplaceWith,
+		"regex": in.Regex, "max_replacements": in.MaxReplacements, "reason": in.Reason}
+	if in.CaseSensitive != nil {
+		args["case_sensitive"] = *in.CaseSensitive
+	}
+	return s.mcpCommand(ctx, in.CanvasID, "search_replace", args, in.mcpWrite, false)
+}
+
+func (s *Server) mcpGetDiff(ctx context.Context, in mcpGetDiff) (*mcp.CallToolResult, any, error) {
+	if err := mcpAuthorize(ctx, in.CanvasID, canvas.RoleViewer); err != nil {
+		return nil, nil, err
+	}
+	format, err := reducer.ParseDiffFormat("format", in.Format)
+	if err != nil {
+		return nil, nil, mcpError(err)
+	}
+	return mcpResult(s.docDiff(ctx, in.CanvasID, in.NodeID, in.Since, format))
+}
+
+func (s *Server) mcpSaveSnapshot(ctx context.Context, in mcpSaveSnapshot) (*mcp.CallToolResult, any, error) {
+	if err := mcpAuthorize(ctx, in.CanvasID, canvas.RoleEditor); err != nil {
+		return nil, nil, err
+	}
+	snap, err := s.createNamedSnapshot(ctx, in.CanvasID, principalFrom(ctx).Actor, in.Label, in.Description)
+	if err != nil {
+		return nil, nil, mcpError(err)
+	}
+	out := map[string]any{"success": true, "snapshot_id": snap.ID, "timestamp": snap.CreatedAt, "rev": snap.Rev, "label": snap.Label}
+	if in.NodeID != "" {
+		if text, _, _, err := s.docAt(ctx, in.CanvasID, in.NodeID, snap.Rev, false); err == nil {
+			out["line_count"] = reducer.LineCount(text)
+		}
+	}
+	return mcpResult(out, nil)
+}
+
+func (s *Server) mcpGetState(ctx context.Context, in mcpGetState) (*mcp.CallToolResult, any, error) {
+	if err := mcpAuthorize(ctx, in.CanvasID, canvas.RoleViewer); err != nil {
+		return nil, nil, err
+	}
+	at := int64(-1)
+	if in.AtRev != nil {
+		at = *in.AtRev
+	}
+	var out canvas.Snapshot
+	err := s.engine.View(ctx, in.CanvasID, at, func(st *canvas.State, eventID string) error {
+		// Encode under the read lock: the state must not be kept.
+		b, err := json.Marshal(canvas.Snapshot{CanvasID: in.CanvasID, HeadRev: st.Rev, HeadEventID: eventID, State: st.Scene()})
+		if err != nil {
+			return err
+		}
+		return canvas.UnmarshalExact(b, &out) // props numbers stay exact
+	})
+	return mcpResult(out, err)
+}
+
+// mcpAgentEditRequest runs the canvas agent on the request and returns its
+// outcome (agentEdit).
+func (s *Server) mcpAgentEditRequest(ctx context.Context, in mcpAgentEdit) (*mcp.CallToolResult, any, error) {
+	if err := mcpAuthorize(ctx, in.CanvasID, canvas.RoleEditor); err != nil {
+		return nil, nil, err
+	}
+	return mcpResult(s.agentEdit(ctx, agentEditRequest{CanvasID: in.CanvasID, NodeID: in.NodeID, Instruction: in.Instruction,
+		Context: in.Context, Model: in.Model, TimeoutMS: in.TimeoutMS}))
 }
 
 // mcpAuthorize checks the caller's role on a canvas.
@@ -359,11 +402,11 @@ func (s *Server) mcpCommand(ctx context.Context, canvasID, typ string, args map[
 		return nil, nil, mcpError(err)
 	}
 	var out map[string]any
-	if err := json.Unmarshal(resp.Body, &out); err != nil {
-		return nil, nil, fmt.Errorf("unreadable engine answer (status %d)", resp.Status)
+	if err := json.Unmarshal(resp.Result, &out); err != nil {
+		return nil, nil, fmt.Errorf("unreadable engine answer (%s)", resp.Outcome)
 	}
-	if resp.Status != http.StatusOK {
-		return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: conflictText(resp.Status, out, resp.Body)}}}, nil, nil
+	if resp.Outcome != store.OutcomeApplied {
+		return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: conflictText(out, resp.Result)}}}, nil, nil
 	}
 	if r, ok := out["result"].(map[string]any); ok { // the design's fields at the top, as in its tool responses
 		for k, v := range r {
@@ -376,12 +419,10 @@ func (s *Server) mcpCommand(ctx context.Context, canvasID, typ string, args map[
 	return mcpResult(out, nil)
 }
 
-func conflictText(status int, out map[string]any, body []byte) string {
-	if status == http.StatusConflict {
-		return fmt.Sprintf("conflict (409): %v Current revision %v; conflicting ids %v. Full answer with recovery_ops: %s",
-			out["suggestion"], out["current_rev"], out["conflicting_ids"], body)
-	}
-	return fmt.Sprintf("status %d: %s", status, body)
+// conflictText is the tool error text of a conflicting command.
+func conflictText(out map[string]any, result []byte) string {
+	return fmt.Sprintf("conflict (%d): %v Current revision %v; conflicting ids %v. Full answer with recovery_ops: %s",
+		outcomeStatus(store.OutcomeConflict), out["suggestion"], out["current_rev"], out["conflicting_ids"], result)
 }
 
 // mcpError turns an error into a tool error whose text is the problem detail.

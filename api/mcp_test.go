@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"encoding/json"
+	"log/slog"
 	"net/http"
 	"sort"
 	"strings"
@@ -163,6 +164,22 @@ func TestMCPTools(t *testing.T) {
 	scoped := mcpSession(t, e, other)
 	if _, isErr, text = callTool(t, scoped, "canvas_get_content", map[string]any{"canvas_id": cid, "node_id": "doc1"}); !isErr || !strings.Contains(text, "Forbidden") {
 		t.Fatalf("scoped token read: %v %s", isErr, text)
+	}
+}
+
+// TestMCPRequestLogsNothingAtInfo: the SDK reports a session connecting and
+// ending on every stateless request; at the default level that is noise.
+func TestMCPRequestLogsNothingAtInfo(t *testing.T) {
+	logs := &logBuffer{}
+	e := newTestEnv(t, func(c *Config) {
+		c.Logger = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	})
+	e.canvas("c")
+	if _, isErr, text := callTool(t, mcpSession(t, e, testAdmin), "canvas_get_state", map[string]any{"canvas_id": "c"}); isErr {
+		t.Fatalf("canvas_get_state: %s", text)
+	}
+	if strings.Contains(logs.String(), "session") {
+		t.Fatalf("an MCP request logged at info:\n%s", logs.String())
 	}
 }
 

@@ -2,7 +2,6 @@ package api
 
 import (
 	"fmt"
-	"io"
 	"net/http"
 	"time"
 
@@ -27,7 +26,7 @@ type messageAccepted struct {
 	Image     *host.StoredImage `json:"image,omitempty"` // the stored image, by content hash
 }
 
-// handleMessage serves POST /api/sessions/{id}/messages (seed): it validates
+// handleMessage serves POST /api/sessions/{id}/messages (a stable path): it validates
 // the prompt and the optional imageData strictly (400 malformed, 413 too
 // large, 415 other types), stores the image by SHA-256 and hands the message
 // to the agent inbox. Any editor may post; the inbox decides whether the
@@ -42,7 +41,7 @@ func (h *hostAPI) handleMessage(w http.ResponseWriter, r *http.Request) {
 		h.s.problem(w, r, canvas.Invalid("id", "must be 1 to 200 characters"))
 		return
 	}
-	body, err := io.ReadAll(r.Body)
+	body, err := readBody(r)
 	if err != nil {
 		h.s.problem(w, r, err)
 		return

@@ -16,7 +16,6 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"os"
-	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -33,6 +32,7 @@ import (
 	"github.com/canvasd/canvasd/canvas"
 	"github.com/canvasd/canvasd/client"
 	"github.com/canvasd/canvasd/reducer"
+	"github.com/canvasd/canvasd/store"
 )
 
 // openAPISpec is the embedded openapi.yaml, validated, with a router over its
@@ -490,25 +490,25 @@ func TestOpenAPISpecValid(t *testing.T) {
 	loadSpec(t)
 }
 
-// TestOpenAPIContractRules checks the conventions of API.md on every operation.
+// TestOpenAPIContractRules checks the conventions of docs/api.md on every operation.
 func TestOpenAPIContractRules(t *testing.T) {
 	doc := loadSpec(t).doc
-	seeds := []string{
+	stable := []string{
 		"GET /canvas_commands/snapshot/{canvas_id}",
 		"POST /canvas_commands/{canvas_id}/command",
 		"GET /sse/canvas/{canvas_id}",
 		"POST /api/canvas-agent/run",
 		"POST /api/sessions/{id}/messages",
 	}
-	for _, s := range seeds {
+	for _, s := range stable {
 		method, path, _ := strings.Cut(s, " ")
 		item := doc.Paths.Value(path)
 		if item == nil || item.GetOperation(method) == nil {
-			t.Errorf("seed route %s is missing", s)
+			t.Errorf("stable route %s is missing", s)
 			continue
 		}
-		if !strings.Contains(item.GetOperation(method).Description, "(seed path)") {
-			t.Errorf("seed route %s: description does not mark it (seed path)", s)
+		if !strings.Contains(item.GetOperation(method).Description, "(stable path)") {
+			t.Errorf("stable route %s: description does not mark it (stable path)", s)
 		}
 	}
 	public := map[string]bool{"/healthz": true, "/readyz": true, "/metrics": true, "/openapi.yaml": true, "/": true, "/ui/{path}": true}
@@ -520,7 +520,7 @@ func TestOpenAPIContractRules(t *testing.T) {
 			name := method + " " + path
 			isPublic := op.Security != nil && len(*op.Security) == 0
 			if isPublic != public[path] {
-				t.Errorf("%s: public is %v; API.md makes only /healthz, /readyz, /metrics, /openapi.yaml and the web UI shell (/, /ui/...) public", name, isPublic)
+				t.Errorf("%s: public is %v; the contract makes only /healthz, /readyz, /metrics, /openapi.yaml and the web UI shell (/, /ui/...) public", name, isPublic)
 			}
 			if !isPublic && op.Responses.Status(http.StatusUnauthorized) == nil {
 				t.Errorf("%s: authenticated operation without a 401 response", name)
@@ -530,7 +530,7 @@ func TestOpenAPIContractRules(t *testing.T) {
 				return ok
 			})
 			if acceptsQueryToken != pageOrSSE(path) {
-				t.Errorf("%s: ?access_token= accepted is %v; API.md allows it on SSE and page routes only", name, acceptsQueryToken)
+				t.Errorf("%s: ?access_token= accepted is %v; the contract allows it on SSE and page routes only", name, acceptsQueryToken)
 			}
 			if op.RequestBody != nil {
 				for _, code := range []int{http.StatusBadRequest, http.StatusRequestEntityTooLarge} {
@@ -571,12 +571,7 @@ func TestOpenAPIContractRules(t *testing.T) {
 func TestOpenAPIRouteCoverage(t *testing.T) {
 	// The agent endpoints are mounted only with an AgentService: serve them
 	// from a real queue, as `canvasd serve` does with separate agent workers.
-	sessions, err := agent.OpenSQLSessionStore(context.Background(), "", filepath.Join(t.TempDir(), "sessions.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { sessions.Close() })
-	e := newTestEnv(t, func(c *Config) { c.Agent = agent.NewQueue(agent.DefaultConfig(), sessions, c.Hub) })
+	e := newTestEnv(t, func(c *Config) { c.Agent = agent.NewQueue(agent.DefaultConfig(), c.Store.(store.AgentStore), c.Hub) })
 	undocumented, unserved, err := routeCoverage(e.spec.doc, e.api.Routes())
 	if err != nil {
 		t.Fatal(err)

@@ -4,11 +4,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
+	"os"
 
+	"github.com/canvasd/canvasd/agent"
 	"github.com/canvasd/canvasd/canvas"
+	"github.com/canvasd/canvasd/store"
 )
 
 // Problem is an RFC 9457 problem document. Extra members go in Extra and are
@@ -47,6 +49,16 @@ type ProblemExtras interface {
 	ProblemExtra() map[string]any
 }
 
+// outcomeStatus is the HTTP status of what became of a command: with
+// problemFor (for errors) the one place where the engine's answers become
+// HTTP statuses.
+func outcomeStatus(o store.Outcome) int {
+	if o == store.OutcomeConflict {
+		return http.StatusConflict
+	}
+	return http.StatusOK
+}
+
 // problemFor maps an error to its problem document, with any members the
 // error offers through ProblemExtras. It is the one place where errors become
 // HTTP statuses.
@@ -72,6 +84,9 @@ func baseProblem(err error) Problem {
 	case errors.As(err, &mbe):
 		return newProblem(http.StatusRequestEntityTooLarge, "too-large", "Request body too large",
 			fmt.Sprintf("the request body is over the limit of %d bytes; send less, or split it (the limit is configurable on the server)", mbe.Limit), nil)
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		return newProblem(http.StatusRequestTimeout, "request-timeout", "Request timeout",
+			"the request did not arrive within the server's read timeout (--read-timeout); send the whole body at once, or ask the operator for a longer timeout", nil)
 	case errors.As(err, &tp):
 		return newProblem(tp.ProblemStatus(), tp.ProblemSlug(), http.StatusText(tp.ProblemStatus()), tp.Error(), nil)
 	case errors.As(err, &fe):
@@ -96,6 +111,10 @@ func baseProblem(err error) Problem {
 		return newProblem(http.StatusConflict, "conflict", "Conflict", err.Error(), nil)
 	case errors.Is(err, canvas.ErrTooLarge):
 		return newProblem(http.StatusRequestEntityTooLarge, "too-large", "Too large", err.Error(), nil)
+	case errors.Is(err, errNoHost):
+		return newProblem(http.StatusServiceUnavailable, agent.NoHostProblem, "No host browser", err.Error(), nil)
+	case errors.Is(err, errHostLost):
+		return newProblem(http.StatusServiceUnavailable, "host-left", "The host browser left", err.Error()+"; retry: another browser is elected", nil)
 	case errors.Is(err, canvas.ErrUnavailable):
 		return newProblem(http.StatusServiceUnavailable, "unavailable", "Service unavailable",
 			"the event store is unreachable right now; retry with backoff (nothing was written)", nil)
@@ -134,32 +153,29 @@ func writeJSONType(w http.ResponseWriter, status int, contentType string, v any)
 		b = []byte(`{"type":"` + problemBase + `internal","title":"Internal server error","status":500,"detail":"response encoding failed"}`)
 		status, contentType = http.StatusInternalServerError, "application/problem+json"
 	}
-	w.Header().Set("Content-Type", contentType)
+	setContentType(w, contentType)
 	w.WriteHeader(status)
 	_, _ = w.Write(b)
 }
 
-// decodeJSON strictly decodes a request body into v; errors are 400s naming the
-// problem, or 413 when the body is over the handler's limit.
-func decodeJSON(r *http.Request, v any) error {
-	dec := json.NewDecoder(r.Body)
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			return err
-		}
-		return canvas.Invalid("body", "not valid JSON for this endpoint: %v", err)
+// contentTypes are shared header values (net/http never modifies them), so
+// that setting one allocates nothing.
+var contentTypes = map[string][]string{
+	"application/json":         {"application/json"},
+	"application/problem+json": {"application/problem+json"},
+}
+
+func setContentType(w http.ResponseWriter, contentType string) {
+	if v, ok := contentTypes[contentType]; ok {
+		w.Header()["Content-Type"] = v
+		return
 	}
-	if _, err := dec.Token(); err != io.EOF {
-		return canvas.Invalid("body", "trailing data after the JSON object")
-	}
-	return nil
+	w.Header().Set("Content-Type", contentType)
 }
 
 // writeRaw writes an already-encoded JSON body.
 func writeRaw(w http.ResponseWriter, status int, body []byte) {
-	w.Header().Set("Content-Type", "application/json")
+	setContentType(w, "application/json")
 	w.WriteHeader(status)
 	_, _ = w.Write(body)
 }

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -17,9 +18,10 @@ import (
 	"github.com/canvasd/canvasd/store"
 )
 
-// The relay carries a Hub's ephemeral events (gesture, agent:*, invoke) to
-// the other processes sharing the store, through store.Broadcaster
-// (PostgreSQL NOTIFY). Design:
+// The relay carries a Hub's ephemeral events (gesture, agent:*, invoke), and
+// every event of the canvas host's sessions (reload, a2ui, present, invoke:
+// the host.Hub's, through host.Relay), to the other processes sharing the
+// store, through store.Broadcaster (PostgreSQL NOTIFY). Design:
 //
 //   - PublishEvent delivers locally at once and queues the event for the
 //     other processes (relayQueue events; a full queue drops the event for
@@ -27,13 +29,14 @@ import (
 //     broadcasts the queue in order. A receiving process hands the event to
 //     its local subscribers only (it never re-broadcasts), and the store
 //     skips a process's own broadcasts, so each subscriber sees an event once.
-//   - Presence: each process broadcasts its per-canvas subscriber counts when
-//     they change (coalesced), all of them every presenceEvery, and when its
-//     listener (re)connects it asks the others for theirs ("hello"). Hub.
-//     Subscribers adds the counts the others last reported (each expires
-//     presenceTTL after it was last refreshed; a process that stops cleanly
-//     withdraws its counts at once). Invokes use it to tell "nobody is
-//     connected" from "a browser elsewhere did not answer".
+//   - Presence: each process broadcasts its subscriber counts per canvas and
+//     per host session when they change (coalesced), all of them every
+//     presenceEvery, and when its listener (re)connects it asks the others
+//     for theirs ("hello"). Hub.Subscribers (and host.Hub.Publish) add the
+//     counts the others last reported (each expires presenceTTL after it was
+//     last refreshed; a process that stops cleanly withdraws its counts at
+//     once). Invokes use it to tell "nobody is connected" from "a browser
+//     elsewhere did not answer".
 //   - Invoke answers: POST /api/invoke/{id} on a process whose brokers do not
 //     know id broadcasts the answer with the answering principal; the process
 //     whose broker is waiting checks the principal's viewer access to the
@@ -44,10 +47,11 @@ import (
 // Peers are trusted: anything that can NOTIFY on the store's database can
 // inject events and answers.
 type relay struct {
-	hub *Hub
-	b   store.Broadcaster
-	log *slog.Logger
-	id  string // this process's relay id (presence and acknowledgements)
+	hub  *Hub
+	host atomic.Pointer[host.Hub] // the canvas host's hub, once bound (relayHost)
+	b    store.Broadcaster
+	log  *slog.Logger
+	id   string // this process's relay id (presence and acknowledgements)
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -60,15 +64,23 @@ type relay struct {
 	lastLog atomic.Int64 // unix nanos of the last drop/failure warning
 
 	mu      sync.Mutex
-	dirty   map[string]struct{} // canvases whose local count changed since the last presence
-	full    bool                // next presence lists every canvas
-	peers   map[string]map[string]peerCount
+	dirty   map[streamKey]struct{} // streams whose local count changed since the last presence
+	full    bool                   // next presence lists every stream
+	peers   map[string]map[streamKey]peerCount
 	waiters map[string]chan relayAck // forwarded answers awaiting their acknowledgement
 }
 
+// streamKey names what subscribers are counted for: a canvas, or (host) a
+// canvas host session.
+type streamKey struct {
+	host bool
+	id   string
+}
+
 type peerCount struct {
-	n    int
-	seen time.Time
+	n     int
+	seen  time.Time
+	hosts []hostCandidate // the peer's host candidates on the canvas (browsers.go)
 }
 
 // Relay topics.
@@ -91,10 +103,17 @@ const (
 	presenceChunk     = 6000 // bytes of canvas ids per presence message (stays inline in NOTIFY)
 )
 
+// relayEvent is one canvas event, or the events of one host.Hub publish
+// (which travel together, so a push's a2ui messages stay contiguous), or a
+// browser's input for an agent session.
 type relayEvent struct {
-	CanvasID string          `json:"c"`
-	Event    string          `json:"e"`
-	Data     json.RawMessage `json:"d"`
+	CanvasID string          `json:"c,omitempty"`
+	Event    string          `json:"e,omitempty"`
+	Data     json.RawMessage `json:"d,omitempty"`
+	To       string          `json:"t,omitempty"` // a browser's client id: only its streams get the canvas event
+	Session  string          `json:"s,omitempty"`
+	Host     []host.Event    `json:"h,omitempty"`
+	Input    *inputMsg       `json:"i,omitempty"` // browser input for an agent session (browsers.go)
 }
 
 type presenceMsg struct {
@@ -104,8 +123,10 @@ type presenceMsg struct {
 }
 
 type presenceEntry struct {
-	CanvasID string `json:"c"`
-	N        int    `json:"k"`
+	CanvasID string          `json:"c"` // or the host session, with Host
+	N        int             `json:"k"`
+	Host     bool            `json:"h,omitempty"`
+	Hosts    []hostCandidate `json:"hc,omitempty"` // host candidates on the canvas (browsers.go)
 }
 
 type answerMsg struct {
@@ -142,7 +163,7 @@ func (h *Hub) enableRelay(b store.Broadcaster, log *slog.Logger) error {
 		return errors.New("api: the hub already relays through another Broadcaster")
 	}
 	r := &relay{hub: h, b: b, log: log, id: randomHex(8), out: make(chan relayEvent, relayQueue),
-		kick: make(chan struct{}, 1), dirty: map[string]struct{}{}, peers: map[string]map[string]peerCount{},
+		kick: make(chan struct{}, 1), dirty: map[streamKey]struct{}{}, peers: map[string]map[streamKey]peerCount{},
 		waiters: map[string]chan relayAck{}}
 	r.ctx, r.cancel = context.WithCancel(context.Background())
 	if !h.relay.CompareAndSwap(nil, r) {
@@ -160,6 +181,27 @@ func (h *Hub) enableRelay(b store.Broadcaster, log *slog.Logger) error {
 	go r.runSender()
 	return nil
 }
+
+// relayHost carries the events of the canvas host's hub hh through the hub's
+// relay, when there is one (once per hub; later calls do nothing).
+func (h *Hub) relayHost(hh *host.Hub) {
+	if r := h.relay.Load(); r != nil && r.host.CompareAndSwap(nil, hh) {
+		hh.SetRelay(hostRelay{r})
+	}
+}
+
+// hostRelay is the host.Relay of a host.Hub: the canvas relay, keyed by session.
+type hostRelay struct{ r *relay }
+
+func (hr hostRelay) Forward(session string, evs []host.Event) {
+	hr.r.queue(relayEvent{Session: session, Host: evs})
+}
+
+func (hr hostRelay) Subscribers(session string) int {
+	return hr.r.remoteSubscribers(streamKey{host: true, id: session})
+}
+
+func (hr hostRelay) CountChanged(session string) { hr.r.touch(streamKey{host: true, id: session}) }
 
 // StopRelay withdraws this process's subscriber counts from the other
 // processes and stops the relay's goroutines (call it before closing the
@@ -197,17 +239,37 @@ func randomHex(n int) string {
 	return hex.EncodeToString(b)
 }
 
-// publish queues an event for the other processes without blocking.
-func (r *relay) publish(canvasID, event string, data []byte) {
+// publish queues a canvas event for the other processes without blocking;
+// to, when set, limits it to that browser's streams.
+func (r *relay) publish(canvasID, to, event string, data []byte) {
+	r.queue(relayEvent{CanvasID: canvasID, To: to, Event: event, Data: data})
+}
+
+// inputMsg carries browser input to the process running the session.
+type inputMsg struct {
+	SessionID string          `json:"s"`
+	Kind      string          `json:"k"`
+	Data      json.RawMessage `json:"d"`
+}
+
+// sendInput queues browser input for a session that does not run here (the
+// other processes ignore it unless they run the session).
+func (r *relay) sendInput(m inputMsg) {
+	r.queue(relayEvent{Input: &m})
+}
+
+// queue queues ev for the other processes without blocking; a full queue
+// drops it (and logs it).
+func (r *relay) queue(ev relayEvent) {
 	if r.ctx.Err() != nil {
 		return
 	}
 	select {
-	case r.out <- relayEvent{CanvasID: canvasID, Event: event, Data: data}:
+	case r.out <- ev:
 	default:
 		n := r.dropped.Add(1)
-		r.warnLimited("relay: queue full; an ephemeral event was not sent to the other processes",
-			"canvas_id", canvasID, "event", event, "dropped_total", n, "queue", relayQueue)
+		r.warnLimited("relay: queue full; an event was not sent to the other processes",
+			"canvas_id", ev.CanvasID, "event", ev.Event, "host_session", ev.Session, "dropped_total", n, "queue", relayQueue)
 	}
 }
 
@@ -221,10 +283,10 @@ func (r *relay) warnLimited(msg string, args ...any) {
 	r.log.Warn(msg, args...)
 }
 
-// touch notes that a canvas's local subscriber count changed.
-func (r *relay) touch(canvasID string) {
+// touch notes that a stream's local subscriber count changed.
+func (r *relay) touch(k streamKey) {
 	r.mu.Lock()
-	r.dirty[canvasID] = struct{}{}
+	r.dirty[k] = struct{}{}
 	r.mu.Unlock()
 	r.kickSender()
 }
@@ -236,18 +298,48 @@ func (r *relay) kickSender() {
 	}
 }
 
+// remoteCandidate returns the first host candidate the other processes
+// reported fresh for a canvas.
+func (r *relay) remoteCandidate(canvasID string) hostCandidate {
+	cut := time.Now().Add(-presenceTTL)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var best hostCandidate
+	for _, counts := range r.peers {
+		if c, ok := counts[streamKey{id: canvasID}]; ok && c.seen.After(cut) {
+			for _, h := range c.hosts {
+				if h.before(best) {
+					best = h
+				}
+			}
+		}
+	}
+	return best
+}
+
 // remoteSubscribers sums the fresh counts the other processes reported.
-func (r *relay) remoteSubscribers(canvasID string) int {
+func (r *relay) remoteSubscribers(k streamKey) int {
 	cut := time.Now().Add(-presenceTTL)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	n := 0
 	for _, counts := range r.peers {
-		if c, ok := counts[canvasID]; ok && c.seen.After(cut) {
+		if c, ok := counts[k]; ok && c.seen.After(cut) {
 			n += c.n
 		}
 	}
 	return n
+}
+
+// localSubscribers counts this process's subscribers of a stream.
+func (r *relay) localSubscribers(k streamKey) int {
+	if !k.host {
+		return r.hub.localSubscribers(k.id)
+	}
+	if hh := r.host.Load(); hh != nil {
+		return hh.Count(k.id)
+	}
+	return 0
 }
 
 // send broadcasts one message, bounded by relaySendTimeout.
@@ -288,10 +380,14 @@ func (r *relay) runSender() {
 			r.mu.Lock()
 			r.full = true
 			cut := time.Now().Add(-presenceTTL)
+			var reelect []string
 			for id, counts := range r.peers {
 				for c, pc := range counts {
 					if pc.seen.Before(cut) {
 						delete(counts, c)
+						if len(pc.hosts) > 0 {
+							reelect = append(reelect, c.id)
+						}
 					}
 				}
 				if len(counts) == 0 {
@@ -299,6 +395,9 @@ func (r *relay) runSender() {
 				}
 			}
 			r.mu.Unlock()
+			for _, c := range reelect {
+				r.hub.elect(c)
+			}
 			r.sendPresence()
 		}
 	}
@@ -309,28 +408,40 @@ func mustMarshal(v any) []byte {
 	return b
 }
 
-// sendPresence broadcasts the local counts of the changed canvases (every
-// canvas with subscribers when a full presence is due), in chunks.
+// sendPresence broadcasts the local counts of the changed streams (every
+// stream with subscribers when a full presence is due), in chunks.
 func (r *relay) sendPresence() {
 	r.mu.Lock()
 	dirty, full := r.dirty, r.full
-	r.dirty, r.full = map[string]struct{}{}, false
+	r.dirty, r.full = map[streamKey]struct{}{}, false
 	r.mu.Unlock()
 	if full {
 		r.hub.mu.RLock()
 		for c := range r.hub.subs {
-			dirty[c] = struct{}{}
+			dirty[streamKey{id: c}] = struct{}{}
 		}
 		r.hub.mu.RUnlock()
+		if hh := r.host.Load(); hh != nil {
+			for _, s := range hh.Sessions() {
+				dirty[streamKey{host: true, id: s}] = struct{}{}
+			}
+		}
 	}
 	if len(dirty) == 0 {
 		return
 	}
 	var batch []presenceEntry
 	size := 0
-	for c := range dirty {
-		batch = append(batch, presenceEntry{CanvasID: c, N: r.hub.localSubscribers(c)})
-		size += len(c) + 16
+	for k := range dirty {
+		e := presenceEntry{CanvasID: k.id, Host: k.host, N: r.localSubscribers(k)}
+		if !k.host {
+			e.Hosts = r.hub.localCandidates(k.id)
+		}
+		batch = append(batch, e)
+		size += len(k.id) + 24
+		for _, h := range e.Hosts {
+			size += len(h.ID) + 32
+		}
 		if size >= presenceChunk {
 			_ = r.send(r.ctx, topicPresence, presenceMsg{From: r.id, Counts: batch})
 			batch, size = nil, 0
@@ -357,34 +468,26 @@ func (r *relay) receive(topic string, payload []byte) {
 		}()
 	case topicEvent:
 		var ev relayEvent
-		if err := json.Unmarshal(payload, &ev); err != nil || ev.CanvasID == "" || ev.Event == "" {
+		err := json.Unmarshal(payload, &ev)
+		switch {
+		case err == nil && ev.Input != nil && ev.Input.SessionID != "":
+			r.hub.deliverInput(ev.Input.SessionID, ev.Input.Kind, ev.Input.Data, false)
+		case err == nil && ev.CanvasID != "" && ev.Event != "":
+			r.hub.send(ev.CanvasID, &frame{data: sseFrame(ev.Event, "", ev.Data), to: ev.To})
+		case err == nil && host.ValidateSession(ev.Session) == nil && len(ev.Host) > 0:
+			if hh := r.host.Load(); hh != nil {
+				hh.Deliver(ev.Session, ev.Host)
+			}
+		default:
 			r.log.Warn("relay: malformed event from another process", "err", err)
-			return
 		}
-		r.hub.send(ev.CanvasID, &frame{data: sseFrame(ev.Event, "", ev.Data)})
 	case topicPresence:
 		var m presenceMsg
 		if err := json.Unmarshal(payload, &m); err != nil || m.From == "" || m.From == r.id {
 			return
 		}
-		now := time.Now()
-		r.mu.Lock()
-		defer r.mu.Unlock()
-		if m.Bye {
-			delete(r.peers, m.From)
-			return
-		}
-		counts := r.peers[m.From]
-		if counts == nil {
-			counts = map[string]peerCount{}
-			r.peers[m.From] = counts
-		}
-		for _, e := range m.Counts {
-			if e.N <= 0 {
-				delete(counts, e.CanvasID)
-			} else {
-				counts[e.CanvasID] = peerCount{n: e.N, seen: now}
-			}
+		for _, c := range r.notePresence(m) {
+			r.hub.elect(c)
 		}
 	case topicHello:
 		r.mu.Lock()
@@ -420,6 +523,40 @@ func (r *relay) receive(topic string, payload []byte) {
 			}
 		}
 	}
+}
+
+// notePresence records another process's presence message and returns the
+// canvases whose host candidates it changed.
+func (r *relay) notePresence(m presenceMsg) (changed []string) {
+	now := time.Now()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	counts := r.peers[m.From]
+	if m.Bye {
+		for k, pc := range counts {
+			if len(pc.hosts) > 0 {
+				changed = append(changed, k.id)
+			}
+		}
+		delete(r.peers, m.From)
+		return changed
+	}
+	if counts == nil {
+		counts = map[streamKey]peerCount{}
+		r.peers[m.From] = counts
+	}
+	for _, e := range m.Counts {
+		k := streamKey{host: e.Host, id: e.CanvasID}
+		if !k.host && !slices.Equal(counts[k].hosts, e.Hosts) {
+			changed = append(changed, k.id)
+		}
+		if e.N <= 0 {
+			delete(counts, k)
+		} else {
+			counts[k] = peerCount{n: e.N, seen: now, hosts: e.Hosts}
+		}
+	}
+	return changed
 }
 
 // resolveLocal gives an answer to whichever of the hub's brokers knows the

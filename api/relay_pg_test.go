@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -25,35 +26,13 @@ func caughtUp(t *testing.T, s *sseStream) {
 	}
 }
 
-// waitSubscribers waits until a hub counts n streams on canvasID.
+// waitSubscribers waits until a hub counts n streams on canvasID (presence
+// of other processes arrives by NOTIFY; a closed stream leaves when the
+// server notices).
 func waitSubscribers(t *testing.T, e *testEnv, canvasID string, n int) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for e.api.hub.Subscribers(canvasID) != n {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s counts %d subscribers on %s, want %d", e.srv.URL, e.api.hub.Subscribers(canvasID), canvasID, n)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
-// drain returns the events a stream receives within d (heartbeats skipped).
-func drain(s *sseStream, d time.Duration) []sseMsg {
-	var out []sseMsg
-	timeout := time.After(d)
-	for {
-		select {
-		case m, ok := <-s.events:
-			if !ok {
-				return out
-			}
-			if m.Event != "comment" {
-				out = append(out, m)
-			}
-		case <-timeout:
-			return out
-		}
-	}
+	waitUntil(t, 10*time.Second, fmt.Sprintf("%s counts %d subscribers on %s", e.srv.URL, n, canvasID),
+		func() bool { return e.api.hub.Subscribers(canvasID) == n })
 }
 
 // nextEvent requires the stream's next event to be named event (so a
@@ -172,21 +151,38 @@ func TestRelayAcrossProcessesPG(t *testing.T) {
 		t.Errorf("unknown id answered 404 after %v, want about %v", d, answerForwardWait)
 	}
 
-	// No duplicates: nothing else arrived on either stream (one gesture, one
-	// agent:chat, one invoke each, all consumed above).
+	// No duplicates: one gesture, one agent:chat and one invoke each, all
+	// consumed above. Each process now posts a marker; NOTIFY delivers in
+	// commit order, so a duplicate relayed to either process would arrive
+	// before the other process's marker. The next two events on each stream
+	// must be the two markers.
+	for _, e := range []*testEnv{a, b} {
+		e.must(202, "POST", "/api/canvas-agent/events", testAdmin, map[string]any{"canvas_id": "c1", "event": "agent:chat",
+			"data": map[string]any{"sessionId": "s1", "text": "marker " + e.srv.URL}})
+	}
 	for name, s := range map[string]*sseStream{"A": sa, "B": sb} {
-		if extra := drain(s, 300*time.Millisecond); len(extra) != 0 {
-			t.Errorf("stream on %s got extra events: %+v", name, extra)
+		seen := map[string]bool{}
+		for range 2 {
+			if m := nextEvent(t, s, "agent:chat").json(t); strings.HasPrefix(m["text"].(string), "marker ") {
+				seen[m["text"].(string)] = true
+			} else {
+				t.Fatalf("stream on %s got an extra agent:chat %v", name, m)
+			}
+		}
+		if !seen["marker "+a.srv.URL] || !seen["marker "+b.srv.URL] {
+			t.Fatalf("stream on %s: markers %v", name, seen)
 		}
 	}
 
 	// The agent's screenshot (minted on A, no browser on A's c3): the in-process
-	// runner's AgentScreenshotter counts B's browser and gets its answer,
-	// which is too large for a NOTIFY payload.
+	// runner's AgentScreenshotter asks the host, B's browser, and gets its
+	// answer, which is too large for a NOTIFY payload.
 	a.canvas("c3")
-	sb3 := b.stream("/sse/canvas/c3", testAdmin, nil)
+	sb3 := b.stream(browserPath("c3", "b3", CapScreenshot), testAdmin, nil)
 	caughtUp(t, sb3)
+	nextEvent(t, sb3, canvas.EventAgentHost)
 	waitSubscribers(t, a, "c3", 1)
+	waitUntil(t, 5*time.Second, "A knows B's browser is c3's host", func() bool { return a.api.hub.Host("c3") == "b3" })
 	if n := a.api.hub.localSubscribers("c3"); n != 0 {
 		t.Fatalf("A has %d local streams on c3", n)
 	}
@@ -240,13 +236,11 @@ func TestRelayOverflowDropsWithoutBlockingPG(t *testing.T) {
 
 	r := a.api.hub.relay.Load()
 	const total = 4 * relayQueue
-	t0 := time.Now()
 	for i := 0; i < total; i++ {
 		a.api.hub.PublishEvent("c_flood", "gesture", map[string]int{"i": i})
 	}
-	if d := time.Since(t0); d > time.Second {
-		t.Errorf("publishing %d events took %v: publishers waited for the relay", total, d)
-	}
+	// A publisher that waited for the relay would never overflow its queue:
+	// a drop shows it did not wait (a timing check would fail on a busy machine).
 	if r.dropped.Load() == 0 {
 		t.Fatalf("no event dropped after %d publishes into a %d-event queue", total, relayQueue)
 	}
@@ -254,10 +248,7 @@ func TestRelayOverflowDropsWithoutBlockingPG(t *testing.T) {
 		t.Errorf("%d queue-full warnings, want 1 (rate limited):\n%s", n, logs.String())
 	}
 	// Once the backlog is sent, events cross again.
-	deadline := time.Now().Add(20 * time.Second)
-	for len(r.out) > 0 && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitUntil(t, 20*time.Second, "the relay sent its backlog", func() bool { return len(r.out) == 0 })
 	a.api.hub.PublishEvent("c1", "agent:status", map[string]string{"state": "done"})
 	if m := nextEvent(t, sb, "agent:status").json(t); m["state"] != "done" {
 		t.Fatalf("agent:status after the flood = %v", m)

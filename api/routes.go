@@ -34,41 +34,75 @@ func (s *Server) routes() chi.Router {
 	ui := web.Handler() // the browser UI (web/): public static shell, assets under /ui/
 	r.Handle("/", ui)
 	r.Handle("/ui/*", ui)
-	hostAPI := newHostAPI(s, s.cfg.Host)
+	hostAPI := newHostAPI(s, s.cfg.Host) // nil: no host, message or invoke routes
 	if hostAPI != nil {
-		hostAPI.mountPages(r) // authenticates itself; the built-in shell's assets are public
+		// The page route authenticates itself: the built-in shell's assets
+		// (/host/{session}/__canvas__/...) are public like the web UI shell,
+		// every session file needs a token with the viewer role on the
+		// session (header or ?access_token=), or a page ticket in the path
+		// (/host/{session}/~{ticket}/...; see handlePage).
+		r.Get("/host/{session}/*", hostAPI.handlePage)
 	}
 
-	// Authenticated.
+	// Authenticated. Every JSON body passes jsonBody (body.go): its limit,
+	// UTF-8, nesting depth.
 	r.Group(func(r chi.Router) {
 		r.Use(s.requireAuth)
 		cmdLimit := s.cfg.MaxCommandBytes
 
-		r.Post("/api/tokens", limitBody(64<<10, s.handleCreateToken))
+		r.Post("/api/tokens", s.jsonBody(64<<10, s.handleCreateToken))
+		r.Get("/api/tokens", s.handleListTokens)
 		r.Delete("/api/tokens/{actor_id}", s.handleRevokeToken)
 
-		r.Post("/api/canvases", limitBody(64<<10, s.handleCreateCanvas))
+		r.Post("/api/canvases", s.jsonBody(64<<10, s.handleCreateCanvas))
 		r.Get("/api/canvases", s.handleListCanvases)
 		r.Get("/api/canvases/{canvas_id}", s.handleGetCanvas)
 		r.Delete("/api/canvases/{canvas_id}", s.handleDeleteCanvas)
 
 		r.Get("/canvas_commands/snapshot/{canvas_id}", s.handleSnapshot)
-		r.Post("/canvas_commands/{canvas_id}/command", limitBody(cmdLimit, s.handleCommand))
-		r.Post("/canvas_commands/{canvas_id}/commands", limitBody(cmdLimit, s.handleBatch))
+		r.Post("/canvas_commands/{canvas_id}/command", s.jsonBody(cmdLimit, s.handleCommand))
+		r.Post("/canvas_commands/{canvas_id}/commands", s.jsonBody(cmdLimit, s.handleBatch))
 		r.Get("/canvas_commands/{canvas_id}/events", s.handleEvents)
-		r.Post("/canvas_commands/{canvas_id}/gesture", limitBody(16<<10, s.handleGesture))
+		r.Post("/canvas_commands/{canvas_id}/gesture", s.jsonBody(16<<10, s.handleGesture))
 		r.Get("/sse/canvas/{canvas_id}", s.handleCanvasStream)
 
-		// Documents, snapshots and MCP (docs*.go, mcp*.go).
-		s.docRoutes(r)
-		r.Method(http.MethodPost, "/mcp", http.MaxBytesHandler(s.mcpHandler(s.cfg.Agent), cmdLimit))
+		// Documents and named snapshots (docs.go), MCP (mcp.go).
+		r.Get("/api/canvases/{canvas_id}/docs/{node_id}", s.handleDocContent)
+		r.Get("/api/canvases/{canvas_id}/docs/{node_id}/diff", s.handleDocDiff)
+		r.Get("/api/canvases/{canvas_id}/docs/{node_id}/selection", s.handleDocSelection)
+		r.Post("/api/canvases/{canvas_id}/snapshots", s.jsonBody(64<<10, s.handleCreateNamedSnapshot))
+		r.Get("/api/canvases/{canvas_id}/snapshots", s.handleListNamedSnapshots)
+		r.Post("/mcp", s.jsonBody(cmdLimit, s.mcpHandler().ServeHTTP))
 
-		// Agent (agent*.go).
-		s.agentRoutes(r, s.cfg.Agent)
+		// Agent (agent.go). Without an in-process runner or worker queue
+		// (Config.Agent nil) only the catalog and the event relay are served.
+		r.Get("/api/canvas-agent/catalog", s.handleAgentCatalog)
+		r.Post("/api/canvas-agent/events", s.jsonBody(256<<10, s.handleAgentEvent))
+		if s.cfg.Agent != nil {
+			r.Post("/api/canvas-agent/run", s.jsonBody(64<<10, s.handleAgentRun))
+			r.Get("/api/canvas-agent/sessions/{session_id}", s.handleAgentSession)
+			r.Post("/api/canvas-agent/sessions/{session_id}/cancel", s.noBody(s.handleAgentCancel))
+			r.Post("/api/canvas-agent/sessions/{session_id}/revert", s.jsonBody(4<<10, s.handleAgentRevert)) // agent_review.go
+			r.Post("/api/canvas-agent/edit-request", s.jsonBody(64<<10, s.handleAgentEditRequest))           // agent_edit.go
+			r.Post("/api/canvas-agent/ack", s.jsonBody(4<<10, s.handleAgentAck))
+			r.Post("/api/canvas-agent/view", s.jsonBody(64<<10, s.handleAgentView))
+		}
 
-		// Canvas host, image messages and invoke (host*.go, messages*.go, invoke*.go).
+		// Canvas host and A2UI (host.go), image messages (messages.go),
+		// invoke (invoke.go).
 		if hostAPI != nil {
-			hostAPI.mountAPI(r)
+			c := hostAPI.host.Config()
+			r.Get("/api/host/{session}/files", hostAPI.handleListFiles)
+			r.Put("/api/host/{session}/files/*", limitBody(c.MaxFileBytes+1, hostAPI.handlePutFile)) // raw bytes, any content
+			r.Delete("/api/host/{session}/files/*", hostAPI.handleDeleteFile)
+			r.Get("/sse/host/{session}", hostAPI.handleStream)
+			r.Post("/api/host/{session}/a2ui", s.jsonBody(c.MaxA2UIBytes, hostAPI.handlePushA2UI))
+			r.Post("/api/host/{session}/a2ui/reset", s.noBody(hostAPI.handleResetA2UI))
+			r.Post("/api/host/{session}/actions", s.jsonBody(256<<10, hostAPI.handleAction))
+			r.Post("/api/host/{session}/present", s.jsonBody(16<<10, hostAPI.handlePresent))
+			r.Post("/api/sessions/{id}/messages", s.jsonBody(messageBodyLimit(c.MaxImageBytes), hostAPI.handleMessage))
+			r.Post("/api/invoke", s.jsonBody(maxInvokeBody, hostAPI.handleInvoke))
+			r.Post("/api/invoke/{invoke_id}", s.jsonBody(maxInvokeBody, hostAPI.handleAnswer))
 		}
 	})
 	return r

@@ -1,4 +1,4 @@
-// Package api serves canvasd's HTTP contract (../shared/API.md): the route
+// Package api serves canvasd's HTTP contract (openapi.yaml, docs/api.md): the route
 // table, handlers, the SSE hub, authentication, RFC 9457 problem documents
 // and Prometheus metrics. Handlers parse, authorize, delegate once, respond.
 package api
@@ -32,8 +32,9 @@ type Config struct {
 	OpenAPISpec     []byte              // served at /openapi.yaml
 	Host            HostOptions         // canvas host, image messages and invoke (host.go); zero: not served
 	Agent           AgentService        // the agent runner or queue (agent.go); nil: catalog and event relay only
-	// Broadcaster carries ephemeral events (gesture, agent:*, invoke) and
-	// invoke answers to the other processes sharing the store (relay.go);
+	// Broadcaster carries ephemeral events (gesture, agent:*, invoke), the
+	// canvas host's session events and invoke answers to the other processes
+	// sharing the store (relay.go);
 	// nil (SQLite, one process): they stay in this process. New starts the
 	// Hub's relay over it; Hub.StopRelay stops it.
 	Broadcaster store.Broadcaster
@@ -77,13 +78,16 @@ func New(cfg Config) (*Server, error) {
 		cfg.GestureInterval = 30 * time.Millisecond
 	}
 	s := &Server{cfg: cfg, log: cfg.Logger, engine: cfg.Engine, st: cfg.Store, hub: cfg.Hub,
-		auth: &authenticator{st: cfg.Store}, lastGesture: map[string]time.Time{}, closing: make(chan struct{})}
-	if cfg.AdminToken != "" {
-		s.auth.adminHash = HashToken(cfg.AdminToken)
+		auth: newAuthenticator(cfg.Store, cfg.AdminToken), lastGesture: map[string]time.Time{}, closing: make(chan struct{})}
+	if bi, ok := cfg.Agent.(BrowserInput); ok {
+		cfg.Hub.setBrowserInput(bi)
 	}
 	if cfg.Broadcaster != nil {
 		if err := cfg.Hub.enableRelay(cfg.Broadcaster, cfg.Logger); err != nil {
 			return nil, err
+		}
+		if cfg.Host.Host != nil {
+			cfg.Hub.relayHost(cfg.Host.Host.Hub())
 		}
 	}
 	s.router = s.routes()
@@ -103,14 +107,6 @@ func (s *Server) Routes() chi.Routes { return s.router }
 
 func (s *Server) problem(w http.ResponseWriter, r *http.Request, err error) {
 	writeProblem(w, r, s.log, err)
-}
-
-// limitBody caps a handler's request body; reading past it is a 413.
-func limitBody(n int64, next http.HandlerFunc) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		r.Body = http.MaxBytesReader(w, r.Body, n)
-		next(w, r)
-	}
 }
 
 // recoverer turns a panic into a logged 500 problem document.

@@ -2,7 +2,6 @@ package api
 
 import (
 	"context"
-	"encoding/json"
 	"net/http"
 	"time"
 
@@ -10,12 +9,6 @@ import (
 
 	"github.com/canvasd/canvasd/canvas"
 )
-
-// resetEvent is the data of an SSE reset event: the client re-reads the snapshot.
-type resetEvent struct {
-	HeadRev int64  `json:"head_rev"`
-	Reason  string `json:"reason"`
-}
 
 // handleCanvasStream serves GET /sse/canvas/{canvas_id}: replay after
 // Last-Event-ID, caught_up, then live commits and ephemeral events, with no
@@ -31,10 +24,15 @@ func (s *Server) handleCanvasStream(w http.ResponseWriter, r *http.Request) {
 	if lastID == "" {
 		lastID = r.URL.Query().Get("last_event_id")
 	}
+	browser, err := parseBrowser(r.URL.Query(), time.Now())
+	if err != nil {
+		s.problem(w, r, err)
+		return
+	}
 	ctx := r.Context()
 	// Register before reading the head: a commit made in between is then in
 	// the queue (and dropped as a duplicate if the head already has it).
-	sub := s.hub.subscribe(id)
+	sub := s.hub.subscribe(id, browser)
 	head, _, err := s.engine.Head(ctx, id)
 	if err != nil {
 		s.hub.unsubscribe(id, sub)
@@ -50,7 +48,7 @@ func (s *Server) handleCanvasStream(w http.ResponseWriter, r *http.Request) {
 		}
 	}()
 	reset := func(head int64, reason string) {
-		out.write(sseEvent("reset", "", resetEvent{HeadRev: head, Reason: reason}))
+		out.write(sseEvent(canvas.EventReset, "", canvas.ResetInfo{HeadRev: head, Reason: reason}))
 		out.flush()
 	}
 	last := head
@@ -84,7 +82,7 @@ func (s *Server) handleCanvasStream(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}
-	out.write(sseEvent("caught_up", "", map[string]int64{"head_rev": last}))
+	out.write(sseEvent(canvas.EventCaughtUp, "", map[string]int64{"head_rev": last}))
 	if !out.flush() {
 		return
 	}
@@ -119,7 +117,7 @@ func (s *Server) streamLive(ctx context.Context, id string, sub *subscriber, out
 		case <-out.done():
 			return
 		case <-sub.kicked:
-			out.write(sseEvent("reset", "", resetEvent{HeadRev: last, Reason: "this subscriber fell too far behind; reconnect with Last-Event-ID or re-read the snapshot"}))
+			out.write(sseEvent(canvas.EventReset, "", canvas.ResetInfo{HeadRev: last, Reason: "this subscriber fell too far behind; reconnect with Last-Event-ID or re-read the snapshot"}))
 			return
 		case now := <-hb.C:
 			if idle := now.Sub(lastSent); idle < s.cfg.Heartbeat {
@@ -190,9 +188,9 @@ func (s *Server) fillGap(ctx context.Context, id string, last *int64, upTo int64
 
 // commitFrame encodes a commit as a canvas_commit SSE event.
 func commitFrame(c *canvas.Commit) []byte {
-	data, err := json.Marshal(c)
+	data, err := c.JSON()
 	if err != nil {
 		data = []byte(`{}`)
 	}
-	return sseFrame("canvas_commit", c.EventID, data)
+	return sseFrame(canvas.EventCommit, c.EventID, data)
 }

@@ -109,7 +109,7 @@ func TestSlowSubscriberIsResetNotBlocking(t *testing.T) {
 	e.api.hub.queueSize = 4
 	id := e.canvas("c_slow")
 	// A subscriber that never reads: it registers, then stalls.
-	stalled := e.api.hub.subscribe(id)
+	stalled := e.api.hub.subscribe(id, nil)
 	defer e.api.hub.unsubscribe(id, stalled)
 	live := e.stream("/sse/canvas/"+id, testAdmin, nil)
 	live.next()

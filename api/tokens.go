@@ -40,17 +40,51 @@ func NewTokenRecord(req canvas.TokenRequest, now time.Time) (store.TokenRecord, 
 	if len(req.Canvases) > 1000 {
 		return store.TokenRecord{}, canvas.TokenGrant{}, canvas.Unprocessable("canvases", "names more than 1000 canvases; use an unscoped token")
 	}
+	for i, c := range req.Canvases {
+		if err := canvas.ValidateID(fmt.Sprintf("canvases[%d]", i), c); err != nil {
+			return store.TokenRecord{}, canvas.TokenGrant{}, err
+		}
+	}
+	if req.ExpiresIn < 0 || req.ExpiresIn > canvas.MaxTokenLifetime {
+		return store.TokenRecord{}, canvas.TokenGrant{}, canvas.Unprocessable("expires_in",
+			"must be 1 to %d seconds (ten years); omit it for a token that never expires", canvas.MaxTokenLifetime)
+	}
 	if req.Canvases == nil {
 		req.Canvases = []string{}
 	}
 	secret, hash := NewToken()
 	rec := store.TokenRecord{Hash: hash, ActorID: req.ActorID, ActorType: req.ActorType, Role: role,
 		Canvases: req.Canvases, Name: req.Name, CreatedAt: now.UTC()}
-	return rec, canvas.TokenGrant{Token: secret, ActorID: req.ActorID, ActorType: req.ActorType, Role: role, Canvases: req.Canvases}, nil
+	if req.ExpiresIn > 0 {
+		rec.ExpiresAt = rec.CreatedAt.Add(time.Duration(req.ExpiresIn) * time.Second).Truncate(time.Microsecond)
+	}
+	return rec, canvas.TokenGrant{Token: secret, ActorID: req.ActorID, ActorType: req.ActorType, Role: role,
+		Canvases: req.Canvases, ExpiresAt: expiry(rec)}, nil
+}
+
+// expiry is the token's expiry for the wire (nil: never).
+func expiry(rec store.TokenRecord) *time.Time {
+	if rec.ExpiresAt.IsZero() {
+		return nil
+	}
+	return &rec.ExpiresAt
+}
+
+// tokenAdmin returns the principal of a token-management request: it needs
+// the admin role. A scoped admin manages only tokens whose canvases lie within
+// its own scope (canvas.Principal.Covers): it can never mint, list or revoke
+// beyond what it holds.
+func tokenAdmin(r *http.Request) (canvas.Principal, error) {
+	p := principalFrom(r.Context())
+	if !p.Role.Allows(canvas.RoleAdmin) {
+		return p, fmt.Errorf("%w: managing tokens needs the admin role; your token has %s", canvas.ErrForbidden, describeScope(p))
+	}
+	return p, nil
 }
 
 func (s *Server) handleCreateToken(w http.ResponseWriter, r *http.Request) {
-	if err := authorize(r, "", canvas.RoleAdmin); err != nil {
+	p, err := tokenAdmin(r)
+	if err != nil {
 		s.problem(w, r, err)
 		return
 	}
@@ -60,6 +94,10 @@ func (s *Server) handleCreateToken(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	rec, resp, err := NewTokenRecord(req, time.Now())
+	if err == nil && !p.Covers(rec.Canvases) {
+		err = fmt.Errorf("%w: your token has %s, so it can mint tokens only for those canvases: list some of them in canvases "+
+			"(a token for every canvas needs an unscoped admin token)", canvas.ErrForbidden, describeScope(p))
+	}
 	if err == nil {
 		err = s.st.CreateToken(r.Context(), rec)
 		if errors.Is(err, canvas.ErrAlreadyExists) {
@@ -73,14 +111,57 @@ func (s *Server) handleCreateToken(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusCreated, resp)
 }
 
+// handleListTokens serves GET /api/tokens: the tokens the caller may manage
+// (all for an unscoped admin; for a scoped admin those within its scope),
+// metadata only.
+func (s *Server) handleListTokens(w http.ResponseWriter, r *http.Request) {
+	p, err := tokenAdmin(r)
+	if err != nil {
+		s.problem(w, r, err)
+		return
+	}
+	recs, err := s.st.ListTokens(r.Context())
+	if err != nil {
+		s.problem(w, r, err)
+		return
+	}
+	out := []canvas.TokenInfo{}
+	for _, rec := range recs {
+		if !p.Covers(rec.Canvases) {
+			continue
+		}
+		cs := rec.Canvases
+		if cs == nil {
+			cs = []string{}
+		}
+		out = append(out, canvas.TokenInfo{ActorID: rec.ActorID, ActorType: rec.ActorType, Role: rec.Role,
+			Canvases: cs, Name: rec.Name, CreatedAt: rec.CreatedAt, ExpiresAt: expiry(rec)})
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"tokens": out})
+}
+
 func (s *Server) handleRevokeToken(w http.ResponseWriter, r *http.Request) {
-	if err := authorize(r, "", canvas.RoleAdmin); err != nil {
+	p, err := tokenAdmin(r)
+	if err != nil {
 		s.problem(w, r, err)
 		return
 	}
-	if err := s.st.RevokeToken(r.Context(), chi.URLParam(r, "actor_id")); err != nil {
+	actorID := chi.URLParam(r, "actor_id")
+	if p.Scoped() {
+		rec, err := s.st.TokenByActor(r.Context(), actorID)
+		if err == nil && !p.Covers(rec.Canvases) {
+			err = fmt.Errorf("%w: the token of actor %q reaches beyond your token's scope (%s); only an admin whose scope covers it may revoke it",
+				canvas.ErrForbidden, actorID, describeScope(p))
+		}
+		if err != nil {
+			s.problem(w, r, err)
+			return
+		}
+	}
+	if err := s.st.RevokeToken(r.Context(), actorID); err != nil {
 		s.problem(w, r, err)
 		return
 	}
+	s.auth.forget(actorID)
 	w.WriteHeader(http.StatusNoContent)
 }

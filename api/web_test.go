@@ -5,31 +5,37 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"math"
 	"net/http"
 	"os"
+	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/input"
 	cdplog "github.com/chromedp/cdproto/log"
 	"github.com/chromedp/cdproto/page"
-	"github.com/chromedp/cdproto/runtime"
+	cdpruntime "github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
 
 	"github.com/canvasd/canvasd/canvas"
+	"github.com/canvasd/canvasd/web"
 )
 
-// TestWebUIRoutes: the UI shell and its assets are public, served with the
+// TestWebUIRoutes: the UI shell and its bundle are public, served with the
 // UI's CSP, and nothing else leaks through the /ui/ prefix.
 func TestWebUIRoutes(t *testing.T) {
+	if !web.Built() {
+		t.Fatal("the web UI bundle is not built: run `make ui` (make test does)")
+	}
 	e := newTestEnv(t)
 	r := e.do("GET", "/", "", nil) // checked against openapi.yaml
 	if r.Status != 200 || !strings.HasPrefix(r.Header.Get("Content-Type"), "text/html") ||
-		!strings.Contains(string(r.Body), `src="/ui/app.js"`) || !strings.Contains(r.Header.Get("Content-Security-Policy"), "script-src 'self'") {
+		!strings.Contains(string(r.Body), `src="/ui/app.js"`) || !strings.Contains(r.Header.Get("Content-Security-Policy"), "script-src 'self';") {
 		t.Fatalf("GET /: %d %v %.200s", r.Status, r.Header, r.Body)
 	}
 	get := func(path string) (*http.Response, string) {
@@ -42,14 +48,15 @@ func TestWebUIRoutes(t *testing.T) {
 		b, _ := io.ReadAll(resp.Body)
 		return resp, string(b)
 	}
-	for path, ctype := range map[string]string{"/ui/app.js": "text/javascript", "/ui/model.js": "text/javascript", "/ui/app.css": "text/css"} {
+	for path, ctype := range map[string]string{"/ui/app.js": "text/javascript", "/ui/boot.js": "text/javascript", "/ui/app.css": "text/css",
+		"/ui/fonts/Excalifont/Excalifont-Regular-a88b72a24fb54c9f94e3b5fdaa7481c9.woff2": "font/woff2"} {
 		resp, body := get(path)
 		if resp.StatusCode != 200 || !strings.HasPrefix(resp.Header.Get("Content-Type"), ctype) || len(body) < 100 ||
 			resp.Header.Get("Referrer-Policy") != "no-referrer" {
 			t.Errorf("GET %s: %d %q %d bytes", path, resp.StatusCode, resp.Header.Get("Content-Type"), len(body))
 		}
 	}
-	for _, path := range []string{"/ui/", "/ui/nope.js", "/ui/../api/canvases", "/ui/%2e%2e/go.mod", "/ui/web.go"} {
+	for _, path := range []string{"/ui/", "/ui/nope.js", "/ui/../api/canvases", "/ui/%2e%2e/go.mod", "/ui/web.go", "/ui/BUILD.txt", "/ui/chunks/../app.js"} {
 		if resp, body := get(path); resp.StatusCode != 404 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "application/problem+json") {
 			t.Errorf("GET %s: %d %s, want a 404 problem", path, resp.StatusCode, body)
 		}
@@ -60,309 +67,129 @@ func TestWebUIRoutes(t *testing.T) {
 	}
 }
 
-// TestWebUIInChromium drives the UI in headless Chromium: it signs in with
-// ?access_token=, opens a canvas from the list, renders the snapshot, shows a
-// node created through the API live (SSE), another actor's cursor and agent
-// events, creates a note by double-click and edits its text, drags a node and
-// deletes one, each checked on the server.
-func TestWebUIInChromium(t *testing.T) {
+// artifactDir is where the browser tests keep their screenshots
+// (CANVASD_TEST_ARTIFACTS, default test-artifacts/web at the repository root;
+// gitignored).
+func artifactDir(t testing.TB) string {
+	dir := os.Getenv("CANVASD_TEST_ARTIFACTS")
+	if dir == "" {
+		_, file, _, _ := runtime.Caller(0)
+		dir = filepath.Join(filepath.Dir(file), "..", "test-artifacts", "web")
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	abs, _ := filepath.Abs(dir)
+	return abs
+}
+
+// uiPage is one Chromium tab with the UI open.
+type uiPage struct {
+	t    testing.TB
+	ctx  context.Context
+	poll func(what, expr string)
+	eval func(expr string, out any)
+
+	mu   sync.Mutex
+	errs []string
+}
+
+// uiBrowser starts headless Chromium (Debian's /usr/bin/chromium, skipped
+// without it unless CI is set) and returns a function opening a tab at a
+// URL, with init scripts run before the page's own. Script exceptions,
+// console errors and CSP violations of every tab fail the test at cleanup.
+// Each tab's actions run under timeout.
+func uiBrowser(t testing.TB, timeout time.Duration) func(url string, init ...string) *uiPage {
+	t.Helper()
 	if _, err := os.Stat(chromiumPath); err != nil {
 		if os.Getenv("CI") != "" {
 			t.Fatalf("CI is set but %s is missing: %v", chromiumPath, err)
 		}
 		t.Skipf("no %s (apt-get install chromium): %v", chromiumPath, err)
 	}
-	e := newTestEnv(t)
-	editor, editorID := e.token(canvas.RoleEditor, canvas.ActorHuman)
-	agent, agentID := e.token(canvas.RoleEditor, canvas.ActorAgent)
-	const cid = "ui-test"
-	e.must(201, "POST", "/api/canvases", testAdmin, map[string]any{"canvas_id": cid, "title": "UI test <board>"})
-
-	head := int64(0)
-	apply := func(typ string, args map[string]any) map[string]any {
-		t.Helper()
-		m := e.must(200, "POST", "/canvas_commands/"+cid+"/command", agent, env(typ, head, args))
-		head = int64(m["current_rev"].(float64))
-		return m
-	}
-	apply("create_shape", map[string]any{"id": "shape:box", "type": "geo", "x": 100, "y": 100, "w": 160, "h": 100,
-		"props": map[string]any{"geo": "rectangle", "color": "blue", "fill": "semi", "text": "Box"}})
-	apply("create_shape", map[string]any{"id": "shape:ell", "type": "geo", "x": 100, "y": 300, "w": 160, "h": 90,
-		"props": map[string]any{"geo": "ellipse", "color": "green", "text": "Ellipse"}})
-	apply("create_shape", map[string]any{"id": "shape:doc", "type": "doc", "name": "main.go", "x": 560, "y": 300, "w": 300, "h": 150,
-		"props": map[string]any{"language": "go", "text": "package main\n\nfunc main() {\n\tprintln(\"hi\")\n}\n"}})
-	apply("create_shape", map[string]any{"id": "shape:pen", "type": "draw", "x": 330, "y": 330, "w": 150, "h": 60,
-		"props": map[string]any{"color": "red", "segments": []any{map[string]any{"type": "free", "points": []any{
-			map[string]any{"x": 0, "y": 30}, map[string]any{"x": 40, "y": 0}, map[string]any{"x": 80, "y": 60}, map[string]any{"x": 150, "y": 20}}}}}})
-	apply("create_edge", map[string]any{"id": "edge:2", "from": "shape:ell", "to": "shape:doc", "props": map[string]any{"label": "reads"}})
-	apply("create_shape", map[string]any{"id": "shape:xss", "type": "note", "x": 920, "y": 80, "w": 200, "h": 200,
-		"props": map[string]any{"text": `<img src=x onerror="document.title='pwned'">`, "color": "light-red"}})
-
 	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(),
 		chromedp.ExecPath(chromiumPath), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU,
 		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-quic", true),
 		chromedp.NoFirstRun, chromedp.NoDefaultBrowserCheck, chromedp.WindowSize(1400, 860),
 		chromedp.UserDataDir(t.TempDir()))
-	defer cancelAlloc()
-	browser, cancel := chromedp.NewContext(alloc)
-	defer cancel()
-	// The first action starts the browser and must not run under a timeout.
-	// Test instrumentation (not the app): window.__holdSSE holds back stream
-	// events, as a slow network would, so the test can make the page's
-	// base_rev stale on purpose.
-	holdSSE := chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
-		_, err := cdp.Call(ctx, t, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{Source: holdSSEScript})
-		return err
-	})
-	if err := chromedp.Do(browser, holdSSE); err != nil {
+	browser, cancelBrowser := chromedp.NewContext(alloc)
+	if err := chromedp.Do(browser); err != nil { // starts the browser, not under a timeout
 		t.Fatalf("start chromium: %v", err)
 	}
-	// Script exceptions, console.error and CSP violations fail the test
-	// (HTTP error statuses, such as the expected 409, are network entries).
-	var errMu sync.Mutex
-	var pageErrs []string
-	addErr := func(s string) { errMu.Lock(); pageErrs = append(pageErrs, s); errMu.Unlock() }
-	if err := chromedp.Listen(browser, func(ev any) {
-		switch ev := ev.(type) {
-		case *runtime.EventExceptionThrown:
-			msg := ev.ExceptionDetails.Text
-			if ex := ev.ExceptionDetails.Exception; ex != nil {
-				msg += " " + ex.Description
+	var pages []*uiPage
+	t.Cleanup(func() {
+		for _, p := range pages {
+			p.mu.Lock()
+			for _, msg := range p.errs {
+				t.Errorf("page error: %s", msg)
 			}
-			addErr("exception: " + msg)
-		case *runtime.EventConsoleAPICalled:
-			if ev.Type == runtime.ConsoleAPICalledTypeError {
-				addErr("console.error")
-			}
-		case *cdplog.EventEntryAdded:
-			if ev.Entry.Level == cdplog.EntryLevelError && ev.Entry.Source != cdplog.EntrySourceNetwork {
-				addErr(string(ev.Entry.Source) + ": " + ev.Entry.Text)
-			}
+			p.mu.Unlock()
 		}
-	}); err != nil {
-		t.Fatal(err)
-	}
-	enableLog := chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
-		_, err := cdp.Call(ctx, t, cdplog.Enable, cdp.Empty{})
-		return err
+		cancelBrowser()
+		cancelAlloc()
 	})
-	if err := chromedp.Do(browser, enableLog, chromedp.Navigate(e.srv.URL+"/?access_token="+editor)); err != nil {
-		t.Fatalf("navigate: %v", err)
-	}
-	ctx, cancelT := context.WithTimeout(browser, 45*time.Second)
-	defer cancelT()
-
-	poll, eval := pageHelpers(t, ctx, 8*time.Second)
-	// waitServer polls the server's snapshot until ok accepts a node.
-	waitServer := func(what string, ok func(nodes map[string]map[string]any) bool) map[string]map[string]any {
+	first := true
+	return func(url string, init ...string) *uiPage {
 		t.Helper()
-		deadline := time.Now().Add(8 * time.Second)
-		for {
-			snap := e.snapshot(cid)
-			nodes := map[string]map[string]any{}
-			for _, n := range snap["state"].(map[string]any)["nodes"].([]any) {
-				nm := n.(map[string]any)
-				nodes[nm["id"].(string)] = nm
-			}
-			if ok(nodes) {
-				return nodes
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: not on the server; nodes: %v", what, nodes)
-			}
-			time.Sleep(50 * time.Millisecond)
+		tab := browser
+		if !first {
+			tab, _ = chromedp.NewContext(browser)
 		}
-	}
-
-	// The token left the address bar; the canvas list shows the canvas (title as text).
-	poll("canvas list", `!!document.querySelector('#canvas-list li[data-canvas-id="ui-test"]')`)
-	var loc string
-	eval(`location.href`, &loc)
-	if strings.Contains(loc, "access_token") {
-		t.Errorf("the token stayed in the URL: %s", loc)
-	}
-	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`#canvas-list li[data-canvas-id="ui-test"]`))); err != nil {
-		t.Fatalf("open canvas: %v", err)
-	}
-	poll("stream live", `document.getElementById('conn').textContent === 'live'`)
-	poll("snapshot rendered", `document.querySelectorAll('#layer-nodes g.node').length === 5 && document.getElementById('rev').textContent === '6' && !!document.querySelector('[data-edge-id="edge:2"]')`)
-	var title string
-	eval(`document.getElementById('canvas-title').textContent`, &title)
-	if title != "UI test <board>" {
-		t.Errorf("title %q", title)
-	}
-	// User text is text: the note shows the markup literally and runs nothing.
-	var xss struct {
-		Text  string `json:"text"`
-		Imgs  int    `json:"imgs"`
-		Title string `json:"title"`
-	}
-	eval(`({text: document.querySelector('[data-id="shape:xss"]').textContent, imgs: document.querySelectorAll('#stage img, #stage image').length, title: document.title})`, &xss)
-	if !strings.Contains(xss.Text, "<img src=x") || xss.Imgs != 0 || xss.Title != "canvasd" {
-		t.Errorf("user text was not escaped: %+v", xss)
-	}
-
-	// Live: a node and an edge created through the API appear without a reload.
-	apply("create_shape", map[string]any{"id": "shape:live", "type": "note", "x": 400, "y": 60, "w": 200, "h": 200,
-		"props": map[string]any{"text": "hello from the API", "color": "yellow"}})
-	apply("create_edge", map[string]any{"id": "edge:1", "from": "shape:box", "to": "shape:live", "props": map[string]any{"label": "flows"}})
-	poll("live node", `(document.querySelector('[data-id="shape:live"]') || {}).textContent === 'hello from the API'`)
-	poll("live edge", `!!document.querySelector('[data-edge-id="edge:1"] line') && document.getElementById('rev').textContent === '`+fmt.Sprint(head)+`'`)
-	// A patch with a props merge-patch applies incrementally.
-	apply("update_shape", map[string]any{"id": "shape:live", "props": map[string]any{"text": "patched live"}})
-	poll("live patch", `(document.querySelector('[data-id="shape:live"]') || {}).textContent === 'patched live'`)
-
-	// Another actor's cursor (gesture) and agent events.
-	e.must(202, "POST", "/canvas_commands/"+cid+"/gesture", agent, map[string]any{"cursor": map[string]any{"x": 300, "y": 250}, "selection": []string{"shape:live"}})
-	poll("remote cursor", `!!document.querySelector('#layer-cursors g.cursor[data-actor="`+agentID+`"]')`)
-	e.api.hub.PublishEvent(cid, "agent:status", map[string]any{"type": "agent:status", "sessionId": "sess-1234abcd", "state": "streaming", "detail": "calling the model"})
-	e.api.hub.PublishEvent(cid, "agent:chat", map[string]any{"type": "agent:chat", "sessionId": "sess-1234abcd", "message": map[string]any{"role": "assistant", "text": "Grouping the <b>ideas</b> now"}})
-	poll("agent panel", `document.getElementById('agent-log').textContent.includes('Grouping the <b>ideas</b> now') && document.getElementById('agent-log').textContent.includes('streaming') && !document.querySelector('#agent-log b')`)
-
-	// Double-click on empty space creates a note; type its text.
-	var pt struct{ X, Y float64 }
-	eval(`(() => { const r = document.getElementById('stage').getBoundingClientRect(); return {x: r.left + 120, y: r.bottom - 90}; })()`, &pt)
-	var empty bool
-	eval(fmt.Sprintf(`!document.elementFromPoint(%v, %v).closest('g.node')`, pt.X, pt.Y), &empty)
-	if !empty {
-		t.Fatal("the double-click point is not empty space")
-	}
-	if err := chromedp.Do(ctx, chromedp.MouseClickXY(pt.X, pt.Y), chromedp.MouseClickXY(pt.X, pt.Y, chromedp.ClickCount(2))); err != nil {
-		t.Fatal(err)
-	}
-	var created string
-	waitServer("double-click note", func(nodes map[string]map[string]any) bool {
-		for id, n := range nodes {
-			if n["type"] == "note" && n["created_by"] == editorID {
-				created = id
-				return true
-			}
+		first = false
+		p := &uiPage{t: t}
+		pages = append(pages, p)
+		steps := []chromedp.Action[chromedp.Void]{chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+			_, err := cdp.Call(ctx, tg, cdplog.Enable, cdp.Empty{})
+			return err
+		})}
+		for _, src := range init {
+			steps = append(steps, chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+				_, err := cdp.Call(ctx, tg, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{Source: src})
+				return err
+			}))
 		}
-		return false
-	})
-	poll("note editor", `!!document.getElementById('note-editor')`)
-	if err := chromedp.Do(ctx, chromedp.SendKeys(chromedp.CSS(`#note-editor`), "Hi from Chromium")); err != nil {
-		t.Fatal(err)
-	}
-	// Clicking the canvas ends the edit and sends update_shape.
-	if err := chromedp.Do(ctx, chromedp.MouseClickXY(pt.X+300, pt.Y)); err != nil {
-		t.Fatal(err)
-	}
-	waitServer("note text", func(nodes map[string]map[string]any) bool {
-		p, _ := nodes[created]["props"].(map[string]any)
-		return p != nil && p["text"] == "Hi from Chromium"
-	})
-	poll("note text rendered", `(document.querySelector('[data-id="`+created+`"]') || {}).textContent === 'Hi from Chromium'`)
-
-	// Drag shape:box by (150, 120) screen pixels: one move {id, x, y}.
-	var box struct{ X, Y, Z float64 }
-	eval(`(() => { const r = document.querySelector('[data-id="shape:box"] rect.hit').getBoundingClientRect();
-		return {x: r.left + r.width / 2, y: r.top + r.height / 2, z: +document.getElementById('stage').dataset.zoom}; })()`, &box)
-	steps := []chromedp.Action[chromedp.Void]{chromedp.MouseEvent(chromedp.MousePressed, box.X, box.Y, chromedp.ButtonLeft, chromedp.ClickCount(1))}
-	for i := 1; i <= 6; i++ {
-		steps = append(steps, chromedp.MouseEvent(chromedp.MouseMoved, box.X+25*float64(i), box.Y+20*float64(i), chromedp.ButtonLeft))
-	}
-	steps = append(steps, chromedp.MouseEvent(chromedp.MouseReleased, box.X+150, box.Y+120, chromedp.ButtonLeft, chromedp.ClickCount(1)))
-	if err := chromedp.Do(ctx, steps...); err != nil {
-		t.Fatal(err)
-	}
-	wantX, wantY := 100+150/box.Z, 100+120/box.Z
-	nodes := waitServer("drag", func(nodes map[string]map[string]any) bool { return nodes["shape:box"]["x"] != float64(100) })
-	if x, y := nodes["shape:box"]["x"].(float64), nodes["shape:box"]["y"].(float64); math.Abs(x-wantX) > 1 || math.Abs(y-wantY) > 1 {
-		t.Errorf("dragged to (%v, %v) on the server, want about (%v, %v)", x, y, wantX, wantY)
-	}
-	head = int64(e.snapshot(cid)["head_rev"].(float64))
-	poll("drag committed", fmt.Sprintf(`document.getElementById('rev').textContent === '%d' && document.querySelector('[data-id="shape:box"]').getAttribute('transform').startsWith('translate(%v ')`,
-		head, nodes["shape:box"]["x"]))
-
-	// A stale base_rev: the page has not seen a change to shape:ell when it
-	// moves it, so the server answers 409; the page says so and re-reads.
-	eval(`window.__holdSSE = true`, new(bool))
-	apply("update_shape", map[string]any{"id": "shape:ell", "x": 130})
-	var ell struct{ X, Y float64 }
-	eval(`(() => { const r = document.querySelector('[data-id="shape:ell"] rect.hit').getBoundingClientRect(); return {x: r.left + r.width / 2, y: r.top + r.height / 2}; })()`, &ell)
-	if err := chromedp.Do(ctx,
-		chromedp.MouseEvent(chromedp.MousePressed, ell.X, ell.Y, chromedp.ButtonLeft, chromedp.ClickCount(1)),
-		chromedp.MouseEvent(chromedp.MouseMoved, ell.X+30, ell.Y+5, chromedp.ButtonLeft),
-		chromedp.MouseEvent(chromedp.MouseMoved, ell.X+60, ell.Y+10, chromedp.ButtonLeft),
-		chromedp.MouseEvent(chromedp.MouseReleased, ell.X+60, ell.Y+10, chromedp.ButtonLeft, chromedp.ClickCount(1))); err != nil {
-		t.Fatal(err)
-	}
-	poll("conflict toast", `[...document.querySelectorAll('#toasts .toast')].some(t => t.textContent === 'conflict — reloaded')`)
-	poll("reloaded after the conflict", fmt.Sprintf(`document.getElementById('rev').textContent === '%d' && document.querySelector('[data-id="shape:ell"]').getAttribute('transform').startsWith('translate(130 300)')`, head))
-	eval(`(() => { window.__holdSSE = false; (window.__held || []).splice(0).forEach(f => f()); return true; })()`, new(bool))
-	if n := waitServer("conflict", func(map[string]map[string]any) bool { return true })["shape:ell"]; n["x"] != float64(130) || n["y"] != float64(300) {
-		t.Errorf("the conflicting move was applied: %v", n)
-	}
-
-	// A reset (this subscriber fell behind): the page re-reads the snapshot,
-	// reconnects from its head and misses nothing.
-	e.api.hub.mu.RLock()
-	kicked := len(e.api.hub.subs[cid])
-	for sub := range e.api.hub.subs[cid] {
-		sub.kick()
-	}
-	e.api.hub.mu.RUnlock()
-	if kicked == 0 {
-		t.Fatal("the page has no stream open")
-	}
-	apply("create_shape", map[string]any{"id": "shape:after-reset", "type": "text", "x": 560, "y": 480, "w": 300, "h": 40,
-		"props": map[string]any{"text": "written during the reset"}})
-	poll("after reset", fmt.Sprintf(`document.getElementById('activity').textContent.includes('snapshot re-read') && !!document.querySelector('[data-id="shape:after-reset"]') && document.getElementById('conn').textContent === 'live' && document.getElementById('rev').textContent === '%d'`, head))
-
-	// Select shape:live and press Delete.
-	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`[data-id="shape:live"] rect.hit`)), chromedp.KeyEvent(kb.Delete)); err != nil {
-		t.Fatal(err)
-	}
-	waitServer("delete", func(nodes map[string]map[string]any) bool { _, ok := nodes["shape:live"]; return !ok })
-	poll("deleted in the UI", `!document.querySelector('[data-id="shape:live"]') && !document.querySelector('[data-edge-id="edge:1"]')`)
-
-	// Show another cursor for the picture, then take it.
-	e.must(202, "POST", "/canvas_commands/"+cid+"/gesture", agent, map[string]any{"cursor": map[string]any{"x": 700, "y": 200}, "selection": []string{"shape:doc"}})
-	poll("cursor moved", `(document.querySelector('#layer-cursors g.cursor') || {getAttribute: () => ''}).getAttribute('transform').startsWith('translate(700 200)')`)
-	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile("/tmp/canvasd-ui.png", png, 0o644); err != nil {
-		t.Log(err)
-	}
-	// Create a canvas from the sidebar: the page opens it.
-	if err := chromedp.Do(ctx, chromedp.SendKeys(chromedp.CSS(`#new-canvas-title`), "Second board"),
-		chromedp.Click(chromedp.CSS(`#new-canvas button[type=submit]`))); err != nil {
-		t.Fatal(err)
-	}
-	poll("new canvas opened", `document.getElementById('canvas-title').textContent === 'Second board' && location.hash.startsWith('#/c/c_') && document.getElementById('conn').textContent === 'live' && document.getElementById('rev').textContent === '0'`)
-	var newID string
-	eval(`decodeURIComponent(location.hash.slice(4))`, &newID)
-	if c := e.must(200, "GET", "/api/canvases/"+newID, editor, nil); c["title"] != "Second board" {
-		t.Errorf("created canvas: %v", c)
-	}
-
-	errMu.Lock()
-	defer errMu.Unlock()
-	for _, msg := range pageErrs {
-		t.Errorf("page error: %s", msg)
+		if err := chromedp.Do(tab, steps...); err != nil {
+			t.Fatalf("open a tab: %v", err)
+		}
+		if err := chromedp.Listen(tab, func(ev any) {
+			add := func(s string) { p.mu.Lock(); p.errs = append(p.errs, s); p.mu.Unlock() }
+			switch ev := ev.(type) {
+			case *cdpruntime.EventExceptionThrown:
+				msg := ev.ExceptionDetails.Text
+				if ex := ev.ExceptionDetails.Exception; ex != nil {
+					msg += " " + ex.Description
+				}
+				add("exception: " + msg)
+			case *cdpruntime.EventConsoleAPICalled:
+				if ev.Type == cdpruntime.ConsoleAPICalledTypeError {
+					var parts []string
+					for _, a := range ev.Args {
+						parts = append(parts, string(a.Value)+a.Description)
+					}
+					add("console.error: " + strings.Join(parts, " "))
+				}
+			case *cdplog.EventEntryAdded:
+				if ev.Entry.Level == cdplog.EntryLevelError && ev.Entry.Source != cdplog.EntrySourceNetwork {
+					add(string(ev.Entry.Source) + ": " + ev.Entry.Text)
+				}
+			}
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if err := chromedp.Do(tab, chromedp.Navigate(url)); err != nil {
+			t.Fatalf("navigate: %v", err)
+		}
+		ctx, cancel := context.WithTimeout(tab, timeout)
+		t.Cleanup(cancel)
+		p.ctx = ctx
+		p.poll, p.eval = pageHelpers(t, ctx, 20*time.Second) // generous: make test runs packages in parallel under the race detector
+		return p
 	}
 }
 
-// holdSSEScript wraps EventSource so that, while window.__holdSSE is true,
-// events are queued in window.__held instead of being dispatched.
-const holdSSEScript = `(() => {
-  const ES = window.EventSource;
-  window.EventSource = class extends ES {
-    addEventListener(type, fn, opts) {
-      return super.addEventListener(type, (ev) => {
-        if (window.__holdSSE) { (window.__held = window.__held || []).push(() => fn(ev)); return; }
-        fn(ev);
-      }, opts);
-    }
-  };
-})();`
-
 // pageHelpers returns poll (wait until a JS expression is true, or fail) and
-// eval (evaluate a JS expression into out, or fail) for a Chromium page.
-func pageHelpers(t *testing.T, ctx context.Context, pollTimeout time.Duration) (poll func(what, expr string), eval func(expr string, out any)) {
+// eval (evaluate a JS expression, awaiting a promise, into out, or fail).
+func pageHelpers(t testing.TB, ctx context.Context, pollTimeout time.Duration) (poll func(what, expr string), eval func(expr string, out any)) {
 	poll = func(what, expr string) {
 		t.Helper()
 		if _, err := chromedp.Run(ctx, chromedp.Poll[bool](expr, chromedp.WithPollingTimeout(pollTimeout))); err != nil {
@@ -371,13 +198,575 @@ func pageHelpers(t *testing.T, ctx context.Context, pollTimeout time.Duration) (
 	}
 	eval = func(expr string, out any) {
 		t.Helper()
-		v, err := chromedp.Run(ctx, chromedp.Evaluate[json.RawMessage](expr))
+		v, err := chromedp.Run(ctx, chromedp.Evaluate[json.RawMessage](expr, chromedp.EvalAwaitPromise))
 		if err != nil {
 			t.Fatalf("evaluate %s: %v", expr, err)
 		}
-		if err := json.Unmarshal(v, out); err != nil {
-			t.Fatalf("evaluate %s: %v: %s", expr, err, v)
+		if out != nil {
+			if err := json.Unmarshal(v, out); err != nil {
+				t.Fatalf("evaluate %s: %v: %s", expr, err, v)
+			}
 		}
 	}
 	return poll, eval
+}
+
+// pollFor is poll with its own timeout, for steps that take long on a loaded machine.
+func (p *uiPage) pollFor(d time.Duration, what, expr string) {
+	p.t.Helper()
+	if _, err := chromedp.Run(p.ctx, chromedp.Poll[bool](expr, chromedp.WithPollingTimeout(d))); err != nil {
+		p.t.Fatalf("%s: %v (waited %v for %s)", what, err, d, expr)
+	}
+}
+
+// do runs chromedp actions or fails the test.
+func (p *uiPage) do(actions ...chromedp.Action[chromedp.Void]) {
+	p.t.Helper()
+	if err := chromedp.Do(p.ctx, actions...); err != nil {
+		p.t.Fatal(err)
+	}
+}
+
+// screenshot keeps a picture of the page in the artifact directory.
+func (p *uiPage) screenshot(name string) string {
+	p.t.Helper()
+	png, err := chromedp.Run(p.ctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	path := filepath.Join(artifactDir(p.t), name+".png")
+	if err := os.WriteFile(path, png, 0o644); err != nil {
+		p.t.Fatal(err)
+	}
+	p.t.Logf("screenshot: %s", path)
+	return path
+}
+
+// screen converts canvas coordinates to page pixels (Excalidraw's view).
+func (p *uiPage) screen(x, y float64) (float64, float64) {
+	p.t.Helper()
+	var pt struct{ X, Y float64 }
+	p.eval(fmt.Sprintf(`(() => { const a = canvasd.view.ex.getAppState(), z = a.zoom.value;
+		return {x: (%v + a.scrollX) * z + a.offsetLeft, y: (%v + a.scrollY) * z + a.offsetTop}; })()`, x, y), &pt)
+	return pt.X, pt.Y
+}
+
+// drag presses the left button at canvas point (x0, y0), moves in steps to
+// (x1, y1) and releases, as a user's drag.
+func (p *uiPage) drag(x0, y0, x1, y1 float64) {
+	p.t.Helper()
+	sx, sy := p.screen(x0, y0)
+	ex, ey := p.screen(x1, y1)
+	p.dragScreen(sx, sy, ex, ey)
+}
+
+// dragScreen is drag in page pixels.
+func (p *uiPage) dragScreen(sx, sy, ex, ey float64) {
+	p.t.Helper()
+	held := func(p *input.DispatchMouseEventParams) { p.Button, p.Buttons = input.MouseButtonLeft, 1 }
+	steps := []chromedp.Action[chromedp.Void]{chromedp.MouseEvent(chromedp.MouseMoved, sx, sy), chromedp.Sleep(40 * time.Millisecond),
+		chromedp.MouseEvent(chromedp.MousePressed, sx, sy, held, chromedp.ClickCount(1)), chromedp.Sleep(20 * time.Millisecond)}
+	for i := 1; i <= 8; i++ {
+		f := float64(i) / 8
+		// Excalidraw handles moves once per frame: a pause lets each one land.
+		steps = append(steps, chromedp.MouseEvent(chromedp.MouseMoved, sx+(ex-sx)*f, sy+(ey-sy)*f, held), chromedp.Sleep(40*time.Millisecond))
+	}
+	steps = append(steps, chromedp.MouseEvent(chromedp.MouseReleased, ex, ey, chromedp.ButtonLeft, chromedp.ClickCount(1)))
+	p.do(steps...)
+}
+
+// click clicks canvas point (x, y).
+func (p *uiPage) click(x, y float64, mods ...chromedp.Modifier) {
+	p.t.Helper()
+	sx, sy := p.screen(x, y)
+	var m int64
+	for _, x := range mods {
+		m |= int64(x)
+	}
+	held := func(p *input.DispatchMouseEventParams) {
+		p.Button, p.Buttons, p.Modifiers = input.MouseButtonLeft, 1, m
+	}
+	p.do(chromedp.MouseEvent(chromedp.MouseMoved, sx, sy), chromedp.Sleep(40*time.Millisecond),
+		chromedp.MouseEvent(chromedp.MousePressed, sx, sy, held, chromedp.ClickCount(1)), chromedp.Sleep(20*time.Millisecond),
+		chromedp.MouseEvent(chromedp.MouseReleased, sx, sy, chromedp.ButtonLeft, chromedp.ClickCount(1)), chromedp.Sleep(40*time.Millisecond))
+}
+
+// clickCSS clicks the element matching a CSS selector.
+func (p *uiPage) clickCSS(sel string) {
+	p.t.Helper()
+	p.do(chromedp.Click(chromedp.CSS(sel)))
+}
+
+// tool picks an Excalidraw tool from its toolbar (rectangle, ellipse,
+// diamond, arrow, line, freedraw, text, frame, selection).
+func (p *uiPage) tool(name string) {
+	p.t.Helper()
+	p.clickCSS(fmt.Sprintf(`[data-testid="toolbar-%s"]`, name))
+}
+
+// nodes reads the canvas's nodes from the server.
+func (e *testEnv) nodes(cid string) map[string]map[string]any {
+	e.t.Helper()
+	out := map[string]map[string]any{}
+	for _, n := range e.snapshot(cid)["state"].(map[string]any)["nodes"].([]any) {
+		nm := n.(map[string]any)
+		out[nm["id"].(string)] = nm
+	}
+	return out
+}
+
+// waitNodes polls the server's snapshot until ok accepts its nodes.
+func (e *testEnv) waitNodes(cid, what string, ok func(nodes map[string]map[string]any) bool) map[string]map[string]any {
+	e.t.Helper()
+	deadline := time.Now().Add(20 * time.Second) // generous: the suite runs in parallel under the race detector
+	for {
+		nodes := e.nodes(cid)
+		if ok(nodes) {
+			return nodes
+		}
+		if time.Now().After(deadline) {
+			b, _ := json.MarshalIndent(nodes, "", " ")
+			e.t.Fatalf("%s: not on the server; nodes: %.3000s", what, b)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// holdStreamScript is test instrumentation (not the app): while
+// window.__holdSSE is true, the bytes of the page's /sse/ responses are held
+// back, as a slow network would, so a test can make the page's base_rev
+// stale on purpose.
+const holdStreamScript = `(() => {
+  const f = window.fetch;
+  window.__held = [];
+  window.fetch = async (...args) => {
+    const res = await f(...args);
+    const url = String(args[0] && args[0].url || args[0]);
+    if (!url.includes('/sse/') || !res.body) return res;
+    const reader = res.body.getReader();
+    const body = new ReadableStream({
+      async pull(ctl) {
+        const { value, done } = await reader.read();
+        if (done) { ctl.close(); return; }
+        while (window.__holdSSE) await new Promise((r) => setTimeout(r, 20));
+        ctl.enqueue(value);
+      },
+      cancel(r) { reader.cancel(r); },
+    });
+    return new Response(body, { status: res.status, statusText: res.statusText, headers: res.headers });
+  };
+})();`
+
+// TestWebUICanvas drives the canvas in Chromium as a user does: every
+// canvasd shape type seeded through the API renders; the user creates
+// shapes with Excalidraw's tools, moves, resizes and rotates them, connects
+// two with an arrow, groups and deletes; each edit arrives on the server as
+// the matching command; live commits from another actor show up; a stale
+// edit whose fields do not overlap is re-applied, an overlapping one stays
+// visible with the conflict explained until the user keeps it.
+func TestWebUICanvas(t *testing.T) {
+	open := uiBrowser(t, 90*time.Second)
+	e := newTestEnv(t)
+	editor, editorID := e.token(canvas.RoleEditor, canvas.ActorHuman)
+	agent, _ := e.token(canvas.RoleEditor, canvas.ActorAgent)
+	const cid = "ui-canvas"
+	e.must(201, "POST", "/api/canvases", testAdmin, map[string]any{"canvas_id": cid, "title": "UI test <board>"})
+	apply := func(typ string, args map[string]any) map[string]any { // by the agent actor, at the server's head
+		t.Helper()
+		head := int64(e.snapshot(cid)["head_rev"].(float64))
+		return e.must(200, "POST", "/canvas_commands/"+cid+"/command", agent, env(typ, head, args))
+	}
+	png1x1 := "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAIAAAACCAIAAAD91JpzAAAAFklEQVR4nGP8z8DAwMDAxMDAwMDAAAANHQEDasKb6QAAAABJRU5ErkJggg=="
+	seed := []map[string]any{
+		{"id": "s:rect", "type": "geo", "x": 0, "y": 0, "w": 160, "h": 100, "props": map[string]any{"geo": "rectangle", "color": "blue", "fill": "semi", "text": "Box"}},
+		{"id": "s:ell", "type": "geo", "x": 0, "y": 200, "w": 160, "h": 90, "props": map[string]any{"geo": "ellipse", "color": "green"}},
+		{"id": "s:tri", "type": "geo", "x": 200, "y": 200, "w": 120, "h": 100, "props": map[string]any{"geo": "triangle", "color": "red", "fill": "solid", "text": "Tri"}},
+		{"id": "s:star", "type": "geo", "x": 360, "y": 200, "w": 100, "h": 100, "props": map[string]any{"geo": "star", "color": "yellow", "fill": "fill"}},
+		{"id": "s:dia", "type": "geo", "x": 500, "y": 200, "w": 100, "h": 80, "props": map[string]any{"geo": "diamond"}},
+		{"id": "s:note", "type": "note", "x": 200, "y": 0, "w": 200, "h": 150, "props": map[string]any{"text": `<img src=x onerror="document.title='pwned'">`, "color": "yellow"}},
+		{"id": "s:text", "type": "text", "x": 440, "y": 0, "props": map[string]any{"text": "Plain text", "size": "l"}},
+		{"id": "s:doc", "type": "doc", "name": "main.go", "x": 640, "y": 0, "w": 260, "h": 160, "props": map[string]any{"language": "go", "text": "package main\n\nfunc main() {}\n"}},
+		{"id": "s:pen", "type": "draw", "x": 0, "y": 340, "w": 150, "h": 60, "props": map[string]any{"color": "red", "segments": []any{
+			map[string]any{"type": "free", "points": []any{map[string]any{"x": 0, "y": 30}, map[string]any{"x": 40, "y": 0}, map[string]any{"x": 80, "y": 60}}},
+			map[string]any{"type": "free", "points": []any{map[string]any{"x": 100, "y": 0}, map[string]any{"x": 150, "y": 60}}}}}},
+		{"id": "s:arrow", "type": "arrow", "x": 200, "y": 360, "w": 150, "h": 40, "props": map[string]any{"start": map[string]any{"x": 0, "y": 0}, "end": map[string]any{"x": 150, "y": 40}, "color": "violet"}},
+		{"id": "s:line", "type": "line", "x": 400, "y": 360, "props": map[string]any{"points": []any{map[string]any{"x": 0, "y": 0}, map[string]any{"x": 50, "y": 40}, map[string]any{"x": 100, "y": 0}}}},
+		{"id": "s:frame", "type": "frame", "name": "A frame", "x": 940, "y": 0, "w": 260, "h": 200},
+		{"id": "s:inframe", "type": "geo", "parent_id": "s:frame", "x": 980, "y": 60, "w": 100, "h": 60, "props": map[string]any{"geo": "hexagon"}},
+		{"id": "s:img", "type": "image", "x": 700, "y": 200, "w": 120, "h": 120, "props": map[string]any{"url": png1x1}},
+		{"id": "s:g1", "type": "geo", "x": 940, "y": 260, "w": 80, "h": 60, "props": map[string]any{"geo": "rectangle"}},
+		{"id": "s:g2", "type": "geo", "x": 1040, "y": 260, "w": 80, "h": 60, "props": map[string]any{"geo": "rectangle", "color": "orange"}},
+	}
+	for _, s := range seed {
+		apply("create_shape", s)
+	}
+	apply("group", map[string]any{"ids": []string{"s:g1", "s:g2"}, "group_id": "s:group"})
+	apply("create_edge", map[string]any{"id": "e:1", "from": "s:rect", "to": "s:note"})
+
+	p := open(e.srv.URL+"/?canvas="+cid+"#access_token="+editor, holdStreamScript)
+	p.poll("canvas live", `document.getElementById('conn').textContent === 'live' && document.body.dataset.loaded === '`+cid+`'`)
+	var loc string
+	p.eval(`location.href`, &loc)
+	if strings.Contains(loc, "access_token") || strings.Contains(loc, editor) {
+		t.Errorf("the token stayed in the address bar: %s", loc)
+	}
+	var stored string
+	p.eval(`localStorage.getItem('canvasd.token')`, &stored)
+	if stored != editor {
+		t.Errorf("token not kept like a sign-in: %q", stored)
+	}
+	// Every node renders: its element carries the node's id, in the right kind.
+	var kinds map[string]string
+	p.eval(`Object.fromEntries(canvasd.view.ex.getSceneElements().map(el => [el.id, el.type]))`, &kinds)
+	want := map[string]string{"s:rect": "rectangle", "s:ell": "ellipse", "s:tri": "line", "s:star": "line", "s:dia": "diamond",
+		"s:note": "rectangle", "s:note::text": "text", "s:text": "text", "s:doc": "rectangle", "s:doc::text": "text", "s:pen": "freedraw",
+		"s:pen::s1": "freedraw", "s:arrow": "arrow", "s:line": "line", "s:frame": "frame", "s:inframe": "line", "s:img": "image",
+		"s:g1": "rectangle", "s:g2": "rectangle", "e:1": "arrow", "s:rect::text": "text", "s:tri::text": "text"}
+	for id, k := range want {
+		if kinds[id] != k {
+			t.Errorf("element %s: %q, want %q", id, kinds[id], k)
+		}
+	}
+	var detail struct {
+		Note      string   `json:"note"`
+		Groups    []string `json:"groups"`
+		Frame     string   `json:"frame"`
+		EdgeStart string   `json:"edgeStart"`
+		EdgeEnd   string   `json:"edgeEnd"`
+		Title     string   `json:"title"`
+		File      bool     `json:"file"`
+	}
+	p.eval(`(() => { const byId = new Map(canvasd.view.ex.getSceneElements().map(el => [el.id, el]));
+		return {note: byId.get('s:note::text').originalText, groups: byId.get('s:g1').groupIds, frame: byId.get('s:inframe').frameId,
+			edgeStart: byId.get('e:1').startBinding.elementId, edgeEnd: byId.get('e:1').endBinding.elementId, title: document.title,
+			file: !!canvasd.view.ex.getFiles()[byId.get('s:img').fileId]}; })()`, &detail)
+	if !strings.Contains(detail.Note, "<img src=x") || detail.Title != "canvasd" || len(detail.Groups) != 1 || detail.Groups[0] != "s:group" ||
+		detail.Frame != "s:frame" || detail.EdgeStart != "s:rect" || detail.EdgeEnd != "s:note" || !detail.File {
+		t.Errorf("render details %+v", detail)
+	}
+	p.screenshot("canvas-seeded")
+
+	// Live: another actor's commit shows up.
+	apply("update_shape", map[string]any{"id": "s:ell", "props": map[string]any{"color": "red"}})
+	p.poll("live commit", `(() => { const el = canvasd.view.ex.getSceneElements().find(el => el.id === 's:ell'); return el && el.strokeColor === '#e03131'; })()`)
+
+	// The user draws: a rectangle, an ellipse, a diamond, a text, a line, a
+	// free-hand stroke and a frame, each a create_shape on the server (right
+	// of x = 300: the tool's property panel covers the left of the view).
+	mine := func(typ string, extra func(n map[string]any) bool) func(map[string]map[string]any) bool {
+		return func(nodes map[string]map[string]any) bool {
+			for _, n := range nodes {
+				if n["created_by"] == editorID && n["type"] == typ && (extra == nil || extra(n)) {
+					return true
+				}
+			}
+			return false
+		}
+	}
+	geo := func(g string) func(map[string]any) bool {
+		return func(n map[string]any) bool { return n["props"].(map[string]any)["geo"] == g }
+	}
+	p.tool("rectangle")
+	p.drag(300, 480, 400, 560)
+
+	e.waitNodes(cid, "drawn rectangle", mine("geo", geo("rectangle")))
+	p.tool("ellipse")
+	p.drag(440, 480, 540, 560)
+	e.waitNodes(cid, "drawn ellipse", mine("geo", geo("ellipse")))
+	p.tool("diamond")
+	p.drag(580, 480, 680, 560)
+	e.waitNodes(cid, "drawn diamond", mine("geo", geo("diamond")))
+	p.tool("line")
+	p.drag(720, 480, 800, 560)
+	e.waitNodes(cid, "drawn line", mine("line", nil))
+	p.tool("freedraw")
+	p.drag(840, 480, 920, 540)
+	e.waitNodes(cid, "drawn stroke", mine("draw", func(n map[string]any) bool {
+		segs, _ := n["props"].(map[string]any)["segments"].([]any)
+		return len(segs) == 1
+	}))
+	p.do(chromedp.KeyEvent("f")) // the frame tool has no toolbar button, only its shortcut
+	p.drag(1000, 480, 1150, 580)
+	e.waitNodes(cid, "drawn frame", mine("frame", nil))
+	p.tool("text")
+	p.click(1180, 360)
+	p.do(chromedp.KeyEvent("Hello canvasd"))
+	p.do(chromedp.KeyEvent(kb.Escape)) // ends the edit
+	e.waitNodes(cid, "typed text", mine("text", func(n map[string]any) bool { return n["props"].(map[string]any)["text"] == "Hello canvasd" }))
+	// Connect s:dia and s:doc with the arrow tool: a create_edge.
+	p.tool("arrow")
+	p.drag(597, 240, 770, 80) // from the diamond's outline (Excalidraw binds a start near the outline)
+	var edges []any
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		edges = e.snapshot(cid)["state"].(map[string]any)["edges"].([]any)
+		if len(edges) == 2 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	connected := false
+	for _, ed := range edges {
+		m := ed.(map[string]any)
+		connected = connected || m["from"] == "s:dia" && m["to"] == "s:doc" && m["created_by"] == editorID
+	}
+	if len(edges) != 2 || !connected {
+		t.Fatalf("arrow connect: edges %v", edges)
+	}
+
+	// Move s:dia by dragging it; resize s:img by its bottom-right handle.
+	p.tool("selection")
+	p.do(chromedp.KeyEvent(kb.Escape))
+	p.drag(550, 203, 610, 233) // by its outline: the inside of an unfilled shape is not the shape
+	e.waitNodes(cid, "move", func(n map[string]map[string]any) bool {
+		return n["s:dia"]["x"].(float64) == 560 && n["s:dia"]["y"].(float64) == 230
+	})
+	p.do(chromedp.KeyEvent(kb.Escape))
+	p.click(760, 260)
+	// An image's bottom-right handle sits on its corner.
+	cx, cy := p.screen(820, 320)
+	p.poll("image selected", `canvasd.view.ex.getAppState().selectedElementIds['s:img'] === true`)
+	p.dragScreen(cx+1, cy+1, cx+40, cy+40)
+	nodes := e.waitNodes(cid, "resize", func(n map[string]map[string]any) bool { return n["s:img"]["w"].(float64) > 150 })
+	if n := nodes["s:img"]; n["h"].(float64) < 150 || n["x"].(float64) != 700 || n["y"].(float64) != 200 || n["props"].(map[string]any)["url"] != png1x1 {
+		t.Errorf("resized image %v", n)
+	}
+	p.poll("the edge follows its shape", `(() => { const a = canvasd.view.ex.getSceneElements().find(el => el.type === 'arrow' && el.startBinding && el.startBinding.elementId === 's:dia'); return a && Math.abs(a.x - 610) < 60 && Math.abs(a.y - 270) < 60; })()`)
+
+	// Group the rectangle and the ellipse the user drew (shift-click, ctrl+G).
+	var rect, ell string
+	for id, n := range e.nodes(cid) {
+		if g, _ := n["props"].(map[string]any)["geo"].(string); n["created_by"] == editorID && g == "rectangle" {
+			rect = id
+		} else if n["created_by"] == editorID && g == "ellipse" {
+			ell = id
+		}
+	}
+	p.do(chromedp.KeyEvent(kb.Escape))
+	p.click(300, 520)
+	p.click(490, 481, chromedp.ModifierShift)
+	p.do(chromedp.KeyEvent("g", chromedp.KeyModifiers(chromedp.ModifierCtrl)))
+	nodes = e.waitNodes(cid, "group", func(n map[string]map[string]any) bool {
+		return n[rect]["parent_id"] != "" && n[rect]["parent_id"] == n[ell]["parent_id"]
+	})
+	if g := nodes[nodes[rect]["parent_id"].(string)]; g["type"] != "group" {
+		t.Errorf("grouped under %v", g)
+	}
+
+	// Rotate the image by its handle above the top edge.
+	p.do(chromedp.KeyEvent(kb.Escape))
+	p.click(760, 260)
+	tx, ty := p.screen(790, 200) // the middle of the (resized) image's top edge
+	p.dragScreen(tx, ty-16, tx+80, ty+20)
+	e.waitNodes(cid, "rotate", func(n map[string]map[string]any) bool { return n["s:img"]["rotation"].(float64) > 0.2 })
+
+	// Delete s:line with the keyboard.
+	p.do(chromedp.KeyEvent(kb.Escape))
+	p.click(425, 380)
+	p.do(chromedp.KeyEvent(kb.Delete))
+	e.waitNodes(cid, "delete", func(n map[string]map[string]any) bool { _, ok := n["s:line"]; return !ok })
+
+	// A note from the bar.
+	p.clickCSS(`#new-note`)
+	e.waitNodes(cid, "note", mine("note", nil))
+	p.screenshot("canvas-edited")
+
+	// A stale edit: the page does not see another actor recolour s:dia, then
+	// the user moves it. The fields do not overlap: the move is re-applied.
+	p.do(chromedp.KeyEvent(kb.Escape))
+	p.eval(`window.__holdSSE = true`, nil)
+	apply("update_shape", map[string]any{"id": "s:dia", "props": map[string]any{"color": "violet"}})
+	p.drag(610, 308, 650, 308)
+	p.eval(`window.__holdSSE = false`, nil)
+	nodes = e.waitNodes(cid, "re-applied move", func(n map[string]map[string]any) bool { return n["s:dia"]["x"].(float64) == 600 })
+	if c := nodes["s:dia"]["props"].(map[string]any)["color"]; c != "violet" {
+		t.Errorf("the other's recolour was lost: %v", nodes["s:dia"])
+	}
+	// Overlapping: another actor moves s:tri while the page is held; the
+	// user's move stays on screen with the conflict explained; "Keep mine" saves it.
+	p.do(chromedp.KeyEvent(kb.Escape))
+	p.eval(`window.__holdSSE = true`, nil)
+	apply("move", map[string]any{"id": "s:tri", "x": 210, "y": 210})
+	p.drag(300, 280, 300, 430)
+	p.eval(`window.__holdSSE = false`, nil)
+	p.poll("conflict explained", `!!document.querySelector('#conflicts .conflict') && document.querySelector('#conflicts .conflict').textContent.includes('s:tri')`)
+	var triY float64
+	p.eval(`canvasd.view.ex.getSceneElements().find(el => el.id === 's:tri').y`, &triY)
+	if triY < 340 {
+		t.Errorf("the user's move is not shown while in conflict: y %v", triY)
+	}
+	if n := e.nodes(cid)["s:tri"]; n["y"].(float64) != 210 {
+		t.Errorf("the conflicting move was written: %v", n)
+	}
+	p.screenshot("canvas-conflict")
+	p.clickCSS(`#conflicts .conflict button.keep`)
+	e.waitNodes(cid, "kept mine", func(n map[string]map[string]any) bool { return n["s:tri"]["y"].(float64) == 350 })
+	p.poll("conflict closed", `!document.querySelector('#conflicts .conflict')`)
+}
+
+// TestWebUIDocument drives the document panel in Chromium: opened by its
+// address, a typed line becomes one replace_lines, the server's undo takes
+// it back, a snapshot is saved, the diff since it shows unified and side by
+// side, the history lists it and restores it, lines another actor changed
+// are highlighted, and "Add to Chat" puts the selection into the agent
+// prompt as "[Selected from lines S-E]:" and a fenced block.
+func TestWebUIDocument(t *testing.T) {
+	open := uiBrowser(t, 90*time.Second)
+	e := newTestEnv(t)
+	editor, editorID := e.token(canvas.RoleEditor, canvas.ActorHuman)
+	agent, _ := e.token(canvas.RoleEditor, canvas.ActorAgent)
+	const cid = "ui-doc"
+	e.must(201, "POST", "/api/canvases", testAdmin, map[string]any{"canvas_id": cid, "title": "Docs"})
+	apply := func(token, typ string, args map[string]any) {
+		t.Helper()
+		head := int64(e.snapshot(cid)["head_rev"].(float64))
+		e.must(200, "POST", "/canvas_commands/"+cid+"/command", token, env(typ, head, args))
+	}
+	const original = "package main\n\nimport \"fmt\"\n\nfunc main() {\n\tfmt.Println(\"hi\")\n}\n"
+	apply(agent, "create_shape", map[string]any{"id": "d:main", "type": "doc", "name": "main.go", "x": 0, "y": 0, "w": 360, "h": 220,
+		"props": map[string]any{"language": "go", "text": original}})
+	docText := func() string {
+		t.Helper()
+		return e.nodes(cid)["d:main"]["props"].(map[string]any)["text"].(string)
+	}
+	waitText := func(what string, ok func(string) bool) string {
+		t.Helper()
+		var got string
+		e.waitNodes(cid, what, func(n map[string]map[string]any) bool {
+			got, _ = n["d:main"]["props"].(map[string]any)["text"].(string)
+			return ok(got)
+		})
+		return got
+	}
+
+	p := open(e.srv.URL+"/?canvas="+cid+"&doc=d:main#access_token="+editor, holdStreamScript)
+	p.poll("document open", `!document.getElementById('doc-panel').hidden && document.querySelector('#doc-panel .cm-content').textContent.includes('package main') && document.getElementById('conn').textContent === 'live'`)
+	var gutter int
+	p.eval(`document.querySelectorAll('#doc-panel .cm-lineNumbers .cm-gutterElement').length`, &gutter)
+	if gutter < 8 {
+		t.Errorf("line numbers: %d gutter elements", gutter)
+	}
+	var highlighted int
+	p.eval(`document.querySelectorAll('#doc-panel .cm-line span[class]').length`, &highlighted)
+	if highlighted == 0 {
+		t.Error("no syntax highlighting in the Go document")
+	}
+
+	// Type at the end of line 3: one replace_lines of that line.
+	p.clickCSS(`#doc-panel .cm-line:nth-child(3)`)
+	p.do(chromedp.KeyEvent(kb.End), chromedp.KeyEvent(" // edited"))
+	edited := waitText("typed line", func(s string) bool { return strings.Contains(s, `import "fmt" // edited`) })
+	if want := strings.Replace(original, `import "fmt"`, `import "fmt" // edited`, 1); edited != want {
+		t.Errorf("edited text %q, want %q", edited, want)
+	}
+	last := e.must(200, "GET", "/canvas_commands/"+cid+"/events?after_rev=1&limit=100", editor, nil)["commits"].([]any)
+	for _, c := range last {
+		cm := c.(map[string]any)
+		if cm["actor_id"] == editorID && cm["type"] != "replace_lines" {
+			t.Errorf("the edit became %v %v, want replace_lines", cm["type"], cm["args"])
+		}
+		if cm["actor_id"] == editorID && cm["args"].(map[string]any)["start_line"] != float64(3) {
+			t.Errorf("replace_lines args %v", cm["args"])
+		}
+	}
+
+	// Undo (the server's, for this actor) takes it back, in the editor too.
+	p.clickCSS(`#doc-undo`)
+	waitText("undo", func(s string) bool { return s == original })
+	p.poll("undo shown", `!document.querySelector('#doc-panel .cm-content').textContent.includes('// edited')`)
+
+	// A named snapshot, then another edit: the diff since the snapshot.
+	p.clickCSS(`#doc-snapshot`)
+	p.do(chromedp.SendKeys(chromedp.CSS(`#snapshot-label`), "v1\r"))
+	p.poll("snapshot listed", `[...document.querySelectorAll('.timeline li.snap')].some(li => li.textContent.includes('v1'))`)
+	p.clickCSS(`#doc-panel .cm-line:nth-child(1)`)
+	p.do(chromedp.KeyEvent(kb.End), chromedp.KeyEvent(" // after v1"))
+	waitText("second edit", func(s string) bool { return strings.HasPrefix(s, "package main // after v1\n") })
+	p.clickCSS(`#doc-diff`)
+	p.poll("unified diff", `(() => { const d = document.querySelector('.doc-side pre.diff.unified'); return d && [...d.querySelectorAll('.add')].some(l => l.textContent.includes('// after v1')) && [...d.querySelectorAll('.del')].some(l => l.textContent === '-package main'); })()`)
+	p.screenshot("doc-diff-unified")
+	p.clickCSS(`.doc-side button.diff-format`)
+	p.poll("side-by-side diff", `(() => { const r = document.querySelector('.doc-side table.diff.split tr.modify'); return r && r.querySelector('td.old').textContent === 'package main' && r.querySelector('td.new').textContent.includes('// after v1'); })()`)
+	p.screenshot("doc-diff-split")
+
+	// Another actor edits line 6: it is highlighted in the editor.
+	apply(agent, "replace_lines", map[string]any{"node_id": "d:main", "start_line": 6, "end_line": 6, "new_content": "\tfmt.Println(\"hello\")"})
+	p.poll("remote edit merged and highlighted", `(() => { const l = [...document.querySelectorAll('#doc-panel .cm-line.cm-recent')]; return l.length === 1 && l[0].textContent.includes('hello'); })()`)
+
+	// History: restore v1.
+	p.clickCSS(`#doc-timeline`)
+	p.poll("timeline", `document.querySelectorAll('.timeline li.rev').length >= 3 && !!document.querySelector('.timeline li.snap button.restore')`)
+	p.screenshot("doc-history")
+	p.clickCSS(`.timeline li.snap button.restore`)
+	waitText("restored", func(s string) bool { return s == original })
+	p.poll("restore shown", `document.querySelector('#doc-panel .cm-content').textContent === document.querySelector('#doc-panel .cm-content').textContent && !document.querySelector('#doc-panel .cm-content').textContent.includes('after v1')`)
+	if got := docText(); got != original {
+		t.Errorf("after restore %q", got)
+	}
+
+	// Add to Chat: lines 5-6 selected, into the agent prompt.
+	p.clickCSS(`#doc-panel .cm-line:nth-child(5)`)
+	p.do(chromedp.KeyEvent(kb.Home), chromedp.KeyEvent(kb.ArrowDown, chromedp.KeyModifiers(chromedp.ModifierShift)),
+		chromedp.KeyEvent(kb.End, chromedp.KeyModifiers(chromedp.ModifierShift)))
+	p.clickCSS(`#doc-add-chat`)
+	var prompt string
+	p.poll("added to chat", `document.getElementById('agent-prompt').value.startsWith('[Selected from lines')`)
+	p.eval(`document.getElementById('agent-prompt').value`, &prompt)
+	if want := "[Selected from lines 5-6]:\n```go\nfunc main() {\n\tfmt.Println(\"hi\")\n```\n\nUser question: "; prompt != want {
+		t.Errorf("Add to Chat put %q, want %q", prompt, want)
+	}
+	p.screenshot("doc-add-to-chat")
+}
+
+// TestWebUITwoBrowsers: two people on one canvas in two Chromium tabs see
+// each other's edits and each other's cursors and selections.
+func TestWebUITwoBrowsers(t *testing.T) {
+	open := uiBrowser(t, 60*time.Second)
+	e := newTestEnv(t)
+	alice, aliceID := e.token(canvas.RoleEditor, canvas.ActorHuman)
+	bob, bobID := e.token(canvas.RoleEditor, canvas.ActorHuman)
+	const cid = "ui-two"
+	e.must(201, "POST", "/api/canvases", testAdmin, map[string]any{"canvas_id": cid, "title": "Pair"})
+	e.must(200, "POST", "/canvas_commands/"+cid+"/command", alice, env("create_shape", 0, map[string]any{"id": "s:a", "type": "geo",
+		"x": 0, "y": 0, "w": 200, "h": 120, "props": map[string]any{"geo": "rectangle", "fill": "solid", "color": "green"}}))
+	e.must(200, "POST", "/canvas_commands/"+cid+"/command", alice, env("create_shape", 1, map[string]any{"id": "s:b", "type": "geo",
+		"x": 600, "y": 300, "w": 120, "h": 80, "props": map[string]any{"geo": "rectangle", "fill": "solid", "color": "blue"}}))
+	a := open(e.srv.URL + "/?canvas=" + cid + "#access_token=" + alice)
+	a.poll("alice live", `document.getElementById('conn').textContent === 'live' && document.body.dataset.loaded === '`+cid+`'`)
+	b := open(e.srv.URL + "/?canvas=" + cid + "#access_token=" + bob)
+	b.poll("bob live", `document.getElementById('conn').textContent === 'live' && document.body.dataset.loaded === '`+cid+`'`)
+
+	// Alice draws a rectangle: Bob sees it.
+	a.tool("rectangle")
+	a.drag(300, 300, 420, 380)
+	var drawn string
+	e.waitNodes(cid, "alice's rectangle", func(n map[string]map[string]any) bool {
+		for id, node := range n {
+			if node["created_by"] == aliceID {
+				if id != "s:a" && id != "s:b" {
+					drawn = id
+					return true
+				}
+			}
+		}
+		return false
+	})
+	b.poll("bob sees alice's rectangle", `!!canvasd.view.ex.getSceneElements().find(el => el.id === '`+drawn+`')`)
+	// Bob moves s:b (filled: grab it anywhere): Alice sees it move.
+	b.drag(660, 340, 700, 400)
+	e.waitNodes(cid, "bob's move", func(n map[string]map[string]any) bool { return n["s:b"]["x"].(float64) == 640 })
+	a.poll("alice sees bob's move", `canvasd.view.ex.getSceneElements().find(el => el.id === 's:b').x === 640`)
+
+	// Bob's pointer and selection (s:b, selected by the drag) show on Alice's canvas, and hers on his.
+	bx, by := b.screen(560, 60) // right of the property panel the selection opens
+	b.do(chromedp.MouseEvent(chromedp.MouseMoved, bx, by), chromedp.Sleep(100*time.Millisecond), chromedp.MouseEvent(chromedp.MouseMoved, bx+10, by+10))
+	a.poll("bob's cursor at alice", `(() => { const c = canvasd.view.ex.getAppState().collaborators.get('`+bobID+`');
+		return c && c.pointer && Math.abs(c.pointer.x - 560) < 40 && Math.abs(c.pointer.y - 60) < 40 && c.selectedElementIds['s:b'] === true; })()`)
+	ax, ay := a.screen(520, 20)
+	a.do(chromedp.MouseEvent(chromedp.MouseMoved, ax, ay), chromedp.Sleep(100*time.Millisecond), chromedp.MouseEvent(chromedp.MouseMoved, ax+10, ay+10))
+	b.poll("alice's cursor at bob", `canvasd.view.people().includes('`+aliceID+`') && !canvasd.view.people().includes('`+bobID+`')`)
+	a.poll("alice does not see herself", `!canvasd.view.people().includes('`+aliceID+`')`)
+	time.Sleep(200 * time.Millisecond)
+	a.screenshot("two-browsers-alice")
+	b.screenshot("two-browsers-bob")
 }

@@ -1,5 +1,10 @@
 package canvas
 
+import (
+	"slices"
+	"time"
+)
+
 // ActorType says what kind of principal made a write.
 type ActorType string
 
@@ -67,15 +72,28 @@ func (p Principal) CanAccess(canvasID string, need Role) bool {
 	if !p.Role.Allows(need) {
 		return false
 	}
-	if len(p.Canvases) == 0 {
+	return !p.Scoped() || slices.Contains(p.Canvases, canvasID)
+}
+
+// Scoped reports whether the principal's role holds on named canvases only.
+func (p Principal) Scoped() bool { return len(p.Canvases) > 0 }
+
+// Covers reports whether every canvas of scope lies within the principal's
+// scope. An empty scope means every canvas, which only an unscoped principal
+// covers. It decides what a token may grant or revoke: never more than it holds.
+func (p Principal) Covers(scope []string) bool {
+	if !p.Scoped() {
 		return true
 	}
-	for _, c := range p.Canvases {
-		if c == canvasID {
-			return true
+	if len(scope) == 0 {
+		return false
+	}
+	for _, c := range scope {
+		if !slices.Contains(p.Canvases, c) {
+			return false
 		}
 	}
-	return false
+	return true
 }
 
 // ValidateActorID checks the id shape for an actor type: agents are "agent-{uuid}".
@@ -112,21 +130,39 @@ func isAgentID(id string) bool {
 
 // TokenRequest is the body of POST /api/tokens (and what `canvasd token
 // create` builds). Without Canvases the role holds on every canvas; without
-// ActorID one is minted (agent-{uuid} for agents).
+// ActorID one is minted (agent-{uuid} for agents); without ExpiresIn the
+// token never expires.
 type TokenRequest struct {
 	Role      Role      `json:"role"`
 	ActorType ActorType `json:"actor_type"`
 	ActorID   string    `json:"actor_id,omitempty"`
 	Canvases  []string  `json:"canvases,omitempty"`
 	Name      string    `json:"name,omitempty"`
+	ExpiresIn int64     `json:"expires_in,omitempty"` // seconds from now (1 to MaxTokenLifetime)
 }
+
+// MaxTokenLifetime bounds TokenRequest.ExpiresIn: ten years, in seconds.
+const MaxTokenLifetime = 10 * 365 * 24 * 3600
 
 // TokenGrant is the answer to POST /api/tokens: Token is the secret, shown
 // only here (the server keeps its hash).
 type TokenGrant struct {
-	Token     string    `json:"token"`
-	ActorID   string    `json:"actor_id"`
-	ActorType ActorType `json:"actor_type"`
-	Role      Role      `json:"role"`
-	Canvases  []string  `json:"canvases"`
+	Token     string     `json:"token"`
+	ActorID   string     `json:"actor_id"`
+	ActorType ActorType  `json:"actor_type"`
+	Role      Role       `json:"role"`
+	Canvases  []string   `json:"canvases"`
+	ExpiresAt *time.Time `json:"expires_at,omitempty"` // nil: never expires
+}
+
+// TokenInfo describes a stored token (GET /api/tokens): metadata only, never
+// the secret or its hash.
+type TokenInfo struct {
+	ActorID   string     `json:"actor_id"`
+	ActorType ActorType  `json:"actor_type"`
+	Role      Role       `json:"role"`
+	Canvases  []string   `json:"canvases"` // empty: the role holds on every canvas
+	Name      string     `json:"name"`
+	CreatedAt time.Time  `json:"created_at"`
+	ExpiresAt *time.Time `json:"expires_at,omitempty"` // nil: never expires
 }

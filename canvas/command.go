@@ -69,8 +69,8 @@ func (e *Envelope) Validate() error {
 // an idempotency key (same envelope) from a misuse (different envelope).
 func (e *Envelope) Fingerprint() string {
 	var args any
-	_ = json.Unmarshal(e.Args, &args)
-	canon, _ := json.Marshal(args) // maps marshal with sorted keys
+	_ = UnmarshalExact(e.Args, &args) // numbers as sent: 1795461385736852721 ≠ …723
+	canon, _ := json.Marshal(args)    // maps marshal with sorted keys
 	base := int64(-1)
 	if e.BaseRev != nil {
 		base = *e.BaseRev
@@ -110,9 +110,11 @@ func jsonErrText(err error) string {
 
 // DecodeStrict decodes JSON args into v, rejecting unknown fields and trailing data,
 // and names the offending field in the error (kind ErrUnprocessable, prefixed "args").
+// Numbers in fields of type any (props) stay json.Number: exactly as sent.
 func DecodeStrict(data []byte, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
+	dec.UseNumber()
 	if err := dec.Decode(v); err != nil {
 		field := "args"
 		if t, ok := err.(*json.UnmarshalTypeError); ok && t.Field != "" {
@@ -131,4 +133,46 @@ func DecodeStrict(data []byte, v any) error {
 func atEOF(dec *json.Decoder) bool {
 	_, err := dec.Token()
 	return err == io.EOF
+}
+
+// UnmarshalExact decodes JSON like json.Unmarshal, except that numbers in
+// fields of type any (props, patches) stay json.Number, exactly as the client
+// sent them (float64 would turn 1795461385736852721 into
+// 1795461385736852700). Decode stored or encoded canvas data with it.
+func UnmarshalExact(data []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	if err := dec.Decode(v); err != nil {
+		return err
+	}
+	if !atEOF(dec) {
+		return fmt.Errorf("trailing data after the JSON value: %w", ErrInvalid)
+	}
+	return nil
+}
+
+// UnmarshalChanges decodes a JSON array of changes as the event log holds
+// them: numbers in props stay exact (json.Number) while the other fields of
+// a patch (x, y, w, ...) decode as the float64 the reducer wrote, so a commit
+// read back equals the live one.
+func UnmarshalChanges(data []byte, out *[]Change) error {
+	if err := UnmarshalExact(data, out); err != nil {
+		return err
+	}
+	NormalizePatchNumbers(*out)
+	return nil
+}
+
+// NormalizePatchNumbers turns the json.Number top-level fields of each
+// patch, other than props, into the float64 the reducer writes there.
+func NormalizePatchNumbers(cs []Change) {
+	for i := range cs {
+		for k, v := range cs[i].Patch {
+			if n, ok := v.(json.Number); ok && k != "props" {
+				if f, err := n.Float64(); err == nil {
+					cs[i].Patch[k] = f
+				}
+			}
+		}
+	}
 }

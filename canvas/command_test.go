@@ -1,8 +1,10 @@
 package canvas
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 )
 
@@ -38,19 +40,32 @@ func TestDecodeEnvelope(t *testing.T) {
 	}
 }
 
-// FuzzDecodeEnvelope asserts that whatever decodes, re-encodes to an envelope
-// that decodes to the same thing (decode → encode is stable), and that the
-// fingerprint is a function of the decoded envelope.
+// FuzzDecodeEnvelope decodes a body as the command route does (its text
+// checked first: UTF-8, no NUL or lone surrogate, nesting depth) and asserts
+// that whatever is accepted has args within those limits, re-encodes to an
+// envelope that decodes to the same thing (decode → encode is stable, args
+// byte for byte, so numbers stay exact), and that the fingerprint is a
+// function of the decoded envelope.
 func FuzzDecodeEnvelope(f *testing.F) {
 	for _, s := range []string{
 		`{"type":"create_node","base_rev":0,"args":{"name":"x","transform":{"x":1}}}`,
 		`{"type":"move","base_rev":9,"strict":true,"args":{"ids":["a","b"],"dx":1.5,"dy":-2}}`,
 		`{"type":"x","base_rev":1,"args":null}`,
 		`{"type":"x","base_rev":1,"idempotency_key":"\u0000\n"}`,
+		`{"type":"create_node","base_rev":0,"args":{"props":{"n":1795461385736852721,"f":1e400,"g":-0.000000000000000000001}}}`,
+		"{\"type\":\"create_node\",\"base_rev\":0,\"args\":{\"name\":\"\xff\"}}",
+		`{"type":"create_node","base_rev":0,"args":{"name":"\ud800"}}`,
+		`{"type":"create_node","base_rev":0,"args":{"props":` + strings.Repeat(`[`, 70) + strings.Repeat(`]`, 70) + `}}`,
 	} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
+		if err := CheckJSONText(data); err != nil {
+			if !errors.Is(err, ErrInvalid) && !errors.Is(err, ErrUnprocessable) {
+				t.Fatalf("text check error is not a 400/422: %v", err)
+			}
+			return
+		}
 		e, err := DecodeEnvelope(data)
 		if err != nil {
 			var fe *FieldError
@@ -63,9 +78,15 @@ func FuzzDecodeEnvelope(f *testing.F) {
 		if err != nil {
 			t.Fatalf("re-encoding: %v", err)
 		}
+		if err := CheckJSONText(e.Args); err != nil {
+			t.Fatalf("accepted args fail the text check: %v", err)
+		}
 		e2, err := DecodeEnvelope(b)
 		if err != nil {
 			t.Fatalf("re-decoding %s: %v", b, err)
+		}
+		if !bytes.Equal(compactJSON(t, e.Args), compactJSON(t, e2.Args)) {
+			t.Fatalf("args changed across decode→encode→decode: %s → %s", e.Args, e2.Args)
 		}
 		if e.Fingerprint() != e2.Fingerprint() {
 			t.Fatalf("fingerprint changed across decode→encode→decode: %s", b)
@@ -100,5 +121,33 @@ func TestValidateIDs(t *testing.T) {
 	}
 	if ValidateActorID("agent-123", ActorAgent) == nil || ValidateActorID("agent-0f8fad5b-d9cb-469f-a165-70867728950e", ActorAgent) != nil {
 		t.Error("agent id validation wrong")
+	}
+}
+
+func compactJSON(t *testing.T, b []byte) []byte {
+	var out bytes.Buffer
+	if err := json.Compact(&out, b); err != nil {
+		t.Fatalf("compact %s: %v", b, err)
+	}
+	return out.Bytes()
+}
+
+// TestFingerprintKeepsNumbersExact: an idempotency key reused with args that
+// differ only past float64's precision is a different envelope (422), while
+// key order and white space do not matter.
+func TestFingerprintKeepsNumbersExact(t *testing.T) {
+	fp := func(args string) string {
+		e, err := DecodeEnvelope([]byte(`{"type":"update_node","base_rev":1,"idempotency_key":"k","args":` + args + `}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e.Fingerprint()
+	}
+	a := fp(`{"id":"n","props":{"big":1795461385736852721}}`)
+	if a == fp(`{"id":"n","props":{"big":1795461385736852723}}`) {
+		t.Error("numbers that differ past float64 precision give one fingerprint")
+	}
+	if a != fp(`{ "props": {"big": 1795461385736852721}, "id": "n" }`) {
+		t.Error("key order or white space changed the fingerprint")
 	}
 }

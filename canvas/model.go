@@ -1,8 +1,11 @@
 package canvas
 
 import (
+	"bytes"
 	"encoding/json"
+	"fmt"
 	"sort"
+	"strconv"
 	"time"
 )
 
@@ -249,7 +252,100 @@ type Commit struct {
 	ActorType ActorType       `json:"actor_type"`
 	TS        time.Time       `json:"ts"`
 	Changes   []Change        `json:"changes"`
+
+	encoded   []byte // the commit's JSON once Encode ran
+	changesAt int    // where the changes array starts in encoded
 }
+
+// Encode encodes the commit as JSON once and keeps the encoding, which
+// JSON, ChangesJSON and MarshalJSON then return: the stored changes, the SSE
+// event and every JSON document listing the commit share it. After Encode
+// the commit must not change. Encode is not safe to call concurrently with
+// itself or the other methods on one commit; once it returned, they are.
+func (c *Commit) Encode() error {
+	if c.encoded != nil {
+		return nil
+	}
+	b, at, err := c.encode()
+	c.encoded, c.changesAt = b, at
+	return err
+}
+
+// encode writes the commit's JSON object: the same members as
+// json.Marshal would write (args compacted), without reflection.
+func (c *Commit) encode() (b []byte, changesAt int, err error) {
+	changes, err := c.ChangesJSON()
+	if err != nil {
+		return nil, 0, err
+	}
+	b = make([]byte, 0, 192+len(c.CanvasID)+len(c.EventID)+len(c.CmdID)+len(c.Type)+len(c.Args)+len(c.ActorID)+len(changes))
+	b = appendJSONString(append(b, `{"canvas_id":`...), c.CanvasID)
+	b = appendJSONString(append(b, `,"event_id":`...), c.EventID)
+	b = strconv.AppendInt(append(b, `,"rev":`...), c.Rev, 10)
+	b = appendJSONString(append(b, `,"cmd_id":`...), c.CmdID)
+	b = appendJSONString(append(b, `,"type":`...), c.Type)
+	b = append(b, `,"args":`...)
+	if c.Args == nil {
+		b = append(b, "null"...)
+	} else {
+		buf := bytes.NewBuffer(b)
+		if err := json.Compact(buf, c.Args); err != nil {
+			return nil, 0, fmt.Errorf("encoding commit %d: args: %w", c.Rev, err)
+		}
+		b = buf.Bytes()
+	}
+	b = appendJSONString(append(b, `,"actor_id":`...), c.ActorID)
+	b = appendJSONString(append(b, `,"actor_type":`...), string(c.ActorType))
+	b = c.TS.AppendFormat(append(b, `,"ts":`...), `"`+time.RFC3339Nano+`"`)
+	b = append(b, `,"changes":`...)
+	changesAt = len(b)
+	b = append(append(b, changes...), '}')
+	return b, changesAt, nil
+}
+
+// appendJSONString appends s as a JSON string: as is when it holds nothing
+// to escape (ids and types do not), else as encoding/json writes it.
+func appendJSONString(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			q, _ := json.Marshal(s)
+			return append(b, q...)
+		}
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
+}
+
+// JSON returns the commit's JSON, encoding it (without keeping it) when
+// Encode has not run.
+func (c *Commit) JSON() ([]byte, error) {
+	if c.encoded != nil {
+		return c.encoded, nil
+	}
+	b, _, err := c.encode()
+	return b, err
+}
+
+// ChangesJSON returns the JSON of the commit's changes (an empty array for
+// none), the part of JSON that the event log stores.
+func (c *Commit) ChangesJSON() ([]byte, error) {
+	if c.encoded != nil {
+		return c.encoded[c.changesAt : len(c.encoded)-1], nil
+	}
+	ch := c.Changes
+	if ch == nil {
+		ch = []Change{}
+	}
+	b, err := json.Marshal(ch)
+	if err != nil {
+		return nil, fmt.Errorf("encoding the changes of commit %d: %w", c.Rev, err)
+	}
+	return b, nil
+}
+
+// MarshalJSON implements json.Marshaler (see JSON).
+func (c *Commit) MarshalJSON() ([]byte, error) { return c.JSON() }
 
 // Touches reports whether the commit changed any of refs.
 func (c *Commit) Touches(refs map[Ref]bool) bool {

@@ -4,95 +4,38 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"time"
+
+	"github.com/canvasd/canvasd/canvas"
 )
 
-// Agent wire types: the bodies of API.md "Agent". The agent package stores and
-// serves exactly these, so the server and every client agree on them.
+// Agent wire types: the bodies of the agent endpoints, defined in canvas so
+// that the server and every Go client agree on them.
+type (
+	AgentRunRequest  = canvas.AgentRunRequest
+	AgentRunResponse = canvas.AgentRunResponse
+	TranscriptEntry  = canvas.TranscriptEntry
+	AgentTodo        = canvas.AgentTodo
+	AgentStats       = canvas.AgentStats
+	AgentSession     = canvas.AgentSession
+	AgentEvent       = canvas.AgentEvent
+)
 
-// AgentRunRequest is the body of POST /api/canvas-agent/run. RoomID is the canvas id.
-type AgentRunRequest struct {
-	RoomID    string   `json:"roomId"`
-	Message   string   `json:"message"`
-	Model     string   `json:"model,omitempty"`
-	Viewport  *Box     `json:"viewport,omitempty"`
-	Selection []string `json:"selection,omitempty"`
-}
-
-// AgentRunResponse is the 202 answer of POST /api/canvas-agent/run.
-type AgentRunResponse struct {
-	OK        bool   `json:"ok"`
-	SessionID string `json:"session_id"`
-}
+// AgentEventToHost is the To of an AgentEvent for the canvas's host alone.
+const AgentEventToHost = canvas.AgentEventToHost
 
 // Agent session states, as sent in agent:status and stored with the session.
 const (
-	AgentWaitingContext = "waiting_context"
-	AgentCallingModel   = "calling_model"
-	AgentStreaming      = "streaming"
-	AgentScheduled      = "scheduled"
-	AgentDone           = "done"
-	AgentCanceled       = "canceled"
-	AgentError          = "error"
+	AgentWaitingContext = canvas.AgentWaitingContext
+	AgentCallingModel   = canvas.AgentCallingModel
+	AgentStreaming      = canvas.AgentStreaming
+	AgentScheduled      = canvas.AgentScheduled
+	AgentDone           = canvas.AgentDone
+	AgentCanceled       = canvas.AgentCanceled
+	AgentError          = canvas.AgentError
 )
 
 // AgentTerminal reports whether a session state is final.
-func AgentTerminal(state string) bool {
-	return state == AgentDone || state == AgentCanceled || state == AgentError
-}
-
-// TranscriptEntry is one message of a session's conversation: the user's
-// request, the model's think notes, system notes (conflicts, follow-ups).
-type TranscriptEntry struct {
-	Role string    `json:"role"` // user | assistant | system
-	Text string    `json:"text"`
-	TS   time.Time `json:"ts"`
-}
-
-// AgentTodo is one row of canvas_agent_todos.
-type AgentTodo struct {
-	ID         string     `json:"id"`
-	SessionID  string     `json:"session_id"`
-	Text       string     `json:"text"`
-	Status     string     `json:"status"` // open | done | skipped
-	Position   int        `json:"position"`
-	CreatedAt  time.Time  `json:"created_at"`
-	ResolvedAt *time.Time `json:"resolved_at,omitempty"`
-}
-
-// AgentStats are a session's counters and latencies (milliseconds).
-type AgentStats struct {
-	Turns             int     `json:"turns"`
-	TTFBMS            float64 `json:"ttfb_ms"`                 // run start → first model byte, first turn
-	TimeToFirstAction float64 `json:"time_to_first_action_ms"` // run start → first complete action envelope
-	ModelLatencyMS    float64 `json:"model_latency_ms"`        // total time spent streaming from the model
-	ActionsParsed     int     `json:"actions_parsed"`
-	ActionsApplied    int     `json:"actions_applied"`
-	ActionsDropped    int     `json:"actions_dropped"`
-	DuplicatesDropped int     `json:"duplicates_dropped"`
-	Conflicts         int     `json:"conflicts"`
-	Replans           int     `json:"replans"`
-	FollowUps         int     `json:"followups"`
-	ScreenshotMissed  int     `json:"screenshots_missed,omitempty"`
-}
-
-// AgentSession is the answer of GET /api/canvas-agent/sessions/{id}.
-type AgentSession struct {
-	ID         string            `json:"session_id"`
-	CanvasID   string            `json:"canvas_id"`
-	ActorID    string            `json:"actor_id"`
-	State      string            `json:"state"`
-	Detail     string            `json:"detail,omitempty"`
-	Model      string            `json:"model"`
-	Message    string            `json:"message"`
-	Viewport   *Box              `json:"viewport,omitempty"`
-	Selection  []string          `json:"selection,omitempty"`
-	Transcript []TranscriptEntry `json:"transcript"`
-	Todos      []AgentTodo       `json:"todos"`
-	Stats      AgentStats        `json:"stats"`
-	CreatedAt  time.Time         `json:"created_at"`
-	UpdatedAt  time.Time         `json:"updated_at"`
-}
+func AgentTerminal(state string) bool { return canvas.AgentTerminal(state) }
 
 // RunAgent starts an agent session on a canvas; the run continues on the
 // server after the 202.
@@ -121,17 +64,34 @@ func (c *Client) AgentCatalog(ctx context.Context) (json.RawMessage, error) {
 	return out, err
 }
 
-// AgentEvent is one agent-topic event for a canvas's stream (agent:action,
-// agent:chat, agent:status, agent:screenshot_request).
-type AgentEvent struct {
-	CanvasID string          `json:"canvas_id"`
-	Event    string          `json:"event"`
-	Data     json.RawMessage `json:"data"`
-}
-
 // PublishAgentEvent asks the server to send an agent-topic event on a
 // canvas's SSE stream (POST /api/canvas-agent/events); the standalone
 // `canvasd agent` worker publishes through it.
 func (c *Client) PublishAgentEvent(ctx context.Context, ev AgentEvent) error {
 	return c.call(ctx, http.MethodPost, "/api/canvas-agent/events", nil, ev, nil)
+}
+
+// RevertAgentTurn reverts the commits of one turn of an agent session (turn
+// nil: of every turn) as one command; a 409 (someone changed those shapes
+// since) is a *ConflictError.
+func (c *Client) RevertAgentTurn(ctx context.Context, sessionID string, turn *int) (canvas.RevisionResult, error) {
+	body := map[string]any{}
+	if turn != nil {
+		body["turn"] = *turn
+	}
+	r, err := c.do(ctx, http.MethodPost, "/api/canvas-agent/sessions/"+seg(sessionID)+"/revert", nil, body)
+	if err != nil {
+		return canvas.RevisionResult{}, err
+	}
+	return decodeRevision(r)
+}
+
+// AckEnvelope acks an agent:action envelope the caller (a browser) applied.
+func (c *Client) AckEnvelope(ctx context.Context, a canvas.AgentAck) error {
+	return c.call(ctx, http.MethodPost, "/api/canvas-agent/ack", nil, a, nil)
+}
+
+// PublishView sends a browser's viewport and selection to a running session.
+func (c *Client) PublishView(ctx context.Context, v canvas.AgentView) error {
+	return c.call(ctx, http.MethodPost, "/api/canvas-agent/view", nil, v, nil)
 }

@@ -1,4 +1,4 @@
-// Package client is a Go client of canvasd's HTTP API (see API.md): canvas
+// Package client is a Go client of canvasd's HTTP API (docs/api.md): canvas
 // snapshots, commands with base_rev and idempotency keys, batches, the event
 // log, canvases, tokens, gestures, the agent endpoints, and a resumable SSE
 // stream reader. The agent runner, the CLI and tests use it.
@@ -260,12 +260,7 @@ func (c *Client) call(ctx context.Context, method, p string, q url.Values, body,
 }
 
 // Snapshot is the answer of GET /canvas_commands/snapshot/{canvas_id}.
-type Snapshot struct {
-	CanvasID    string            `json:"canvas_id"`
-	HeadRev     int64             `json:"head_rev"`
-	HeadEventID string            `json:"head_event_id"`
-	State       canvas.SceneState `json:"state"`
-}
+type Snapshot = canvas.Snapshot
 
 // Snapshot reads a canvas's state at its head.
 func (c *Client) Snapshot(ctx context.Context, canvasID string) (Snapshot, error) {
@@ -467,19 +462,11 @@ func (c *Client) RevokeToken(ctx context.Context, actorID string) error {
 	return c.call(ctx, http.MethodDelete, "/api/tokens/"+seg(actorID), nil, nil, nil)
 }
 
-// Point is a canvas coordinate.
-type Point struct {
-	X float64 `json:"x"`
-	Y float64 `json:"y"`
-}
-
-// Box is a rectangle in canvas coordinates (a viewport or bounds).
-type Box struct {
-	X float64 `json:"x"`
-	Y float64 `json:"y"`
-	W float64 `json:"w"`
-	H float64 `json:"h"`
-}
+// Point and Box are canvas coordinates and rectangles (a viewport or bounds).
+type (
+	Point = canvas.Point
+	Box   = canvas.Box
+)
 
 // Gesture is an ephemeral presence update (never stored).
 type Gesture struct {

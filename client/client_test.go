@@ -17,7 +17,7 @@ import (
 	"github.com/canvasd/canvasd/canvas"
 )
 
-// cannedServer answers with the documented API.md bodies; it checks the
+// cannedServer answers with the bodies openapi.yaml documents; it checks the
 // requests the client makes.
 func cannedServer(t *testing.T) (*httptest.Server, *sync.Map) {
 	t.Helper()
@@ -197,7 +197,7 @@ func TestClientCalls(t *testing.T) {
 	if err != nil || tok.Token != "secret" || tok.ActorType != canvas.ActorAgent {
 		t.Fatalf("token %+v %v", tok, err)
 	}
-	if err := c.Gesture(ctx, "c1", Gesture{Cursor: Point{1, 2}, Selection: []string{"shape:a"}}); err != nil {
+	if err := c.Gesture(ctx, "c1", Gesture{Cursor: Point{X: 1, Y: 2}, Selection: []string{"shape:a"}}); err != nil {
 		t.Fatal(err)
 	}
 	if g, _ := seen.Load("gesture"); !strings.Contains(g.(string), `"cursor":{"x":1,"y":2}`) {
@@ -352,6 +352,7 @@ func TestStreamBounds(t *testing.T) {
 }
 
 func TestStreamRefusedAndClosed(t *testing.T) {
+	connected := make(chan struct{}, 1) // the stream handler was reached: a Recv is in progress
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/sse/canvas/nope" {
 			w.Header().Set("Content-Type", "application/problem+json")
@@ -361,6 +362,10 @@ func TestStreamRefusedAndClosed(t *testing.T) {
 		}
 		w.Header().Set("Content-Type", "text/event-stream")
 		w.(http.Flusher).Flush()
+		select {
+		case connected <- struct{}{}:
+		default:
+		}
 		<-r.Context().Done()
 	}))
 	defer srv.Close()
@@ -372,7 +377,7 @@ func TestStreamRefusedAndClosed(t *testing.T) {
 	st = c.Stream(context.Background(), "ok", StreamOptions{})
 	done := make(chan error, 1)
 	go func() { _, err := st.Recv(); done <- err }()
-	time.Sleep(50 * time.Millisecond)
+	<-connected
 	st.Close()
 	select {
 	case err := <-done:
@@ -384,7 +389,7 @@ func TestStreamRefusedAndClosed(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	st = c.Stream(ctx, "ok", StreamOptions{})
-	go func() { time.Sleep(50 * time.Millisecond); cancel() }()
+	go func() { <-connected; cancel() }()
 	if _, err := st.Recv(); !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancel: %v", err)
 	}

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -20,15 +21,15 @@ import (
 
 // SSE event names sent on a canvas stream.
 const (
-	EventCommit            = "canvas_commit"
-	EventCaughtUp          = "caught_up"
-	EventReset             = "reset"
-	EventGesture           = "gesture"
-	EventAgentAction       = "agent:action"
-	EventAgentChat         = "agent:chat"
-	EventAgentStatus       = "agent:status"
-	EventScreenshotRequest = "agent:screenshot_request"
-	EventInvoke            = "invoke"
+	EventCommit            = canvas.EventCommit
+	EventCaughtUp          = canvas.EventCaughtUp
+	EventReset             = canvas.EventReset
+	EventGesture           = canvas.EventGesture
+	EventAgentAction       = canvas.EventAgentAction
+	EventAgentChat         = canvas.EventAgentChat
+	EventAgentStatus       = canvas.EventAgentStatus
+	EventScreenshotRequest = canvas.EventScreenshotRequest
+	EventInvoke            = canvas.EventInvoke
 )
 
 // Event is one server-sent event. Event is "message" when the server sent no
@@ -55,10 +56,7 @@ func (e Event) Commit() (canvas.Commit, error) {
 }
 
 // ResetInfo is the data of a reset event.
-type ResetInfo struct {
-	HeadRev int64  `json:"head_rev"`
-	Reason  string `json:"reason"`
-}
+type ResetInfo = canvas.ResetInfo
 
 // StreamOptions configures a Stream. Zero values take the defaults.
 type StreamOptions struct {
@@ -76,6 +74,11 @@ type StreamOptions struct {
 	// MaxReconnects bounds consecutive failed reconnects (0: unlimited until
 	// the context ends; a negative value: never reconnect).
 	MaxReconnects int
+	// ClientID and Capabilities declare a browser on a canvas stream
+	// (?client_id=&capabilities=): one declaring "screenshot" may be elected
+	// the canvas's host. Empty: a plain subscriber.
+	ClientID     string
+	Capabilities []string
 }
 
 // ErrLineTooLong ends a stream whose line or event exceeds its bound.
@@ -273,7 +276,14 @@ func (s *Stream) connect() error {
 	}
 	s.mu.Unlock()
 
-	req, err := s.c.newRequest(s.ctx, http.MethodGet, s.path, nil, nil)
+	var q url.Values
+	if s.opts.ClientID != "" {
+		q = url.Values{"client_id": {s.opts.ClientID}}
+		if len(s.opts.Capabilities) > 0 {
+			q.Set("capabilities", strings.Join(s.opts.Capabilities, ","))
+		}
+	}
+	req, err := s.c.newRequest(s.ctx, http.MethodGet, s.path, q, nil)
 	if err != nil {
 		s.terminated = err
 		return err

@@ -89,7 +89,7 @@ func TestA2UIValidation(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			h, _ := newTestHost(t, Config{})
-			res, err := h.PushA2UI("sess", []byte(c.body))
+			res, err := h.PushA2UI(ctx, "sess", []byte(c.body))
 			if c.want == nil {
 				if err != nil {
 					t.Fatalf("unexpected error: %v", err)
@@ -114,7 +114,7 @@ func TestA2UIValidation(t *testing.T) {
 				}
 			}
 			// Nothing was applied.
-			if msgs, _ := h.A2UIMessages("sess"); len(msgs) != 0 {
+			if msgs, _ := h.A2UIMessages(ctx, "sess"); len(msgs) != 0 {
 				t.Fatalf("state changed by a rejected push: %s", msgs)
 			}
 		})
@@ -124,13 +124,13 @@ func TestA2UIValidation(t *testing.T) {
 func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
 
 func TestA2UIStateAndReplay(t *testing.T) {
-	h, dir := newTestHost(t, Config{})
-	sub, snap, err := h.Subscribe("main")
+	h, _ := newTestHost(t, Config{})
+	sub, snap, err := h.Subscribe(ctx, "main")
 	if err != nil || len(snap) != 0 {
 		t.Fatalf("subscribe: %v %v", snap, err)
 	}
 	defer sub.Close()
-	if _, err := h.PushA2UI("main", []byte(seedExample)); err != nil {
+	if _, err := h.PushA2UI(ctx, "main", []byte(seedExample)); err != nil {
 		t.Fatal(err)
 	}
 	for i := 0; i < 2; i++ {
@@ -140,27 +140,23 @@ func TestA2UIStateAndReplay(t *testing.T) {
 		}
 	}
 	data := `{"dataModelUpdate":{"surfaceId":"main","path":"/user","contents":[{"key":"name","valueString":"Bob"},{"key":"n","valueNumber":2}]}}`
-	if _, err := h.PushA2UI("main", []byte(data)); err != nil {
+	if _, err := h.PushA2UI(ctx, "main", []byte(data)); err != nil {
 		t.Fatal(err)
 	}
 	// A rejected push publishes nothing.
-	if _, err := h.PushA2UI("main", []byte(data+"\nbroken")); err == nil {
+	if _, err := h.PushA2UI(ctx, "main", []byte(data+"\nbroken")); err == nil {
 		t.Fatal("broken push accepted")
 	}
 	// A second push can reference components of the first.
 	more := su(`{"id":"x","component":{"Card":{"child":"title"}}}`)
 	more = strings.Replace(more, `"s"`, `"main"`, 1)
-	if _, err := h.PushA2UI("main", []byte(more)); err != nil {
+	if _, err := h.PushA2UI(ctx, "main", []byte(more)); err != nil {
 		t.Fatal(err)
 	}
-	// Restart: a new Host on the same data dir has the same surfaces.
-	h2, err := New(Config{DataDir: dir})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer h2.Close()
-	msgs, _ := h2.A2UIMessages("main")
-	want, _ := h.A2UIMessages("main")
+	// Another process (or a restart) on the same store has the same surfaces.
+	h2 := peer(t, h)
+	msgs, _ := h2.A2UIMessages(ctx, "main")
+	want, _ := h.A2UIMessages(ctx, "main")
 	if len(msgs) != 3 || string(mustJSON(msgs)) != string(mustJSON(want)) {
 		t.Fatalf("replay after restart:\n%s\nwant\n%s", msgs, want)
 	}
@@ -179,12 +175,12 @@ func TestA2UIStateAndReplay(t *testing.T) {
 		t.Fatalf("replay does not validate: %v", err)
 	}
 	// A new subscriber gets the replay atomically.
-	sub2, snap2, _ := h.Subscribe("main")
+	sub2, snap2, _ := h.Subscribe(ctx, "main")
 	defer sub2.Close()
 	if len(snap2) != 3 {
 		t.Fatalf("snapshot events: %d", len(snap2))
 	}
-	n, err := h.ResetA2UI("main")
+	n, err := h.ResetA2UI(ctx, "main")
 	if err != nil || n != 1 {
 		t.Fatalf("reset: %d %v", n, err)
 	}
@@ -192,29 +188,27 @@ func TestA2UIStateAndReplay(t *testing.T) {
 	if !strings.Contains(string(ev.Data), `"deleteSurface":{"surfaceId":"main"}`) {
 		t.Fatalf("reset event %s", ev.Data)
 	}
-	h3, _ := New(Config{DataDir: dir})
-	defer h3.Close()
-	if msgs, _ := h3.A2UIMessages("main"); len(msgs) != 0 {
+	if msgs, _ := h2.A2UIMessages(ctx, "main"); len(msgs) != 0 {
 		t.Fatalf("state survives reset: %s", msgs)
 	}
 }
 
 func TestA2UILimits(t *testing.T) {
 	h, _ := newTestHost(t, Config{MaxA2UIBytes: 200, MaxA2UILines: 2, MaxComponents: 2, MaxSurfaces: 1})
-	if _, err := h.PushA2UI("l", []byte(strings.Repeat(" ", 201))); !errors.Is(err, canvas.ErrTooLarge) {
+	if _, err := h.PushA2UI(ctx, "l", []byte(strings.Repeat(" ", 201))); !errors.Is(err, canvas.ErrTooLarge) {
 		t.Fatalf("size: %v", err)
 	}
 	d := `{"deleteSurface":{"surfaceId":"a"}}`
-	if _, err := h.PushA2UI("l", []byte(d+"\n"+d+"\n"+d)); err == nil || !strings.Contains(err.Error(), "more than 2 messages") {
+	if _, err := h.PushA2UI(ctx, "l", []byte(d+"\n"+d+"\n"+d)); err == nil || !strings.Contains(err.Error(), "more than 2 messages") {
 		t.Fatalf("lines: %v", err)
 	}
 	three := `{"surfaceUpdate":{"surfaceId":"a","components":[{"id":"1","component":{"Divider":{}}},{"id":"2","component":{"Divider":{}}},{"id":"3","component":{"Divider":{}}}]}}`
-	if _, err := h.PushA2UI("l", []byte(three)); err == nil || !strings.Contains(err.Error(), "more than 2 components") {
+	if _, err := h.PushA2UI(ctx, "l", []byte(three)); err == nil || !strings.Contains(err.Error(), "more than 2 components") {
 		t.Fatalf("components: %v", err)
 	}
 	two := `{"surfaceUpdate":{"surfaceId":"a","components":[{"id":"1","component":{"Divider":{}}}]}}` + "\n" +
 		`{"surfaceUpdate":{"surfaceId":"b","components":[{"id":"1","component":{"Divider":{}}}]}}`
-	if _, err := h.PushA2UI("l", []byte(two)); err == nil || !strings.Contains(err.Error(), "surfaces") {
+	if _, err := h.PushA2UI(ctx, "l", []byte(two)); err == nil || !strings.Contains(err.Error(), "surfaces") {
 		t.Fatalf("surfaces: %v", err)
 	}
 }
@@ -225,13 +219,13 @@ func TestA2UIStateLimit(t *testing.T) {
 	var err error
 	n := 0
 	for ; n < 10 && err == nil; n++ {
-		_, err = h.PushA2UI("st", []byte(strings.Replace(big, "%d", itoa(n), 1)))
+		_, err = h.PushA2UI(ctx, "st", []byte(strings.Replace(big, "%d", itoa(n), 1)))
 	}
 	if !errors.Is(err, canvas.ErrTooLarge) || n < 2 {
 		t.Fatalf("after %d pushes: %v", n, err)
 	}
 	// The rejected push left the earlier state intact.
-	msgs, _ := h.A2UIMessages("st")
+	msgs, _ := h.A2UIMessages(ctx, "st")
 	if len(msgs) != 1 || strings.Contains(string(msgs[0]), "k"+itoa(n-1)) {
 		t.Fatalf("state after a rejected push: %s", msgs)
 	}

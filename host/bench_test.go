@@ -16,15 +16,11 @@ func BenchmarkParsePath(b *testing.B) {
 }
 
 func BenchmarkPushA2UI(b *testing.B) {
-	h, err := New(Config{DataDir: b.TempDir()})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer h.Close()
+	h := openHost(b, Config{})
 	body := []byte(seedExample)
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := h.PushA2UI("bench", body); err != nil {
+		if _, err := h.PushA2UI(ctx, "bench", body); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -21,14 +21,14 @@ func TestCommandPush(t *testing.T) {
 		switch r.URL.Path {
 		case "/api/host/main/a2ui":
 			b, _ := io.ReadAll(r.Body)
-			res, err := h.PushA2UI("main", b)
+			res, err := h.PushA2UI(ctx, "main", b)
 			if err != nil {
 				http.Error(w, err.Error(), statusFor(err))
 				return
 			}
 			w.Write(mustJSON(res))
 		case "/api/host/main/a2ui/reset":
-			h.ResetA2UI("main")
+			h.ResetA2UI(ctx, "main")
 			w.WriteHeader(204)
 		default:
 			http.NotFound(w, r)
@@ -51,7 +51,7 @@ func TestCommandPush(t *testing.T) {
 	if !strings.Contains(out.String(), `"applied":2`) || gotAuth != "Bearer cvd_x" || gotType != "application/jsonl" {
 		t.Fatalf("out %q auth %q type %q", out.String(), gotAuth, gotType)
 	}
-	if msgs, _ := h.A2UIMessages("main"); len(msgs) != 2 {
+	if msgs, _ := h.A2UIMessages(ctx, "main"); len(msgs) != 2 {
 		t.Fatalf("server state %s", msgs)
 	}
 	errOut.Reset()
@@ -62,7 +62,7 @@ func TestCommandPush(t *testing.T) {
 	if err := Command(ctx, []string{"a2ui", "reset", "--session", "main"}, env, &out, &errOut); err != nil {
 		t.Fatal(err)
 	}
-	if msgs, _ := h.A2UIMessages("main"); len(msgs) != 0 {
+	if msgs, _ := h.A2UIMessages(ctx, "main"); len(msgs) != 0 {
 		t.Fatalf("after reset %s", msgs)
 	}
 	for _, args := range [][]string{{}, {"a2ui"}, {"a2ui", "push", "--session", "main"}, {"a2ui", "push", "--jsonl", good, "--session", "../x"}, {"a2ui", "push", "--jsonl", good, "--session", "m", "extra"}} {

@@ -1,17 +1,14 @@
 package host
 
 import (
-	"crypto/rand"
-	"encoding/hex"
+	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"mime"
 	"net/http"
-	"os"
 	"path"
-	"sort"
 	"strings"
 	"time"
 
@@ -29,7 +26,7 @@ const PageCSP = "sandbox allow-scripts allow-forms allow-modals allow-popups all
 const ShellCSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data: blob: https:; " +
 	"media-src 'self' data: blob: https:; connect-src 'self'; frame-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'self'"
 
-// FileInfo describes one file in a session directory.
+// FileInfo describes one file of a session.
 type FileInfo struct {
 	Path     string    `json:"path"`
 	Size     int64     `json:"size"`
@@ -37,18 +34,18 @@ type FileInfo struct {
 	Created  bool      `json:"-"` // PutFile: the file did not exist before
 }
 
-// ServePage answers GET/HEAD /host/{session}/{escapedPath}. escapedPath is
-// the request's still-escaped path after "/host/{session}/" (use
-// r.URL.EscapedPath(), not a router's decoded value). Files are read through
-// os.Root, so symlinks that point outside the session directory are not
-// followed. A directory serves its index.html or index.htm (redirecting to
-// the slash form first); the session root without an index serves the
-// built-in A2UI shell; other directories without an index are not found
-// (there are no listings). "__canvas__/..." serves built-in assets.
+// ServePage answers GET/HEAD /host/{session}/{escapedPath} from the
+// session's files in the store. escapedPath is the request's still-escaped
+// path after "/host/{session}/" (use r.URL.EscapedPath(), not a router's
+// decoded value). A directory serves its index.html or index.htm
+// (redirecting to the slash form first); the session root without an index
+// serves the built-in A2UI shell; other directories without an index are
+// not found (there are no listings). "__canvas__/..." serves built-in assets.
 //
 // It returns an error, having written nothing, when the request is refused:
 // ErrInvalid (400) for a hostile or malformed path or session name,
-// ErrNotFound (404) otherwise. A nil error means the response was written.
+// ErrNotFound (404) otherwise, or the store's error. A nil error means the
+// response was written.
 func (h *Host) ServePage(w http.ResponseWriter, r *http.Request, session, escapedPath string) error {
 	if err := ValidateSession(session); err != nil {
 		return err
@@ -64,69 +61,61 @@ func (h *Host) ServePage(w http.ResponseWriter, r *http.Request, session, escape
 		}
 		return h.serveBuiltin(w, r, session, strings.TrimPrefix(strings.TrimPrefix(clean, ReservedDir), "/"))
 	}
-	sroot, err := h.root.OpenRoot(session)
-	if err != nil {
-		if clean == "" {
+	ctx := r.Context()
+	if clean == "" {
+		f, err := h.index(ctx, session, "")
+		if errors.Is(err, canvas.ErrNotFound) {
 			h.serveShell(w, r, session)
 			return nil
 		}
-		return fmt.Errorf("host session %q: %w", session, canvas.ErrNotFound)
+		if err != nil {
+			return err
+		}
+		serveFile(w, r, f)
+		return nil
 	}
-	defer sroot.Close()
-	name := clean
-	if name == "" {
-		name = "."
+	f, err := h.store.GetHostFile(ctx, session, clean)
+	if err == nil {
+		if isDir { // "file.txt/" names a file as if it were a directory
+			return fmt.Errorf("host file %q is not a directory: %w", clean, canvas.ErrNotFound)
+		}
+		serveFile(w, r, f)
+		return nil
 	}
-	f, st, err := openRegularOrDir(sroot, name)
+	if !errors.Is(err, canvas.ErrNotFound) {
+		return err
+	}
+	dir, err := h.store.HostDirExists(ctx, session, clean)
 	if err != nil {
+		return err
+	}
+	if !dir {
 		return fmt.Errorf("host file %q: %w", clean, canvas.ErrNotFound)
 	}
-	if st.IsDir() {
-		f.Close()
-		if !isDir && clean != "" {
-			redirectSlash(w, r)
-			return nil
-		}
-		for _, idx := range []string{"index.html", "index.htm"} {
-			f, st, err = openRegularOrDir(sroot, path.Join(name, idx))
-			if err == nil && !st.IsDir() {
-				defer f.Close()
-				h.serveFile(w, r, idx, st, f)
-				return nil
-			}
-			if err == nil {
-				f.Close()
-			}
-		}
-		if clean == "" {
-			h.serveShell(w, r, session)
-			return nil
-		}
+	if !isDir {
+		redirectSlash(w, r)
+		return nil
+	}
+	f, err = h.index(ctx, session, clean)
+	if errors.Is(err, canvas.ErrNotFound) {
 		return fmt.Errorf("host directory %q has no index.html: %w", clean, canvas.ErrNotFound)
 	}
-	defer f.Close()
-	if isDir { // "file.txt/" names a file as if it were a directory
-		return fmt.Errorf("host file %q is not a directory: %w", clean, canvas.ErrNotFound)
+	if err != nil {
+		return err
 	}
-	h.serveFile(w, r, clean, st, f)
+	serveFile(w, r, f)
 	return nil
 }
 
-func openRegularOrDir(root *os.Root, name string) (*os.File, fs.FileInfo, error) {
-	f, err := root.Open(name)
-	if err != nil {
-		return nil, nil, err
+// index returns dir's index.html, else its index.htm, else ErrNotFound.
+func (h *Host) index(ctx context.Context, session, dir string) (canvas.HostFile, error) {
+	for _, name := range []string{"index.html", "index.htm"} {
+		f, err := h.store.GetHostFile(ctx, session, path.Join(dir, name))
+		if !errors.Is(err, canvas.ErrNotFound) {
+			return f, err
+		}
 	}
-	st, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return nil, nil, err
-	}
-	if !st.IsDir() && !st.Mode().IsRegular() {
-		f.Close()
-		return nil, nil, fmt.Errorf("%s: not a regular file: %w", name, canvas.ErrNotFound)
-	}
-	return f, st, nil
+	return canvas.HostFile{}, fmt.Errorf("host directory %q has no index: %w", dir, canvas.ErrNotFound)
 }
 
 func redirectSlash(w http.ResponseWriter, r *http.Request) {
@@ -154,110 +143,79 @@ func contentType(name string) string {
 	return "application/octet-stream"
 }
 
-func (h *Host) serveFile(w http.ResponseWriter, r *http.Request, name string, st fs.FileInfo, f io.ReadSeeker) {
+func serveFile(w http.ResponseWriter, r *http.Request, f canvas.HostFile) {
 	commonHeaders(w, PageCSP)
-	w.Header().Set("Content-Type", contentType(name))
-	http.ServeContent(w, r, name, st.ModTime(), f)
+	w.Header().Set("Content-Type", contentType(f.Path))
+	http.ServeContent(w, r, path.Base(f.Path), f.Modified, bytes.NewReader(f.Data))
 }
 
-// PutFile writes one file of the session atomically (a temporary file in the
-// same directory, synced, then renamed over the target), creating the session
-// and parent directories. rel is a decoded relative path (see CleanPath);
-// hidden names, the reserved __canvas__ directory and top-level names starting
-// with TicketPrefix ("~", page tickets) are refused. More than
-// MaxFileBytes is ErrTooLarge and leaves nothing behind. Subscribers of the
-// session get a "reload" event.
-func (h *Host) PutFile(session, rel string, body io.Reader) (FileInfo, error) {
+// PutFile stores one file of the session (replacing it atomically: readers
+// see the old or the new content), its parent directories implied. rel is a
+// decoded relative path (see CleanPath); hidden names, the reserved
+// __canvas__ directory and top-level names starting with TicketPrefix ("~",
+// page tickets) are refused. More than MaxFileBytes is ErrTooLarge and
+// stores nothing. A path that is a directory, or below a file, is
+// ErrUnprocessable. Subscribers of the session, on every process, get a
+// "reload" event.
+func (h *Host) PutFile(ctx context.Context, session, rel string, body io.Reader) (FileInfo, error) {
 	if err := ValidateSession(session); err != nil {
 		return FileInfo{}, err
 	}
-	clean, isDir, err := CleanPath(rel)
-	if errors.Is(err, canvas.ErrNotFound) {
-		return FileInfo{}, canvas.Invalid("path", "names starting with . are never served, so they cannot be written")
-	}
+	clean, err := writablePath(rel)
 	if err != nil {
 		return FileInfo{}, err
 	}
-	if clean == "" || isDir {
-		return FileInfo{}, canvas.Invalid("path", "name a file, not a directory")
-	}
-	if clean == ReservedDir || strings.HasPrefix(clean, ReservedDir+"/") {
-		return FileInfo{}, canvas.Invalid("path", "%s/ is reserved for built-in assets; choose another directory", ReservedDir)
-	}
-	if strings.HasPrefix(clean, TicketPrefix) {
-		return FileInfo{}, canvas.Invalid("path", "top-level names starting with %s are reserved for page tickets (/host/{session}/%s{ticket}/...); choose another name", TicketPrefix, TicketPrefix)
-	}
-	if err := h.root.Mkdir(session, 0o750); err != nil && !errors.Is(err, fs.ErrExist) {
-		return FileInfo{}, fmt.Errorf("host: create session %q: %w", session, err)
-	}
-	sroot, err := h.root.OpenRoot(session)
+	data, err := io.ReadAll(io.LimitReader(body, h.cfg.MaxFileBytes+1))
 	if err != nil {
-		return FileInfo{}, fmt.Errorf("host: open session %q: %w", session, err)
-	}
-	defer sroot.Close()
-	if dir := path.Dir(clean); dir != "." {
-		if err := sroot.MkdirAll(dir, 0o750); err != nil {
-			return FileInfo{}, canvas.Unprocessable("path", "cannot create directory %q (a file of that name exists?)", dir)
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return FileInfo{}, fmt.Errorf("file is larger than the limit of %d bytes: %w", h.cfg.MaxFileBytes, canvas.ErrTooLarge)
 		}
+		return FileInfo{}, fmt.Errorf("host: read %q: %w", clean, err)
 	}
-	st, statErr := sroot.Lstat(clean)
-	if statErr == nil && st.IsDir() {
-		return FileInfo{}, canvas.Unprocessable("path", "%q is a directory", clean)
+	if int64(len(data)) > h.cfg.MaxFileBytes {
+		return FileInfo{}, fmt.Errorf("file is larger than the limit of %d bytes; split it or raise the limit: %w", h.cfg.MaxFileBytes, canvas.ErrTooLarge)
 	}
-	n, err := writeAtomic(sroot, clean, body, h.cfg.MaxFileBytes)
+	now := time.Now().UTC()
+	created, err := h.store.PutHostFile(ctx, canvas.HostFile{Session: session, Path: clean, Data: data, Modified: now})
+	if errors.Is(err, canvas.ErrConflict) {
+		if dir, derr := h.store.HostDirExists(ctx, session, clean); derr == nil && dir {
+			return FileInfo{}, canvas.Unprocessable("path", "%q is a directory", clean)
+		}
+		return FileInfo{}, canvas.Unprocessable("path", "cannot create the directories of %q (a file of that name exists?)", clean)
+	}
 	if err != nil {
 		return FileInfo{}, err
 	}
 	h.publishReload(session, clean, "put")
-	return FileInfo{Path: clean, Size: n, Modified: time.Now().UTC(), Created: statErr != nil}, nil
+	return FileInfo{Path: clean, Size: int64(len(data)), Modified: now, Created: created}, nil
 }
 
-// writeAtomic writes body to name inside root through a temporary file and a
-// rename. More than limit bytes is ErrTooLarge.
-func writeAtomic(root *os.Root, name string, body io.Reader, limit int64) (int64, error) {
-	var rnd [8]byte
-	_, _ = rand.Read(rnd[:])
-	tmp := path.Join(path.Dir(name), ".tmp-"+hex.EncodeToString(rnd[:]))
-	f, err := root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o640)
+// writablePath checks a decoded path for PutFile and returns it clean.
+func writablePath(rel string) (string, error) {
+	clean, isDir, err := CleanPath(rel)
+	if errors.Is(err, canvas.ErrNotFound) {
+		return "", canvas.Invalid("path", "names starting with . are never served, so they cannot be written")
+	}
 	if err != nil {
-		return 0, fmt.Errorf("host: create temporary file: %w", err)
+		return "", err
 	}
-	ok := false
-	defer func() {
-		if !ok {
-			f.Close()
-			_ = root.Remove(tmp)
-		}
-	}()
-	n, err := io.Copy(f, io.LimitReader(body, limit+1))
-	if err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			return 0, fmt.Errorf("file is larger than the limit of %d bytes: %w", limit, canvas.ErrTooLarge)
-		}
-		return 0, fmt.Errorf("host: write %q: %w", name, err)
+	if clean == "" || isDir {
+		return "", canvas.Invalid("path", "name a file, not a directory")
 	}
-	if n > limit {
-		return 0, fmt.Errorf("file is larger than the limit of %d bytes; split it or raise the limit: %w", limit, canvas.ErrTooLarge)
+	if clean == ReservedDir || strings.HasPrefix(clean, ReservedDir+"/") {
+		return "", canvas.Invalid("path", "%s/ is reserved for built-in assets; choose another directory", ReservedDir)
 	}
-	if err := f.Sync(); err != nil {
-		return 0, fmt.Errorf("host: sync %q: %w", name, err)
+	if strings.HasPrefix(clean, TicketPrefix) {
+		return "", canvas.Invalid("path", "top-level names starting with %s are reserved for page tickets (/host/{session}/%s{ticket}/...); choose another name", TicketPrefix, TicketPrefix)
 	}
-	if err := f.Close(); err != nil {
-		return 0, fmt.Errorf("host: close %q: %w", name, err)
-	}
-	if err := root.Rename(tmp, name); err != nil {
-		_ = root.Remove(tmp)
-		ok = true
-		return 0, fmt.Errorf("host: rename into %q: %w", name, err)
-	}
-	ok = true
-	return n, nil
+	return clean, nil
 }
 
-// DeleteFile removes one file (or an empty directory) of the session. A
-// missing file is ErrNotFound. Subscribers get a "reload" event.
-func (h *Host) DeleteFile(session, rel string) error {
+// DeleteFile removes one file of the session. A missing file is
+// ErrNotFound, a directory (it holds files) ErrUnprocessable. Subscribers
+// get a "reload" event.
+func (h *Host) DeleteFile(ctx context.Context, session, rel string) error {
 	if err := ValidateSession(session); err != nil {
 		return err
 	}
@@ -268,16 +226,15 @@ func (h *Host) DeleteFile(session, rel string) error {
 	if clean == "" {
 		return canvas.Invalid("path", "name a file")
 	}
-	sroot, err := h.root.OpenRoot(session)
-	if err != nil {
-		return fmt.Errorf("host session %q: %w", session, canvas.ErrNotFound)
-	}
-	defer sroot.Close()
-	if err := sroot.Remove(clean); err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return fmt.Errorf("host file %q: %w", clean, canvas.ErrNotFound)
+	err = h.store.DeleteHostFile(ctx, session, clean)
+	if errors.Is(err, canvas.ErrNotFound) {
+		if dir, derr := h.store.HostDirExists(ctx, session, clean); derr == nil && dir {
+			return canvas.Unprocessable("path", "%q is a directory that holds files; delete the files", clean)
 		}
-		return canvas.Unprocessable("path", "cannot delete %q (a directory that is not empty?)", clean)
+		return fmt.Errorf("host file %q: %w", clean, canvas.ErrNotFound)
+	}
+	if err != nil {
+		return err
 	}
 	h.publishReload(session, clean, "delete")
 	return nil
@@ -286,46 +243,20 @@ func (h *Host) DeleteFile(session, rel string) error {
 // maxListed bounds ListFiles.
 const maxListed = 10000
 
-// ListFiles lists the regular files of the session (not hidden ones, not
-// following symlinks), sorted by path, at most 10000. A session without a
-// directory has no files (an empty list, not an error).
-func (h *Host) ListFiles(session string) ([]FileInfo, error) {
+// ListFiles lists the session's files sorted by path (byte order), at most
+// 10000. A session without files has none (an empty list, not an error).
+func (h *Host) ListFiles(ctx context.Context, session string) ([]FileInfo, error) {
 	if err := ValidateSession(session); err != nil {
 		return nil, err
 	}
-	out := []FileInfo{}
-	sroot, err := h.root.OpenRoot(session)
+	fs, err := h.store.ListHostFiles(ctx, session, maxListed)
 	if err != nil {
-		return out, nil
+		return nil, err
 	}
-	defer sroot.Close()
-	err = fs.WalkDir(sroot.FS(), ".", func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return nil
-		}
-		if p != "." && strings.HasPrefix(d.Name(), ".") {
-			if d.IsDir() {
-				return fs.SkipDir
-			}
-			return nil
-		}
-		if !d.Type().IsRegular() {
-			return nil
-		}
-		info, err := d.Info()
-		if err != nil {
-			return nil
-		}
-		out = append(out, FileInfo{Path: p, Size: info.Size(), Modified: info.ModTime().UTC()})
-		if len(out) >= maxListed {
-			return fs.SkipAll
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("host: list %q: %w", session, err)
+	out := make([]FileInfo, len(fs))
+	for i, f := range fs {
+		out[i] = FileInfo{Path: f.Path, Size: f.Size, Modified: f.Modified}
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
 	return out, nil
 }
 

@@ -14,21 +14,17 @@ import (
 	"testing/fstest"
 
 	"github.com/canvasd/canvasd/canvas"
+	"github.com/canvasd/canvasd/store/sqlitestore"
 )
 
 const secret = "TOPSECRET-do-not-serve"
 
-// newTestHost builds a data dir with two sessions, a secret outside them and
-// hostile symlinks.
+// newTestHost builds a data dir as an earlier canvasd left it (two sessions
+// under host/, a secret outside them, hostile symlinks), opens a Host on a
+// fresh store and imports that directory, as canvasd serve does at start.
 func newTestHost(t *testing.T, cfg Config) (*Host, string) {
 	t.Helper()
 	dir := t.TempDir()
-	cfg.DataDir = dir
-	h, err := New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { h.Close() })
 	write := func(p, s string) {
 		t.Helper()
 		full := filepath.Join(dir, p)
@@ -60,7 +56,42 @@ func newTestHost(t *testing.T, cfg Config) (*Host, string) {
 	link("../s2/private.txt", "host/s1/link-s2")
 	link("index.html", "host/s1/link-in")
 	link("../secret.txt", "host/s1/sub/up")
+	cfg.DataDir = dir
+	h := openHost(t, cfg)
+	if _, err := h.ImportLegacyDir(ctx); err != nil {
+		t.Fatal(err)
+	}
 	return h, dir
+}
+
+// openHost returns a Host for cfg, closed at cleanup; without cfg.Store on a
+// fresh SQLite store, without cfg.DataDir in a fresh directory.
+func openHost(t testing.TB, cfg Config) *Host {
+	t.Helper()
+	if cfg.Store == nil {
+		st, err := sqlitestore.Open(ctx, filepath.Join(t.TempDir(), "canvasd.db"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { st.Close() })
+		cfg.Store = st
+	}
+	if cfg.DataDir == "" {
+		cfg.DataDir = t.TempDir()
+	}
+	h, err := New(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { h.Close() })
+	return h
+}
+
+// peer is another Host on h's store and data dir: a restarted process, or
+// a second one sharing the store.
+func peer(t *testing.T, h *Host) *Host {
+	t.Helper()
+	return openHost(t, Config{Store: h.cfg.Store, DataDir: h.cfg.DataDir})
 }
 
 // statusFor maps errors as the API's problem mapper does.
@@ -152,6 +183,7 @@ func TestHostilePaths(t *testing.T) {
 		"/host/s1/link-abs",
 		"/host/s1/dir-out/secret.txt",
 		"/host/s1/link-s2",
+		"/host/s1/link-in",
 		"/host/s1/sub/up",
 		"/host/s1/.hidden",
 		"/host/s1/.a2ui-state.json",
@@ -163,6 +195,16 @@ func TestHostilePaths(t *testing.T) {
 		"/host/s1/__canvas__/%2e%2e/%2e%2e/secret.txt",
 		"/host/s1/__canvas__/sub/shell.js",
 		"/host/s1/__canvas__/missing.js",
+		"/host/s1/%u002e%u002e/secret.txt",
+		"/host/s1/%EF%BC%8E%EF%BC%8E/secret.txt",
+		"/host/s1/sub%2F..%2F..%2Fsecret.txt",
+		"/host/s1/%2E%2Fsecret.txt",
+		"/host/s1/INDEX.HTML%00",
+		"/host/s1/index.html%0a",
+		"/host/s1/%7f",
+		"/host/S1/index.html",
+		"/host/s1/.HIDDEN",
+		"/host/s1/%7e/index.html",
 	}
 	for _, target := range hostile {
 		t.Run(target, func(t *testing.T) {
@@ -191,7 +233,6 @@ func TestServePages(t *testing.T) {
 		{"/host/s1/sub/file.txt", "sub file", 200, PageCSP},
 		{"/host/s1/sub/fil%65.txt", "sub file", 200, PageCSP},
 		{"/host/s1/docs/", "docs index htm", 200, PageCSP},
-		{"/host/s1/link-in", "s1 index", 200, PageCSP},
 		{"/host/s2/sub2/readme.txt", "s2 readme", 200, PageCSP},
 		{"/host/new-session/", `content="new-session"`, 200, ShellCSP},
 		{"/host/s2/", `/host/s2/__canvas__/shell.js`, 200, ShellCSP},
@@ -250,76 +291,137 @@ func TestFileAPI(t *testing.T) {
 	sub := h.Hub().Subscribe("w")
 	defer sub.Close()
 
-	fi, err := h.PutFile("w", "a/b/page.html", strings.NewReader("<p>hi</p>"))
-	if err != nil || fi.Size != 9 || fi.Path != "a/b/page.html" {
+	fi, err := h.PutFile(ctx, "w", "a/b/page.html", strings.NewReader("<p>hi</p>"))
+	if err != nil || fi.Size != 9 || fi.Path != "a/b/page.html" || !fi.Created {
 		t.Fatalf("put: %+v %v", fi, err)
 	}
 	ev := <-sub.C
 	if ev.Name != EventReload || !strings.Contains(string(ev.Data), `"a/b/page.html"`) {
 		t.Fatalf("event %s %s", ev.Name, ev.Data)
 	}
-	// Overwrite is atomic and leaves no temporary files.
-	if _, err := h.PutFile("w", "a/b/page.html", strings.NewReader("<p>v2</p>")); err != nil {
-		t.Fatal(err)
+	content := func() string {
+		f, err := h.store.GetHostFile(ctx, "w", "a/b/page.html")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(f.Data)
 	}
-	b, _ := os.ReadFile(filepath.Join(dir, "host/w/a/b/page.html"))
-	if string(b) != "<p>v2</p>" {
-		t.Fatalf("content %q", b)
+	// Overwrite replaces the content whole.
+	if fi, err := h.PutFile(ctx, "w", "a/b/page.html", strings.NewReader("<p>v2</p>")); err != nil || fi.Created {
+		t.Fatalf("overwrite: %+v %v", fi, err)
+	}
+	if c := content(); c != "<p>v2</p>" {
+		t.Fatalf("content %q", c)
 	}
 	// Too large: ErrTooLarge and the old content stays.
-	if _, err := h.PutFile("w", "a/b/page.html", strings.NewReader(strings.Repeat("x", 101))); !errors.Is(err, canvas.ErrTooLarge) {
+	if _, err := h.PutFile(ctx, "w", "a/b/page.html", strings.NewReader(strings.Repeat("x", 101))); !errors.Is(err, canvas.ErrTooLarge) {
 		t.Fatalf("too large: %v", err)
 	}
-	b, _ = os.ReadFile(filepath.Join(dir, "host/w/a/b/page.html"))
-	if string(b) != "<p>v2</p>" {
-		t.Fatalf("content after failed put %q", b)
-	}
-	entries, _ := os.ReadDir(filepath.Join(dir, "host/w/a/b"))
-	if len(entries) != 1 {
-		t.Fatalf("leftovers: %v", entries)
+	if c := content(); c != "<p>v2</p>" {
+		t.Fatalf("content after failed put %q", c)
 	}
 	// Hostile or reserved names.
-	for _, p := range []string{"../x", "a/../../x", ".hidden", "a/.git/config", "__canvas__/shell.js", "", "dir/", "/abs", `a\b`, "a//b", "x\x00"} {
-		if _, err := h.PutFile("w", p, strings.NewReader("x")); err == nil {
+	for _, p := range []string{"../x", "a/../../x", ".hidden", "a/.git/config", "__canvas__/shell.js", "", "dir/", "/abs", `a\b`, "a//b", "x\x00",
+		"~ticket/x", "a/%2e%2e/x", "a\tb", "\u00e9\xff"} {
+		if _, err := h.PutFile(ctx, "w", p, strings.NewReader("x")); err == nil {
 			t.Errorf("put %q succeeded", p)
 		} else if s := statusFor(err); s != 400 && s != 404 && s != 422 {
 			t.Errorf("put %q: status %d (%v)", p, s, err)
 		}
 	}
-	// Writing through a symlink directory that points outside fails.
-	if _, err := h.PutFile("s1", "dir-out/evil.txt", strings.NewReader("x")); err == nil {
-		t.Fatal("wrote through an escaping symlink")
+	// Names that were symlinks in the old data dir are plain names in the
+	// store: writing there stays in the session.
+	if _, err := h.PutFile(ctx, "s1", "dir-out/evil.txt", strings.NewReader("x")); err != nil {
+		t.Fatal(err)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "evil.txt")); err == nil {
-		t.Fatal("file created outside the session")
+		t.Fatal("file created outside the store")
 	}
-	// A directory cannot be overwritten by a file.
-	if _, err := h.PutFile("w", "a", strings.NewReader("x")); statusFor(err) != 422 {
+	// A directory cannot be overwritten by a file, nor a file hold one.
+	if _, err := h.PutFile(ctx, "w", "a", strings.NewReader("x")); statusFor(err) != 422 || !strings.Contains(err.Error(), "is a directory") {
 		t.Fatalf("put over dir: %v", err)
 	}
-	list, err := h.ListFiles("w")
-	if err != nil || len(list) != 1 || list[0].Path != "a/b/page.html" {
+	if _, err := h.PutFile(ctx, "w", "a/b/page.html/x", strings.NewReader("x")); statusFor(err) != 422 {
+		t.Fatalf("put under a file: %v", err)
+	}
+	list, err := h.ListFiles(ctx, "w")
+	if err != nil || len(list) != 1 || list[0].Path != "a/b/page.html" || list[0].Size != 9 {
 		t.Fatalf("list: %+v %v", list, err)
 	}
-	list, _ = h.ListFiles("s1") // symlinks and hidden files are not listed
+	list, _ = h.ListFiles(ctx, "s1") // symlinks and hidden files were not imported
 	for _, f := range list {
-		if strings.HasPrefix(f.Path, ".") || strings.Contains(f.Path, "link") || strings.Contains(f.Path, "dir-out") {
+		if strings.HasPrefix(f.Path, ".") || strings.Contains(f.Path, "link") || f.Path == "sub/up" {
 			t.Errorf("listed %q", f.Path)
 		}
 	}
-	if list, err := h.ListFiles("nobody"); err != nil || len(list) != 0 {
+	if list, err := h.ListFiles(ctx, "nobody"); err != nil || len(list) != 0 {
 		t.Fatalf("empty session: %v %v", list, err)
 	}
-	if err := h.DeleteFile("w", "a/b/page.html"); err != nil {
+	if err := h.DeleteFile(ctx, "w", "a/b"); statusFor(err) != 422 {
+		t.Fatalf("delete of a directory with files: %v", err)
+	}
+	if err := h.DeleteFile(ctx, "w", "a/b/page.html"); err != nil {
 		t.Fatal(err)
 	}
-	if err := h.DeleteFile("w", "a/b/page.html"); !errors.Is(err, canvas.ErrNotFound) {
+	if err := h.DeleteFile(ctx, "w", "a/b/page.html"); !errors.Is(err, canvas.ErrNotFound) {
 		t.Fatalf("second delete: %v", err)
 	}
-	if err := h.DeleteFile("s1", "../secret.txt"); !errors.Is(err, canvas.ErrInvalid) {
+	if err := h.DeleteFile(ctx, "s1", "../secret.txt"); !errors.Is(err, canvas.ErrInvalid) {
 		t.Fatalf("hostile delete: %v", err)
 	}
-	if _, err := os.Stat(filepath.Join(dir, "host/secret.txt")); err != nil {
+	if _, err := os.Stat(filepath.Join(dir, "secret.txt")); err != nil {
 		t.Fatal("secret was deleted")
+	}
+}
+
+// TestImportLegacyDir checks the import of an earlier version's data dir:
+// what the file API would accept comes over, symlinks and hidden names do
+// not, the store's files win, and a second start imports nothing.
+func TestImportLegacyDir(t *testing.T) {
+	h, dir := newTestHost(t, Config{}) // imported once already
+	if _, err := os.Stat(filepath.Join(dir, "host")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("host/ is still there after the import: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "host.imported", "s1", "index.html")); err != nil {
+		t.Fatalf("the old directory was not kept as host.imported: %v", err)
+	}
+	want := map[string][]string{"s1": {"app.js", "docs/index.htm", "index.html", "sub/file.txt"}, "s2": {"private.txt", "sub2/readme.txt"}}
+	for session, paths := range want {
+		list, _ := h.ListFiles(ctx, session)
+		var got []string
+		for _, f := range list {
+			got = append(got, f.Path)
+		}
+		if strings.Join(got, " ") != strings.Join(paths, " ") {
+			t.Errorf("session %s holds %q, want %q", session, got, paths)
+		}
+	}
+	// A later version of the directory (say copied back by hand) does not
+	// overwrite what the store has, and brings its surfaces along once.
+	state := `{"version":1,"surfaces":[{"id":"main","order":["t"],"components":{"t":{"id":"t","component":{"Text":{"text":{"literalString":"kept"}}}}},"root":"t","rendering":true,"data":{}}]}`
+	for p, s := range map[string]string{"s1/index.html": "stale copy", "s1/new.txt": "new", "s3/.a2ui-state.json": state, "s3/__canvas__/x.js": "reserved", "bad name/x": "x"} {
+		full := filepath.Join(dir, "host", p)
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(full, []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rep, err := h.ImportLegacyDir(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Files != 1 || rep.States != 1 || rep.Sessions != 2 || len(rep.Skipped) != 3 || !strings.HasPrefix(rep.MovedTo, filepath.Join(dir, "host.imported-")) {
+		t.Fatalf("second import: %+v", rep)
+	}
+	if f, _ := h.store.GetHostFile(ctx, "s1", "index.html"); string(f.Data) != "<h1>s1 index</h1>" {
+		t.Errorf("the import overwrote a stored file: %q", f.Data)
+	}
+	if msgs, err := h.A2UIMessages(ctx, "s3"); err != nil || len(msgs) != 2 || !strings.Contains(string(msgs[0]), "kept") {
+		t.Errorf("imported surfaces: %s %v", msgs, err)
+	}
+	if rep, err := h.ImportLegacyDir(ctx); err != nil || rep.MovedTo != "" || rep.Files != 0 {
+		t.Fatalf("third import: %+v %v", rep, err)
 	}
 }

@@ -1,14 +1,16 @@
 package host
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"sync"
 	"time"
+
+	"github.com/canvasd/canvasd/canvas"
 )
 
 // Defaults for Config fields left zero.
@@ -24,10 +26,31 @@ const (
 	maxSessionLen              = 128
 )
 
+// Storage is where a Host keeps what every process sharing the store must
+// see alike: session files, A2UI state and the page-ticket key. It is the
+// part of store.HostStore the host uses (both stores implement it; the
+// contract is written there); declared here so that host depends on canvas
+// only.
+type Storage interface {
+	PutHostFile(ctx context.Context, f canvas.HostFile) (created bool, err error)
+	GetHostFile(ctx context.Context, session, path string) (canvas.HostFile, error)
+	HostDirExists(ctx context.Context, session, dir string) (bool, error)
+	DeleteHostFile(ctx context.Context, session, path string) error
+	ListHostFiles(ctx context.Context, session string, limit int) ([]canvas.HostFile, error)
+	LoadHostState(ctx context.Context, session string) (version int64, data []byte, err error)
+	SaveHostState(ctx context.Context, session string, expected int64, data []byte) error
+	SharedSecret(ctx context.Context, name string, candidate []byte) ([]byte, error)
+}
+
+// ticketKeySecret names the page-ticket key in Storage.SharedSecret.
+const ticketKeySecret = "host page ticket key"
+
 // Config configures a Host. Zero fields take the defaults above.
 type Config struct {
-	// DataDir is canvasd's data directory. Session files live in
-	// DataDir/host/<session>/, images in DataDir/images/.
+	// Store keeps session files and A2UI state (required).
+	Store Storage
+	// DataDir is canvasd's data directory; image messages are kept in
+	// DataDir/images/ (required).
 	DataDir       string
 	MaxFileBytes  int64
 	MaxImageBytes int64
@@ -42,8 +65,9 @@ type Config struct {
 	// plain welcome page instead.
 	ShellFS fs.FS
 	// TicketKey is the HMAC-SHA256 key of page tickets (see ticket.go);
-	// empty: a random key per Host, so tickets work only on the process that
-	// minted them. Derive a shared one with TicketKey(secret).
+	// empty: the key kept in Store (created on first use), which every
+	// process sharing the store reads alike. Derive one from a configured
+	// secret with TicketKey(secret).
 	TicketKey []byte
 	// TicketTTL is how long a page ticket is valid; zero: DefaultTicketTTL.
 	TicketTTL time.Duration
@@ -52,26 +76,29 @@ type Config struct {
 	Logger *slog.Logger
 }
 
-// Host owns every session's files, surfaces and subscribers. It is safe for
-// concurrent use. It starts no goroutines, so it needs no Stop; Close releases
-// the directory handle.
+// Host serves every session's files, keeps its surfaces and fans its events
+// out to subscribers. Files and surfaces live in Config.Store, so several
+// processes sharing one store serve the same sessions (their events cross
+// processes through the hub's Relay). It is safe for concurrent use. It
+// starts no goroutines, so it needs no Stop; Close ends the subscribers.
 type Host struct {
-	cfg     Config
-	log     *slog.Logger
-	dataDir string
-	root    *os.Root // DataDir/host
-	images  *ImageStore
-	hub     *Hub
-	shell   fs.FS
+	cfg    Config
+	log    *slog.Logger
+	store  Storage
+	images *ImageStore
+	hub    *Hub
+	shell  fs.FS
 
 	mu       sync.Mutex
 	sessions map[string]*sessionState
 }
 
-// New creates DataDir/host (and DataDir/images) when missing and returns a Host.
-func New(cfg Config) (*Host, error) {
-	if cfg.DataDir == "" {
-		return nil, errors.New("host: Config.DataDir is required")
+// New returns a Host, creating DataDir/images when missing and, when
+// cfg.TicketKey is empty, reading (or creating) the shared ticket key in
+// cfg.Store within ctx.
+func New(ctx context.Context, cfg Config) (*Host, error) {
+	if cfg.Store == nil || cfg.DataDir == "" {
+		return nil, errors.New("host: Config.Store and Config.DataDir are required")
 	}
 	if cfg.MaxFileBytes <= 0 {
 		cfg.MaxFileBytes = DefaultMaxFileBytes
@@ -101,7 +128,11 @@ func New(cfg Config) (*Host, error) {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	if len(cfg.TicketKey) == 0 {
-		cfg.TicketKey = randomTicketKey()
+		key, err := cfg.Store.SharedSecret(ctx, ticketKeySecret, randomTicketKey())
+		if err != nil {
+			return nil, fmt.Errorf("host: reading the page-ticket key: %w", err)
+		}
+		cfg.TicketKey = key
 	}
 	if cfg.TicketTTL <= 0 {
 		cfg.TicketTTL = DefaultTicketTTL
@@ -112,24 +143,14 @@ func New(cfg Config) (*Host, error) {
 	if cfg.ShellFS == nil {
 		cfg.ShellFS = embeddedShell()
 	}
-	dir := filepath.Join(cfg.DataDir, "host")
-	if err := os.MkdirAll(dir, 0o750); err != nil {
-		return nil, fmt.Errorf("host: create %s: %w", dir, err)
-	}
-	root, err := os.OpenRoot(dir)
-	if err != nil {
-		return nil, fmt.Errorf("host: open %s: %w", dir, err)
-	}
 	images, err := NewImageStore(filepath.Join(cfg.DataDir, "images"), cfg.MaxImageBytes)
 	if err != nil {
-		root.Close()
 		return nil, err
 	}
 	return &Host{
 		cfg:      cfg,
 		log:      cfg.Logger,
-		dataDir:  cfg.DataDir,
-		root:     root,
+		store:    cfg.Store,
 		images:   images,
 		hub:      NewHub(cfg.QueueSize),
 		shell:    cfg.ShellFS,
@@ -137,10 +158,10 @@ func New(cfg Config) (*Host, error) {
 	}, nil
 }
 
-// Close releases the host directory handle. Subscribers are ended.
+// Close ends every subscription.
 func (h *Host) Close() error {
 	h.hub.CloseAll()
-	return h.root.Close()
+	return nil
 }
 
 // Hub returns the per-session event broadcaster.

@@ -1,20 +1,18 @@
 package host
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
+	"math/rand/v2"
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/canvasd/canvasd/canvas"
 )
-
-// stateFile holds a session's surfaces inside its directory. Hidden names are
-// never served nor written through the file API.
-const stateFile = ".a2ui-state.json"
 
 // surface is one A2UI surface as the host keeps it.
 type surface struct {
@@ -29,17 +27,27 @@ type surface struct {
 	Data       map[string]any             `json:"data"`
 }
 
+// sessionState caches a session's surfaces as decoded from the store at
+// version; mu serializes this process's writers of the session (writers of
+// other processes are kept out by the store's version check).
 type sessionState struct {
 	mu       sync.Mutex
 	loaded   bool
+	version  int64    // the store's state version these surfaces are
 	order    []string // surface ids in creation order
 	surfaces map[string]*surface
 }
 
+// persisted is the state document kept in the store.
 type persisted struct {
 	Version  int        `json:"version"`
 	Surfaces []*surface `json:"surfaces"`
 }
+
+// maxSaveWait bounds how long a push (or reset) goes on deciding again
+// because other processes keep saving the session's state first; between
+// attempts it backs off for a random 1 ms to 20 ms.
+const maxSaveWait = 3 * time.Second
 
 func (h *Host) state(session string) *sessionState {
 	h.mu.Lock()
@@ -52,24 +60,26 @@ func (h *Host) state(session string) *sessionState {
 	return st
 }
 
-// loadLocked reads the persisted surfaces once. A corrupt file is logged and
-// ignored (the session starts empty) rather than making the session unusable.
-func (h *Host) loadLocked(session string, st *sessionState) {
-	if st.loaded {
-		return
-	}
-	st.loaded = true
-	b, err := h.root.ReadFile(session + "/" + stateFile)
+// loadLocked brings st up to the store's current state (decoding only when
+// the version moved). A corrupt document is logged and ignored (the session
+// starts empty) rather than making the session unusable.
+func (h *Host) loadLocked(ctx context.Context, session string, st *sessionState) error {
+	v, b, err := h.store.LoadHostState(ctx, session)
 	if err != nil {
-		if !errors.Is(err, fs.ErrNotExist) {
-			h.log.Warn("host: read a2ui state", "session", session, "err", err)
-		}
-		return
+		return err
+	}
+	if st.loaded && v == st.version {
+		return nil
+	}
+	st.loaded, st.version = true, v
+	st.surfaces, st.order = map[string]*surface{}, nil
+	if len(b) == 0 {
+		return nil
 	}
 	var p persisted
-	if err := json.Unmarshal(b, &p); err != nil {
+	if err := canvas.UnmarshalExact(b, &p); err != nil { // data model numbers stay exact
 		h.log.Warn("host: corrupt a2ui state ignored", "session", session, "err", err)
-		return
+		return nil
 	}
 	for _, s := range p.Surfaces {
 		if s == nil || s.ID == "" {
@@ -92,40 +102,50 @@ func (h *Host) loadLocked(session string, st *sessionState) {
 		st.surfaces[s.ID] = s
 		st.order = append(st.order, s.ID)
 	}
+	return nil
 }
 
-func (h *Host) persistLocked(session string, st *sessionState) error {
-	if len(st.order) == 0 {
-		err := h.root.Remove(session + "/" + stateFile)
-		if err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return fmt.Errorf("host: remove a2ui state: %w", err)
+// saveLocked stores surfaces (in order) as the session's next state version
+// and makes them st's. canvas.ErrHeadMismatch means another process saved
+// first: load and decide again.
+func (h *Host) saveLocked(ctx context.Context, session string, st *sessionState, surfaces map[string]*surface, order []string) error {
+	var b []byte
+	if len(order) > 0 {
+		p := persisted{Version: 1}
+		for _, id := range order {
+			p.Surfaces = append(p.Surfaces, surfaces[id])
 		}
-		return nil
+		var err error
+		if b, err = json.Marshal(p); err != nil {
+			return fmt.Errorf("host: encode a2ui state: %w", err)
+		}
+		if int64(len(b)) > h.cfg.MaxStateBytes {
+			return fmt.Errorf("the session's surfaces would take %d bytes, over the limit of %d; delete surfaces (deleteSurface) or send smaller data models: %w",
+				len(b), h.cfg.MaxStateBytes, canvas.ErrTooLarge)
+		}
 	}
-	p := persisted{Version: 1}
-	for _, id := range st.order {
-		p.Surfaces = append(p.Surfaces, st.surfaces[id])
-	}
-	b, err := json.Marshal(p)
-	if err != nil {
-		return fmt.Errorf("host: encode a2ui state: %w", err)
-	}
-	if int64(len(b)) > h.cfg.MaxStateBytes {
-		return fmt.Errorf("the session's surfaces would take %d bytes, over the limit of %d; delete surfaces (deleteSurface) or send smaller data models: %w",
-			len(b), h.cfg.MaxStateBytes, canvas.ErrTooLarge)
-	}
-	if err := h.root.Mkdir(session, 0o750); err != nil && !errors.Is(err, fs.ErrExist) {
-		return fmt.Errorf("host: create session %q: %w", session, err)
-	}
-	sroot, err := h.root.OpenRoot(session)
-	if err != nil {
-		return fmt.Errorf("host: open session %q: %w", session, err)
-	}
-	defer sroot.Close()
-	if _, err := writeAtomic(sroot, stateFile, strings.NewReader(string(b)), int64(len(b))); err != nil {
+	if err := h.store.SaveHostState(ctx, session, st.version, b); err != nil {
 		return err
 	}
+	st.version++
+	st.surfaces, st.order = surfaces, order
 	return nil
+}
+
+// raced reports whether a save lost the race to another process (err is
+// canvas.ErrHeadMismatch) and there is time to decide again, after backing
+// off; after maxSaveWait it turns err into a conflict.
+func raced(session string, start time.Time, err *error) bool {
+	if !errors.Is(*err, canvas.ErrHeadMismatch) {
+		return false
+	}
+	if time.Since(start) > maxSaveWait {
+		*err = fmt.Errorf("%w: the surfaces of session %q kept changing through other servers for %v while this request was applied; retry",
+			canvas.ErrConflict, session, maxSaveWait)
+		return false
+	}
+	time.Sleep(time.Millisecond + rand.N(19*time.Millisecond))
+	return true
 }
 
 func cloneSurface(s *surface) *surface {
@@ -163,15 +183,18 @@ type PushResult struct {
 }
 
 // PushA2UI validates a JSONL body of A2UI v0.8 messages as a whole and, only
-// when every line is good, applies it to the session's surfaces, persists
-// them and publishes each message as an "a2ui" event in order. Validation
+// when every line is good, applies it to the session's surfaces, saves them
+// in the store and publishes each message as an "a2ui" event in order (to
+// every process's subscribers). When another process saved the session's
+// surfaces meanwhile, the push is validated again against its result
+// (ErrConflict when that goes on for maxSaveWait). Validation
 // covers each line (see ParseA2UI) and, against the surfaces as they would be
 // after the push: every component id reference resolves, every
 // beginRendering root exists, no component contains itself, and the surface
 // and component limits hold. A bad push is a *ValidationError (422); a body
 // over MaxA2UIBytes, or surfaces that would encode to more than
 // MaxStateBytes, is ErrTooLarge (and nothing is applied).
-func (h *Host) PushA2UI(session string, body []byte) (PushResult, error) {
+func (h *Host) PushA2UI(ctx context.Context, session string, body []byte) (PushResult, error) {
 	if err := ValidateSession(session); err != nil {
 		return PushResult{}, err
 	}
@@ -186,45 +209,121 @@ func (h *Host) PushA2UI(session string, body []byte) (PushResult, error) {
 	st := h.state(session)
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	h.loadLocked(session, st)
-
-	// Simulate on copies of the touched surfaces.
-	next := make(map[string]*surface, len(st.surfaces))
-	for k, v := range st.surfaces {
-		next[k] = v
+	for start := time.Now(); ; {
+		if err := h.loadLocked(ctx, session, st); err != nil {
+			return PushResult{}, err
+		}
+		next, order, err := h.planPush(st, msgs)
+		if err != nil {
+			return PushResult{}, err
+		}
+		err = h.saveLocked(ctx, session, st, next, order)
+		if raced(session, start, &err) {
+			continue // another process pushed meanwhile: validate against its result
+		}
+		if err != nil {
+			return PushResult{}, err
+		}
+		return h.publishPush(session, st.version, msgs), nil
 	}
-	order := append([]string(nil), st.order...)
-	copied := map[string]bool{}
-	get := func(id string) *surface {
-		s := next[id]
-		if s == nil {
-			s = &surface{ID: id, Components: map[string]json.RawMessage{}, Refs: map[string][]ComponentRef{}, Data: map[string]any{}}
-			next[id] = s
-			order = append(order, id)
-			copied[id] = true
-			return s
+}
+
+// publishPush sends the applied messages to the session's browsers as
+// "a2ui" events, in order, and reports the push.
+func (h *Host) publishPush(session string, version int64, msgs []A2UIMessage) PushResult {
+	evs := make([]Event, len(msgs))
+	touched := map[string]bool{}
+	res := PushResult{Applied: len(msgs)}
+	for i, m := range msgs {
+		evs[i] = Event{Name: EventA2UI, Data: m.Raw, Version: version}
+		if !touched[m.SurfaceID] {
+			touched[m.SurfaceID] = true
+			res.Surfaces = append(res.Surfaces, m.SurfaceID)
 		}
-		if !copied[id] {
-			s = cloneSurface(s)
-			next[id] = s
-			copied[id] = true
-		}
+	}
+	res.Browsers = h.hub.Publish(session, evs...)
+	sort.Strings(res.Surfaces)
+	return res
+}
+
+// planPush applies msgs to copies of st's surfaces and validates the
+// result; it returns the surfaces (and their order) the push would leave,
+// or a *ValidationError naming every bad line.
+func (h *Host) planPush(st *sessionState, msgs []A2UIMessage) (map[string]*surface, []string, error) {
+	d := newDraft(st)
+	var errs lineErrs
+	defs, roots := h.applyToDraft(d, msgs, &errs)
+	h.checkDraft(d, msgs, defs, roots, &errs)
+	if len(errs.list) > 0 {
+		sort.SliceStable(errs.list, func(i, j int) bool { return errs.list[i].Line < errs.list[j].Line })
+		return nil, nil, &ValidationError{Lines: errs.list}
+	}
+	return d.surfaces, d.order, nil
+}
+
+// draft is a session's surfaces as a push would leave them. A surface the
+// push changes is copied on its first change, so the session's own surfaces
+// stay as they are until the push is validated and saved.
+type draft struct {
+	surfaces map[string]*surface
+	order    []string        // surface ids in creation order
+	copied   map[string]bool // surfaces that are the draft's own
+}
+
+func newDraft(st *sessionState) *draft {
+	d := &draft{surfaces: make(map[string]*surface, len(st.surfaces)), order: append([]string(nil), st.order...), copied: map[string]bool{}}
+	for k, v := range st.surfaces {
+		d.surfaces[k] = v
+	}
+	return d
+}
+
+// surface returns the draft's own copy of surface id, creating it empty.
+func (d *draft) surface(id string) *surface {
+	s := d.surfaces[id]
+	if s == nil {
+		s = &surface{ID: id, Components: map[string]json.RawMessage{}, Refs: map[string][]ComponentRef{}, Data: map[string]any{}}
+		d.surfaces[id] = s
+		d.order = append(d.order, id)
+		d.copied[id] = true
 		return s
 	}
-	type def struct {
-		surface, id string
-		line, index int
+	if !d.copied[id] {
+		s = cloneSurface(s)
+		d.surfaces[id] = s
+		d.copied[id] = true
 	}
-	var defs []def // components defined by this push, last definition wins
-	lastDef := map[[2]string]int{}
-	var roots []A2UIMessage
-	var errs lineErrs
-	touched := map[string]bool{}
+	return s
+}
+
+func (d *draft) deleteSurface(id string) {
+	if _, ok := d.surfaces[id]; !ok {
+		return
+	}
+	delete(d.surfaces, id)
+	delete(d.copied, id)
+	for i, sid := range d.order {
+		if sid == id {
+			d.order = append(d.order[:i:i], d.order[i+1:]...)
+			return
+		}
+	}
+}
+
+// componentDef is where a push defined a component.
+type componentDef struct {
+	surface, id string
+	line, index int // the message's line, the component's index in it
+}
+
+// applyToDraft applies msgs to d in order. It returns every component
+// definition and beginRendering message, which checkDraft checks against the
+// final draft, and adds a line error for each component over MaxComponents.
+func (h *Host) applyToDraft(d *draft, msgs []A2UIMessage, errs *lineErrs) (defs []componentDef, roots []A2UIMessage) {
 	for _, m := range msgs {
-		touched[m.SurfaceID] = true
 		switch m.Kind {
 		case KindSurfaceUpdate:
-			s := get(m.SurfaceID)
+			s := d.surface(m.SurfaceID)
 			for _, c := range m.Components {
 				if _, ok := s.Components[c.ID]; !ok {
 					if len(s.Order) >= h.cfg.MaxComponents {
@@ -235,53 +334,53 @@ func (h *Host) PushA2UI(session string, body []byte) (PushResult, error) {
 				}
 				s.Components[c.ID] = c.Raw
 				s.Refs[c.ID] = c.Refs
-				key := [2]string{m.SurfaceID, c.ID}
-				lastDef[key] = len(defs)
-				defs = append(defs, def{m.SurfaceID, c.ID, m.Line, c.index})
+				defs = append(defs, componentDef{m.SurfaceID, c.ID, m.Line, c.index})
 			}
 		case KindDataModelUpdate:
-			s := get(m.SurfaceID)
-			setPath(s.Data, m.Path, deepCopyMap(m.Contents), func(d map[string]any) { s.Data = d })
+			s := d.surface(m.SurfaceID)
+			setPath(s.Data, m.Path, deepCopyMap(m.Contents), func(data map[string]any) { s.Data = data })
 		case KindBeginRendering:
-			s := get(m.SurfaceID)
+			s := d.surface(m.SurfaceID)
 			s.Root, s.Styles, s.CatalogID, s.Rendering = m.Root, m.Styles, m.CatalogID, true
 			roots = append(roots, m)
 		case KindDeleteSurface:
-			if _, ok := next[m.SurfaceID]; ok {
-				delete(next, m.SurfaceID)
-				delete(copied, m.SurfaceID)
-				for i, id := range order {
-					if id == m.SurfaceID {
-						order = append(order[:i:i], order[i+1:]...)
-						break
-					}
-				}
-			}
+			d.deleteSurface(m.SurfaceID)
 		}
 	}
-	if len(order) > h.cfg.MaxSurfaces {
-		errs.add(msgs[len(msgs)-1].Line, "", "the session would have %d surfaces, over the limit of %d; delete some with deleteSurface", len(order), h.cfg.MaxSurfaces)
+	return defs, roots
+}
+
+// checkDraft adds a line error for what the surfaces after the push would
+// break: the surface limit, for each component's last definition its
+// references and cycles, and each beginRendering's root.
+func (h *Host) checkDraft(d *draft, msgs []A2UIMessage, defs []componentDef, roots []A2UIMessage, errs *lineErrs) {
+	if len(d.order) > h.cfg.MaxSurfaces {
+		errs.add(msgs[len(msgs)-1].Line, "", "the session would have %d surfaces, over the limit of %d; delete some with deleteSurface", len(d.order), h.cfg.MaxSurfaces)
 	}
-	for i, d := range defs {
-		if lastDef[[2]string{d.surface, d.id}] != i {
+	last := make(map[[2]string]int, len(defs)) // the last definition wins
+	for i, def := range defs {
+		last[[2]string{def.surface, def.id}] = i
+	}
+	for i, def := range defs {
+		if last[[2]string{def.surface, def.id}] != i {
 			continue
 		}
-		s := next[d.surface]
-		if s == nil || s.Components[d.id] == nil {
+		s := d.surfaces[def.surface]
+		if s == nil || s.Components[def.id] == nil {
 			continue // deleted later in the push
 		}
-		for _, r := range s.Refs[d.id] {
+		for _, r := range s.Refs[def.id] {
 			if _, ok := s.Components[r.ID]; !ok {
-				errs.add(d.line, fmt.Sprintf("surfaceUpdate.components[%d].%s", d.index, r.Field),
-					"component %q is not defined on surface %q; define it in this push or an earlier one", r.ID, d.surface)
+				errs.add(def.line, fmt.Sprintf("surfaceUpdate.components[%d].%s", def.index, r.Field),
+					"component %q is not defined on surface %q; define it in this push or an earlier one", r.ID, def.surface)
 			}
 		}
-		if cyc := findCycle(s, d.id); cyc != "" {
-			errs.add(d.line, fmt.Sprintf("surfaceUpdate.components[%d]", d.index), "component %q contains itself (%s)", d.id, cyc)
+		if cyc := findCycle(s, def.id); cyc != "" {
+			errs.add(def.line, fmt.Sprintf("surfaceUpdate.components[%d]", def.index), "component %q contains itself (%s)", def.id, cyc)
 		}
 	}
 	for _, m := range roots {
-		s := next[m.SurfaceID]
+		s := d.surfaces[m.SurfaceID]
 		if s == nil {
 			continue
 		}
@@ -289,26 +388,6 @@ func (h *Host) PushA2UI(session string, body []byte) (PushResult, error) {
 			errs.add(m.Line, "beginRendering.root", "component %q is not defined on surface %q; send its surfaceUpdate first", m.Root, m.SurfaceID)
 		}
 	}
-	if len(errs.list) > 0 {
-		sort.SliceStable(errs.list, func(i, j int) bool { return errs.list[i].Line < errs.list[j].Line })
-		return PushResult{}, &ValidationError{Lines: errs.list}
-	}
-
-	prevSurfaces, prevOrder := st.surfaces, st.order
-	st.surfaces, st.order = next, order
-	if err := h.persistLocked(session, st); err != nil {
-		st.surfaces, st.order = prevSurfaces, prevOrder
-		return PushResult{}, err
-	}
-	res := PushResult{Applied: len(msgs)}
-	for _, m := range msgs {
-		res.Browsers = h.hub.Publish(session, Event{Name: EventA2UI, Data: m.Raw})
-	}
-	for id := range touched {
-		res.Surfaces = append(res.Surfaces, id)
-	}
-	sort.Strings(res.Surfaces)
-	return res, nil
 }
 
 // findCycle reports a reference path from id back to itself, or "".
@@ -365,42 +444,51 @@ func setPath(root map[string]any, toks []string, val map[string]any, replaceRoot
 	cur[toks[len(toks)-1]] = val
 }
 
-// ResetA2UI deletes every surface of the session (and its persisted state)
+// ResetA2UI deletes every surface of the session (its state in the store)
 // and publishes a deleteSurface message for each. It returns how many
 // surfaces were deleted.
-func (h *Host) ResetA2UI(session string) (int, error) {
+func (h *Host) ResetA2UI(ctx context.Context, session string) (int, error) {
 	if err := ValidateSession(session); err != nil {
 		return 0, err
 	}
 	st := h.state(session)
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	h.loadLocked(session, st)
-	ids := st.order
-	prevS, prevO := st.surfaces, st.order
-	st.surfaces, st.order = map[string]*surface{}, nil
-	if err := h.persistLocked(session, st); err != nil {
-		st.surfaces, st.order = prevS, prevO
-		return 0, err
+	for start := time.Now(); ; {
+		if err := h.loadLocked(ctx, session, st); err != nil {
+			return 0, err
+		}
+		ids := st.order
+		err := h.saveLocked(ctx, session, st, map[string]*surface{}, nil)
+		if raced(session, start, &err) {
+			continue
+		}
+		if err != nil {
+			return 0, err
+		}
+		evs := make([]Event, len(ids))
+		for i, id := range ids {
+			evs[i] = Event{Name: EventA2UI, Data: mustJSON(map[string]any{KindDeleteSurface: map[string]string{"surfaceId": id}}), Version: st.version}
+		}
+		h.hub.Publish(session, evs...)
+		return len(ids), nil
 	}
-	for _, id := range ids {
-		h.hub.Publish(session, Event{Name: EventA2UI, Data: mustJSON(map[string]any{KindDeleteSurface: map[string]string{"surfaceId": id}})})
-	}
-	return len(ids), nil
 }
 
 // A2UIMessages returns messages that rebuild the session's current surfaces
 // on an empty renderer: per surface, one surfaceUpdate with every component,
 // one dataModelUpdate replacing the data model (when it is not empty) and,
 // when rendering had begun, beginRendering.
-func (h *Host) A2UIMessages(session string) ([]json.RawMessage, error) {
+func (h *Host) A2UIMessages(ctx context.Context, session string) ([]json.RawMessage, error) {
 	if err := ValidateSession(session); err != nil {
 		return nil, err
 	}
 	st := h.state(session)
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	h.loadLocked(session, st)
+	if err := h.loadLocked(ctx, session, st); err != nil {
+		return nil, err
+	}
 	return snapshotLocked(st), nil
 }
 
@@ -458,21 +546,29 @@ func toContents(m map[string]any) []map[string]any {
 	return out
 }
 
-// Subscribe registers a browser for the session's events and returns, taken
-// atomically with the registration, the "a2ui" events that rebuild the
-// current surfaces. Send those first, then the subscription's events: no
-// push is missed or sent twice.
-func (h *Host) Subscribe(session string) (*Subscription, []Event, error) {
+// Subscribe registers a browser for the session's events and returns the
+// "a2ui" events that rebuild the current surfaces. Send those first, then
+// the subscription's events that Subscription.Admit lets through: no push is
+// missed or sent twice, also when other processes push (their events may
+// arrive before or after the state was read).
+func (h *Host) Subscribe(ctx context.Context, session string) (*Subscription, []Event, error) {
 	if err := ValidateSession(session); err != nil {
 		return nil, nil, err
 	}
+	// Register before reading the state: a push committed in between is
+	// then both in the snapshot and received, and Admit drops the copy.
+	sub := h.hub.Subscribe(session)
 	st := h.state(session)
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	h.loadLocked(session, st)
+	if err := h.loadLocked(ctx, session, st); err != nil {
+		sub.Close()
+		return nil, nil, err
+	}
 	var evs []Event
 	for _, m := range snapshotLocked(st) {
 		evs = append(evs, Event{Name: EventA2UI, Data: m})
 	}
-	return h.hub.Subscribe(session), evs, nil
+	sub.seen = st.version
+	return sub, evs, nil
 }

@@ -1,11 +1,13 @@
 package host
 
 import (
+	"context"
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -53,7 +55,8 @@ func TicketKey(secret string) []byte {
 	return m.Sum(nil)
 }
 
-// randomTicketKey is the per-process key used when Config.TicketKey is empty.
+// randomTicketKey is the candidate for the shared key kept in the store
+// (Config.TicketKey empty): the first process to need a key stores its own.
 func randomTicketKey() []byte {
 	k := make([]byte, 32)
 	if _, err := rand.Read(k); err != nil {
@@ -182,9 +185,10 @@ func (h *Host) VerifyTicket(session, ticket string) (Ticket, error) {
 	return t, nil
 }
 
-// RevokedTicketError is the refusal of a ticket whose token no longer exists (401).
+// RevokedTicketError is the refusal of a ticket whose token no longer exists
+// or has expired (401).
 func RevokedTicketError(session string) error {
-	return ticketErr(http.StatusUnauthorized, "ticket-revoked", session, "the token this page was opened with has been revoked")
+	return ticketErr(http.StatusUnauthorized, "ticket-revoked", session, "the token this page was opened with has been revoked or has expired")
 }
 
 // ForbiddenTicketError is the refusal of a ticket whose token no longer has
@@ -208,25 +212,16 @@ func SplitTicket(escaped string) (ticket, rest string, hasSlash, ok bool) {
 // ServesShell reports whether the clean path (see ParsePath) of session is
 // answered with the built-in A2UI shell: __canvas__/ (or its index.html), or
 // the session root when the session has no index.html or index.htm.
-func (h *Host) ServesShell(session, clean string) bool {
+func (h *Host) ServesShell(ctx context.Context, session, clean string) (bool, error) {
 	if clean == ReservedDir || clean == ReservedDir+"/index.html" {
-		return true
+		return true, nil
 	}
 	if clean != "" {
-		return false
+		return false, nil
 	}
-	sroot, err := h.root.OpenRoot(session)
-	if err != nil {
-		return true
+	_, err := h.index(ctx, session, "")
+	if errors.Is(err, canvas.ErrNotFound) {
+		return true, nil
 	}
-	defer sroot.Close()
-	for _, idx := range []string{"index.html", "index.htm"} {
-		if f, st, err := openRegularOrDir(sroot, idx); err == nil {
-			f.Close()
-			if !st.IsDir() {
-				return false
-			}
-		}
-	}
-	return true
+	return false, err
 }

@@ -14,12 +14,7 @@ import (
 
 func newTicketHost(t testing.TB, key []byte, now *time.Time) *Host {
 	t.Helper()
-	h, err := New(Config{DataDir: t.TempDir(), TicketKey: key, Now: func() time.Time { return *now }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { h.Close() })
-	return h
+	return openHost(t, Config{TicketKey: key, Now: func() time.Time { return *now }})
 }
 
 func TestTicketRoundTripAndRefusals(t *testing.T) {

@@ -19,7 +19,21 @@ import (
 // malformed value or patch) s is left as it was. Entities are replaced, not
 // modified in place, so a *Node or *Edge read from s before Apply keeps its
 // old value. Apply never keeps references into c.
-func Apply(s *canvas.State, c *canvas.Commit) error {
+func Apply(s *canvas.State, c *canvas.Commit) error { return apply(s, c, nil) }
+
+// ApplyDecision is Apply for a commit whose changes are those of d (the
+// decision this process made for it): a put then takes the entity d
+// decided instead of decoding the change's JSON value, which holds the same.
+func ApplyDecision(s *canvas.State, c *canvas.Commit, d *Decision) error {
+	if len(d.values) != len(c.Changes) {
+		return apply(s, c, nil)
+	}
+	return apply(s, c, d.values)
+}
+
+// apply applies c; values, when not nil, holds per change the entity of a
+// put (nil: decode the value).
+func apply(s *canvas.State, c *canvas.Commit, values []any) error {
 	if c.Rev <= s.Rev {
 		return fmt.Errorf("reducer: apply commit rev %d onto state at rev %d: %w", c.Rev, s.Rev, canvas.ErrInvalid)
 	}
@@ -32,10 +46,10 @@ func Apply(s *canvas.State, c *canvas.Commit) error {
 	if s.Tombstones == nil {
 		s.Tombstones = map[canvas.Ref]int64{}
 	}
-	a := applier{s: s, c: c}
+	a := applier{s: s, c: c, values: values}
 	hist := CaptureHistory(s, c) // docs: per-actor undo/redo stacks (doc_history.go)
 	for i := range c.Changes {
-		if err := a.change(&c.Changes[i]); err != nil {
+		if err := a.change(i, &c.Changes[i]); err != nil {
 			a.rollback()
 			return fmt.Errorf("reducer: apply rev %d change %d (%s %s %q): %w", c.Rev, i, c.Changes[i].Op, c.Changes[i].Kind, c.Changes[i].ID, err)
 		}
@@ -56,9 +70,10 @@ type saved struct {
 }
 
 type applier struct {
-	s    *canvas.State
-	c    *canvas.Commit
-	undo []saved
+	s      *canvas.State
+	c      *canvas.Commit
+	values []any // see apply
+	undo   []saved
 }
 
 func (a *applier) save(ref canvas.Ref) {
@@ -98,27 +113,37 @@ func (a *applier) rollback() {
 	}
 }
 
-func (a *applier) change(ch *canvas.Change) error {
+// decided returns the entity the decision put with change i, or nil.
+func (a *applier) decided(i int) any {
+	if a.values == nil {
+		return nil
+	}
+	return a.values[i]
+}
+
+func (a *applier) change(i int, ch *canvas.Change) error {
 	ref := canvas.Ref{Kind: ch.Kind, ID: ch.ID}
 	if ch.ID == "" {
 		return fmt.Errorf("change without an id: %w", canvas.ErrInvalid)
 	}
 	switch ch.Kind {
 	case canvas.KindNode:
-		return a.nodeChange(ref, ch)
+		return a.nodeChange(ref, ch, a.decided(i))
 	case canvas.KindEdge:
-		return a.edgeChange(ref, ch)
+		return a.edgeChange(ref, ch, a.decided(i))
 	}
 	return fmt.Errorf("unknown change kind %q: %w", ch.Kind, canvas.ErrInvalid)
 }
 
-func (a *applier) nodeChange(ref canvas.Ref, ch *canvas.Change) error {
+func (a *applier) nodeChange(ref canvas.Ref, ch *canvas.Change, decided any) error {
 	s, c := a.s, a.c
 	old, exists := s.Nodes[ch.ID]
 	switch ch.Op {
 	case canvas.OpPut:
 		var n canvas.Node
-		if err := json.Unmarshal(ch.Value, &n); err != nil {
+		if d, ok := decided.(*canvas.Node); ok {
+			n = *d
+		} else if err := canvas.UnmarshalExact(ch.Value, &n); err != nil {
 			return fmt.Errorf("node value: %v: %w", err, canvas.ErrInvalid)
 		}
 		if n.ID != ch.ID {
@@ -172,13 +197,15 @@ func (a *applier) nodeChange(ref canvas.Ref, ch *canvas.Change) error {
 	return nil
 }
 
-func (a *applier) edgeChange(ref canvas.Ref, ch *canvas.Change) error {
+func (a *applier) edgeChange(ref canvas.Ref, ch *canvas.Change, decided any) error {
 	s, c := a.s, a.c
 	old, exists := s.Edges[ch.ID]
 	switch ch.Op {
 	case canvas.OpPut:
 		var e canvas.Edge
-		if err := json.Unmarshal(ch.Value, &e); err != nil {
+		if d, ok := decided.(*canvas.Edge); ok {
+			e = *d
+		} else if err := canvas.UnmarshalExact(ch.Value, &e); err != nil {
 			return fmt.Errorf("edge value: %v: %w", err, canvas.ErrInvalid)
 		}
 		if e.ID != ch.ID {

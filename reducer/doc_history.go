@@ -150,17 +150,15 @@ func (h *HistoryCapture) Record(s *canvas.State) {
 		}
 		// The restored values are current again under c.Rev, for every
 		// actor's entries (bob undoing his edit lets alice undo hers).
-		ah.Undo = renameStamps(ah.Undo, renames)
-		ah.Redo = renameStamps(ah.Redo, renames)
-		for id, other := range hist {
-			if id == c.ActorID {
-				continue
-			}
-			u, r := renameStamps(other.Undo, renames), renameStamps(other.Redo, renames)
-			if !sameEntries(u, other.Undo) || !sameEntries(r, other.Redo) {
-				hist[id] = &canvas.ActorHistory{Undo: u, Redo: r, LastRev: other.LastRev}
-			}
+		renameEverywhere(hist, c.ActorID, ah, renames)
+	case CmdRevertCommits:
+		ah.Redo = nil
+		if len(c.Changes) > 0 {
+			ah.Undo = pushEntry(ah.Undo, h.entry(c.Type))
 		}
+		// The values the revert brought back are current again under c.Rev,
+		// so that earlier commits can be reverted (or undone) after it.
+		renameEverywhere(hist, c.ActorID, ah, revertRenames(hist, c))
 	default:
 		ah.Redo = nil
 		if len(c.Changes) > 0 {
@@ -179,6 +177,22 @@ func (h *HistoryCapture) Record(s *canvas.State) {
 			}
 		}
 		delete(hist, victim)
+	}
+}
+
+// renameEverywhere applies renames to the stacks of ah (the committing
+// actor's new history) and of every other actor in hist.
+func renameEverywhere(hist canvas.History, actorID string, ah *canvas.ActorHistory, renames map[canvas.Ref][2]int64) {
+	ah.Undo = renameStamps(ah.Undo, renames)
+	ah.Redo = renameStamps(ah.Redo, renames)
+	for id, other := range hist {
+		if id == actorID {
+			continue
+		}
+		u, r := renameStamps(other.Undo, renames), renameStamps(other.Redo, renames)
+		if !sameEntries(u, other.Undo) || !sameEntries(r, other.Redo) {
+			hist[id] = &canvas.ActorHistory{Undo: u, Redo: r, LastRev: other.LastRev}
+		}
 	}
 }
 
@@ -604,11 +618,10 @@ func decideRevertToSnapshot(s *canvas.State, cmd canvas.Command) (Decision, erro
 	if t == nil {
 		return Decision{}, canvas.Unprocessable("args.snapshot_id", "snapshot %q was not loaded for this command", a.SnapshotID)
 	}
-	res := RevertResult{Success: true, RevertedTo: Reverted{SnapshotID: a.SnapshotID, Rev: t.Rev}, NodesChanged: []string{}, EdgesChanged: []string{}}
-	dec := Decision{}
-	var diffs strings.Builder
+	res := RevertResult{Success: true, RevertedTo: Reverted{SnapshotID: a.SnapshotID, Rev: t.Rev}}
 	nodeIDs := map[string]bool{}
 	edgeIDs := map[string]bool{}
+	var dec Decision
 	if a.NodeID != "" {
 		dec.Touched = []canvas.Ref{{Kind: canvas.KindNode, ID: a.NodeID}}
 		if _, ok := t.Nodes[a.NodeID]; !ok {
@@ -629,6 +642,28 @@ func decideRevertToSnapshot(s *canvas.State, cmd canvas.Command) (Decision, erro
 			edgeIDs[id] = true
 		}
 	}
+	rd := revertTo(s, t, nodeIDs, edgeIDs, a.NodeID)
+	dec.Changes, dec.Touched = rd.changes, append(dec.Touched, rd.touched...)
+	res.NodesChanged, res.EdgesChanged, res.Diff = rd.nodes, rd.edges, rd.diff
+	dec.Result = res
+	return dec, nil
+}
+
+// revertDiff is what revertTo decided.
+type revertDiff struct {
+	changes      []canvas.Change
+	touched      []canvas.Ref // the entities it changes (minus keep)
+	nodes, edges []string     // ids it changes
+	diff         string       // unified diffs of the documents it changes
+}
+
+// revertTo returns the changes that make the given nodes and edges of s
+// equal to those of t (absent from t: deleted; absent from s: put back),
+// taking along the edges of nodes it deletes. Documents whose text differs
+// change by line splices. keep is left out of touched (the caller touches it).
+func revertTo(s, t *canvas.State, nodeIDs, edgeIDs map[string]bool, keep string) revertDiff {
+	rd := revertDiff{nodes: []string{}, edges: []string{}}
+	var diffs strings.Builder
 	// Deletes of edges first, then nodes in z-order of the target, then edge puts.
 	var nodeChanges, edgeDeletes, edgePuts []canvas.Change
 	for _, id := range sortedKeys(edgeIDs) {
@@ -643,8 +678,8 @@ func decideRevertToSnapshot(s *canvas.State, cmd canvas.Command) (Decision, erro
 		default:
 			continue
 		}
-		dec.Touched = append(dec.Touched, ref)
-		res.EdgesChanged = append(res.EdgesChanged, id)
+		rd.touched = append(rd.touched, ref)
+		rd.edges = append(rd.edges, id)
 	}
 	deletedNodes := map[string]bool{}
 	for _, id := range sortedKeys(nodeIDs) {
@@ -663,17 +698,16 @@ func decideRevertToSnapshot(s *canvas.State, cmd canvas.Command) (Decision, erro
 			continue
 		}
 		nodeChanges = append(nodeChanges, ch)
-		if a.NodeID == "" || id != a.NodeID {
-			dec.Touched = append(dec.Touched, canvas.Ref{Kind: canvas.KindNode, ID: id})
+		if id != keep {
+			rd.touched = append(rd.touched, canvas.Ref{Kind: canvas.KindNode, ID: id})
 		}
-		res.NodesChanged = append(res.NodesChanged, id)
+		rd.nodes = append(rd.nodes, id)
 	}
-	// A node-only revert that deletes nothing needs no edge handling; a full
-	// revert already lists every edge. Edges of deleted nodes must go too.
+	// Edges of deleted nodes must go too.
 	for _, ed := range s.SortedEdges() {
 		if (deletedNodes[ed.From] || deletedNodes[ed.To]) && !edgeIDs[ed.ID] {
 			edgeDeletes = append(edgeDeletes, canvas.Change{Op: canvas.OpDelete, Kind: canvas.KindEdge, ID: ed.ID})
-			dec.Touched = append(dec.Touched, canvas.Ref{Kind: canvas.KindEdge, ID: ed.ID})
+			rd.touched = append(rd.touched, canvas.Ref{Kind: canvas.KindEdge, ID: ed.ID})
 		}
 	}
 	// Puts of nodes before deletes so that parents exist; children are
@@ -682,10 +716,9 @@ func decideRevertToSnapshot(s *canvas.State, cmd canvas.Command) (Decision, erro
 	sort.SliceStable(nodeChanges, func(i, j int) bool {
 		return nodeChanges[i].Op != canvas.OpDelete && nodeChanges[j].Op == canvas.OpDelete
 	})
-	dec.Changes = append(append(edgeDeletes, nodeChanges...), edgePuts...)
-	res.Diff = diffs.String()
-	dec.Result = res
-	return dec, nil
+	rd.changes = append(append(edgeDeletes, nodeChanges...), edgePuts...)
+	rd.diff = diffs.String()
+	return rd
 }
 
 // nodeRevertChange returns the change turning cur into want: a line splice

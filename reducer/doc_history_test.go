@@ -35,9 +35,10 @@ func histExecCmd(t testing.TB, s *canvas.State, cmd canvas.Command) (Decision, e
 		t.Fatal(err)
 	}
 	var logged canvas.Commit
-	if err := json.Unmarshal(raw, &logged); err != nil {
+	if err := canvas.UnmarshalExact(raw, &logged); err != nil { // as the stores decode it
 		t.Fatal(err)
 	}
+	canvas.NormalizePatchNumbers(logged.Changes)
 	if err := Apply(s, &logged); err != nil {
 		t.Fatalf("apply %s: %v", cmd.Type, err)
 	}

@@ -12,7 +12,10 @@ import (
 
 // fuzzBase is a state with one of everything: plain shapes, a frame with a
 // child, a nested group, a doc, edges, and tombstones.
-func fuzzBase(t testing.TB) *canvas.State {
+func fuzzBase(t testing.TB) *canvas.State { return fuzzBaseRH(t).s }
+
+// fuzzBaseRH is fuzzBase's harness, with the log that built the state.
+func fuzzBaseRH(t testing.TB) *rh {
 	h := newRH(t)
 	h.box("a", 0, 0, 10, 10)
 	h.box("b", 20, 5, 10, 20)
@@ -31,7 +34,7 @@ func fuzzBase(t testing.TB) *canvas.State {
 	h.do("delete_node", `{"id":"dead"}`)
 	h.do("rotate", `{"ids":["c"],"degrees":30}`)
 	checkInvariants(t, h.s)
-	return h.s
+	return h
 }
 
 // fuzzSeeds are command lines "type args" used as seeds by both fuzz tests.
@@ -101,9 +104,10 @@ func jsonRoundTrip(t testing.TB, c canvas.Commit) canvas.Commit {
 		t.Fatalf("marshal commit: %v", err)
 	}
 	var out canvas.Commit
-	if err := json.Unmarshal(b, &out); err != nil {
+	if err := canvas.UnmarshalExact(b, &out); err != nil { // as the stores decode it
 		t.Fatalf("unmarshal commit: %v", err)
 	}
+	canvas.NormalizePatchNumbers(out.Changes)
 	return out
 }
 
@@ -122,9 +126,9 @@ func checkRoundTrip(t testing.TB, s *canvas.State) {
 }
 
 // FuzzDecide: Decide never modifies its input; a rejection is an
-// Unprocessable FieldError; decisions are deterministic; applying the live
-// changes and the logged (JSON) changes gives equal states that keep every
-// invariant and survive EncodeState/DecodeState.
+// Unprocessable FieldError; decisions are deterministic; applying the
+// decision (ApplyDecision) and the logged (JSON) changes gives equal states
+// that keep every invariant and survive EncodeState/DecodeState.
 func FuzzDecide(f *testing.F) {
 	for _, s := range fuzzSeeds() {
 		typ, args := splitLine(s)
@@ -148,8 +152,8 @@ func FuzzDecide(f *testing.F) {
 		}
 		live, logged := base.Clone(), base.Clone()
 		c := commitOf(cmd, dec)
-		if err := Apply(live, &c); err != nil {
-			t.Fatalf("Apply: %v", err)
+		if err := ApplyDecision(live, &c, &dec); err != nil { // as the engine applies what it decided
+			t.Fatalf("ApplyDecision: %v", err)
 		}
 		rc := jsonRoundTrip(t, c)
 		if err := Apply(logged, &rc); err != nil {
@@ -240,8 +244,9 @@ func FuzzDecodeState(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Add(b)
-	f.Add([]byte(`{"schema":1,"rev":3,"nodes":[],"edges":[],"tombstones":[{"kind":"edge","id":"x","rev":2}]}`))
-	f.Add([]byte(`{"schema":1,"rev":0,"nodes":null}`))
+	for _, bad := range badSnapshots(b) {
+		f.Add(bad)
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		s, err := DecodeState(data)
 		if err != nil {

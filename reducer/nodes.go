@@ -13,10 +13,13 @@ const (
 	maxEdgeTypeLen = 64
 )
 
-// Default sizes of created nodes: TLDraw's notes are 200×200.
+// Default sizes of created nodes: TLDraw's notes are 200×200; a document
+// gets room for about 20 lines of 70 columns.
 const (
 	defaultSize     = 100.0
 	defaultNoteSize = 200.0
+	defaultDocW     = 600.0
+	defaultDocH     = 400.0
 )
 
 type transformArgs struct {
@@ -111,11 +114,13 @@ func (t *tx) createNode(sp nodeSpec) error {
 	if len(sp.name) > maxNameLen {
 		return canvas.Unprocessable("args.name", "is longer than %d bytes", maxNameLen)
 	}
-	size := defaultSize
-	if sp.typ == "note" {
-		size = defaultNoteSize
+	w, h, rot := defaultSize, defaultSize, 0.0
+	switch sp.typ {
+	case "note":
+		w, h = defaultNoteSize, defaultNoteSize
+	case "doc":
+		w, h = defaultDocW, defaultDocH
 	}
-	w, h, rot := size, size, 0.0
 	if sp.w != nil {
 		w = *sp.w
 	}

@@ -25,10 +25,11 @@ import (
 	"github.com/canvasd/canvasd/canvas"
 )
 
-// Schema is the version of the state encoding (EncodeState) and of Apply's
+// Schema is the version of the state encoding (snapshot.go) and of Apply's
 // semantics. Stored snapshots with another schema are ignored and rebuilt
-// from the log. Bump it when either changes.
-const Schema = 1
+// from the log. Bump it when either changes. (2: binary, incremental
+// snapshots; 1 was JSON.)
+const Schema = 2
 
 // Decision is what Decide concluded about one command.
 type Decision struct {
@@ -44,6 +45,8 @@ type Decision struct {
 	Touched []canvas.Ref
 	// Result is an optional command-specific result (document verbs), JSON-encodable.
 	Result any
+
+	values []any // per change: the *canvas.Node or *canvas.Edge a put puts, or nil (ApplyDecision)
 }
 
 // decideFunc decides one command type against s without modifying s.

@@ -44,11 +44,11 @@ func txVerb(fn func(t *tx, args json.RawMessage) error) decideFunc {
 		if err := fn(t, cmd.Args); err != nil {
 			return Decision{Touched: t.touched}, err
 		}
-		changes, err := t.finish()
+		changes, values, err := t.finish()
 		if err != nil {
 			return Decision{Touched: t.touched}, err
 		}
-		return Decision{Changes: changes, CreatedIDs: t.created, Touched: t.touched}, nil
+		return Decision{Changes: changes, CreatedIDs: t.created, Touched: t.touched, values: values}, nil
 	}
 }
 
@@ -418,8 +418,9 @@ func (t *tx) eachNode(fn func(n *canvas.Node)) {
 }
 
 // finish recomputes group bounds, deletes edges of deleted nodes, and
-// returns the effective diff.
-func (t *tx) finish() ([]canvas.Change, error) {
+// returns the effective diff, and for each change the entity a put puts
+// (nil for other changes).
+func (t *tx) finish() ([]canvas.Change, []any, error) {
 	if len(t.dirty) > 0 {
 		t.recomputeGroups()
 	}
@@ -427,39 +428,42 @@ func (t *tx) finish() ([]canvas.Change, error) {
 		t.deleteDanglingEdges()
 	}
 	if len(t.order) == 0 {
-		return nil, nil
+		return nil, nil, nil
 	}
 	changes := make([]canvas.Change, 0, len(t.order))
+	values := make([]any, 0, len(t.order))
 	for _, ref := range t.order {
 		var ch canvas.Change
+		var v any
 		var ok bool
 		var err error
 		if ref.Kind == canvas.KindNode {
-			ch, ok, err = t.nodeChange(ref.ID)
+			ch, v, ok, err = t.nodeChange(ref.ID)
 		} else {
-			ch, ok, err = t.edgeChange(ref.ID)
+			ch, v, ok, err = t.edgeChange(ref.ID)
 		}
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if ok {
 			changes = append(changes, ch)
+			values = append(values, v)
 		}
 	}
-	return changes, nil
+	return changes, values, nil
 }
 
-func (t *tx) nodeChange(id string) (canvas.Change, bool, error) {
+func (t *tx) nodeChange(id string) (canvas.Change, any, bool, error) {
 	old, existed := t.s.Nodes[id]
 	nw := t.nodes[id]
 	switch {
 	case nw == nil && !existed:
-		return canvas.Change{}, false, nil
+		return canvas.Change{}, nil, false, nil
 	case nw == nil:
-		return canvas.Change{Op: canvas.OpDelete, Kind: canvas.KindNode, ID: id}, true, nil
+		return canvas.Change{Op: canvas.OpDelete, Kind: canvas.KindNode, ID: id}, nil, true, nil
 	}
 	if !finite(nw.X, nw.Y, nw.W, nw.H, nw.Rotation) {
-		return canvas.Change{}, false, canvas.Unprocessable("args",
+		return canvas.Change{}, nil, false, canvas.Unprocessable("args",
 			"the result puts node %q out of range (coordinates and sizes must stay finite numbers)", id)
 	}
 	if !existed {
@@ -468,40 +472,40 @@ func (t *tx) nodeChange(id string) (canvas.Change, bool, error) {
 		v.CreatedBy, v.UpdatedBy = t.cmd.Actor.ID, t.cmd.Actor.ID
 		b, err := json.Marshal(&v)
 		if err != nil {
-			return canvas.Change{}, false, canvas.Unprocessable("args", "node %q cannot be encoded: %v", id, err)
+			return canvas.Change{}, nil, false, canvas.Unprocessable("args", "node %q cannot be encoded: %v", id, err)
 		}
-		return canvas.Change{Op: canvas.OpPut, Kind: canvas.KindNode, ID: id, Value: b}, true, nil
+		return canvas.Change{Op: canvas.OpPut, Kind: canvas.KindNode, ID: id, Value: b}, &v, true, nil
 	}
 	p := nodeFields.diff(old, nw)
 	if p == nil {
-		return canvas.Change{}, false, nil
+		return canvas.Change{}, nil, false, nil
 	}
-	return canvas.Change{Op: canvas.OpPatch, Kind: canvas.KindNode, ID: id, Patch: p}, true, nil
+	return canvas.Change{Op: canvas.OpPatch, Kind: canvas.KindNode, ID: id, Patch: p}, nil, true, nil
 }
 
-func (t *tx) edgeChange(id string) (canvas.Change, bool, error) {
+func (t *tx) edgeChange(id string) (canvas.Change, any, bool, error) {
 	old, existed := t.s.Edges[id]
 	nw := t.edges[id]
 	switch {
 	case nw == nil && !existed:
-		return canvas.Change{}, false, nil
+		return canvas.Change{}, nil, false, nil
 	case nw == nil:
-		return canvas.Change{Op: canvas.OpDelete, Kind: canvas.KindEdge, ID: id}, true, nil
+		return canvas.Change{Op: canvas.OpDelete, Kind: canvas.KindEdge, ID: id}, nil, true, nil
 	case !existed:
 		v := *nw
 		v.CreatedRev, v.UpdatedRev = t.cmd.Rev, t.cmd.Rev
 		v.CreatedBy = t.cmd.Actor.ID
 		b, err := json.Marshal(&v)
 		if err != nil {
-			return canvas.Change{}, false, canvas.Unprocessable("args", "edge %q cannot be encoded: %v", id, err)
+			return canvas.Change{}, nil, false, canvas.Unprocessable("args", "edge %q cannot be encoded: %v", id, err)
 		}
-		return canvas.Change{Op: canvas.OpPut, Kind: canvas.KindEdge, ID: id, Value: b}, true, nil
+		return canvas.Change{Op: canvas.OpPut, Kind: canvas.KindEdge, ID: id, Value: b}, &v, true, nil
 	}
 	p := edgeFields.diff(old, nw)
 	if p == nil {
-		return canvas.Change{}, false, nil
+		return canvas.Change{}, nil, false, nil
 	}
-	return canvas.Change{Op: canvas.OpPatch, Kind: canvas.KindEdge, ID: id, Patch: p}, true, nil
+	return canvas.Change{Op: canvas.OpPatch, Kind: canvas.KindEdge, ID: id, Patch: p}, nil, true, nil
 }
 
 // recomputeGroups sets every dirty group (and its group ancestors) to the

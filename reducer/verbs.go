@@ -46,6 +46,7 @@ func verbTable() map[string]decideFunc {
 		"undo":               decideUndo,
 		"redo":               decideRedo,
 		"revert_to_snapshot": decideRevertToSnapshot,
+		CmdRevertCommits:     decideRevertCommits, // revert_commits.go
 	}
 }
 

@@ -45,6 +45,10 @@ func TestCreateNode(t *testing.T) {
 	if jsonOf(n.Props) != `{"color":"yellow","deep":{"b":[null,1]}}` {
 		t.Fatalf("props = %s", jsonOf(n.Props))
 	}
+	h.do("create_node", `{"id":"d1","type":"doc","props":{"text":"x\n"}}`)
+	if g := h.geo("d1"); g != (geo{0, 0, 600, 400, 0}) {
+		t.Fatalf("doc = %+v, want 600×400 by default", g)
+	}
 	h.do("create_node", `{"id":"f","type":"frame","transform":{"x":1,"y":2,"w":300,"h":200,"rotation":-1.5707963267948966}}`)
 	if g := h.geo("f"); g != (geo{1, 2, 300, 200, 3 * math.Pi / 2}) {
 		t.Fatalf("frame = %+v", g)
@@ -53,7 +57,7 @@ func TestCreateNode(t *testing.T) {
 	if h.node("inf").ParentID != "f" {
 		t.Fatal("parent not set")
 	}
-	if zOrder(h.s) != "shape:s1-0 note1 f inf" {
+	if zOrder(h.s) != "shape:s1-0 note1 d1 f inf" {
 		t.Fatalf("z-order = %s", zOrder(h.s))
 	}
 	checkInvariants(t, h.s)
@@ -617,9 +621,9 @@ func TestStateRoundTrip(t *testing.T) {
 	if string(b) != string(b2) {
 		t.Fatal("encoding is not stable")
 	}
-	for _, bad := range []string{`{"schema":2,"rev":1}`, `{"schema":1,"rev":1,"nodes":[{"id":""}]}`, `{"schema":1,"tombstones":[{"kind":"x","id":"a"}]}`, `{"schema":1} {}`, `{"schema":1}}`, `[]`} {
-		if _, err := DecodeState([]byte(bad)); !errors.Is(err, canvas.ErrInvalid) {
-			t.Fatalf("DecodeState(%s) = %v", bad, err)
+	for _, bad := range badSnapshots(b) {
+		if _, err := DecodeState(bad); !errors.Is(err, canvas.ErrInvalid) {
+			t.Fatalf("DecodeState(%q) = %v", bad, err)
 		}
 	}
 }

@@ -2,11 +2,11 @@ package store
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/canvasd/canvasd/canvas"
@@ -47,14 +47,6 @@ type EngineConfig struct {
 	IdempotencyTTL time.Duration
 }
 
-// Response is the exact HTTP answer to a command or batch: a status (200,
-// 409 or 422) and its JSON body, and whether it is a stored idempotent replay.
-type Response struct {
-	Status   int
-	Body     []byte
-	Replayed bool
-}
-
 // Engine is the one path every write takes: per canvas it keeps the
 // materialized state in memory, decides commands with the reducer, appends
 // the commits through the Store (many commands per transaction: group
@@ -70,6 +62,8 @@ type Engine struct {
 
 	mu    sync.Mutex
 	lives map[string]*live
+
+	snaps chan snapJob // captures for the snapshotter (engine_snapshot.go)
 }
 
 // NewEngine returns an engine over st. Call Start before use and Stop after.
@@ -95,15 +89,16 @@ func NewEngine(st Store, cfg EngineConfig) *Engine {
 	if cfg.IdempotencyTTL <= 0 {
 		cfg.IdempotencyTTL = 48 * time.Hour
 	}
-	return &Engine{st: st, cfg: cfg, log: cfg.Logger, lives: map[string]*live{}}
+	return &Engine{st: st, cfg: cfg, log: cfg.Logger, lives: map[string]*live{}, snaps: make(chan snapJob, snapshotQueue)}
 }
 
 // Start starts the engine; with a Notifier store it also listens for other
 // processes' commits. The engine runs until Stop.
 func (e *Engine) Start(ctx context.Context) error {
 	e.ctx, e.stop = context.WithCancel(ctx)
-	e.wg.Add(1)
+	e.wg.Add(2)
 	go e.pruneIdempotency()
+	go e.snapshotter()
 	if n, ok := e.st.(Notifier); ok {
 		e.wg.Add(1)
 		go func() {
@@ -208,9 +203,17 @@ type live struct {
 	headEventID string
 	retired     bool             // unloaded while idle: callers holding this live must get a fresh one
 	recent      []*canvas.Commit // the last commits, ascending, at most cfg.RecentCommits
-	snapRev     int64            // rev of the last stored state snapshot
 	idem        map[string]*IdempotencyRecord
 	idemOrder   []string
+	journal     journal // the writer's rollback journal, reused by every group
+
+	// State snapshots (engine_snapshot.go): the last one captured, what
+	// changed since, and the chain of stored snapshots it extends.
+	snapRev    int64
+	snapHist   canvas.History          // state.History at snapRev
+	changed    map[canvas.Ref]struct{} // entities changed after snapRev
+	chain      chainStats
+	snapBroken atomic.Bool // a capture failed to store: the next one must be whole
 }
 
 // request is one command or batch waiting for the writer.
@@ -223,7 +226,7 @@ type request struct {
 	idemKey string // the key that answers this request (command key or batch key)
 	fp      string
 	start   time.Time
-	done    chan Response
+	done    chan Answer
 	err     error
 }
 
@@ -238,7 +241,8 @@ func (e *Engine) get(ctx context.Context, canvasID string) (*live, error) {
 		}
 		lctx, cancel := context.WithCancel(e.ctx)
 		l = &live{id: canvasID, reqs: make(chan *request, 1024), wake: make(chan struct{}, 1),
-			cancel: cancel, ready: make(chan struct{}), exited: make(chan struct{}), idem: map[string]*IdempotencyRecord{}}
+			cancel: cancel, ready: make(chan struct{}), exited: make(chan struct{}), idem: map[string]*IdempotencyRecord{},
+			changed: map[canvas.Ref]struct{}{}}
 		e.lives[canvasID] = l
 		e.wg.Add(1)
 		go e.run(lctx, l)
@@ -364,22 +368,11 @@ func (e *Engine) load(ctx context.Context, l *live) error {
 	if err != nil {
 		return err
 	}
-	st := canvas.NewState()
-	snap, err := e.st.LoadStateSnapshot(ctx, l.id, c.HeadRev)
-	switch {
-	case err == nil && snap.Schema == reducer.Schema:
-		if s, derr := reducer.DecodeState(snap.Data); derr == nil {
-			st = s
-			l.snapRev = snap.Rev
-		} else {
-			e.log.Warn("ignoring unreadable state snapshot", "canvas", l.id, "rev", snap.Rev, "err", derr)
-		}
-	case err == nil:
-		e.log.Info("ignoring state snapshot of another schema", "canvas", l.id, "schema", snap.Schema)
-	case !errors.Is(err, canvas.ErrNotFound):
+	st, chain, err := e.loadState(ctx, l.id, c.HeadRev)
+	if err != nil {
 		return err
 	}
-	l.state = st
+	l.state, l.snapRev, l.snapHist, l.chain = st, st.Rev, st.History, chain
 	l.headEventID = strconv.FormatInt(st.Rev, 10)
 	return e.catchUp(ctx, l)
 }
@@ -410,7 +403,13 @@ func (e *Engine) catchUp(ctx context.Context, l *live) error {
 
 // committed records a durable commit in memory and publishes it.
 func (e *Engine) committed(l *live, c *canvas.Commit) {
+	if err := c.Encode(); err != nil { // commits read from the log; the engine's own are encoded
+		e.log.Warn("encoding a commit", "canvas", l.id, "rev", c.Rev, "err", err)
+	}
 	l.headEventID = c.EventID
+	for i := range c.Changes {
+		l.changed[canvas.Ref{Kind: c.Changes[i].Kind, ID: c.Changes[i].ID}] = struct{}{}
+	}
 	if len(l.recent) >= e.cfg.RecentCommits {
 		n := copy(l.recent, l.recent[len(l.recent)/4:])
 		clear(l.recent[n:])

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"testing"
 	"time"
@@ -14,9 +15,11 @@ import (
 	"github.com/canvasd/canvasd/store/sqlitestore"
 )
 
-// BenchmarkColdLoad100k measures loading a canvas whose log holds 100,500
-// commits (1,000 nodes, each moved about 100 times) into a fresh engine: the
-// stored state snapshot at rev 100,000 plus the 500-commit tail after it.
+// BenchmarkColdLoad100k measures loading a canvas of 100,000 shapes into a
+// fresh engine: the stored state snapshots plus the log after the last one
+// (500 moves are made after the last 1,000-commit boundary). It also reports
+// the heap the loaded canvas holds per shape (after a GC, with the engine
+// holding nothing else).
 func BenchmarkColdLoad100k(b *testing.B) {
 	ctx := context.Background()
 	path := filepath.Join(b.TempDir(), "cold.db")
@@ -32,7 +35,8 @@ func BenchmarkColdLoad100k(b *testing.B) {
 	if err := e.Start(ctx); err != nil {
 		b.Fatal(err)
 	}
-	const nodes, total, batch = 1000, 100500, 1000
+	const shapes, tail, batch = 100000, 500, 1000
+	const total = shapes + tail
 	rev := int64(0)
 	for rev < total {
 		n := min(batch, int(total-rev))
@@ -40,40 +44,57 @@ func BenchmarkColdLoad100k(b *testing.B) {
 		for i := 0; i < n; i++ {
 			k := int(rev) + i
 			var args any
-			typ := "create_node"
-			if k < nodes {
-				args = map[string]any{"id": fmt.Sprintf("n%d", k), "name": "node", "transform": map[string]any{"x": k, "y": k}}
+			typ := "create_shape"
+			if k < shapes {
+				args = map[string]any{"id": fmt.Sprintf("n%d", k), "type": "geo", "x": k % 300 * 120, "y": k / 300 * 120,
+					"props": map[string]any{"color": "blue", "label": fmt.Sprintf("node %d", k)}}
 			} else {
-				typ, args = "move", map[string]any{"id": fmt.Sprintf("n%d", k%nodes), "x": k, "y": -k}
+				typ, args = "move", map[string]any{"ids": []string{fmt.Sprintf("n%d", k%shapes)}, "dx": 1, "dy": -1}
 			}
 			a, _ := json.Marshal(args)
 			envs = append(envs, canvas.Envelope{Type: typ, Args: a})
 		}
 		resp, err := e.ExecuteBatch(ctx, "big", canvas.Actor{ID: "user-1", Type: canvas.ActorHuman}, rev, "", envs)
-		if err != nil || resp.Status != 200 {
-			b.Fatalf("batch at %d: %v %s", rev, err, resp.Body)
+		if err != nil || resp.Outcome != store.OutcomeApplied {
+			b.Fatalf("batch at %d: %v %s", rev, err, resp.Result)
 		}
 		rev += int64(n)
 	}
 	e.Stop() // waits for the background snapshot writes
+	e = nil
 	var times []time.Duration
+	var perShape float64
 	for i := 0; i < max(b.N, 5); i++ {
+		before := heapInUse()
 		fresh := store.NewEngine(st, store.EngineConfig{})
 		if err := fresh.Start(ctx); err != nil {
 			b.Fatal(err)
 		}
 		t0 := time.Now()
 		var head int64
-		if err := fresh.View(ctx, "big", -1, func(s *canvas.State, _ string) error { head = s.Rev; return nil }); err != nil {
+		var count int
+		if err := fresh.View(ctx, "big", -1, func(s *canvas.State, _ string) error { head, count = s.Rev, len(s.Nodes); return nil }); err != nil {
 			b.Fatal(err)
 		}
 		times = append(times, time.Since(t0))
+		if i == 0 {
+			perShape = float64(heapInUse()-before) / shapes
+		}
 		fresh.Stop()
-		if head != total {
-			b.Fatalf("cold load reached rev %d, want %d", head, total)
+		if head != total || count != shapes {
+			b.Fatalf("cold load reached rev %d with %d shapes, want %d and %d", head, count, total, shapes)
 		}
 	}
 	sort.Slice(times, func(i, j int) bool { return times[i] < times[j] })
 	b.ReportMetric(float64(times[len(times)/2].Microseconds())/1000, "p50-ms")
 	b.ReportMetric(float64(times[len(times)-1].Microseconds())/1000, "max-ms")
+	b.ReportMetric(perShape, "heap-B/shape")
+}
+
+// heapInUse returns the live heap after a full collection.
+func heapInUse() int64 {
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return int64(m.HeapAlloc)
 }

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	mrand "math/rand/v2"
-	"net/http"
 	"sort"
 	"strconv"
 	"strings"
@@ -25,14 +24,14 @@ const maxIdemCache = 10000
 // maxRecoveryScan bounds how many commits a 409 scans for recovery_ops.
 const maxRecoveryScan = 2000
 
-// Execute decides and commits one command on a canvas for actor. It returns
-// the HTTP answer for applied (200) and conflicting (409) commands and for
-// idempotent replays; other failures are errors (a *canvas.FieldError for
-// 400/422, canvas.ErrNotFound for an unknown canvas, canvas.ErrUnavailable).
-// A rejected or conflicting command writes nothing.
-func (e *Engine) Execute(ctx context.Context, canvasID string, actor canvas.Actor, env canvas.Envelope) (Response, error) {
+// Execute decides and commits one command on a canvas for actor. It answers
+// applied and conflicting commands and idempotent replays; other failures are
+// errors (a *canvas.FieldError for an invalid or unprocessable command,
+// canvas.ErrNotFound for an unknown canvas, canvas.ErrUnavailable). A
+// rejected or conflicting command writes nothing.
+func (e *Engine) Execute(ctx context.Context, canvasID string, actor canvas.Actor, env canvas.Envelope) (Answer, error) {
 	if err := env.Validate(); err != nil {
-		return Response{}, err
+		return Answer{}, err
 	}
 	r := &request{ctx: ctx, actor: actor, envs: []canvas.Envelope{env}, baseRev: *env.BaseRev,
 		idemKey: env.IdempotencyKey}
@@ -46,12 +45,12 @@ func (e *Engine) Execute(ctx context.Context, canvasID string, actor canvas.Acto
 // command, each checked against baseRev (envelopes may omit base_rev). The
 // batch's own idempotencyKey, if any, makes a retry return the stored answer;
 // envelopes inside a batch must not carry keys of their own.
-func (e *Engine) ExecuteBatch(ctx context.Context, canvasID string, actor canvas.Actor, baseRev int64, idempotencyKey string, envs []canvas.Envelope) (Response, error) {
+func (e *Engine) ExecuteBatch(ctx context.Context, canvasID string, actor canvas.Actor, baseRev int64, idempotencyKey string, envs []canvas.Envelope) (Answer, error) {
 	if len(envs) == 0 {
-		return Response{}, canvas.Invalid("commands", "must hold at least one command")
+		return Answer{}, canvas.Invalid("commands", "must hold at least one command")
 	}
 	if len(idempotencyKey) > canvas.MaxIdempotencyKeyLen {
-		return Response{}, canvas.Invalid("idempotency_key", "is longer than %d characters", canvas.MaxIdempotencyKeyLen)
+		return Answer{}, canvas.Invalid("idempotency_key", "is longer than %d characters", canvas.MaxIdempotencyKeyLen)
 	}
 	fp := strings.Builder{}
 	fp.WriteString("batch\x00" + strconv.FormatInt(baseRev, 10))
@@ -60,10 +59,10 @@ func (e *Engine) ExecuteBatch(ctx context.Context, canvasID string, actor canvas
 			envs[i].BaseRev = &baseRev
 		}
 		if err := envs[i].Validate(); err != nil {
-			return Response{}, prefixField(err, fmt.Sprintf("commands[%d].", i))
+			return Answer{}, prefixField(err, fmt.Sprintf("commands[%d].", i))
 		}
 		if envs[i].IdempotencyKey != "" {
-			return Response{}, canvas.Invalid(fmt.Sprintf("commands[%d].idempotency_key", i),
+			return Answer{}, canvas.Invalid(fmt.Sprintf("commands[%d].idempotency_key", i),
 				"commands inside a batch cannot carry their own key; put one idempotency_key on the batch")
 		}
 		if idempotencyKey != "" {
@@ -75,27 +74,27 @@ func (e *Engine) ExecuteBatch(ctx context.Context, canvasID string, actor canvas
 	return e.submit(ctx, canvasID, r)
 }
 
-func (e *Engine) submit(ctx context.Context, canvasID string, r *request) (Response, error) {
+func (e *Engine) submit(ctx context.Context, canvasID string, r *request) (Answer, error) {
 	r.start = time.Now()
-	r.done = make(chan Response, 1)
+	r.done = make(chan Answer, 1)
 	for {
 		l, err := e.get(ctx, canvasID)
 		if err != nil {
-			return Response{}, err
+			return Answer{}, err
 		}
 		select {
 		case l.reqs <- r:
 		case <-l.exited:
 			continue // retired while idle: load it again
 		case <-ctx.Done():
-			return Response{}, ctx.Err()
+			return Answer{}, ctx.Err()
 		}
 		// Once queued, wait for the answer even if the client goes away: the
 		// command may commit, and its idempotency key will say so on a retry.
 		select {
 		case resp, ok := <-r.done:
 			if !ok {
-				return Response{}, r.err
+				return Answer{}, r.err
 			}
 			return resp, r.err
 		case <-l.exited:
@@ -104,13 +103,13 @@ func (e *Engine) submit(ctx context.Context, canvasID string, r *request) (Respo
 				if ok {
 					return resp, r.err
 				}
-				return Response{}, r.err
+				return Answer{}, r.err
 			default: // queued after the writer stopped: it never ran
 			}
 			if l.isRetired() {
 				continue
 			}
-			return Response{}, fmt.Errorf("canvas %s is shutting down or was deleted: %w", canvasID, canvas.ErrUnavailable)
+			return Answer{}, fmt.Errorf("canvas %s is shutting down or was deleted: %w", canvasID, canvas.ErrUnavailable)
 		}
 	}
 }
@@ -118,7 +117,7 @@ func (e *Engine) submit(ctx context.Context, canvasID string, r *request) (Respo
 // pending is one request's answer being prepared within a group.
 type pending struct {
 	req      *request
-	resp     Response
+	resp     Answer
 	err      error
 	commits  int // how many commits of the group are this request's
 	follower int // index+1 of the request with the same idempotency key in this group
@@ -228,13 +227,16 @@ func (e *Engine) observe(r *request, outcome string) {
 // them and returns the answers. On failure the state is rolled back.
 func (e *Engine) tryGroup(ctx context.Context, l *live, group []*request) ([]*pending, error) {
 	headBefore := l.state.Rev
-	var j journal
+	j := &l.journal
+	defer j.reset()
 	var commits []canvas.Commit
 	var idems []IdempotencyRecord
 	answers := make([]*pending, len(group))
-	keyOwner := map[string]int{}
+	ps := make([]pending, len(group))
+	var keyOwner map[string]int // request index by idempotency key, made for the first key
 	for i, r := range group {
-		p := &pending{req: r}
+		p := &ps[i]
+		p.req = r
 		answers[i] = p
 		if r.idemKey != "" {
 			if rec, ok := l.idem[r.idemKey]; ok {
@@ -250,6 +252,9 @@ func (e *Engine) tryGroup(ctx context.Context, l *live, group []*request) ([]*pe
 				}
 				continue
 			}
+			if keyOwner == nil {
+				keyOwner = map[string]int{}
+			}
 			keyOwner[r.idemKey] = i
 		}
 		mark := j.mark()
@@ -257,14 +262,14 @@ func (e *Engine) tryGroup(ctx context.Context, l *live, group []*request) ([]*pe
 		firstCommit := len(commits)
 		p.outcome = "applied"
 		for k := range r.envs {
-			c, res, err := e.decideOne(ctx, l, r, k, reqStart, &j, commits)
+			c, res, err := e.decideOne(ctx, l, r, k, reqStart, j, commits)
 			if err != nil {
 				j.rollback(l.state, mark)
 				commits = commits[:firstCommit]
 				p.results, p.commits = nil, 0
 				var ce *canvas.ConflictError
 				if errors.As(err, &ce) {
-					p.resp = Response{Status: http.StatusConflict, Body: mustJSON(ce.Result)}
+					p.resp = Answer{Outcome: OutcomeConflict, Result: mustJSON(ce.Result)}
 					p.outcome = "conflict"
 				} else {
 					if r.batch {
@@ -288,7 +293,7 @@ func (e *Engine) tryGroup(ctx context.Context, l *live, group []*request) ([]*pe
 				switch {
 				case err == nil:
 					e.cacheIdem(l, &rec)
-					p.err, p.resp = nil, Response{}
+					p.err, p.resp = nil, Answer{}
 					e.replay(p, &rec)
 				case !errors.Is(err, canvas.ErrNotFound):
 					j.rollback(l.state, 0)
@@ -298,14 +303,14 @@ func (e *Engine) tryGroup(ctx context.Context, l *live, group []*request) ([]*pe
 			continue
 		}
 		if r.batch {
-			p.resp = Response{Status: http.StatusOK, Body: mustJSON(batchResult{Status: canvas.StatusApplied,
+			p.resp = Answer{Outcome: OutcomeApplied, Result: mustJSON(BatchResult{Status: canvas.StatusApplied,
 				CurrentRev: l.state.Rev, Results: p.results})}
 		} else {
-			p.resp = Response{Status: http.StatusOK, Body: mustJSON(p.results[0])}
+			p.resp = Answer{Outcome: OutcomeApplied, Result: mustJSON(p.results[0])}
 		}
 		if r.idemKey != "" {
 			p.idem = &IdempotencyRecord{CanvasID: l.id, Key: r.idemKey, Fingerprint: r.fp,
-				Status: p.resp.Status, Body: p.resp.Body, Rev: l.state.Rev, CreatedAt: e.cfg.Now().UTC()}
+				Outcome: p.resp.Outcome, Result: p.resp.Result, Rev: l.state.Rev, CreatedAt: e.cfg.Now().UTC()}
 			idems = append(idems, *p.idem)
 		}
 	}
@@ -343,7 +348,7 @@ func (e *Engine) replay(p *pending, rec *IdempotencyRecord) {
 		p.outcome = "rejected"
 		return
 	}
-	p.resp = Response{Status: rec.Status, Body: rec.Body, Replayed: true}
+	p.resp = Answer{Outcome: rec.Outcome, Result: rec.Result, Replayed: true}
 	p.outcome = "replayed"
 }
 
@@ -433,8 +438,12 @@ func (e *Engine) decideOne(ctx context.Context, l *live, r *request, k int, reqS
 	if c.Changes == nil {
 		c.Changes = []canvas.Change{}
 	}
+	// Encoded once: the log, SSE and the events endpoints share the bytes.
+	if err := c.Encode(); err != nil {
+		return nil, canvas.RevisionResult{}, canvas.Unprocessable("args", "the resulting commit cannot be encoded: %v", err)
+	}
 	j.record(l.state, c)
-	if err := reducer.Apply(l.state, c); err != nil {
+	if err := reducer.ApplyDecision(l.state, c, &dec); err != nil {
 		return nil, canvas.RevisionResult{}, fmt.Errorf("applying decided changes: %w", err)
 	}
 	created := dec.CreatedIDs
@@ -491,30 +500,9 @@ func (e *Engine) cacheIdem(l *live, rec *IdempotencyRecord) {
 	}
 }
 
-// maybeSnapshot stores a state snapshot every SnapshotEvery commits, in the background.
-func (e *Engine) maybeSnapshot(l *live) {
-	if l.state.Rev-l.snapRev < e.cfg.SnapshotEvery {
-		return
-	}
-	data, err := reducer.EncodeState(l.state)
-	if err != nil {
-		e.log.Error("encoding state snapshot", "canvas", l.id, "err", err)
-		return
-	}
-	l.snapRev = l.state.Rev
-	snap := StateSnapshot{Rev: l.state.Rev, Schema: reducer.Schema, Data: data}
-	e.wg.Add(1)
-	go func() {
-		defer e.wg.Done()
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(e.ctx), 30*time.Second)
-		defer cancel()
-		if err := e.st.SaveStateSnapshot(ctx, l.id, snap); err != nil {
-			e.log.Warn("storing state snapshot", "canvas", l.id, "rev", snap.Rev, "err", err)
-		}
-	}()
-}
-
-type batchResult struct {
+// BatchResult is the result document of an applied batch: one
+// canvas.RevisionResult per command, in order.
+type BatchResult struct {
 	Status     string                  `json:"status"`
 	CurrentRev int64                   `json:"current_rev"`
 	Results    []canvas.RevisionResult `json:"results"`

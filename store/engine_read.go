@@ -37,11 +37,9 @@ func (e *Engine) View(ctx context.Context, canvasID string, atRev int64, fn func
 
 // stateAt rebuilds the state at rev from the nearest snapshot and the log.
 func (e *Engine) stateAt(ctx context.Context, canvasID string, rev int64) (*canvas.State, string, error) {
-	s := canvas.NewState()
-	if snap, err := e.st.LoadStateSnapshot(ctx, canvasID, rev); err == nil && snap.Schema == reducer.Schema {
-		if d, derr := reducer.DecodeState(snap.Data); derr == nil {
-			s = d
-		}
+	s, _, err := e.loadState(ctx, canvasID, rev)
+	if err != nil {
+		return nil, "", err
 	}
 	evt := strconv.FormatInt(s.Rev, 10)
 	for s.Rev < rev {
@@ -195,6 +193,12 @@ type journalEntry struct {
 }
 
 func (j *journal) mark() int { return len(j.entries) }
+
+// reset empties the journal for the next group, keeping its room.
+func (j *journal) reset() {
+	clear(j.entries)
+	j.entries = j.entries[:0]
+}
 
 // record saves what c's changes will overwrite. reducer.Apply replaces
 // entities (and the History map) rather than editing them in place, so the

@@ -19,14 +19,38 @@ import (
 
 // collector is a Publisher that records what it is given.
 type collector struct {
-	mu      sync.Mutex
-	commits []*canvas.Commit
+	mu        sync.Mutex
+	commits   []*canvas.Commit
+	published chan struct{} // signalled after each Publish (buffer of one)
 }
+
+func newCollector() *collector { return &collector{published: make(chan struct{}, 1)} }
 
 func (c *collector) Publish(cm *canvas.Commit) {
 	c.mu.Lock()
 	c.commits = append(c.commits, cm)
 	c.mu.Unlock()
+	select {
+	case c.published <- struct{}{}:
+	default:
+	}
+}
+
+func (c *collector) count() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.commits)
+}
+
+// waitCount waits until n commits were published or the deadline passes.
+func (c *collector) waitCount(n int, deadline <-chan time.Time) {
+	for c.count() < n {
+		select {
+		case <-c.published:
+		case <-deadline:
+			return
+		}
+	}
 }
 
 func newEngine(t *testing.T, path string, pub store.Publisher) (*store.Engine, store.Store) {
@@ -56,9 +80,9 @@ var human = canvas.Actor{ID: "user-1", Type: canvas.ActorHuman}
 func TestTwoEnginesOneLog(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "shared.db")
-	var pubA, pubB collector
-	a, st := newEngine(t, path, &pubA)
-	b, _ := newEngine(t, path, &pubB)
+	pubA, pubB := newCollector(), newCollector()
+	a, st := newEngine(t, path, pubA)
+	b, _ := newEngine(t, path, pubB)
 	if err := st.CreateCanvas(ctx, canvas.Canvas{ID: "c", CreatedAt: time.Now()}); err != nil {
 		t.Fatal(err)
 	}
@@ -80,8 +104,8 @@ func TestTwoEnginesOneLog(t *testing.T) {
 			}
 			for i := 0; i < 25; i++ {
 				resp, err := e.Execute(ctx, "c", human, envelope("create_node", 0, map[string]any{"id": fmt.Sprintf("n%d-%d", w, i)}))
-				if err != nil || resp.Status != 200 {
-					t.Errorf("execute: %v %d %s", err, resp.Status, resp.Body)
+				if err != nil || resp.Outcome != store.OutcomeApplied {
+					t.Errorf("execute: %v %s %s", err, resp.Outcome, resp.Result)
 					return
 				}
 			}
@@ -100,23 +124,24 @@ func TestTwoEnginesOneLog(t *testing.T) {
 			t.Fatalf("gap at %d: rev %d", i+1, c.Rev)
 		}
 	}
-	// Catch up both (one may not have seen the other's last commits) and compare.
+	// Catch up both (one may not have seen the other's last commits): each
+	// publishes all 200 commits, then both states are equal.
 	a.Wake("c")
 	b.Wake("c")
-	var sa, sb []byte
-	deadline := time.Now().Add(5 * time.Second)
-	for time.Now().Before(deadline) {
-		_ = a.View(ctx, "c", -1, func(s *canvas.State, _ string) error { sa, _ = json.Marshal(s.Scene()); return nil })
-		_ = b.View(ctx, "c", -1, func(s *canvas.State, _ string) error { sb, _ = json.Marshal(s.Scene()); return nil })
-		if string(sa) == string(sb) {
-			break
+	deadline := time.After(10 * time.Second)
+	for _, pub := range []*collector{pubA, pubB} {
+		pub.waitCount(200, deadline)
+		if n := pub.count(); n != 200 {
+			t.Fatalf("an engine published %d commits, want 200", n)
 		}
-		time.Sleep(10 * time.Millisecond)
 	}
+	var sa, sb []byte
+	_ = a.View(ctx, "c", -1, func(s *canvas.State, _ string) error { sa, _ = json.Marshal(s.Scene()); return nil })
+	_ = b.View(ctx, "c", -1, func(s *canvas.State, _ string) error { sb, _ = json.Marshal(s.Scene()); return nil })
 	if string(sa) != string(sb) {
 		t.Fatal("engines disagree after catching up")
 	}
-	for _, pub := range []*collector{&pubA, &pubB} {
+	for _, pub := range []*collector{pubA, pubB} {
 		pub.mu.Lock()
 		for i, c := range pub.commits {
 			if c.Rev != int64(i+1) {
@@ -217,8 +242,8 @@ func TestIdleCanvasesUnload(t *testing.T) {
 			defer wg.Done()
 			for i := 0; i < 50; i++ {
 				resp, err := e.Execute(ctx, "a", human, envelope("create_node", 0, map[string]any{"id": fmt.Sprintf("n%d-%d", w, i)}))
-				if err != nil || resp.Status != 200 {
-					t.Errorf("execute: %v %d %s", err, resp.Status, resp.Body)
+				if err != nil || resp.Outcome != store.OutcomeApplied {
+					t.Errorf("execute: %v %s %s", err, resp.Outcome, resp.Result)
 					return
 				}
 				if i%10 == 0 {
@@ -262,20 +287,36 @@ func TestIdempotencyRecordsArePruned(t *testing.T) {
 	if _, err := st.GetIdempotency(ctx, "c", "k"); err != nil {
 		t.Fatalf("record not stored: %v", err)
 	}
-	later := store.NewEngine(st, store.EngineConfig{IdempotencyTTL: time.Hour, Now: func() time.Time { return time.Now().Add(2 * time.Hour) }})
+	pruned := &pruneSignal{Store: st, done: make(chan error, 1)}
+	later := store.NewEngine(pruned, store.EngineConfig{IdempotencyTTL: time.Hour, Now: func() time.Time { return time.Now().Add(2 * time.Hour) }})
 	if err := later.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
 	defer later.Stop()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		_, err := st.GetIdempotency(ctx, "c", "k")
-		if errors.Is(err, canvas.ErrNotFound) {
-			return
+	select {
+	case err := <-pruned.done:
+		if err != nil {
+			t.Fatal(err)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("record not pruned: %v", err)
-		}
-		time.Sleep(10 * time.Millisecond)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the engine did not prune at start")
 	}
+	if _, err := st.GetIdempotency(ctx, "c", "k"); !errors.Is(err, canvas.ErrNotFound) {
+		t.Fatalf("record not pruned: %v", err)
+	}
+}
+
+// pruneSignal reports each PruneIdempotency of the store it wraps.
+type pruneSignal struct {
+	store.Store
+	done chan error
+}
+
+func (p *pruneSignal) PruneIdempotency(ctx context.Context, cutoff time.Time) (int64, error) {
+	n, err := p.Store.PruneIdempotency(ctx, cutoff)
+	select {
+	case p.done <- err:
+	default:
+	}
+	return n, err
 }

@@ -14,7 +14,9 @@ import (
 // Store persists canvases, their event logs, state snapshots, idempotency
 // records and tokens. All methods are safe for concurrent use. Errors wrap
 // the canvas sentinels (canvas.ErrNotFound, ...); a backend that cannot be
-// reached returns an error wrapping canvas.ErrUnavailable.
+// reached returns an error wrapping canvas.ErrUnavailable. The message of a
+// not-found or already-exists error names what was asked for (`canvas "x":
+// not found`) and nothing of the backend: the API shows it to the client.
 type Store interface {
 	// CreateCanvas stores a new canvas with head 0. An existing id is canvas.ErrAlreadyExists.
 	CreateCanvas(ctx context.Context, c canvas.Canvas) error
@@ -63,13 +65,73 @@ type Store interface {
 	CreateToken(ctx context.Context, t TokenRecord) error
 	// TokenByHash returns the token with that SHA-256 hash, or canvas.ErrNotFound.
 	TokenByHash(ctx context.Context, hash []byte) (TokenRecord, error)
+	// TokenByActor returns the token of an actor, or canvas.ErrNotFound.
+	TokenByActor(ctx context.Context, actorID string) (TokenRecord, error)
+	// ListTokens returns every token ordered by creation time, then actor id.
+	ListTokens(ctx context.Context) ([]TokenRecord, error)
 	// RevokeToken deletes the token of an actor, or returns canvas.ErrNotFound.
 	RevokeToken(ctx context.Context, actorID string) error
+	// RenewToken moves the expiry of an actor's token to expiresAt (also
+	// when it has passed, as long as the token was not pruned), or returns
+	// canvas.ErrNotFound. Token reads return expired tokens too; callers
+	// refuse them (TokenRecord.Expired).
+	RenewToken(ctx context.Context, actorID string, expiresAt time.Time) error
+	// PruneTokens deletes the tokens whose expiry is at or before now and
+	// says how many; tokens without an expiry stay.
+	PruneTokens(ctx context.Context, now time.Time) (int64, error)
+
+	HostStore
 
 	// Ping reports whether the backend is reachable (for /readyz).
 	Ping(ctx context.Context) error
 	// Close releases the backend's resources.
 	Close() error
+}
+
+// HostStore keeps what the canvas host shares between the processes of a
+// deployment: each host session's files (agent-written pages and assets) and
+// its A2UI state, and named secrets (the page-ticket key). Session names and
+// paths reach it validated by package host; the store keeps paths as given
+// and compares them byte for byte (case-sensitive, no normalization).
+//
+// A session's files form a tree: "a/b.html" lies in directory "a". A
+// directory exists while a file lies under it; there are no empty
+// directories. A path can never be both a file and a directory.
+type HostStore interface {
+	// PutHostFile stores f (Session, Path, Data, Modified; Size is taken
+	// from Data) as one write, replacing the file at that path; created
+	// says the path held no file before. A path that is a directory (a file
+	// lies under Path+"/"), or one of whose parent directories is a file, is
+	// canvas.ErrConflict and writes nothing, also when two processes race.
+	PutHostFile(ctx context.Context, f canvas.HostFile) (created bool, err error)
+	// GetHostFile returns the file at path with its data, or
+	// canvas.ErrNotFound (also when path is a directory).
+	GetHostFile(ctx context.Context, session, path string) (canvas.HostFile, error)
+	// HostDirExists reports whether a file lies under dir+"/" (dir "" is the
+	// session root: whether the session has any file).
+	HostDirExists(ctx context.Context, session, dir string) (bool, error)
+	// DeleteHostFile removes the file at path, or returns canvas.ErrNotFound
+	// when no file is there (a directory included).
+	DeleteHostFile(ctx context.Context, session, path string) error
+	// ListHostFiles returns up to limit files of the session without their
+	// data, ordered by path byte for byte; a session without files has none
+	// (an empty slice, not an error).
+	ListHostFiles(ctx context.Context, session string, limit int) ([]canvas.HostFile, error)
+
+	// LoadHostState returns the session's A2UI state document and its
+	// version: 0 and nil when none was ever saved.
+	LoadHostState(ctx context.Context, session string) (version int64, data []byte, err error)
+	// SaveHostState replaces the session's state with data as version
+	// expected+1, when the stored version is expected; otherwise it writes
+	// nothing and returns canvas.ErrHeadMismatch (another writer saved
+	// first: load and retry). Of concurrent saves from one version exactly
+	// one succeeds.
+	SaveHostState(ctx context.Context, session string, expected int64, data []byte) error
+
+	// SharedSecret returns the secret stored under name, first storing
+	// candidate when there is none, so every process sharing the store gets
+	// the same bytes. candidate must not be empty.
+	SharedSecret(ctx context.Context, name string, candidate []byte) ([]byte, error)
 }
 
 // Notifier is implemented by stores shared between processes (PostgreSQL).
@@ -109,15 +171,37 @@ type StateSnapshot struct {
 	Data   []byte
 }
 
-// IdempotencyRecord is the stored answer to a command sent with an
-// idempotency key: replays return Status and Body unchanged.
+// Outcome is what became of a command or batch the Engine executed. The API
+// maps outcomes to HTTP statuses (and errors to problem documents) in one place.
+type Outcome string
+
+// Outcomes.
+const (
+	// OutcomeApplied: committed; the result is a canvas.RevisionResult (for a
+	// batch, a BatchResult).
+	OutcomeApplied Outcome = "applied"
+	// OutcomeConflict: not committed, because what the command touches changed
+	// after its base_rev (or strict is set); the result is a
+	// canvas.ConflictResult with recovery_ops.
+	OutcomeConflict Outcome = "conflict"
+)
+
+// Answer is the Engine's answer to a command or batch.
+type Answer struct {
+	Outcome  Outcome
+	Result   []byte // the result document as JSON; a replay returns the original bytes
+	Replayed bool   // the stored answer to an earlier command with the same idempotency key
+}
+
+// IdempotencyRecord is the stored answer to a command (or batch) sent with
+// an idempotency key: replays return Outcome and Result unchanged.
 type IdempotencyRecord struct {
 	CanvasID    string
 	Key         string
-	Fingerprint string // canvas.Envelope.Fingerprint of the original envelope
-	Status      int    // HTTP status of the original answer
-	Body        []byte // JSON body of the original answer
-	Rev         int64  // revision the command committed as
+	Fingerprint string  // canvas.Envelope.Fingerprint of the original envelope
+	Outcome     Outcome // what became of the original command
+	Result      []byte  // the original answer's result document (JSON)
+	Rev         int64   // revision the command committed as
 	CreatedAt   time.Time
 }
 
@@ -141,4 +225,10 @@ type TokenRecord struct {
 	Canvases  []string // empty: every canvas
 	Name      string
 	CreatedAt time.Time
+	ExpiresAt time.Time // zero: never expires
+}
+
+// Expired reports whether the token's expiry is at or before now.
+func (t TokenRecord) Expired(now time.Time) bool {
+	return !t.ExpiresAt.IsZero() && !now.Before(t.ExpiresAt)
 }

@@ -1,17 +1,17 @@
-// Package web is canvasd's browser UI: a static shell (plain HTML, CSS and
-// JavaScript, no build step, no external network) embedded in the binary.
-// The shell is public; it asks for a token (kept in localStorage, or taken
-// from ?access_token=) and then talks to the API like any other client:
-// snapshot, commands with base_rev, and the canvas SSE stream. On that
-// stream it answers the server's invoke calls from a fixed set of actions
-// (agent:screenshot renders the SVG scene to a PNG data URL on an offscreen
-// canvas; viewport; selection; anything else is refused, nothing is
-// evaluated), and its agent box starts runs (POST /api/canvas-agent/run)
-// with the page's viewport and selection.
+// Package web serves canvasd's browser UI: a TypeScript application (source
+// in web/ui: Excalidraw for the canvas, CodeMirror 6 for documents, on the
+// public API) bundled by `make ui` into web/dist and embedded in the binary.
+// A binary built without the bundle still serves a page at / that says how
+// to build it.
+//
+// The shell is public; it asks for a token (kept in localStorage, or handed
+// over once in the fragment as #access_token=...) and then talks to the API
+// like any other client.
 package web
 
 import (
 	"bytes"
+	"compress/gzip"
 	"crypto/sha256"
 	"embed"
 	"encoding/base64"
@@ -20,58 +20,82 @@ import (
 	"net/http"
 	"path"
 	"strings"
+	"sync"
 	"time"
 )
 
-//go:embed static
+//go:embed dist
 var files embed.FS
 
-// CSP is the Content-Security-Policy of every response: scripts, styles and
-// connections only from the serving origin, no framing, no plugins, no
-// forms. User text is never parsed as HTML by the UI; this is the second
-// line of defence.
-const CSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; " +
-	"connect-src 'self'; font-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+// CSP is the Content-Security-Policy of every response: scripts,
+// connections, fonts and frames only from the serving origin, no plugins,
+// no forms, no framing of the UI. Inline styles are allowed (the editors set
+// them); user text is never parsed as HTML by the UI.
+const CSP = "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data: blob:; " +
+	"font-src 'self' data:; connect-src 'self'; worker-src 'self' blob:; frame-src 'self'; " +
+	"base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 
-// asset is one embedded file with its precomputed validator.
+// asset is one embedded file with its validator and, for text, a lazily
+// gzipped copy.
 type asset struct {
-	body  []byte
-	ctype string
-	etag  string
+	body      []byte
+	ctype     string
+	etag      string
+	immutable bool // a content-hashed name: cached for a year
+
+	gzOnce sync.Once
+	gz     []byte
 }
 
-// handler serves the shell and its assets from memory.
+// handler serves the bundle from memory.
 type handler struct {
-	assets map[string]asset // by name relative to static/, e.g. "app.js"
+	assets map[string]*asset // by path relative to dist/, e.g. "app.js", "chunks/x-HASH.js"
+	built  bool              // dist/index.html exists
 }
 
-// Handler returns the UI's handler. It serves index.html for "/" (and
-// "/index.html"), and the files under static/ at "/ui/<name>". Only GET and
-// HEAD are allowed (405 otherwise); unknown paths are 404. Every answer
-// carries the CSP above, X-Content-Type-Options: nosniff and
-// Referrer-Policy: no-referrer (the page may hold a token in its URL), and
-// a strong ETag so browsers revalidate instead of running stale code. It is
-// safe for concurrent use and holds no credentials: the page gets its token
-// from the user.
+// Handler returns the UI's handler. It serves index.html at "/" (and
+// "/index.html") and the bundle's files at "/ui/<path>". Only GET and HEAD
+// are allowed (405 otherwise); unknown paths are 404 problem documents.
+// Every answer carries the CSP above, X-Content-Type-Options: nosniff and
+// Referrer-Policy: no-referrer; files carry a strong ETag (content-hashed
+// chunks and fonts are also immutable for a year) and are gzipped when the
+// client accepts it. Without a built bundle, "/" answers a page saying how
+// to build the UI. Safe for concurrent use; holds no credentials.
 func Handler() http.Handler {
-	h := &handler{assets: map[string]asset{}}
-	err := fs.WalkDir(files, "static", func(p string, d fs.DirEntry, err error) error {
+	dist, err := fs.Sub(files, "dist")
+	if err != nil {
+		panic("web: embedded assets: " + err.Error()) // compiled in: cannot fail at run time
+	}
+	return newHandler(dist)
+}
+
+// newHandler serves the bundle in dist (the embedded one, or a test's).
+func newHandler(dist fs.FS) http.Handler {
+	h := &handler{assets: map[string]*asset{}}
+	err := fs.WalkDir(dist, ".", func(name string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
 		}
-		b, err := files.ReadFile(p)
+		b, err := fs.ReadFile(dist, name)
 		if err != nil {
 			return err
 		}
 		sum := sha256.Sum256(b)
-		h.assets[strings.TrimPrefix(p, "static/")] = asset{body: b, ctype: contentType(p),
-			etag: `"` + base64.RawURLEncoding.EncodeToString(sum[:12]) + `"`}
+		h.assets[name] = &asset{body: b, ctype: contentType(name), etag: `"` + base64.RawURLEncoding.EncodeToString(sum[:12]) + `"`,
+			immutable: strings.HasPrefix(name, "chunks/") || strings.HasPrefix(name, "assets/") || strings.HasPrefix(name, "fonts/")}
 		return nil
 	})
 	if err != nil {
 		panic("web: embedded assets: " + err.Error()) // compiled in: cannot fail at run time
 	}
+	_, h.built = h.assets["index.html"]
 	return h
+}
+
+// Built reports whether the binary holds the UI bundle.
+func Built() bool {
+	_, err := fs.Stat(files, "dist/index.html")
+	return err == nil
 }
 
 // ServeHTTP implements http.Handler.
@@ -90,21 +114,80 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var name string
 	switch p := r.URL.Path; {
 	case p == "/" || p == "/index.html":
+		if !h.built {
+			hd.Set("Content-Type", "text/html; charset=utf-8")
+			hd.Set("Cache-Control", "no-cache")
+			_, _ = w.Write([]byte(notBuiltPage))
+			return
+		}
 		name = "index.html"
 	case strings.HasPrefix(p, "/ui/"):
-		name = path.Clean(strings.TrimPrefix(p, "/ui/"))
+		name = strings.TrimPrefix(p, "/ui/")
 	}
 	a, ok := h.assets[name]
-	if !ok || name == "" || strings.HasPrefix(name, ".") {
-		problem(w, http.StatusNotFound, "not-found", "Not found",
-			"no web UI asset at "+r.URL.Path+"; the UI is served at /")
+	if !ok || name == "" || name == "BUILD.txt" || path.Clean(name) != name || strings.HasPrefix(path.Base(name), ".") {
+		detail := "no web UI asset at " + r.URL.Path + "; the UI is served at /"
+		if !h.built {
+			detail += " (this binary was built without the UI bundle: run `make ui`, then rebuild)"
+		}
+		problem(w, http.StatusNotFound, "not-found", "Not found", detail)
 		return
 	}
 	hd.Set("Content-Type", a.ctype)
-	hd.Set("Cache-Control", "no-cache")
+	if a.immutable {
+		hd.Set("Cache-Control", "public, max-age=31536000, immutable")
+	} else {
+		hd.Set("Cache-Control", "no-cache")
+	}
 	hd.Set("ETag", a.etag)
-	http.ServeContent(w, r, name, time.Time{}, bytes.NewReader(a.body)) // no Last-Modified: the ETag validates
+	body := a.body
+	if a.compressible() {
+		hd.Add("Vary", "Accept-Encoding")
+		if acceptsGzip(r) {
+			body = a.gzipped()
+			hd.Set("Content-Encoding", "gzip")
+		}
+	}
+	http.ServeContent(w, r, "", time.Time{}, bytes.NewReader(body)) // no Last-Modified: the ETag validates
 }
+
+func (a *asset) compressible() bool {
+	return len(a.body) > 1024 && (strings.HasPrefix(a.ctype, "text/") || strings.HasPrefix(a.ctype, "application/json"))
+}
+
+func (a *asset) gzipped() []byte {
+	a.gzOnce.Do(func() {
+		var buf bytes.Buffer
+		zw, _ := gzip.NewWriterLevel(&buf, gzip.BestSpeed)
+		_, _ = zw.Write(a.body)
+		_ = zw.Close()
+		a.gz = buf.Bytes()
+	})
+	return a.gz
+}
+
+func acceptsGzip(r *http.Request) bool {
+	for _, part := range strings.Split(r.Header.Get("Accept-Encoding"), ",") {
+		if enc, q, _ := strings.Cut(strings.TrimSpace(part), ";"); strings.TrimSpace(enc) == "gzip" && strings.TrimSpace(q) != "q=0" {
+			return true
+		}
+	}
+	return false
+}
+
+// notBuiltPage is what "/" shows when the binary has no UI bundle.
+const notBuiltPage = `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>canvasd</title></head>
+<body style="font: 15px/1.5 system-ui, sans-serif; max-width: 44em; margin: 3em auto; padding: 0 1em">
+<h1>canvasd is running, but this binary has no web UI</h1>
+<p>The browser UI is a TypeScript application in <code>web/ui</code> that is bundled and then
+embedded in the binary. This binary was built without the bundle (a plain <code>go build</code>).</p>
+<p>To build it (needs Node.js 20 and npm):</p>
+<pre>make ui      # npm ci and the bundle, into web/dist
+make build   # or make run: the binary now embeds the UI</pre>
+<p>The API works without the UI: see <a href="/openapi.yaml">/openapi.yaml</a>.</p>
+</body></html>
+`
 
 // problem writes a small RFC 9457 document (this package does not import api).
 func problem(w http.ResponseWriter, status int, typ, title, detail string) {
@@ -123,10 +206,18 @@ func contentType(name string) string {
 		return "text/css; charset=utf-8"
 	case ".js":
 		return "text/javascript; charset=utf-8"
+	case ".json":
+		return "application/json"
+	case ".txt":
+		return "text/plain; charset=utf-8"
 	case ".svg":
 		return "image/svg+xml"
 	case ".png":
 		return "image/png"
+	case ".woff2":
+		return "font/woff2"
+	case ".ttf":
+		return "font/ttf"
 	case ".ico":
 		return "image/x-icon"
 	}

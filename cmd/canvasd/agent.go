@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"path/filepath"
+	"net/http"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -34,53 +34,74 @@ type agentSide struct {
 
 // startAgent builds the server's agent side. In-process, the runner is a
 // client of this server's own HTTP API at baseURL, with an agent token minted
-// for this process (revoked at shutdown).
-func startAgent(ctx context.Context, c Config, getenv func(string) string, st store.Store, baseURL string,
+// for this process and kept alive by keeper (revoked at shutdown; expiring
+// when the process dies).
+func startAgent(ctx context.Context, c Config, getenv func(string) string, st store.Store, keeper *tokenKeeper, baseURL string,
 	hub *api.Hub, broker *host.Broker, reg prometheus.Registerer, log *slog.Logger) (agentSide, error) {
 	if c.AgentMode == agentOff {
 		return agentSide{stop: func() {}}, nil
 	}
-	cfg, err := agent.ConfigFromEnv(getenv)
+	cfg, err := agentConfig(c, getenv)
 	if err != nil {
 		return agentSide{}, err
 	}
-	cfg.Model = c.Model
-	sessions, err := agent.OpenSQLSessionStore(ctx, c.DatabaseURL, filepath.Join(c.DataDir, "canvasd.db"))
+	sessions, err := agentStore(st)
 	if err != nil {
-		return agentSide{}, fmt.Errorf("opening the agent session store: %w", err)
+		return agentSide{}, err
 	}
 	if c.AgentMode == agentWorkers {
 		q := agent.NewQueue(cfg, sessions, hub)
-		return agentSide{svc: q, inbox: agentInbox{svc: q, log: log}, stop: func() { sessions.Close() }}, nil
+		return agentSide{svc: q, inbox: agentInbox{svc: q, log: log}, stop: func() {}}, nil
 	}
-	rec, tok, err := api.NewTokenRecord(canvas.TokenRequest{Role: canvas.RoleEditor, ActorType: canvas.ActorAgent,
-		Name: "in-process agent runner"}, time.Now())
-	if err == nil {
-		err = st.CreateToken(ctx, rec)
-	}
+	tok, err := keeper.Mint(ctx, canvas.TokenRequest{Role: canvas.RoleEditor, ActorType: canvas.ActorAgent, Name: "in-process agent runner"})
 	if err != nil {
-		sessions.Close()
 		return agentSide{}, fmt.Errorf("minting the agent runner's token: %w", err)
 	}
-	cl, err := client.New(baseURL, tok.Token)
+	release := func() {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+		defer cancel()
+		keeper.Release(rctx, tok)
+	}
+	cl, err := client.New(baseURL, "", client.WithHTTPClient(&http.Client{Transport: tok.Transport(http.DefaultTransport)}))
 	if err != nil {
-		sessions.Close()
+		release()
 		return agentSide{}, err
 	}
-	runner, err := agent.NewRunner(agent.Deps{Config: cfg, Client: cl, ActorID: tok.ActorID, Events: hub, Store: sessions,
+	runner, err := agent.NewRunner(agent.Deps{Config: cfg, Client: cl, ActorID: tok.req.ActorID, Events: hub, Store: sessions,
 		Screenshots: api.AgentScreenshotter{Hub: hub, Broker: broker}, Logger: log, Metrics: agent.NewMetrics(reg)})
 	if err != nil {
-		sessions.Close()
+		release()
 		return agentSide{}, err
 	}
 	runner.Start(ctx)
 	return agentSide{svc: runner, inbox: agentInbox{svc: runner, log: log}, stop: func() {
 		runner.Stop()
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
-		defer cancel()
-		_ = st.RevokeToken(rctx, tok.ActorID)
-		sessions.Close()
+		release()
 	}}, nil
+}
+
+// agentStore returns st's store.AgentStore (both stores implement it).
+func agentStore(st store.Store) (store.AgentStore, error) {
+	as, ok := st.(store.AgentStore)
+	if !ok {
+		return nil, fmt.Errorf("the store %T keeps no agent sessions: %w", st, canvas.ErrUnavailable)
+	}
+	return as, nil
+}
+
+// agentConfig reads the agent's configuration from the environment. The
+// default model is, from strongest to weakest: --model on the command line,
+// CANVAS_AGENT_CONFIG's "model", CANVAS_STEWARD_MODEL, debug/fake.
+func agentConfig(c Config, getenv func(string) string) (agent.Config, error) {
+	cfg, err := agent.ConfigFromEnv(getenv)
+	if err != nil || !c.ModelFlag {
+		return cfg, err
+	}
+	cfg.Model = c.Model
+	if err := cfg.Validate(); err != nil {
+		return cfg, usageError{"--model: " + err.Error()}
+	}
+	return cfg, nil
 }
 
 // runAgent implements `canvasd agent`: a standalone worker that claims the
@@ -96,13 +117,20 @@ func runAgent(ctx context.Context, args []string, getenv func(string) string, st
 	if c.ServerURL == "" || c.Token == "" {
 		return usageError{"canvasd agent needs --server (CANVASD_URL) and --token (CANVASD_TOKEN, an agent token with the editor role)"}
 	}
-	cfg, err := agent.ConfigFromEnv(getenv)
+	cfg, err := agentConfig(c, getenv)
 	if err != nil {
 		return err
 	}
-	cfg.Model = c.Model
 	log := newLogger(c, stderr)
 	log.Info("canvasd agent worker starting", "server", c.ServerURL)
-	return agent.RunWorker(ctx, agent.WorkerSettings{ServerURL: c.ServerURL, Token: c.Token,
-		DatabaseURL: c.DatabaseURL, SQLitePath: filepath.Join(c.DataDir, "canvasd.db"), Config: cfg, Logger: log})
+	st, err := openStore(ctx, c, log) // the servers' store, where their runs are queued
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	sessions, err := agentStore(st)
+	if err != nil {
+		return err
+	}
+	return agent.RunWorker(ctx, agent.WorkerSettings{ServerURL: c.ServerURL, Token: c.Token, Store: sessions, Config: cfg, Logger: log})
 }

@@ -17,8 +17,9 @@ type Config struct {
 	DataDir         string
 	DatabaseURL     string
 	AdminToken      string
-	HostSecret      string // page-ticket key material; empty: derived from AdminToken, else random per process
-	Model           string
+	HostSecret      string // page-ticket key material; empty: a random key kept in the store
+	Model           string // --model (CANVAS_STEWARD_MODEL); see agentConfig for how it combines with CANVAS_AGENT_CONFIG
+	ModelFlag       bool   // --model was given on the command line
 	AgentMode       string
 	ServerURL       string // canvasd agent: the server to work for
 	Token           string // canvasd agent: its agent token
@@ -27,8 +28,11 @@ type Config struct {
 	MaxImageBytes   int64
 	SnapshotEvery   int64
 	Heartbeat       time.Duration
-	FullSync        bool // embedded store: fsync every commit (survives power loss)
+	ReadTimeout     time.Duration // longest a request (headers and body) may take to arrive
+	IdleTimeout     time.Duration // how long a keep-alive connection may sit idle
+	FullSync        bool          // embedded store: fsync every commit (survives power loss)
 	ShutdownTimeout time.Duration
+	AgentTokenTTL   time.Duration // lifetime of the in-process runner's token, renewed every third of it
 }
 
 // setting is one flag with its environment variable and default.
@@ -66,9 +70,9 @@ func settings() []setting {
 		{"data-dir", "CANVASD_DATA_DIR", "./data", "directory for the embedded store and host files", str(func(c *Config) *string { return &c.DataDir })},
 		{"database-url", "CANVASD_DATABASE_URL", "", "empty: the embedded store in the data dir; postgres://...: PostgreSQL", str(func(c *Config) *string { return &c.DatabaseURL })},
 		{"admin-token", "CANVASD_ADMIN_TOKEN", "", "admin bearer token; empty: one is generated on first start and printed once", str(func(c *Config) *string { return &c.AdminToken })},
-		{"host-secret", "CANVASD_HOST_SECRET", "", "key for host page tickets; empty: derived from --admin-token, else random per process (tickets then work only on the process that minted them)", str(func(c *Config) *string { return &c.HostSecret })},
-		{"model", "CANVAS_STEWARD_MODEL", "debug/fake", "agent model: debug/fake or openai:<model>", str(func(c *Config) *string { return &c.Model })},
-		{"agent", "CANVASD_AGENT", agentInProcess, "agent runner: inprocess, workers (runs go to `canvasd agent` workers) or off", func(c *Config, v string) error {
+		{"host-secret", "CANVASD_HOST_SECRET", "", "key for host page tickets; empty: a random key kept in the store (shared by every process on it)", str(func(c *Config) *string { return &c.HostSecret })},
+		{"model", "CANVAS_STEWARD_MODEL", "debug/fake", "agent model: debug/fake, openai:<model>, anthropic:<model> or google:<model>", str(func(c *Config) *string { return &c.Model })},
+		{"agent", "CANVASD_AGENT", agentInProcess, "agent runner: inprocess, workers (runs go to canvasd agent workers) or off", func(c *Config, v string) error {
 			if v != agentInProcess && v != agentWorkers && v != agentOff {
 				return fmt.Errorf("agent must be inprocess, workers or off, got %q", v)
 			}
@@ -92,7 +96,15 @@ func settings() []setting {
 			return fmt.Errorf("sync must be normal or full, got %q", v)
 		}},
 		{"heartbeat", "CANVASD_HEARTBEAT", "15s", "SSE heartbeat interval", dur("heartbeat", func(c *Config) *time.Duration { return &c.Heartbeat })},
+		{"read-timeout", "CANVASD_READ_TIMEOUT", "60s", "longest a request's headers and body may take to arrive; a stalled or slower request is cut (408). SSE streams are not affected", dur("read-timeout", func(c *Config) *time.Duration { return &c.ReadTimeout })},
+		{"idle-timeout", "CANVASD_IDLE_TIMEOUT", "120s", "how long an idle keep-alive connection stays open", dur("idle-timeout", func(c *Config) *time.Duration { return &c.IdleTimeout })},
 		{"shutdown-timeout", "CANVASD_SHUTDOWN_TIMEOUT", "10s", "how long shutdown waits for requests", dur("shutdown-timeout", func(c *Config) *time.Duration { return &c.ShutdownTimeout })},
+		{"agent-token-ttl", "CANVASD_AGENT_TOKEN_TTL", "5m", "lifetime of the in-process agent runner's token, renewed every third of it while the process runs (a crashed process's token expires within it); expired tokens are deleted on the same schedule", func(c *Config, v string) error {
+			if err := dur("agent-token-ttl", func(c *Config) *time.Duration { return &c.AgentTokenTTL })(c, v); err != nil {
+				return err
+			}
+			return validTokenTTL(c.AgentTokenTTL)
+		}},
 	}
 }
 
@@ -124,6 +136,7 @@ func loadConfig(name string, args []string, getenv func(string) string, out io.W
 	if err := fs.Parse(args); err != nil {
 		return Config{}, nil, usageError{err.Error()}
 	}
+	fs.Visit(func(f *flag.Flag) { c.ModelFlag = c.ModelFlag || f.Name == "model" })
 	if c.DatabaseURL != "" && !strings.HasPrefix(c.DatabaseURL, "postgres://") && !strings.HasPrefix(c.DatabaseURL, "postgresql://") {
 		return Config{}, nil, usageError{"--database-url must be empty (embedded store) or start with postgres://"}
 	}

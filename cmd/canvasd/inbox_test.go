@@ -117,7 +117,9 @@ type canvasdProc struct {
 	admin string
 }
 
-func startCanvasd(t *testing.T, vars map[string]string) *canvasdProc {
+// startCanvasd runs `canvasd serve` with the environment vars and extra
+// command-line flags.
+func startCanvasd(t *testing.T, vars map[string]string, flags ...string) *canvasdProc {
 	t.Helper()
 	addr := freeAddr(t)
 	const admin = "cvd_inbox_admin"
@@ -128,7 +130,7 @@ func startCanvasd(t *testing.T, vars map[string]string) *canvasdProc {
 	var stderr bytes.Buffer
 	var mu sync.Mutex
 	go func() {
-		done <- run(ctx, []string{"serve", "--addr", addr, "--admin-token", admin}, env(vars), io.Discard, lockedWriter{&mu, &stderr})
+		done <- run(ctx, append([]string{"serve", "--addr", addr, "--admin-token", admin}, flags...), env(vars), io.Discard, lockedWriter{&mu, &stderr})
 	}()
 	t.Cleanup(func() {
 		cancel()

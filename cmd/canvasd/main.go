@@ -1,6 +1,6 @@
 // Command canvasd is the canvas server: `canvasd serve` (the default),
-// `canvasd migrate`, `canvasd token create`, and the other subcommands of
-// ../shared/API.md "Start-up and configuration".
+// `canvasd migrate`, `canvasd token create`, and the other subcommands
+// listed by `canvasd help` (docs/operations.md describes them).
 package main
 
 import (
@@ -61,6 +61,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		}
 		fmt.Fprintf(stderr, "canvasd: unknown command %q; run `canvasd help`\n", sub)
 		return 2
+	}
+	if err != nil && ctx.Err() != nil && errors.Is(err, context.Canceled) {
+		return 0 // stopped (a signal) while still starting: not a failure
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "canvasd %s: %v\n", sub, err)

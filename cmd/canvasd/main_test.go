@@ -30,6 +30,13 @@ func TestHelpAndUsageErrors(t *testing.T) {
 	if code := run(context.Background(), []string{"help"}, env(nil), &out, &errb); code != 0 || !strings.Contains(out.String(), "-database-url") {
 		t.Fatalf("help: code %d, output %q", code, out.String())
 	}
+	// Each flag is listed as "-name value" (a back-quoted word in a usage
+	// would replace "value" there).
+	for _, line := range strings.Split(out.String(), "\n") {
+		if strings.HasPrefix(line, "  -") && len(strings.Fields(line)) != 2 {
+			t.Errorf("help lists a flag as %q, want \"-name value\"", line)
+		}
+	}
 	if code := run(context.Background(), []string{"bogus"}, env(nil), &out, &errb); code != 2 {
 		t.Fatalf("unknown command: code %d", code)
 	}
@@ -61,12 +68,19 @@ func TestTokenCreateAndGeneratedAdmin(t *testing.T) {
 	for i, want := range []bool{true, false} {
 		ctx, cancel := context.WithCancel(context.Background())
 		var out bytes.Buffer
+		listening := &logSignal{want: "canvasd listening", seen: make(chan struct{})}
 		done := make(chan int)
-		go func() { done <- run(ctx, []string{"serve", "--addr", "127.0.0.1:0"}, e, &out, io.Discard) }()
-		time.Sleep(300 * time.Millisecond)
+		go func() { done <- run(ctx, []string{"serve", "--addr", "127.0.0.1:0"}, e, &out, listening) }()
+		select {
+		case <-listening.seen:
+		case code := <-done:
+			t.Fatalf("serve %d exited %d before listening: %s", i, code, listening.String())
+		case <-time.After(30 * time.Second):
+			t.Fatalf("serve %d not listening within 30 s", i)
+		}
 		cancel()
 		if code := <-done; code != 0 {
-			t.Fatalf("serve %d exited %d", i, code)
+			t.Fatalf("serve %d exited %d: %s", i, code, listening.String())
 		}
 		if got := strings.Contains(out.String(), "Generated admin token"); got != want {
 			t.Fatalf("start %d: printed admin token %v, want %v: %q", i, got, want, out.String())
@@ -117,6 +131,7 @@ func TestCrashKeepsAcknowledgedCommits(t *testing.T) {
 
 	var acked sync.Map // rev → node id
 	var n atomic.Int64
+	enough := make(chan struct{}) // closed at the 300th acknowledged command
 	var wg sync.WaitGroup
 	stop := make(chan struct{})
 	for w := 0; w < 8; w++ {
@@ -137,13 +152,17 @@ func TestCrashKeepsAcknowledgedCommits(t *testing.T) {
 				}
 				if code == 200 {
 					acked.Store(int64(m["current_rev"].(float64)), id)
-					n.Add(1)
+					if n.Add(1) == 300 {
+						close(enough)
+					}
 				}
 			}
 		}(w)
 	}
-	for n.Load() < 300 {
-		time.Sleep(5 * time.Millisecond)
+	select {
+	case <-enough:
+	case <-time.After(60 * time.Second):
+		t.Fatalf("only %d commands acknowledged in 60 s, want 300 before the kill", n.Load())
 	}
 	_ = proc.Process.Signal(syscall.SIGKILL)
 	_, _ = proc.Process.Wait()
@@ -220,6 +239,22 @@ func TestCrashKeepsAcknowledgedCommits(t *testing.T) {
 		t.Fatalf("replayed log differs from the served state")
 	}
 	t.Logf("%d acknowledged before kill -9, %d in the log after restart", n.Load(), head)
+}
+
+// logSignal is a log writer that keeps the log and closes seen when a line
+// contains want.
+type logSignal struct {
+	lockedBuffer
+	want string
+	seen chan struct{}
+	once sync.Once
+}
+
+func (l *logSignal) Write(p []byte) (int, error) {
+	if bytes.Contains(p, []byte(l.want)) {
+		l.once.Do(func() { close(l.seen) })
+	}
+	return l.lockedBuffer.Write(p)
 }
 
 func freeAddr(t *testing.T) string {

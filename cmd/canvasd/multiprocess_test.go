@@ -116,6 +116,7 @@ type proc struct {
 	dbURL  string
 	cmd    *exec.Cmd
 	stderr *lockedBuffer
+	env    []string // more environment variables (KEY=value) for serve
 }
 
 func newProc(t *testing.T, name, bin, dbURL string) *proc {
@@ -136,6 +137,7 @@ func (p *proc) start() {
 	p.t.Helper()
 	p.cmd = exec.Command(p.bin, "serve", "--addr", p.addr, "--database-url", p.dbURL,
 		"--admin-token", mpAdmin, "--log-level", "warn", "--data-dir", p.t.TempDir())
+	p.cmd.Env = append(os.Environ(), p.env...)
 	p.cmd.Stdout = io.Discard
 	p.cmd.Stderr = p.stderr
 	if err := p.cmd.Start(); err != nil {
@@ -403,7 +405,7 @@ func readLog(t *testing.T, c *http.Client, base, canvasID string) []canvas.Commi
 }
 
 // TestMultiProcessPostgres starts two canvasd processes on one PostgreSQL
-// schema and checks what DESIGN.md "Scale-out" promises: gap-free revisions
+// schema and checks what docs/architecture.md ("Several processes") promises: gap-free revisions
 // while both write one canvas, conflicts decided against the true head,
 // equal snapshots, complete ordered SSE streams on both processes,
 // idempotency across processes, and a kill -9 whose SSE resume has no gap.

@@ -23,6 +23,7 @@ import (
 	"github.com/canvasd/canvasd/store"
 	"github.com/canvasd/canvasd/store/pgstore"
 	"github.com/canvasd/canvasd/store/sqlitestore"
+	"github.com/canvasd/canvasd/web"
 )
 
 // openStore opens the store the configuration names (running migrations).
@@ -86,18 +87,24 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		Help: "Canvases loaded in memory (idle ones without subscribers are unloaded)."},
 		func() float64 { return float64(engine.LiveCanvases()) }))
 	defer engine.Stop()
-	hostSrv, err := host.New(host.Config{DataDir: c.DataDir, MaxImageBytes: c.MaxImageBytes, TicketKey: ticketKey(c), Logger: log})
+	hostSrv, err := host.New(ctx, host.Config{Store: st, DataDir: c.DataDir, MaxImageBytes: c.MaxImageBytes, TicketKey: ticketKey(c), Logger: log})
 	if err != nil {
 		return err
 	}
 	defer hostSrv.Close()
+	if err := importHostFiles(ctx, hostSrv, log); err != nil {
+		return err
+	}
 	broker := host.NewBroker(hostSrv.HostDeliverer(api.CanvasInvokeDeliverer(hub)))
 	ln, err := net.Listen("tcp", c.Addr)
 	if err != nil {
 		return fmt.Errorf("listening on %s: %w", c.Addr, err)
 	}
 	defer ln.Close()
-	agents, err := startAgent(ctx, c, getenv, st, "http://"+ln.Addr().String(), hub, broker, reg, log)
+	keeper := newTokenKeeper(st, c.AgentTokenTTL, log)
+	keeper.Start(ctx)
+	defer keeper.Stop()
+	agents, err := startAgent(ctx, c, getenv, st, keeper, "http://"+ln.Addr().String(), hub, broker, reg, log)
 	if err != nil {
 		return err
 	}
@@ -110,7 +117,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		return err
 	}
 	defer hub.StopRelay() // before st.Close (deferred earlier): withdraws this process's presence
-	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+	hs := newHTTPServer(c, srv.Handler(), log)
 	hs.RegisterOnShutdown(hostSrv.Hub().CloseAll)
 	hs.RegisterOnShutdown(srv.CloseStreams)
 	backend := "embedded SQLite in " + c.DataDir
@@ -118,6 +125,9 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		backend = "PostgreSQL"
 	}
 	log.Info("canvasd listening", "addr", "http://"+ln.Addr().String(), "store", backend)
+	if !web.Built() {
+		log.Warn("this binary has no web UI bundle: / shows how to build it (make ui, then rebuild); the API works without it")
+	}
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 	select {
@@ -139,17 +149,43 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	return nil
 }
 
-// ticketKey is the host page-ticket key: from --host-secret, else from the
-// configured admin token (processes sharing it accept each other's tickets),
-// else nil, which makes the host pick a random key for this process.
-func ticketKey(c Config) []byte {
-	switch {
-	case c.HostSecret != "":
-		return host.TicketKey("host-secret:" + c.HostSecret)
-	case c.AdminToken != "":
-		return host.TicketKey("admin-token:" + c.AdminToken)
+// newHTTPServer bounds how long a client may hold a connection without
+// sending: a request's headers within min(10 s, --read-timeout), headers and
+// body within --read-timeout (a body that stalls is cut), an idle keep-alive
+// connection for --idle-timeout. SSE streams take their connection over and
+// clear its deadlines (api/sse.go); requests whose body has been read, such
+// as a waiting POST /api/invoke, are not cut either.
+func newHTTPServer(c Config, h http.Handler, log *slog.Logger) *http.Server {
+	return &http.Server{Handler: h, ReadHeaderTimeout: min(10*time.Second, c.ReadTimeout), ReadTimeout: c.ReadTimeout,
+		IdleTimeout: c.IdleTimeout, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+}
+
+// importHostFiles moves the host sessions an earlier canvasd kept in
+// <data-dir>/host/ into the store, once (host.ImportLegacyDir).
+func importHostFiles(ctx context.Context, h *host.Host, log *slog.Logger) error {
+	rep, err := h.ImportLegacyDir(ctx)
+	if err != nil {
+		return fmt.Errorf("importing the host files of an earlier version: %w", err)
 	}
+	if rep.MovedTo == "" {
+		return nil
+	}
+	for _, s := range rep.Skipped {
+		log.Warn("host file not imported", "what", s)
+	}
+	log.Info("imported the host files of an earlier version into the store", "sessions", rep.Sessions, "files", rep.Files,
+		"surfaces", rep.States, "skipped", len(rep.Skipped), "old_directory", rep.MovedTo)
 	return nil
+}
+
+// ticketKey is the host page-ticket key derived from --host-secret, or nil,
+// which makes the host use the key kept in the store (every process sharing
+// the store then accepts the others' tickets).
+func ticketKey(c Config) []byte {
+	if c.HostSecret == "" {
+		return nil
+	}
+	return host.TicketKey("host-secret:" + c.HostSecret)
 }
 
 // ensureAdminToken generates the admin token on first start, stores its hash

@@ -21,7 +21,7 @@ func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
 // in the configured store and prints it as JSON (the POST /api/tokens answer).
 func runToken(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	if len(args) == 0 || args[0] != "create" {
-		return usageError{"usage: canvasd token create --role viewer|editor|admin [--canvas ID]... [--actor-type agent|human|service] [--actor-id ID] [--name N]"}
+		return usageError{"usage: canvasd token create --role viewer|editor|admin [--canvas ID]... [--actor-type agent|human|service] [--actor-id ID] [--name N] [--expires-in DURATION]"}
 	}
 	var c Config
 	fs := newFlagSet("canvasd token create", &c, stderr)
@@ -33,6 +33,7 @@ func runToken(ctx context.Context, args []string, getenv func(string) string, st
 	fs.StringVar(&req.ActorID, "actor-id", "", "actor id (default: minted; agents get agent-{uuid})")
 	fs.StringVar(&req.Name, "name", "", "a label for the token")
 	fs.Var(&canvases, "canvas", "limit the token to this canvas (repeatable)")
+	expiresIn := fs.Duration("expires-in", 0, "the token expires after this long, e.g. 24h (default: never)")
 	// Defaults and environment first, then these flags.
 	base, _, err := loadConfig("canvasd token create", nil, getenv, stderr)
 	if err != nil {
@@ -43,6 +44,10 @@ func runToken(ctx context.Context, args []string, getenv func(string) string, st
 		return usageError{err.Error()}
 	}
 	req.Role, req.ActorType, req.Canvases = canvas.Role(role), canvas.ActorType(actorType), canvases
+	if *expiresIn < 0 || *expiresIn%time.Second != 0 {
+		return usageError{"--expires-in must be a positive whole number of seconds, like 90s or 24h"}
+	}
+	req.ExpiresIn = int64(*expiresIn / time.Second)
 	rec, resp, err := api.NewTokenRecord(req, time.Now())
 	if err != nil {
 		return err

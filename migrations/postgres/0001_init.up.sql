@@ -89,10 +89,10 @@ CREATE TABLE canvas_agent_sessions (
 );
 CREATE INDEX canvas_agent_sessions_canvas_idx ON canvas_agent_sessions (canvas_id, created_at);
 
--- Agent todos, exactly as the unified canvas agent design defines them
--- (../shared/seeds/000_3ec7308705c95853.txt), in the schema of search_path
--- rather than public. session_id has no foreign key, as in the design; the
--- store deletes a canvas's sessions' todos when it deletes the canvas.
+-- Agent todos (canvas_agent_todos, a table other tools of the agent protocol
+-- read by this name), in the schema of search_path rather than public.
+-- session_id has no foreign key; the store deletes a canvas's sessions'
+-- todos when it deletes the canvas.
 CREATE TABLE canvas_agent_todos (
     id          uuid        PRIMARY KEY DEFAULT gen_random_uuid(),
     session_id  text        NOT NULL,

@@ -98,10 +98,10 @@ CREATE TABLE canvas_agent_sessions (
 
 CREATE INDEX canvas_agent_sessions_canvas_idx ON canvas_agent_sessions (canvas_id, created_at);
 
--- Agent todos, as the unified canvas agent design defines them
--- (uuid → TEXT with a random v4 default, timestamptz → INTEGER µs, now() →
--- the current time). session_id has no foreign key, as in the design; the
--- store deletes a canvas's sessions' todos when it deletes the canvas.
+-- Agent todos, as in the PostgreSQL schema (uuid → TEXT with a random v4
+-- default, timestamptz → INTEGER µs, now() → the current time). session_id
+-- has no foreign key; the store deletes a canvas's sessions' todos when it
+-- deletes the canvas.
 CREATE TABLE canvas_agent_todos (
 	id          TEXT    NOT NULL PRIMARY KEY DEFAULT (
 		lower(hex(randomblob(4))) || '-' || lower(hex(randomblob(2))) || '-4' ||

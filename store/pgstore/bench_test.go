@@ -13,7 +13,7 @@ import (
 	"github.com/canvasd/canvasd/canvas"
 )
 
-// Durable commits/s on PostgreSQL (DESIGN.md targets: ≥ 5k commits/s; ≥ 2k/s
+// Durable commits/s on PostgreSQL (targets: ≥ 5k commits/s; ≥ 2k/s
 // on one hot canvas with 8 writers; p50 ≤ 0.8 ms, p99 ≤ 3 ms per commit).
 // Each Append is one command = one commit, durable on return (the server's
 // synchronous_commit setting applies). Writers on one canvas use the engine's

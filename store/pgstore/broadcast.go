@@ -157,49 +157,17 @@ func (s *Store) pruneBroadcasts(ctx context.Context, force bool) {
 	}
 }
 
-// ListenBroadcast holds one dedicated connection (not from the pool) that
-// LISTENs on the broadcast channel and calls deliver(topic, payload) for
-// each message another Store broadcast, in the order PostgreSQL delivers
-// them; the Store's own broadcasts are skipped. Each time LISTEN takes
-// effect it calls deliver("", nil) (messages sent meanwhile are lost). A lost
-// connection is re-established with exponential backoff (50 ms doubling to
-// 5 s). A stored message whose row is gone (older than BroadcastTTL) is
-// logged and skipped. It returns nil when ctx ends or the store is closed.
+// ListenBroadcast calls deliver(topic, payload) for each message another
+// Store broadcast on this schema, in the order PostgreSQL delivers them,
+// through the store's one LISTEN connection (shared with Listen, see
+// listener); the Store's own broadcasts are skipped. Each time LISTEN takes
+// effect (when ListenBroadcast starts on a connection already listening,
+// and after every reconnection) it calls deliver("", nil): messages sent
+// meanwhile are lost. deliver is called from one goroutine at a time. A
+// stored message whose row is gone (older than BroadcastTTL) is logged and
+// skipped. It returns nil when ctx ends or the store is closed.
 func (s *Store) ListenBroadcast(ctx context.Context, deliver func(topic string, payload []byte)) error {
-	return s.keepListening(ctx, "broadcast", func(ctx context.Context) (bool, error) { return s.listenBroadcastOnce(ctx, deliver) })
-}
-
-func (s *Store) listenBroadcastOnce(ctx context.Context, deliver func(string, []byte)) (listened bool, err error) {
-	ch, err := s.BroadcastChannel(ctx)
-	if err != nil {
-		return false, err
-	}
-	cctx, cancel := context.WithTimeout(ctx, s.connCfg.ConnectTimeout+s.cfg.opTimeout)
-	defer cancel()
-	conn, err := pgx.ConnectConfig(cctx, s.connCfg)
-	if err != nil {
-		return false, err
-	}
-	defer func() {
-		closeCtx, cancel := context.WithTimeout(context.Background(), time.Second)
-		defer cancel()
-		_ = conn.Close(closeCtx)
-	}()
-	if _, err := conn.Exec(cctx, "LISTEN "+pgx.Identifier{ch}.Sanitize()); err != nil {
-		return false, err
-	}
-	deliver("", nil)
-	s.pruneBroadcasts(ctx, true)
-	for {
-		n, err := conn.WaitForNotification(ctx)
-		if err != nil {
-			return true, err
-		}
-		topic, payload, ok := s.decodeBroadcast(ctx, n.Payload)
-		if ok {
-			deliver(topic, payload)
-		}
-	}
+	return s.listen.serve(ctx, &listenSub{deliver: deliver})
 }
 
 // decodeBroadcast parses a notification; ok is false for the store's own

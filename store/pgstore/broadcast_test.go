@@ -46,7 +46,9 @@ func (r *received) snapshot() ([]bmsg, int) {
 	return append([]bmsg(nil), r.msgs...), r.connects
 }
 
-// waitFor waits until cond holds on the received messages.
+// waitFor waits until cond holds on the received messages (deliver signals
+// r.ch after each delivery; its buffer of one keeps a signal that arrives
+// between the check and the wait).
 func (r *received) waitFor(tb testing.TB, what string, cond func(msgs []bmsg, connects int) bool) {
 	tb.Helper()
 	deadline := time.After(10 * time.Second)
@@ -56,12 +58,16 @@ func (r *received) waitFor(tb testing.TB, what string, cond func(msgs []bmsg, co
 		}
 		select {
 		case <-r.ch:
-		case <-time.After(20 * time.Millisecond):
 		case <-deadline:
 			msgs, c := r.snapshot()
 			tb.Fatalf("timed out waiting for %s: %d messages, %d connects", what, len(msgs), c)
 		}
 	}
+}
+
+// lastIs reports whether the last message received has topic.
+func lastIs(topic string) func([]bmsg, int) bool {
+	return func(m []bmsg, _ int) bool { return len(m) > 0 && m[len(m)-1].topic == topic }
 }
 
 // listenB starts ListenBroadcast on s until cleanup and waits until it listens.
@@ -106,13 +112,19 @@ func TestBroadcastCrossesStoresOnceAndSkipsOwn(t *testing.T) {
 	if err := b.Broadcast(ctx, "t.fromb", []byte("hi")); err != nil {
 		t.Fatal(err)
 	}
-	rb.waitFor(t, "a's messages on b", func(m []bmsg, _ int) bool { return len(m) >= n+2 })
-	ra.waitFor(t, "b's message on a", func(m []bmsg, _ int) bool { return len(m) >= 1 })
-	time.Sleep(200 * time.Millisecond) // let any duplicate or echo arrive
+	// PostgreSQL delivers notifications in commit order, so a duplicate or an
+	// echo of anything above would arrive before these last messages.
+	for _, s := range []*Store{a, b} {
+		if err := s.Broadcast(ctx, "t.end", nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rb.waitFor(t, "a's last message on b", lastIs("t.end"))
+	ra.waitFor(t, "b's last message on a", lastIs("t.end"))
 
 	mb, _ := rb.snapshot()
-	if len(mb) != n+2 {
-		t.Fatalf("b got %d messages, want %d (exactly once each)", len(mb), n+2)
+	if len(mb) != n+3 {
+		t.Fatalf("b got %d messages, want %d (exactly once each)", len(mb), n+3)
 	}
 	for i := 0; i < n; i++ { // one sender's messages arrive in order
 		if want := fmt.Sprintf(`{"i":%d}`, i); mb[i].topic != "t.small" || string(mb[i].payload) != want {
@@ -126,8 +138,8 @@ func TestBroadcastCrossesStoresOnceAndSkipsOwn(t *testing.T) {
 		t.Errorf("large payload: topic %q, %d bytes, equal %v", mb[n+1].topic, len(mb[n+1].payload), bytes.Equal(mb[n+1].payload, large))
 	}
 	ma, _ := ra.snapshot()
-	if len(ma) != 1 || ma[0].topic != "t.fromb" || string(ma[0].payload) != "hi" {
-		t.Errorf("a got %+v, want only b's message (never its own)", ma)
+	if len(ma) != 2 || ma[0].topic != "t.fromb" || string(ma[0].payload) != "hi" {
+		t.Errorf("a got %+v, want only b's messages (never its own)", ma)
 	}
 }
 
@@ -135,15 +147,21 @@ func TestBroadcastStaysInItsSchema(t *testing.T) {
 	url := testURL(t)
 	a := openIn(t, url, newSchema(t, url))
 	other := openIn(t, url, newSchema(t, url))
+	otherPeer := openIn(t, url, other.cfg.schema)
 	peer := openIn(t, url, a.cfg.schema)
 	ro, rp := listenB(t, other), listenB(t, peer)
 	if err := a.Broadcast(context.Background(), "t", []byte("x")); err != nil {
 		t.Fatal(err)
 	}
 	rp.waitFor(t, "same-schema peer", func(m []bmsg, _ int) bool { return len(m) == 1 })
-	time.Sleep(100 * time.Millisecond)
-	if m, _ := ro.snapshot(); len(m) != 0 {
-		t.Fatalf("a store in another schema received %d messages", len(m))
+	// Notifications arrive in commit order: a message leaking from a's schema
+	// would reach other before this one from its own schema.
+	if err := otherPeer.Broadcast(context.Background(), "t.end", nil); err != nil {
+		t.Fatal(err)
+	}
+	ro.waitFor(t, "the other schema's own message", lastIs("t.end"))
+	if m, _ := ro.snapshot(); len(m) != 1 {
+		t.Fatalf("a store in another schema received %d messages from a", len(m)-1)
 	}
 	ca, _ := a.BroadcastChannel(context.Background())
 	co, _ := other.BroadcastChannel(context.Background())
@@ -238,7 +256,7 @@ func TestBroadcastListenerReconnects(t *testing.T) {
 		t.Fatal(err)
 	}
 	if _, err := a.pool.Exec(ctx, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
-		WHERE application_name = 'canvasd-listener' AND query = $1`, `LISTEN "`+ch+`"`); err != nil {
+		WHERE application_name = 'canvasd-listener' AND strpos(query, $1) > 0`, `LISTEN "`+ch+`"`); err != nil {
 		t.Fatal(err)
 	}
 	rb.waitFor(t, "the reconnection", func(_ []bmsg, c int) bool { return c >= 2 })

@@ -24,7 +24,7 @@ func (s *Store) CreateCanvas(ctx context.Context, c canvas.Canvas) error {
 		 VALUES ($1, $2, 0, COALESCE($3, now()), $4)`,
 		c.ID, c.Title, nullTime(c.CreatedAt), c.CreatedBy)
 	if _, ok := uniqueViolation(err); ok {
-		return fmt.Errorf("pgstore: create canvas %q: %w", c.ID, canvas.ErrAlreadyExists)
+		return fmt.Errorf("canvas %q: %w", c.ID, canvas.ErrAlreadyExists)
 	}
 	return s.wrap(ctx, "create canvas", err)
 }
@@ -37,7 +37,7 @@ func (s *Store) GetCanvas(ctx context.Context, id string) (canvas.Canvas, error)
 		`SELECT id, title, head_rev, created_at, created_by FROM canvases WHERE id = $1`, id)
 	c, err := pgx.CollectExactlyOneRow(rows, scanCanvas)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return canvas.Canvas{}, fmt.Errorf("pgstore: canvas %q: %w", id, canvas.ErrNotFound)
+		return canvas.Canvas{}, fmt.Errorf("canvas %q: %w", id, canvas.ErrNotFound)
 	}
 	if err != nil {
 		return canvas.Canvas{}, s.wrap(ctx, "get canvas", err)
@@ -80,7 +80,7 @@ func (s *Store) DeleteCanvas(ctx context.Context, id string) error {
 		return s.wrap(ctx, "delete canvas", err)
 	}
 	if n == 0 {
-		return fmt.Errorf("pgstore: delete canvas %q: %w", id, canvas.ErrNotFound)
+		return fmt.Errorf("canvas %q: %w", id, canvas.ErrNotFound)
 	}
 	return nil
 }

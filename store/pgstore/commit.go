@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -15,13 +14,17 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/canvasd/canvasd/canvas"
+	"github.com/canvasd/canvasd/store"
 )
 
-// Group commit. Every Append is queued to a few committer goroutines; each
+// Group commit. Every Append is queued to a few committer goroutines (the
+// store.GroupCommitter loop, shared with the embedded store); each
 // takes what is queued (never waiting for more: a lone Append runs at once)
-// and runs those Appends, of any canvases, as one pipelined batch of
-// appendSQL statements sent in one round trip and committed by one implicit
-// transaction, hence one WAL flush, instead of one transaction each.
+// and runs those Appends, of any canvases, in one implicit transaction,
+// hence one WAL flush, instead of one transaction each: Appends to distinct
+// canvases as one batchSQL statement, otherwise (or when the server refuses
+// that statement) as one pipelined batch of appendSQL statements, one per
+// Append, sent in one round trip.
 //
 // appendSQL never raises an error for an Append's own expected failures
 // (head mismatch, stored idempotency key, missing canvas): its statement
@@ -46,25 +49,26 @@ const maxBatch = 128
 // large when the server is busy.
 const maxCommitters = 2
 
-// appendJob is one queued Append: its appendSQL arguments, built by the
-// caller, and its outcome.
+// appendJob is one queued Append: its rows, encoded by the caller, and its
+// outcome.
 type appendJob struct {
 	ctx      context.Context
 	deadline time.Time // the Append's op deadline; zero: none
 	canvasID string
 	head     int64
-	args     []any
+	cols     appendCols
 	err      error
-	done     chan struct{} // buffered(1): sent once the batch finished
 }
 
-// committer queues Appends and runs them in batches.
+// args returns appendSQL's parameters for j.
+func (j *appendJob) args() []any {
+	return append(append([]any{j.canvasID, j.head, int64(len(j.cols.revs))}, j.cols.commitArgs()...), j.cols.idemArgs()...)
+}
+
+// committer runs queued Appends in batches on the shared group-commit loop.
 type committer struct {
 	s       *Store
-	mu      sync.RWMutex // guards closed against sends on jobs
-	closed  bool
-	jobs    chan *appendJob
-	wg      sync.WaitGroup
+	gc      *store.GroupCommitter[*appendJob]
 	jobPool sync.Pool
 
 	batches, appends atomic.Int64 // batches run and the Appends they carried
@@ -72,90 +76,44 @@ type committer struct {
 }
 
 func newCommitter(s *Store, maxConns int32) *committer {
-	c := &committer{s: s, jobs: make(chan *appendJob, 4*maxBatch)}
-	c.jobPool.New = func() any { return &appendJob{done: make(chan struct{}, 1)} }
-	n := min(maxCommitters, max(1, int(maxConns)/2))
-	for range n {
-		c.wg.Go(c.loop)
-	}
+	c := &committer{s: s}
+	c.jobPool.New = func() any { return &appendJob{} }
+	c.gc = store.NewGroupCommitter(min(maxCommitters, max(1, int(maxConns)/2)), maxBatch, c.run)
 	return c
 }
 
 // submit queues j and waits until its batch has finished, then returns j's
 // own outcome. It gives up only while j is still unqueued.
 func (c *committer) submit(ctx context.Context, j *appendJob) error {
-	c.mu.RLock()
-	if c.closed {
-		c.mu.RUnlock()
-		return fmt.Errorf("pgstore: append to %q: store closed: %w", j.canvasID, canvas.ErrUnavailable)
+	if err := c.gc.Do(ctx, j); err != nil {
+		if errors.Is(err, canvas.ErrUnavailable) {
+			return fmt.Errorf("pgstore: append to %q: %w", j.canvasID, err)
+		}
+		return c.s.wrap(ctx, "append to "+j.canvasID+" (not queued)", err)
 	}
-	select {
-	case c.jobs <- j:
-	case <-ctx.Done():
-		c.mu.RUnlock()
-		return c.s.wrap(ctx, "append to "+j.canvasID+" (not queued)", ctx.Err())
-	}
-	c.mu.RUnlock()
-	<-j.done
 	return j.err
 }
 
 // put returns a finished job to the pool.
 func (c *committer) put(j *appendJob) {
 	j.ctx, j.err = nil, nil
-	clear(j.args)
+	j.cols.reset()
 	c.jobPool.Put(j)
 }
 
 // close stops taking Appends, runs the queued ones and waits for the
 // committers to exit.
-func (c *committer) close() {
-	c.mu.Lock()
-	if !c.closed {
-		c.closed = true
-		close(c.jobs)
-	}
-	c.mu.Unlock()
-	c.wg.Wait()
-}
+func (c *committer) close() { c.gc.Close() }
 
-// loop is one committer goroutine.
-func (c *committer) loop() {
-	batch := make([]*appendJob, 0, maxBatch)
-	prev := 0
-	for {
-		j, ok := <-c.jobs
-		if !ok {
-			return
-		}
-		batch = append(batch[:0], j)
-		if prev > 1 {
-			// Concurrent writers are active: let them queue their next
-			// Appends so this transaction carries more than one.
-			runtime.Gosched()
-		}
-	drain:
-		for len(batch) < maxBatch {
-			select {
-			case j, ok := <-c.jobs:
-				if !ok {
-					break drain
-				}
-				batch = append(batch, j)
-			default:
-				break drain
-			}
-		}
-		c.s.runBatch(batch)
-		prev = len(batch)
-		c.batches.Add(1)
-		c.appends.Add(int64(len(batch)))
-		for i, j := range batch {
-			if j.err == nil {
-				c.s.notify.add(j.canvasID)
-			}
-			j.done <- struct{}{}
-			batch[i] = nil
+// run is the group committer's run function: it runs one batch and
+// schedules the NOTIFYs of the Appends that committed.
+func (c *committer) run(batch []*appendJob) {
+	c.s.runBatch(batch)
+	c.batches.Add(1)
+	c.appends.Add(int64(len(batch)))
+	for _, j := range batch {
+		if j.err == nil {
+			c.s.notify.add(j.canvasID)
 		}
 	}
 }
@@ -181,6 +139,18 @@ func (s *Store) runBatch(batch []*appendJob) {
 	}
 	slices.SortStableFunc(live, func(a, b *appendJob) int { return cmp.Compare(a.canvasID, b.canvasID) })
 	res := make([]appendResult, len(live))
+	if len(live) > 1 {
+		done, err := s.execCombined(live, res)
+		if done {
+			for i, j := range live {
+				j.err = err
+				if err == nil {
+					j.err = res[i].outcome(j)
+				}
+			}
+			return
+		}
+	}
 	for len(live) > 0 {
 		culprit, err := s.execBatch(live, res[:len(live)])
 		if err == nil {
@@ -207,7 +177,7 @@ func (r *appendResult) outcome(j *appendJob) error {
 	case r.updated > 0:
 		return nil
 	case !r.exists:
-		return fmt.Errorf("pgstore: append to %q: %w", j.canvasID, canvas.ErrNotFound)
+		return fmt.Errorf("canvas %q: %w", j.canvasID, canvas.ErrNotFound)
 	case r.dupKey != nil:
 		return fmt.Errorf("pgstore: append to %q: idempotency key %q: %w", j.canvasID, *r.dupKey, canvas.ErrDuplicateIdempotencyKey)
 	default:
@@ -225,7 +195,7 @@ func (s *Store) execBatch(jobs []*appendJob, res []appendResult) (culprit int, e
 	defer cancel()
 	b := &pgx.Batch{QueuedQueries: make([]*pgx.QueuedQuery, 0, len(jobs))}
 	for _, j := range jobs {
-		b.Queue(appendSQL, j.args...)
+		b.Queue(appendSQL, j.args()...)
 	}
 	for attempt := 0; attempt < 2; attempt++ {
 		culprit = -1
@@ -266,6 +236,94 @@ func (s *Store) execBatch(jobs []*appendJob, res []appendResult) (culprit int, e
 		return culprit, fmt.Errorf("pgstore: append to %q: %w", j.canvasID, canvas.ErrDuplicateIdempotencyKey)
 	}
 	return culprit, s.wrap(ctx, "append to "+j.canvasID, err)
+}
+
+// execCombined runs jobs (sorted by canvas id) as one batchSQL statement,
+// and fills res. done is false when it did not run them: their canvases are
+// not distinct, or the server refused the statement (which then wrote
+// nothing, say for an idempotency key a concurrent transaction inserted):
+// the caller runs them one statement each. done with err means the batch
+// failed as a whole (err wraps canvas.ErrUnavailable when the outcome is
+// unknown).
+func (s *Store) execCombined(jobs []*appendJob, res []appendResult) (done bool, err error) {
+	for i := 1; i < len(jobs); i++ {
+		if jobs[i].canvasID == jobs[i-1].canvasID {
+			return false, nil
+		}
+	}
+	ids := make([]string, len(jobs))
+	heads := make([]int64, len(jobs))
+	counts := make([]int64, len(jobs))
+	var cols appendCols
+	for i, j := range jobs {
+		ids[i], heads[i], counts[i] = j.canvasID, j.head, int64(len(j.cols.revs))
+		cols.canvas = append(cols.canvas, j.cols.canvas...)
+		cols.revs = append(cols.revs, j.cols.revs...)
+		cols.eventIDs = append(cols.eventIDs, j.cols.eventIDs...)
+		cols.cmdIDs = append(cols.cmdIDs, j.cols.cmdIDs...)
+		cols.types = append(cols.types, j.cols.types...)
+		cols.args = append(cols.args, j.cols.args...)
+		cols.actorIDs = append(cols.actorIDs, j.cols.actorIDs...)
+		cols.actorTypes = append(cols.actorTypes, j.cols.actorTypes...)
+		cols.tss = append(cols.tss, j.cols.tss...)
+		cols.changes = append(cols.changes, j.cols.changes...)
+		cols.idemCanvas = append(cols.idemCanvas, j.cols.idemCanvas...)
+		cols.keys = append(cols.keys, j.cols.keys...)
+		cols.fps = append(cols.fps, j.cols.fps...)
+		cols.outcomes = append(cols.outcomes, j.cols.outcomes...)
+		cols.results = append(cols.results, j.cols.results...)
+		cols.irevs = append(cols.irevs, j.cols.irevs...)
+		cols.created = append(cols.created, j.cols.created...)
+	}
+	args := append(append(append([]any{ids, heads, counts, cols.canvas}, cols.commitArgs()...), cols.idemCanvas), cols.idemArgs()...)
+	ctx, cancel := s.batchCtx(jobs)
+	defer cancel()
+	for attempt := 0; attempt < 2; attempt++ {
+		err = s.queryCombined(ctx, args, res)
+		// A pooled connection that died while idle fails before sending
+		// anything: nothing can have been written, so try a fresh one.
+		if err == nil || !pgconn.SafeToRetry(err) || ctx.Err() != nil {
+			break
+		}
+	}
+	var pgErr *pgconn.PgError
+	switch {
+	case err == nil:
+		return true, nil
+	case ctx.Err() != nil:
+		return true, fmt.Errorf("pgstore: append: %w: %w", canvas.ErrUnavailable, err)
+	case !errors.As(err, &pgErr) || isUnavailable(err):
+		return true, s.wrap(ctx, "append", err)
+	}
+	s.commit.refused.Add(1)
+	return false, nil
+}
+
+// queryCombined runs batchSQL and reads one result per Append into res.
+func (s *Store) queryCombined(ctx context.Context, args []any, res []appendResult) error {
+	rows, err := s.pool.Query(ctx, batchSQL, args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	i := 0
+	for rows.Next() {
+		if i == len(res) {
+			return fmt.Errorf("pgstore: append: more results than Appends")
+		}
+		r := &res[i]
+		if err := rows.Scan(&r.updated, &r.exists, &r.dupKey); err != nil {
+			return err
+		}
+		i++
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	if i != len(res) {
+		return fmt.Errorf("pgstore: append: %d results for %d Appends", i, len(res))
+	}
+	return nil
 }
 
 // batchCtx bounds a batch by the earliest op deadline of its jobs; one

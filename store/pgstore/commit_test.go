@@ -3,6 +3,7 @@ package pgstore
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -17,7 +18,7 @@ func batchJob(t *testing.T, s *Store, canvasID string, head int64, commits []can
 	t.Helper()
 	var idem []store.IdempotencyRecord
 	for _, k := range keys {
-		idem = append(idem, store.IdempotencyRecord{Key: k, Fingerprint: "fp", Status: 200, Body: []byte(`{}`), Rev: head + 1})
+		idem = append(idem, store.IdempotencyRecord{Key: k, Fingerprint: "fp", Outcome: store.OutcomeApplied, Result: []byte(`{}`), Rev: head + 1})
 	}
 	j, err := s.newAppendJob(context.Background(), canvasID, head, commits, idem)
 	if err != nil {
@@ -70,7 +71,7 @@ func TestBatchPoisonedAppendsFailAlone(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := s.Append(ctx, "taken", 0, mkCommits("taken", 0, 1, "x"),
-		[]store.IdempotencyRecord{{Key: "k", Fingerprint: "fp", Status: 200, Body: []byte(`{}`), Rev: 1}}); err != nil {
+		[]store.IdempotencyRecord{{Key: "k", Fingerprint: "fp", Outcome: store.OutcomeApplied, Result: []byte(`{}`), Rev: 1}}); err != nil {
 		t.Fatal(err)
 	}
 	for _, poisonJSON := range []bool{false, true} {
@@ -152,6 +153,84 @@ func TestBatchPoisonedAppendsFailAlone(t *testing.T) {
 	}
 }
 
+// TestBatchOneStatement runs Appends to distinct canvases that succeed and
+// fail in every expected way as one batch: they run as one statement (no
+// statement is refused, one transaction), each failing one gets its own
+// error and writes nothing. A batch with args that are not JSON is refused
+// as one statement and then run one statement each, with the same outcomes.
+func TestBatchOneStatement(t *testing.T) {
+	t.Parallel()
+	s := openTest(t)
+	ctx := context.Background()
+	for _, id := range []string{"ok1", "ok2", "stale", "taken", "badjson"} {
+		mustCreateCanvas(t, s, id)
+	}
+	if err := s.Append(ctx, "stale", 0, mkCommits("stale", 0, 1, "x"), nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Append(ctx, "taken", 0, mkCommits("taken", 0, 1, "x"),
+		[]store.IdempotencyRecord{{Key: "k", Fingerprint: "fp", Outcome: store.OutcomeApplied, Result: []byte(`{}`), Rev: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	for round, poison := range []bool{false, true} {
+		base := int64(round)
+		type tc struct {
+			job  *appendJob
+			want error
+		}
+		cases := []tc{
+			{batchJob(t, s, "stale", 0, mkCommits("stale", 0, 1, "y"), fmt.Sprint("stale-key", round)), canvas.ErrHeadMismatch},
+			{batchJob(t, s, "ok2", base, mkCommits("ok2", base, 1, "g"), fmt.Sprint("ok2-", round)), nil},
+			{batchJob(t, s, "taken", 1, mkCommits("taken", 1, 1, "y"), fmt.Sprint("fresh", round), "k"), canvas.ErrDuplicateIdempotencyKey},
+			{batchJob(t, s, "nope", 0, mkCommits("nope", 0, 1, "y")), canvas.ErrNotFound},
+			{batchJob(t, s, "ok1", 3*base, mkCommits("ok1", 3*base, 3, "g")), nil},
+		}
+		wantRefused := int64(0)
+		if poison {
+			bad := mkCommits("badjson", 0, 1, "x")
+			bad[0].Args = []byte(`{"unterminated": `)
+			cases = append(cases, tc{batchJob(t, s, "badjson", 0, bad), canvas.ErrInvalid})
+			wantRefused = 2 // the statement of all, then the culprit's own
+		}
+		batch := make([]*appendJob, len(cases))
+		for i := range cases {
+			batch[i] = cases[i].job
+		}
+		refused := s.commit.refused.Load()
+		s.runBatch(batch)
+		if got := s.commit.refused.Load() - refused; got != wantRefused {
+			t.Errorf("round %d: %d statements refused, want %d", round, got, wantRefused)
+		}
+		for _, c := range cases {
+			if c.want == nil && c.job.err != nil || c.want != nil && !errors.Is(c.job.err, c.want) {
+				t.Errorf("round %d: Append to %s at %d: %v, want %v", round, c.job.canvasID, c.job.head, c.job.err, c.want)
+			}
+		}
+		wantHead(t, s, "stale", 1)
+		wantHead(t, s, "taken", 1)
+		wantHead(t, s, "badjson", 0)
+		wantHead(t, s, "ok1", 3*base+3)
+		wantHead(t, s, "ok2", base+1)
+		wantNoKey(t, s, "taken", fmt.Sprint("fresh", round))
+		wantNoKey(t, s, "stale", fmt.Sprint("stale-key", round))
+		if rec, err := s.GetIdempotency(ctx, "ok2", fmt.Sprint("ok2-", round)); err != nil || rec.Rev != base+1 {
+			t.Errorf("round %d: ok2's key: %+v, %v", round, rec, err)
+		}
+		if log, err := s.ReadCommits(ctx, "ok1", 3*base, 0); err != nil || len(log) != 3 {
+			t.Errorf("round %d: ok1's commits: %d, %v", round, len(log), err)
+		}
+		tx := map[string]bool{}
+		for _, id := range []string{"ok1", "ok2"} {
+			for _, x := range txOf(t, s, id) {
+				tx[x] = true
+			}
+		}
+		if len(tx) != round+1 {
+			t.Errorf("after round %d the good Appends were committed by %d transactions, want %d", round, len(tx), round+1)
+		}
+	}
+}
+
 // TestBatchConcurrentKeyInsertFailsAlone: a key the statement's snapshot
 // could not see (inserted by a transaction that commits while the batch
 // waits on it) fails its own Append with ErrDuplicateIdempotencyKey; the
@@ -177,8 +256,8 @@ func TestBatchConcurrentKeyInsertFailsAlone(t *testing.T) {
 	if err := tx.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&pid); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := tx.Exec(ctx, `INSERT INTO idempotency (canvas_id, key, fingerprint, status, body, rev, created_at)
-		VALUES ('b', 'k', 'fp', 200, '{}', 0, now())`); err != nil {
+	if _, err := tx.Exec(ctx, `INSERT INTO idempotency (canvas_id, key, fingerprint, outcome, result, rev, created_at)
+		VALUES ('b', 'k', 'fp', 'applied', '{}', 0, now())`); err != nil {
 		t.Fatal(err)
 	}
 	batch := []*appendJob{

@@ -92,7 +92,7 @@ func TestConcurrentWritersTwoStores(t *testing.T) {
 		wg2.Go(func() {
 			h := head
 			for {
-				rec := store.IdempotencyRecord{Key: "same-key", Fingerprint: "fp", Status: 200, Body: []byte(`{}`), Rev: h + 1}
+				rec := store.IdempotencyRecord{Key: "same-key", Fingerprint: "fp", Outcome: store.OutcomeApplied, Result: []byte(`{}`), Rev: h + 1}
 				err := s.Append(ctx, "hot", h, mkCommits("hot", h, 1, "dup"), []store.IdempotencyRecord{rec})
 				mu.Lock()
 				switch {

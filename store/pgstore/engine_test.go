@@ -15,14 +15,32 @@ import (
 
 // collector is a store.Publisher that records what it is given.
 type collector struct {
-	mu      sync.Mutex
-	commits []*canvas.Commit
+	mu        sync.Mutex
+	commits   []*canvas.Commit
+	published chan struct{} // signalled after each Publish (buffer of one)
 }
+
+func newCollector() *collector { return &collector{published: make(chan struct{}, 1)} }
 
 func (c *collector) Publish(cm *canvas.Commit) {
 	c.mu.Lock()
 	c.commits = append(c.commits, cm)
 	c.mu.Unlock()
+	select {
+	case c.published <- struct{}{}:
+	default:
+	}
+}
+
+// waitCount waits until n commits were published or the deadline passes.
+func (c *collector) waitCount(n int, deadline <-chan time.Time) {
+	for len(c.revs()) < n {
+		select {
+		case <-c.published:
+		case <-deadline:
+			return
+		}
+	}
 }
 
 func (c *collector) revs() []int64 {
@@ -45,7 +63,7 @@ func TestTwoEnginesFanOut(t *testing.T) {
 	url := testURL(t)
 	schema := newSchema(t, url)
 	ctx := context.Background()
-	pubs := []*collector{{}, {}}
+	pubs := []*collector{newCollector(), newCollector()}
 	engines := make([]*store.Engine, 2)
 	for i := range engines {
 		st := openIn(t, url, schema)
@@ -76,8 +94,8 @@ func TestTwoEnginesFanOut(t *testing.T) {
 				base := int64(0)
 				args, _ := json.Marshal(map[string]any{"id": fmt.Sprintf("n%d-%d", w, i), "name": "x"})
 				resp, err := e.Execute(ctx, "c", actor, canvas.Envelope{Type: "create_node", BaseRev: &base, Args: args})
-				if err != nil || resp.Status != 200 {
-					t.Errorf("Execute: %v %d %s", err, resp.Status, resp.Body)
+				if err != nil || resp.Outcome != store.OutcomeApplied {
+					t.Errorf("Execute: %v %s %s", err, resp.Outcome, resp.Result)
 					return
 				}
 			}
@@ -89,11 +107,9 @@ func TestTwoEnginesFanOut(t *testing.T) {
 	for i := range want {
 		want[i] = int64(i + 1)
 	}
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.After(10 * time.Second)
 	for i, p := range pubs {
-		for len(p.revs()) < total && time.Now().Before(deadline) {
-			time.Sleep(20 * time.Millisecond)
-		}
+		p.waitCount(total, deadline)
 		if got := p.revs(); !reflect.DeepEqual(got, want) {
 			t.Fatalf("engine %d published revs %v, want 1..%d in order", i, got, total)
 		}

@@ -35,51 +35,122 @@ func isHex(s string) bool {
 	return true
 }
 
-// Listen holds one dedicated connection (not from the pool) that LISTENs on
-// the store's channel, and calls wake(canvasID) for each append another
-// Store (another process) made, in the order PostgreSQL delivers them.
-// Each time LISTEN takes effect (the first connection and every reconnection)
-// it calls wake("") so callers catch up from the log on anything committed
-// while nobody was listening. A lost connection is re-established with
-// exponential backoff (50 ms doubling to 5 s). wake is called from Listen's
-// goroutine and must not block for long. Listen returns nil when ctx ends
-// or the store is closed.
+// Listen calls wake(canvasID) for each append another Store (another
+// process) made, in the order PostgreSQL delivers them, through the store's
+// one LISTEN connection (see listener). Each time LISTEN takes effect (when
+// Listen starts on a connection already listening, and after every
+// reconnection) it calls wake("") so callers catch up from the log on
+// anything committed while nobody was listening. wake is called from one
+// goroutine at a time and must not block for long. Listen returns nil when
+// ctx ends or the store is closed.
 func (s *Store) Listen(ctx context.Context, wake func(canvasID string)) error {
-	return s.keepListening(ctx, "commit", func(ctx context.Context) (bool, error) { return s.listenOnce(ctx, wake) })
+	return s.listen.serve(ctx, &listenSub{wake: wake})
 }
 
-// keepListening runs once (one LISTEN connection's life) until ctx ends or
-// the store is closed, reconnecting with exponential backoff (50 ms doubling
-// to 5 s, reset after a connection whose LISTEN took effect). It returns nil.
-func (s *Store) keepListening(ctx context.Context, what string, once func(context.Context) (listened bool, err error)) error {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	stop := context.AfterFunc(s.ctx, cancel)
-	defer stop()
+// listener is the store's one LISTEN connection (not from the pool),
+// shared by Listen and ListenBroadcast: it LISTENs on the commit channel and
+// on the broadcast channel and hands each notification to the callbacks of
+// its channel. It runs while any Listen or ListenBroadcast call is active,
+// and re-establishes a lost connection with exponential backoff (50 ms
+// doubling to 5 s, reset after a connection whose LISTEN took effect).
+type listener struct {
+	s *Store
+
+	// mu guards what follows and is held while calling back, so that
+	// callbacks never run concurrently and none runs after its call ended.
+	mu        sync.Mutex
+	subs      map[*listenSub]struct{}
+	listening bool               // LISTEN is in effect on the connection
+	cancel    context.CancelFunc // stops the running loop; nil when none runs
+	done      chan struct{}      // closed when that loop has exited
+}
+
+// listenSub is one active Listen (wake) or ListenBroadcast (deliver) call.
+type listenSub struct {
+	wake    func(canvasID string)
+	deliver func(topic string, payload []byte)
+}
+
+// connected tells sub that LISTEN has (just) taken effect.
+func (sub *listenSub) connected() {
+	if sub.wake != nil {
+		sub.wake("")
+	} else {
+		sub.deliver("", nil)
+	}
+}
+
+// serve registers sub until ctx ends or the store is closed.
+func (l *listener) serve(ctx context.Context, sub *listenSub) error {
+	l.mu.Lock()
+	if l.subs == nil {
+		l.subs = map[*listenSub]struct{}{}
+	}
+	l.subs[sub] = struct{}{}
+	if l.listening {
+		sub.connected()
+	}
+	if l.cancel == nil {
+		var lctx context.Context
+		lctx, l.cancel = context.WithCancel(l.s.ctx)
+		l.done = make(chan struct{})
+		go l.run(lctx, l.done)
+	}
+	l.mu.Unlock()
+	select {
+	case <-ctx.Done():
+	case <-l.s.ctx.Done():
+	}
+	l.mu.Lock()
+	delete(l.subs, sub)
+	if len(l.subs) > 0 || l.cancel == nil {
+		l.mu.Unlock()
+		return nil
+	}
+	l.cancel()
+	l.cancel = nil
+	done := l.done
+	l.mu.Unlock()
+	<-done
+	return nil
+}
+
+// run keeps a LISTEN connection until ctx ends.
+func (l *listener) run(ctx context.Context, done chan struct{}) {
+	defer close(done)
 	backoff := 50 * time.Millisecond
 	for {
-		listened, err := once(ctx)
+		listened, err := l.once(ctx)
+		l.mu.Lock()
+		l.listening = false
+		l.mu.Unlock()
 		if ctx.Err() != nil {
-			return nil
+			return
 		}
 		if listened {
 			backoff = 50 * time.Millisecond
 		}
-		s.log.Warn("pgstore: "+what+" listener lost its connection; reconnecting", "err", err, "backoff", backoff)
+		l.s.log.Warn("pgstore: listener lost its connection; reconnecting", "err", err, "backoff", backoff)
 		t := time.NewTimer(backoff)
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return nil
+			return
 		case <-t.C:
 		}
 		backoff = min(backoff*2, 5*time.Second)
 	}
 }
 
-// listenOnce connects, LISTENs, calls wake("") and then relays notifications
-// until the connection fails or ctx ends. listened says LISTEN took effect.
-func (s *Store) listenOnce(ctx context.Context, wake func(string)) (listened bool, err error) {
+// once connects, LISTENs on both channels, tells every callback, and then
+// relays notifications until the connection fails or ctx ends. listened
+// says LISTEN took effect.
+func (l *listener) once(ctx context.Context) (listened bool, err error) {
+	s := l.s
+	bc, err := s.BroadcastChannel(ctx)
+	if err != nil {
+		return false, err
+	}
 	cctx, cancel := context.WithTimeout(ctx, s.connCfg.ConnectTimeout+s.cfg.opTimeout)
 	defer cancel()
 	conn, err := pgx.ConnectConfig(cctx, s.connCfg)
@@ -91,18 +162,48 @@ func (s *Store) listenOnce(ctx context.Context, wake func(string)) (listened boo
 		defer cancel()
 		_ = conn.Close(closeCtx)
 	}()
-	if _, err := conn.Exec(cctx, "LISTEN "+pgx.Identifier{s.channel}.Sanitize()); err != nil {
+	if _, err := conn.Exec(cctx, "LISTEN "+pgx.Identifier{s.channel}.Sanitize()+"; LISTEN "+pgx.Identifier{bc}.Sanitize()); err != nil {
 		return false, err
 	}
-	wake("")
+	l.mu.Lock()
+	l.listening = true
+	for sub := range l.subs {
+		sub.connected()
+	}
+	l.mu.Unlock()
+	s.pruneBroadcasts(ctx, true)
 	for {
 		n, err := conn.WaitForNotification(ctx)
 		if err != nil {
 			return true, err
 		}
-		if id, own := s.parsePayload(n.Payload); !own {
-			wake(id)
+		switch n.Channel {
+		case s.channel:
+			if id, own := s.parsePayload(n.Payload); !own {
+				l.each(func(sub *listenSub) {
+					if sub.wake != nil {
+						sub.wake(id)
+					}
+				})
+			}
+		case bc:
+			if topic, payload, ok := s.decodeBroadcast(ctx, n.Payload); ok {
+				l.each(func(sub *listenSub) {
+					if sub.deliver != nil {
+						sub.deliver(topic, payload)
+					}
+				})
+			}
 		}
+	}
+}
+
+// each calls fn for every registered callback, under l.mu.
+func (l *listener) each(fn func(*listenSub)) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for sub := range l.subs {
+		fn(sub)
 	}
 }
 

@@ -58,13 +58,14 @@ var (
 type Store struct {
 	pool     *pgxpool.Pool
 	cfg      config
-	connCfg  *pgx.ConnConfig // for Listen's dedicated connection
+	connCfg  *pgx.ConnConfig // for the LISTEN connection (listen.go)
 	channel  string
 	instance string // hex id of this Store in NOTIFY payloads
 	log      *slog.Logger
 	notify   *notifier
 	commit   *committer      // group commit of Appends (commit.go)
 	bc       broadcastState  // store.Broadcaster set-up (broadcast.go)
+	listen   listener        // the one LISTEN connection of Listen and ListenBroadcast (listen.go)
 	ctx      context.Context // canceled by Close (stops Listen)
 	cancel   context.CancelFunc
 
@@ -183,6 +184,7 @@ func Open(ctx context.Context, databaseURL string, opts ...Option) (*Store, erro
 		return nil, s.wrap(mctx, "migrate", err)
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
+	s.listen.s = s
 	s.notify = newNotifier(s)
 	s.commit = newCommitter(s, pc.MaxConns)
 	return s, nil

@@ -23,8 +23,8 @@ func TestAppendReadRoundTrip(t *testing.T) {
 	want := mkCommits("c1", 0, 3, "svc")
 	want[1].Args = nil // no args: stored as NULL, read back as nil
 	want[2].Changes = []canvas.Change{}
-	idem := []store.IdempotencyRecord{{CanvasID: "c1", Key: "k1", Fingerprint: "fp", Status: 200,
-		Body: []byte(`{"status":"applied"}`), Rev: 3, CreatedAt: time.Now().UTC().Truncate(time.Microsecond)}}
+	idem := []store.IdempotencyRecord{{CanvasID: "c1", Key: "k1", Fingerprint: "fp", Outcome: store.OutcomeApplied,
+		Result: []byte(`{"status":"applied"}`), Rev: 3, CreatedAt: time.Now().UTC().Truncate(time.Microsecond)}}
 	if err := s.Append(ctx, "c1", 0, want, idem); err != nil {
 		t.Fatalf("Append: %v", err)
 	}
@@ -57,7 +57,7 @@ func TestAppendErrorsWriteNothing(t *testing.T) {
 	ctx := context.Background()
 	mustCreateCanvas(t, s, "c1")
 	rec := func(key string, rev int64) store.IdempotencyRecord {
-		return store.IdempotencyRecord{Key: key, Fingerprint: "fp", Status: 200, Body: []byte(`{}`), Rev: rev, CreatedAt: time.Now()}
+		return store.IdempotencyRecord{Key: key, Fingerprint: "fp", Outcome: store.OutcomeApplied, Result: []byte(`{}`), Rev: rev, CreatedAt: time.Now()}
 	}
 	if err := s.Append(ctx, "c1", 0, mkCommits("c1", 0, 1, "a"), []store.IdempotencyRecord{rec("k1", 1)}); err != nil {
 		t.Fatal(err)
@@ -183,7 +183,7 @@ func TestDeleteCanvasRemovesEverything(t *testing.T) {
 	mustCreateCanvas(t, s, "c1")
 	mustCreateCanvas(t, s, "c2")
 	for _, id := range []string{"c1", "c2"} {
-		if err := s.Append(ctx, id, 0, mkCommits(id, 0, 2, "a"), []store.IdempotencyRecord{{Key: "k", Rev: 1, Body: []byte("{}")}}); err != nil {
+		if err := s.Append(ctx, id, 0, mkCommits(id, 0, 2, "a"), []store.IdempotencyRecord{{Key: "k", Rev: 1, Outcome: store.OutcomeApplied, Result: []byte("{}")}}); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := s.pool.Exec(ctx, `INSERT INTO canvas_agent_sessions (id, canvas_id, actor_id, state) VALUES ($1, $2, 'a', 'done');

@@ -27,7 +27,7 @@ func (s *Store) SaveStateSnapshot(ctx context.Context, canvasID string, snap sto
 		 ON CONFLICT (canvas_id, rev) DO UPDATE SET schema = excluded.schema, data = excluded.data, created_at = now()`,
 		canvasID, snap.Rev, snap.Schema, data)
 	if fkViolation(err) {
-		return fmt.Errorf("pgstore: save snapshot of %q: %w", canvasID, canvas.ErrNotFound)
+		return fmt.Errorf("canvas %q: %w", canvasID, canvas.ErrNotFound)
 	}
 	return s.wrap(ctx, "save snapshot", err)
 }
@@ -43,7 +43,7 @@ func (s *Store) LoadStateSnapshot(ctx context.Context, canvasID string, atOrBefo
 		 WHERE canvas_id = $1 AND rev <= $2 ORDER BY rev DESC LIMIT 1`,
 		canvasID, atOrBefore).Scan(&snap.Rev, &snap.Schema, &snap.Data)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return store.StateSnapshot{}, fmt.Errorf("pgstore: snapshot of %q at or before %d: %w", canvasID, atOrBefore, canvas.ErrNotFound)
+		return store.StateSnapshot{}, fmt.Errorf("state snapshot of canvas %q at or before rev %d: %w", canvasID, atOrBefore, canvas.ErrNotFound)
 	}
 	if err != nil {
 		return store.StateSnapshot{}, s.wrap(ctx, "load snapshot", err)
@@ -58,11 +58,11 @@ func (s *Store) GetIdempotency(ctx context.Context, canvasID, key string) (store
 	r := store.IdempotencyRecord{CanvasID: canvasID, Key: key}
 	var fp []byte
 	err := s.pool.QueryRow(ctx,
-		`SELECT fingerprint, status, body, rev, created_at FROM idempotency WHERE canvas_id = $1 AND key = $2`,
-		canvasID, key).Scan(&fp, &r.Status, &r.Body, &r.Rev, &r.CreatedAt)
+		`SELECT fingerprint, outcome, result, rev, created_at FROM idempotency WHERE canvas_id = $1 AND key = $2`,
+		canvasID, key).Scan(&fp, &r.Outcome, &r.Result, &r.Rev, &r.CreatedAt)
 	r.Fingerprint = string(fp)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return store.IdempotencyRecord{}, fmt.Errorf("pgstore: idempotency key %q of %q: %w", key, canvasID, canvas.ErrNotFound)
+		return store.IdempotencyRecord{}, fmt.Errorf("idempotency key %q of canvas %q: %w", key, canvasID, canvas.ErrNotFound)
 	}
 	if err != nil {
 		return store.IdempotencyRecord{}, s.wrap(ctx, "get idempotency", err)
@@ -93,10 +93,10 @@ func (s *Store) CreateNamedSnapshot(ctx context.Context, ns store.NamedSnapshot)
 		 VALUES ($1, $2, $3, $4, $5, $6, COALESCE($7, now()))`,
 		ns.CanvasID, ns.ID, ns.Label, ns.Description, ns.Rev, ns.CreatedBy, nullTime(ns.CreatedAt))
 	if _, ok := uniqueViolation(err); ok {
-		return fmt.Errorf("pgstore: snapshot %q of %q: %w", ns.ID, ns.CanvasID, canvas.ErrAlreadyExists)
+		return fmt.Errorf("snapshot %q of canvas %q: %w", ns.ID, ns.CanvasID, canvas.ErrAlreadyExists)
 	}
 	if fkViolation(err) {
-		return fmt.Errorf("pgstore: snapshot %q: canvas %q: %w", ns.ID, ns.CanvasID, canvas.ErrNotFound)
+		return fmt.Errorf("canvas %q: %w", ns.CanvasID, canvas.ErrNotFound)
 	}
 	return s.wrap(ctx, "create named snapshot", err)
 }
@@ -118,7 +118,7 @@ func (s *Store) GetNamedSnapshot(ctx context.Context, canvasID, id string) (stor
 		`SELECT `+namedSnapshotCols+` FROM named_snapshots WHERE canvas_id = $1 AND id = $2`, canvasID, id)
 	ns, err := pgx.CollectExactlyOneRow(rows, scanNamedSnapshot)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return store.NamedSnapshot{}, fmt.Errorf("pgstore: snapshot %q of %q: %w", id, canvasID, canvas.ErrNotFound)
+		return store.NamedSnapshot{}, fmt.Errorf("snapshot %q of canvas %q: %w", id, canvasID, canvas.ErrNotFound)
 	}
 	if err != nil {
 		return store.NamedSnapshot{}, s.wrap(ctx, "get named snapshot", err)
@@ -143,7 +143,7 @@ func (s *Store) ListNamedSnapshots(ctx context.Context, canvasID string) ([]stor
 			return nil, s.wrap(ctx, "list named snapshots", err)
 		}
 		if !ok {
-			return nil, fmt.Errorf("pgstore: list named snapshots of %q: %w", canvasID, canvas.ErrNotFound)
+			return nil, fmt.Errorf("canvas %q: %w", canvasID, canvas.ErrNotFound)
 		}
 		out = []store.NamedSnapshot{}
 	}
@@ -151,7 +151,8 @@ func (s *Store) ListNamedSnapshots(ctx context.Context, canvasID string) ([]stor
 }
 
 // CreateToken stores a token by its hash. An existing actor id (or hash) is
-// canvas.ErrAlreadyExists. A zero CreatedAt is stored as now().
+// canvas.ErrAlreadyExists. A zero CreatedAt is stored as now(), a zero
+// ExpiresAt as NULL (never).
 func (s *Store) CreateToken(ctx context.Context, t store.TokenRecord) error {
 	ctx, cancel := s.opCtx(ctx)
 	defer cancel()
@@ -160,11 +161,11 @@ func (s *Store) CreateToken(ctx context.Context, t store.TokenRecord) error {
 		cs = []string{}
 	}
 	_, err := s.pool.Exec(ctx,
-		`INSERT INTO tokens (hash, actor_id, actor_type, role, canvases, name, created_at)
-		 VALUES ($1, $2, $3, $4, $5, $6, COALESCE($7, now()))`,
-		t.Hash, t.ActorID, string(t.ActorType), string(t.Role), cs, t.Name, nullTime(t.CreatedAt))
+		`INSERT INTO tokens (hash, actor_id, actor_type, role, canvases, name, created_at, expires_at)
+		 VALUES ($1, $2, $3, $4, $5, $6, COALESCE($7, now()), $8)`,
+		t.Hash, t.ActorID, string(t.ActorType), string(t.Role), cs, t.Name, nullTime(t.CreatedAt), nullTime(t.ExpiresAt))
 	if _, ok := uniqueViolation(err); ok {
-		return fmt.Errorf("pgstore: token of %q: %w", t.ActorID, canvas.ErrAlreadyExists)
+		return fmt.Errorf("token of actor %q: %w", t.ActorID, canvas.ErrAlreadyExists)
 	}
 	return s.wrap(ctx, "create token", err)
 }
@@ -173,23 +174,59 @@ func (s *Store) CreateToken(ctx context.Context, t store.TokenRecord) error {
 func (s *Store) TokenByHash(ctx context.Context, hash []byte) (store.TokenRecord, error) {
 	ctx, cancel := s.opCtx(ctx)
 	defer cancel()
-	var t store.TokenRecord
-	var actorType, role string
-	err := s.pool.QueryRow(ctx,
-		`SELECT hash, actor_id, actor_type, role, canvases, name, created_at FROM tokens WHERE hash = $1`, hash).
-		Scan(&t.Hash, &t.ActorID, &actorType, &role, &t.Canvases, &t.Name, &t.CreatedAt)
+	rows, _ := s.pool.Query(ctx, `SELECT `+tokenCols+` FROM tokens WHERE hash = $1`, hash)
+	t, err := pgx.CollectExactlyOneRow(rows, scanToken)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return store.TokenRecord{}, fmt.Errorf("pgstore: token: %w", canvas.ErrNotFound)
+		return store.TokenRecord{}, fmt.Errorf("token: %w", canvas.ErrNotFound)
 	}
 	if err != nil {
 		return store.TokenRecord{}, s.wrap(ctx, "token by hash", err)
 	}
-	t.ActorType, t.Role = canvas.ActorType(actorType), canvas.Role(role)
-	t.CreatedAt = t.CreatedAt.UTC()
+	return t, nil
+}
+
+// TokenByActor returns the token of an actor, or canvas.ErrNotFound.
+func (s *Store) TokenByActor(ctx context.Context, actorID string) (store.TokenRecord, error) {
+	ctx, cancel := s.opCtx(ctx)
+	defer cancel()
+	rows, _ := s.pool.Query(ctx, `SELECT `+tokenCols+` FROM tokens WHERE actor_id = $1`, actorID)
+	t, err := pgx.CollectExactlyOneRow(rows, scanToken)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return store.TokenRecord{}, fmt.Errorf("token of actor %q: %w", actorID, canvas.ErrNotFound)
+	}
+	if err != nil {
+		return store.TokenRecord{}, s.wrap(ctx, "token by actor", err)
+	}
+	return t, nil
+}
+
+// ListTokens returns every token ordered by creation time, then actor id.
+func (s *Store) ListTokens(ctx context.Context) ([]store.TokenRecord, error) {
+	ctx, cancel := s.opCtxN(ctx, 4)
+	defer cancel()
+	rows, _ := s.pool.Query(ctx, `SELECT `+tokenCols+` FROM tokens ORDER BY created_at, actor_id`)
+	out, err := pgx.CollectRows(rows, scanToken)
+	if err != nil {
+		return nil, s.wrap(ctx, "list tokens", err)
+	}
+	return out, nil
+}
+
+const tokenCols = `hash, actor_id, actor_type, role, canvases, name, created_at, expires_at`
+
+func scanToken(row pgx.CollectableRow) (store.TokenRecord, error) {
+	var t store.TokenRecord
+	var actorType, role string
+	var expires *time.Time
+	err := row.Scan(&t.Hash, &t.ActorID, &actorType, &role, &t.Canvases, &t.Name, &t.CreatedAt, &expires)
+	t.ActorType, t.Role, t.CreatedAt = canvas.ActorType(actorType), canvas.Role(role), t.CreatedAt.UTC()
+	if expires != nil {
+		t.ExpiresAt = expires.UTC()
+	}
 	if len(t.Canvases) == 0 {
 		t.Canvases = nil
 	}
-	return t, nil
+	return t, err
 }
 
 // RevokeToken deletes the token of an actor, or returns canvas.ErrNotFound.
@@ -201,9 +238,34 @@ func (s *Store) RevokeToken(ctx context.Context, actorID string) error {
 		return s.wrap(ctx, "revoke token", err)
 	}
 	if tag.RowsAffected() == 0 {
-		return fmt.Errorf("pgstore: token of %q: %w", actorID, canvas.ErrNotFound)
+		return fmt.Errorf("token of actor %q: %w", actorID, canvas.ErrNotFound)
 	}
 	return nil
+}
+
+// RenewToken moves the expiry of an actor's token, or returns canvas.ErrNotFound.
+func (s *Store) RenewToken(ctx context.Context, actorID string, expiresAt time.Time) error {
+	ctx, cancel := s.opCtx(ctx)
+	defer cancel()
+	tag, err := s.pool.Exec(ctx, `UPDATE tokens SET expires_at = $2 WHERE actor_id = $1`, actorID, expiresAt)
+	if err != nil {
+		return s.wrap(ctx, "renew token", err)
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("token of actor %q: %w", actorID, canvas.ErrNotFound)
+	}
+	return nil
+}
+
+// PruneTokens deletes the tokens that expired at or before now.
+func (s *Store) PruneTokens(ctx context.Context, now time.Time) (int64, error) {
+	ctx, cancel := s.opCtxN(ctx, 4)
+	defer cancel()
+	tag, err := s.pool.Exec(ctx, `DELETE FROM tokens WHERE expires_at <= $1`, now)
+	if err != nil {
+		return 0, s.wrap(ctx, "prune tokens", err)
+	}
+	return tag.RowsAffected(), nil
 }
 
 // nullTime maps the zero time to SQL NULL (so a column default applies).

@@ -7,7 +7,6 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
-	"runtime"
 	"strings"
 
 	"github.com/canvasd/canvasd/canvas"
@@ -23,10 +22,9 @@ var driverBadConn = driver.ErrBadConn
 // job is one queued write call. An Append job carries its arguments in
 // fields (no closure, pooled); every other write is a closure in fn.
 type job struct {
-	ctx  context.Context
-	fn   func(w *writer) error
-	err  error
-	done chan struct{} // buffered(1): the committer sends once the batch committed
+	ctx context.Context
+	fn  func(w *writer) error
+	err error
 
 	canvasID     string
 	expectedHead int64
@@ -55,22 +53,14 @@ func (s *Store) write(ctx context.Context, fn func(w *writer) error) error {
 // returns j's own outcome. It gives up only while j is still unqueued.
 func (s *Store) submit(ctx context.Context, j *job) error {
 	j.ctx = ctx
-	s.mu.RLock()
-	if s.closed {
-		s.mu.RUnlock()
-		s.putJob(j)
-		return errClosed("write")
+	err := s.commits.Do(ctx, j)
+	if err == nil {
+		err = j.err
+	} else if errors.Is(err, canvas.ErrUnavailable) {
+		err = errClosed("write")
+	} else {
+		err = fmt.Errorf("sqlitestore: write not queued: %w", err)
 	}
-	select {
-	case s.jobs <- j:
-	case <-ctx.Done():
-		s.mu.RUnlock()
-		s.putJob(j)
-		return fmt.Errorf("sqlitestore: write not queued: %w", ctx.Err())
-	}
-	s.mu.RUnlock()
-	<-j.done
-	err := j.err
 	s.putJob(j)
 	return err
 }
@@ -128,7 +118,7 @@ const maxRows = 32
 const (
 	insCommitSQL = `INSERT OR FAIL INTO commits (canvas_id, rev, event_id, cmd_id, type, args, actor_id, actor_type, ts, changes) VALUES `
 	commitRow    = `(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
-	insIdemSQL   = `INSERT OR FAIL INTO idempotency (canvas_id, key, fingerprint, status, body, rev, created_at) VALUES `
+	insIdemSQL   = `INSERT OR FAIL INTO idempotency (canvas_id, key, fingerprint, outcome, result, rev, created_at) VALUES `
 	idemRow      = `(?, ?, ?, ?, ?, ?, ?)`
 	// The lookups join a VALUES list (each row probes the index) rather
 	// than test IN (...), for which SQLite first builds a temporary b-tree.
@@ -204,7 +194,7 @@ func (w *writer) mustExist(canvasID, op string) error {
 	var one int
 	err := w.has.QueryRowContext(bg, canvasID).Scan(&one)
 	if errors.Is(err, sql.ErrNoRows) {
-		return fmt.Errorf("sqlitestore: %s: canvas %q: %w", op, canvasID, canvas.ErrNotFound)
+		return fmt.Errorf("canvas %q: %w", canvasID, canvas.ErrNotFound)
 	}
 	if err != nil {
 		return mapErr(op, err)
@@ -212,52 +202,19 @@ func (w *writer) mustExist(canvasID, op string) error {
 	return nil
 }
 
-// commitLoop is the committer goroutine: it batches queued jobs into one
-// transaction each until the queue is closed and drained.
-func (s *Store) commitLoop(w *writer) {
-	defer close(s.stopped)
-	defer w.close()
-	batch := make([]*job, 0, s.maxBatch)
-	prev := 0
-	for {
-		j, ok := <-s.jobs
-		if !ok {
-			return
-		}
-		batch = append(batch[:0], j)
-		if prev > 1 {
-			// Concurrent writers are active: let them queue their next
-			// calls so this transaction carries more than one.
-			runtime.Gosched()
-		}
-	drain:
-		for len(batch) < s.maxBatch {
-			select {
-			case j, ok := <-s.jobs:
-				if !ok {
-					break drain
-				}
-				batch = append(batch, j)
-			default:
-				break drain
-			}
-		}
-		s.runBatch(w, batch)
-		s.batches.Add(1)
-		s.jobsDone.Add(int64(len(batch)))
-		prev = len(batch)
-		var appended int64
-		for _, j := range batch {
-			if j.err == nil && j.fn == nil {
-				appended += int64(len(j.commits))
-			}
-		}
-		s.commitsDone.Add(appended)
-		for i, j := range batch {
-			j.done <- struct{}{}
-			batch[i] = nil
+// commitBatch is the group committer's run function: it runs batch on the
+// writer connection in one transaction (see runBatch) and counts it.
+func (s *Store) commitBatch(batch []*job) {
+	s.runBatch(s.w, batch)
+	var appended int64
+	for _, j := range batch {
+		if j.err == nil && j.fn == nil {
+			appended += int64(len(j.commits))
 		}
 	}
+	s.commitsDone.Add(appended)
+	s.jobsDone.Add(int64(len(batch)))
+	s.batches.Add(1)
 }
 
 // runBatch runs the jobs in one transaction and sets every job's err; a
@@ -528,7 +485,7 @@ func (w *writer) checkInSegment(j *job) (err, fatal error) {
 	}
 	switch head := g.heads[x]; {
 	case head < 0:
-		return fmt.Errorf("sqlitestore: append to canvas %q: %w", j.canvasID, canvas.ErrNotFound), nil
+		return fmt.Errorf("canvas %q: %w", j.canvasID, canvas.ErrNotFound), nil
 	case head != j.expectedHead:
 		return fmt.Errorf("sqlitestore: append to canvas %q: expected head %d, stored head is %d: %w",
 			j.canvasID, j.expectedHead, head, canvas.ErrHeadMismatch), nil
@@ -582,7 +539,7 @@ func (w *writer) checkAppend(j *job) (err, fatal error) {
 		var head int64
 		err := w.headOf.QueryRowContext(bg, j.canvasID).Scan(&head)
 		if errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("sqlitestore: append to canvas %q: %w", j.canvasID, canvas.ErrNotFound), nil
+			return fmt.Errorf("canvas %q: %w", j.canvasID, canvas.ErrNotFound), nil
 		}
 		if err != nil {
 			return nil, mapErr("append to "+j.canvasID, err)
@@ -657,11 +614,11 @@ func (w *writer) flush() error {
 	for _, j := range w.pending {
 		for i := range j.idem {
 			r := &j.idem[i]
-			body := r.Body
-			if body == nil {
-				body = []byte{}
+			result := r.Result
+			if result == nil {
+				result = []byte{}
 			}
-			args = append(args, j.canvasID, r.Key, r.Fingerprint, r.Status, body, r.Rev, r.CreatedAt.UnixMicro())
+			args = append(args, j.canvasID, r.Key, r.Fingerprint, string(r.Outcome), result, r.Rev, r.CreatedAt.UnixMicro())
 			if rows++; rows == maxRows {
 				if err := insert(&w.insIdems, insIdemSQL, idemRow); err != nil {
 					return err

@@ -62,12 +62,12 @@ func TestMigration0002KeepsData(t *testing.T) {
 		t.Fatalf("commits after the migration: %+v, %v", cs, err)
 	}
 	r, err := s.GetIdempotency(ctx, "c", "k")
-	if err != nil || r.Fingerprint != "fp" || r.Rev != 2 || string(r.Body) != "{}" || !r.CreatedAt.Equal(time.UnixMicro(20)) {
+	if err != nil || r.Fingerprint != "fp" || r.Rev != 2 || string(r.Result) != "{}" || !r.CreatedAt.Equal(time.UnixMicro(20)) {
 		t.Fatalf("idempotency record after the migration: %+v, %v", r, err)
 	}
 	next := []canvas.Commit{{Rev: 3, EventID: "3-a", Type: "move", ActorID: "human-1", ActorType: canvas.ActorHuman, TS: time.Now()}}
 	rec := func(key string) []store.IdempotencyRecord {
-		return []store.IdempotencyRecord{{Key: key, Fingerprint: "f", Status: 200, Body: []byte(`{}`), Rev: 3, CreatedAt: time.Now()}}
+		return []store.IdempotencyRecord{{Key: key, Fingerprint: "f", Outcome: store.OutcomeApplied, Result: []byte(`{}`), Rev: 3, CreatedAt: time.Now()}}
 	}
 	if err := s.Append(ctx, "c", 2, next, rec("k")); !errors.Is(err, canvas.ErrDuplicateIdempotencyKey) {
 		t.Fatalf("Append with a migrated key: %v", err)
@@ -103,8 +103,9 @@ func TestMigration0002KeepsData(t *testing.T) {
 		t.Fatalf("the other canvas has %d rows, want 2", n)
 	}
 
+	mustExec(ms[2].Down)
 	mustExec(ms[1].Down)
-	mustExec(`DELETE FROM schema_migrations WHERE version = 2`)
+	mustExec(`DELETE FROM schema_migrations WHERE version IN (2, 3)`)
 	if n := count(`SELECT count(*) FROM pragma_foreign_key_list('commits')`) + count(`SELECT count(*) FROM pragma_foreign_key_list('idempotency')`); n != 2 {
 		t.Fatalf("after 0002 down: %d foreign keys on commits and idempotency, want 2", n)
 	}
@@ -114,9 +115,74 @@ func TestMigration0002KeepsData(t *testing.T) {
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
 	}
-	s = openAt(t, path) // applies 0002 again
+	s = openAt(t, path) // applies 0002 and 0003 again
 	defer s.Close()
 	if cs, err := s.ReadCommits(ctx, "e", 0, 0); err != nil || len(cs) != 1 {
 		t.Fatalf("after 0002 down and up: %+v, %v", cs, err)
+	}
+}
+
+// TestMigration0003TypedOutcomes builds a version-2 database whose
+// idempotency records hold HTTP statuses, opens it (which applies 0003), and
+// checks that the records read back as outcomes with their result bytes, and
+// that 0003's down script turns them back into statuses.
+func TestMigration0003TypedOutcomes(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "v2.db")
+	ms, err := migrations.Load(sqlitestore.Dialect)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ms) < 3 || ms[2].Name != "typed_outcomes" {
+		t.Fatalf("migrations: %d, want 0003_typed_outcomes", len(ms))
+	}
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	db.SetMaxOpenConns(1)
+	mustExec := func(q string, args ...any) {
+		t.Helper()
+		if _, err := db.ExecContext(ctx, q, args...); err != nil {
+			t.Fatalf("%.60s: %v", q, err)
+		}
+	}
+	mustExec(migrations.SchemaMigrationsDDL)
+	for _, m := range ms[:2] {
+		mustExec(m.Up)
+		mustExec(`INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, 0)`, m.Version, m.Name)
+	}
+	mustExec(`INSERT INTO canvases (id, head_rev, created_at) VALUES ('c', 2, 1)`)
+	mustExec(`INSERT INTO idempotency (canvas_id, key, fingerprint, status, body, rev, created_at) VALUES
+		('c', 'ok', 'fp1', 200, X'7B2261227D', 1, 20), ('c', 'no', 'fp2', 409, X'7B2262227D', 2, 21)`)
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	s := openAt(t, path)
+	for key, want := range map[string]store.IdempotencyRecord{
+		"ok": {Fingerprint: "fp1", Outcome: store.OutcomeApplied, Result: []byte(`{"a"}`), Rev: 1},
+		"no": {Fingerprint: "fp2", Outcome: store.OutcomeConflict, Result: []byte(`{"b"}`), Rev: 2},
+	} {
+		r, err := s.GetIdempotency(ctx, "c", key)
+		if err != nil || r.Fingerprint != want.Fingerprint || r.Outcome != want.Outcome || string(r.Result) != string(want.Result) || r.Rev != want.Rev {
+			t.Fatalf("record %q after the migration: %+v, %v; want %+v", key, r, err, want)
+		}
+	}
+	s.Close()
+
+	db, err = sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	mustExec(ms[2].Down)
+	var statuses string
+	if err := db.QueryRowContext(ctx, `SELECT group_concat(key || '=' || status || ':' || CAST(body AS TEXT), ' ') FROM (SELECT * FROM idempotency ORDER BY key)`).Scan(&statuses); err != nil {
+		t.Fatal(err)
+	}
+	if statuses != `no=409:{"b"} ok=200:{"a"}` {
+		t.Fatalf("after 0003 down: %s", statuses)
 	}
 }

@@ -34,7 +34,7 @@ func queueInOneBatch(t *testing.T, s *Store, wantReruns int64, calls []func() er
 	for i, call := range calls {
 		wg.Add(1)
 		go func() { defer wg.Done(); errs[i] = call() }()
-		for deadline := time.Now().Add(10 * time.Second); len(s.jobs) < i+1; {
+		for deadline := time.Now().Add(10 * time.Second); s.commits.Queued() < i+1; {
 			if time.Now().After(deadline) {
 				t.Fatalf("call %d was not queued", i)
 			}
@@ -67,7 +67,7 @@ func segCommits(id string, from int64, n int) []canvas.Commit {
 func segIdem(rev int64, keys ...string) []store.IdempotencyRecord {
 	out := make([]store.IdempotencyRecord, len(keys))
 	for i, k := range keys {
-		out[i] = store.IdempotencyRecord{Key: k, Fingerprint: "fp-" + k, Status: 200, Body: []byte(`{"k":"` + k + `"}`), Rev: rev, CreatedAt: time.Now()}
+		out[i] = store.IdempotencyRecord{Key: k, Fingerprint: "fp-" + k, Outcome: store.OutcomeApplied, Result: []byte(`{"k":"` + k + `"}`), Rev: rev, CreatedAt: time.Now()}
 	}
 	return out
 }

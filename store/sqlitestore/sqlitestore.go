@@ -136,9 +136,8 @@ func WithCheckpointInterval(d time.Duration) Option {
 // concurrent use. Only one Store (one process) may write a database file at
 // a time; a second writer waits up to the busy timeout and then fails.
 type Store struct {
-	log      *slog.Logger
-	path     string
-	maxBatch int
+	log  *slog.Logger
+	path string
 
 	wdb  *sql.DB // exactly one connection, owned by the committer
 	rdb  *sql.DB // read-only pool
@@ -148,10 +147,9 @@ type Store struct {
 	getCanvas, listCanvases, canvasExists, readCommits, loadSnap, getIdem,
 	getNamed, listNamed, tokenByHash *sql.Stmt
 
-	mu      sync.RWMutex // guards closed and sends on jobs
-	closed  bool
-	jobs    chan *job
-	stopped chan struct{} // closed when the committer has exited
+	w       *writer // the write connection; only the group committer's loop uses it
+	commits *store.GroupCommitter[*job]
+	closed  atomic.Bool
 	ckQuit  chan struct{} // closed by Close to stop the checkpointer
 	ckDone  chan struct{} // closed when the checkpointer has exited
 
@@ -193,10 +191,8 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 	rdsn := path + "?" + common + "&_pragma=query_only(1)"
 	ckdsn := path + "?" + common + "&_pragma=synchronous(NORMAL)"
 
-	s := &Store{log: cfg.log, path: path, maxBatch: cfg.maxBatch,
-		jobs: make(chan *job, cfg.maxBatch), stopped: make(chan struct{}),
-		ckQuit: make(chan struct{}), ckDone: make(chan struct{})}
-	s.jobPool.New = func() any { return &job{done: make(chan struct{}, 1)} }
+	s := &Store{log: cfg.log, path: path, ckQuit: make(chan struct{}), ckDone: make(chan struct{})}
+	s.jobPool.New = func() any { return &job{} }
 
 	var err error
 	if s.wdb, err = sql.Open("sqlite", wdsn); err != nil {
@@ -259,7 +255,8 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 	if err != nil {
 		return fail(err)
 	}
-	go s.commitLoop(w)
+	s.w = w
+	s.commits = store.NewGroupCommitter(1, cfg.maxBatch, s.commitBatch)
 	go s.checkpointLoop(cfg.checkpoint)
 	return s, nil
 }
@@ -353,11 +350,11 @@ func (s *Store) prepareReads(ctx context.Context) error {
 			FROM commits WHERE canvas_id = ? AND rev > ? ORDER BY rev LIMIT ?`},
 		{&s.loadSnap, `SELECT rev, schema, data FROM state_snapshots
 			WHERE canvas_id = ? AND rev <= ? ORDER BY rev DESC LIMIT 1`},
-		{&s.getIdem, `SELECT fingerprint, status, body, rev, created_at FROM idempotency WHERE canvas_id = ? AND key = ?`},
+		{&s.getIdem, `SELECT fingerprint, outcome, result, rev, created_at FROM idempotency WHERE canvas_id = ? AND key = ?`},
 		{&s.getNamed, `SELECT label, description, rev, created_by, created_at FROM named_snapshots WHERE canvas_id = ? AND id = ?`},
 		{&s.listNamed, `SELECT id, label, description, rev, created_by, created_at FROM named_snapshots
 			WHERE canvas_id = ? ORDER BY created_at, id`},
-		{&s.tokenByHash, `SELECT actor_id, actor_type, role, canvases, name, created_at FROM tokens WHERE hash = ?`},
+		{&s.tokenByHash, `SELECT ` + tokenColumns + ` FROM tokens WHERE hash = ?`},
 	} {
 		st, err := s.rdb.PrepareContext(ctx, p.q)
 		if err != nil {
@@ -373,11 +370,9 @@ func (s *Store) prepareReads(ctx context.Context) error {
 // Close is idempotent.
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
-		s.mu.Lock()
-		s.closed = true
-		close(s.jobs)
-		s.mu.Unlock()
-		<-s.stopped
+		s.closed.Store(true)
+		s.commits.Close()
+		s.w.close()
 		close(s.ckQuit)
 		<-s.ckDone
 		var errs []error
@@ -411,10 +406,7 @@ func (s *Store) Stats() Stats {
 
 // Ping reports whether the database answers a query.
 func (s *Store) Ping(ctx context.Context) error {
-	s.mu.RLock()
-	closed := s.closed
-	s.mu.RUnlock()
-	if closed {
+	if s.closed.Load() {
 		return errClosed("ping")
 	}
 	var one int
@@ -439,7 +431,7 @@ func (s *Store) CreateCanvas(ctx context.Context, c canvas.Canvas) error {
 			return mapErr("create canvas "+c.ID, err)
 		}
 		if n, _ := res.RowsAffected(); n == 0 {
-			return fmt.Errorf("sqlitestore: create canvas %q: %w", c.ID, canvas.ErrAlreadyExists)
+			return fmt.Errorf("canvas %q: %w", c.ID, canvas.ErrAlreadyExists)
 		}
 		return nil
 	})
@@ -451,7 +443,7 @@ func (s *Store) GetCanvas(ctx context.Context, id string) (canvas.Canvas, error)
 	var created int64
 	err := s.getCanvas.QueryRowContext(ctx, id).Scan(&c.Title, &c.HeadRev, &created, &c.CreatedBy)
 	if errors.Is(err, sql.ErrNoRows) {
-		return canvas.Canvas{}, fmt.Errorf("sqlitestore: canvas %q: %w", id, canvas.ErrNotFound)
+		return canvas.Canvas{}, fmt.Errorf("canvas %q: %w", id, canvas.ErrNotFound)
 	}
 	if err != nil {
 		return canvas.Canvas{}, mapErr("get canvas "+id, err)
@@ -504,7 +496,7 @@ func (s *Store) DeleteCanvas(ctx context.Context, id string) error {
 			return mapErr("delete canvas "+id, err)
 		}
 		if n, _ := res.RowsAffected(); n == 0 {
-			return fmt.Errorf("sqlitestore: delete canvas %q: %w", id, canvas.ErrNotFound)
+			return fmt.Errorf("canvas %q: %w", id, canvas.ErrNotFound)
 		}
 		return nil
 	})
@@ -535,11 +527,7 @@ func (s *Store) Append(ctx context.Context, canvasID string, expectedHead int64,
 			return fmt.Errorf("sqlitestore: append to canvas %q at head %d: commit %d has canvas %q rev %d, want rev %d: %w",
 				canvasID, expectedHead, i, c.CanvasID, c.Rev, expectedHead+1+int64(i), canvas.ErrInvalid)
 		}
-		ch := c.Changes
-		if ch == nil {
-			ch = []canvas.Change{}
-		}
-		b, err := json.Marshal(ch)
+		b, err := c.ChangesJSON()
 		if err != nil {
 			s.putJob(j)
 			return fmt.Errorf("sqlitestore: append to canvas %q: encode changes of rev %d: %v: %w", canvasID, c.Rev, err, canvas.ErrInvalid)
@@ -575,7 +563,7 @@ func (s *Store) ReadCommits(ctx context.Context, canvasID string, afterRev int64
 			c.Args = args
 		}
 		c.TS = fromMicros(ts)
-		if err := json.Unmarshal(changes, &c.Changes); err != nil {
+		if err := canvas.UnmarshalChanges(changes, &c.Changes); err != nil {
 			return nil, fmt.Errorf("sqlitestore: read commits of %q: rev %d: corrupt changes: %w", canvasID, c.Rev, err)
 		}
 		if c.Changes == nil {
@@ -598,7 +586,7 @@ func (s *Store) mustExist(ctx context.Context, canvasID, op string) error {
 	var one int
 	err := s.canvasExists.QueryRowContext(ctx, canvasID).Scan(&one)
 	if errors.Is(err, sql.ErrNoRows) {
-		return fmt.Errorf("sqlitestore: %s: canvas %q: %w", op, canvasID, canvas.ErrNotFound)
+		return fmt.Errorf("canvas %q: %w", canvasID, canvas.ErrNotFound)
 	}
 	if err != nil {
 		return mapErr(op+" "+canvasID, err)
@@ -634,7 +622,7 @@ func (s *Store) LoadStateSnapshot(ctx context.Context, canvasID string, atOrBefo
 	var snap store.StateSnapshot
 	err := s.loadSnap.QueryRowContext(ctx, canvasID, atOrBefore).Scan(&snap.Rev, &snap.Schema, &snap.Data)
 	if errors.Is(err, sql.ErrNoRows) {
-		return store.StateSnapshot{}, fmt.Errorf("sqlitestore: state snapshot of canvas %q at or before rev %d: %w",
+		return store.StateSnapshot{}, fmt.Errorf("state snapshot of canvas %q at or before rev %d: %w",
 			canvasID, atOrBefore, canvas.ErrNotFound)
 	}
 	if err != nil {
@@ -649,9 +637,11 @@ func (s *Store) LoadStateSnapshot(ctx context.Context, canvasID string, atOrBefo
 func (s *Store) GetIdempotency(ctx context.Context, canvasID, key string) (store.IdempotencyRecord, error) {
 	r := store.IdempotencyRecord{CanvasID: canvasID, Key: key}
 	var created int64
-	err := s.getIdem.QueryRowContext(ctx, canvasID, key).Scan(&r.Fingerprint, &r.Status, &r.Body, &r.Rev, &created)
+	var outcome string
+	err := s.getIdem.QueryRowContext(ctx, canvasID, key).Scan(&r.Fingerprint, &outcome, &r.Result, &r.Rev, &created)
+	r.Outcome = store.Outcome(outcome)
 	if errors.Is(err, sql.ErrNoRows) {
-		return store.IdempotencyRecord{}, fmt.Errorf("sqlitestore: idempotency key %q of canvas %q: %w", key, canvasID, canvas.ErrNotFound)
+		return store.IdempotencyRecord{}, fmt.Errorf("idempotency key %q of canvas %q: %w", key, canvasID, canvas.ErrNotFound)
 	}
 	if err != nil {
 		return store.IdempotencyRecord{}, mapErr("get idempotency record", err)
@@ -695,7 +685,7 @@ func (s *Store) CreateNamedSnapshot(ctx context.Context, ns store.NamedSnapshot)
 			return mapErr("create named snapshot", err)
 		}
 		if n, _ := res.RowsAffected(); n == 0 {
-			return fmt.Errorf("sqlitestore: named snapshot %q of canvas %q: %w", ns.ID, ns.CanvasID, canvas.ErrAlreadyExists)
+			return fmt.Errorf("snapshot %q of canvas %q: %w", ns.ID, ns.CanvasID, canvas.ErrAlreadyExists)
 		}
 		return nil
 	})
@@ -707,7 +697,7 @@ func (s *Store) GetNamedSnapshot(ctx context.Context, canvasID, id string) (stor
 	var created int64
 	err := s.getNamed.QueryRowContext(ctx, canvasID, id).Scan(&ns.Label, &ns.Description, &ns.Rev, &ns.CreatedBy, &created)
 	if errors.Is(err, sql.ErrNoRows) {
-		return store.NamedSnapshot{}, fmt.Errorf("sqlitestore: named snapshot %q of canvas %q: %w", id, canvasID, canvas.ErrNotFound)
+		return store.NamedSnapshot{}, fmt.Errorf("snapshot %q of canvas %q: %w", id, canvasID, canvas.ErrNotFound)
 	}
 	if err != nil {
 		return store.NamedSnapshot{}, mapErr("get named snapshot", err)
@@ -759,14 +749,14 @@ func (s *Store) CreateToken(ctx context.Context, t store.TokenRecord) error {
 		return fmt.Errorf("sqlitestore: create token: %w", err)
 	}
 	return s.write(ctx, func(w *writer) error {
-		res, err := w.conn.ExecContext(bg, `INSERT INTO tokens (hash, actor_id, actor_type, role, canvases, name, created_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
-			t.Hash, t.ActorID, string(t.ActorType), string(t.Role), string(canvases), t.Name, t.CreatedAt.UnixMicro())
+		res, err := w.conn.ExecContext(bg, `INSERT INTO tokens (hash, actor_id, actor_type, role, canvases, name, created_at, expires_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
+			t.Hash, t.ActorID, string(t.ActorType), string(t.Role), string(canvases), t.Name, t.CreatedAt.UnixMicro(), nullMicros(t.ExpiresAt))
 		if err != nil {
 			return mapErr("create token", err)
 		}
 		if n, _ := res.RowsAffected(); n == 0 {
-			return fmt.Errorf("sqlitestore: token for actor %q: %w", t.ActorID, canvas.ErrAlreadyExists)
+			return fmt.Errorf("token of actor %q: %w", t.ActorID, canvas.ErrAlreadyExists)
 		}
 		return nil
 	})
@@ -775,19 +765,63 @@ func (s *Store) CreateToken(ctx context.Context, t store.TokenRecord) error {
 // TokenByHash returns the token with that hash, or canvas.ErrNotFound.
 // Canvases is nil when the token holds on every canvas.
 func (s *Store) TokenByHash(ctx context.Context, hash []byte) (store.TokenRecord, error) {
-	t := store.TokenRecord{Hash: append([]byte(nil), hash...)}
+	t, err := scanToken(s.tokenByHash.QueryRowContext(ctx, hash))
+	if errors.Is(err, sql.ErrNoRows) {
+		return store.TokenRecord{}, fmt.Errorf("token: %w", canvas.ErrNotFound)
+	}
+	return t, err
+}
+
+// TokenByActor returns the token of an actor, or canvas.ErrNotFound.
+func (s *Store) TokenByActor(ctx context.Context, actorID string) (store.TokenRecord, error) {
+	t, err := scanToken(s.rdb.QueryRowContext(ctx, `SELECT `+tokenColumns+` FROM tokens WHERE actor_id = ?`, actorID))
+	if errors.Is(err, sql.ErrNoRows) {
+		return store.TokenRecord{}, fmt.Errorf("token of actor %q: %w", actorID, canvas.ErrNotFound)
+	}
+	return t, err
+}
+
+// ListTokens returns every token ordered by creation time, then actor id.
+func (s *Store) ListTokens(ctx context.Context) ([]store.TokenRecord, error) {
+	rows, err := s.rdb.QueryContext(ctx, `SELECT `+tokenColumns+` FROM tokens ORDER BY created_at, actor_id`)
+	if err != nil {
+		return nil, mapErr("list tokens", err)
+	}
+	defer rows.Close()
+	var out []store.TokenRecord
+	for rows.Next() {
+		t, err := scanToken(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, t)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, mapErr("list tokens", err)
+	}
+	return out, nil
+}
+
+const tokenColumns = `hash, actor_id, actor_type, role, canvases, name, created_at, expires_at`
+
+// scanToken reads one row of tokenColumns; sql.ErrNoRows passes through.
+func scanToken(row interface{ Scan(...any) error }) (store.TokenRecord, error) {
+	var t store.TokenRecord
 	var actorType, role string
 	var canvases []byte
 	var created int64
-	row := s.tokenByHash.QueryRowContext(ctx, hash)
-	err := row.Scan(&t.ActorID, &actorType, &role, &canvases, &t.Name, &created)
+	var expires sql.NullInt64
+	err := row.Scan(&t.Hash, &t.ActorID, &actorType, &role, &canvases, &t.Name, &created, &expires)
 	if errors.Is(err, sql.ErrNoRows) {
-		return store.TokenRecord{}, fmt.Errorf("sqlitestore: token: %w", canvas.ErrNotFound)
+		return t, err
 	}
 	if err != nil {
-		return store.TokenRecord{}, mapErr("token by hash", err)
+		return store.TokenRecord{}, mapErr("read token", err)
 	}
 	t.ActorType, t.Role, t.CreatedAt = canvas.ActorType(actorType), canvas.Role(role), fromMicros(created)
+	if expires.Valid {
+		t.ExpiresAt = fromMicros(expires.Int64)
+	}
 	if err := json.Unmarshal(canvases, &t.Canvases); err != nil {
 		return store.TokenRecord{}, fmt.Errorf("sqlitestore: token of actor %q: corrupt canvases: %w", t.ActorID, err)
 	}
@@ -805,15 +839,54 @@ func (s *Store) RevokeToken(ctx context.Context, actorID string) error {
 			return mapErr("revoke token", err)
 		}
 		if n, _ := res.RowsAffected(); n == 0 {
-			return fmt.Errorf("sqlitestore: token of actor %q: %w", actorID, canvas.ErrNotFound)
+			return fmt.Errorf("token of actor %q: %w", actorID, canvas.ErrNotFound)
 		}
 		return nil
 	})
 }
 
+// RenewToken moves the expiry of an actor's token, or returns canvas.ErrNotFound.
+func (s *Store) RenewToken(ctx context.Context, actorID string, expiresAt time.Time) error {
+	return s.write(ctx, func(w *writer) error {
+		res, err := w.conn.ExecContext(bg, `UPDATE tokens SET expires_at = ? WHERE actor_id = ?`, expiresAt.UnixMicro(), actorID)
+		if err != nil {
+			return mapErr("renew token", err)
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return fmt.Errorf("token of actor %q: %w", actorID, canvas.ErrNotFound)
+		}
+		return nil
+	})
+}
+
+// PruneTokens deletes the tokens that expired at or before now.
+func (s *Store) PruneTokens(ctx context.Context, now time.Time) (int64, error) {
+	var n int64
+	err := s.write(ctx, func(w *writer) error {
+		res, err := w.conn.ExecContext(bg, `DELETE FROM tokens WHERE expires_at <= ?`, now.UnixMicro())
+		if err != nil {
+			return mapErr("prune tokens", err)
+		}
+		n, _ = res.RowsAffected()
+		return nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	return n, nil
+}
+
 // ---- helpers ----
 
 func fromMicros(us int64) time.Time { return time.UnixMicro(us).UTC() }
+
+// nullMicros is t in Unix microseconds, or NULL for the zero time.
+func nullMicros(t time.Time) any {
+	if t.IsZero() {
+		return nil
+	}
+	return t.UnixMicro()
+}
 
 func errClosed(op string) error {
 	return fmt.Errorf("sqlitestore: %s: store is closed: %w", op, canvas.ErrUnavailable)
@@ -829,9 +902,9 @@ func mapErr(op string, err error) error {
 		code := se.Code()
 		switch code {
 		case sqlite3.SQLITE_CONSTRAINT_UNIQUE, sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY:
-			return fmt.Errorf("sqlitestore: %s: %w (%v)", op, canvas.ErrAlreadyExists, err)
+			return fmt.Errorf("%s: %w", op, canvas.ErrAlreadyExists) // the driver text would name internals
 		case sqlite3.SQLITE_CONSTRAINT_FOREIGNKEY:
-			return fmt.Errorf("sqlitestore: %s: %w (%v)", op, canvas.ErrNotFound, err)
+			return fmt.Errorf("%s: %w", op, canvas.ErrNotFound)
 		}
 		switch code & 0xff {
 		case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED, sqlite3.SQLITE_IOERR, sqlite3.SQLITE_FULL,

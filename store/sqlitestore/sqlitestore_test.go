@@ -165,7 +165,7 @@ func TestCrashChild(t *testing.T) {
 				for k := range cs {
 					cs[k] = crashCommit(id, head+1+int64(k))
 				}
-				idem := []store.IdempotencyRecord{{Key: fmt.Sprintf("k%d", head+1), Fingerprint: "f", Status: 200, Body: []byte("{}"), Rev: head + 1, CreatedAt: time.Now()}}
+				idem := []store.IdempotencyRecord{{Key: fmt.Sprintf("k%d", head+1), Fingerprint: "f", Outcome: store.OutcomeApplied, Result: []byte("{}"), Rev: head + 1, CreatedAt: time.Now()}}
 				if err := s.Append(ctx, id, head, cs, idem); err != nil {
 					fmt.Println("append error:", err)
 					os.Exit(3)
@@ -326,8 +326,8 @@ func benchSerial(b *testing.B, per int) {
 	for b.Loop() {
 		for k := range per {
 			commits[k] = benchCommit("c", head+1+int64(k))
-			idem[k] = store.IdempotencyRecord{Key: "k" + strconv.FormatInt(head+1+int64(k), 10), Fingerprint: "fp", Status: 200,
-				Body: []byte(`{"status":"applied"}`), Rev: head + 1 + int64(k), CreatedAt: time.Now()}
+			idem[k] = store.IdempotencyRecord{Key: "k" + strconv.FormatInt(head+1+int64(k), 10), Fingerprint: "fp", Outcome: store.OutcomeApplied,
+				Result: []byte(`{"status":"applied"}`), Rev: head + 1 + int64(k), CreatedAt: time.Now()}
 		}
 		if err := s.Append(ctx, "c", head, commits, idem); err != nil {
 			b.Fatal(err)
@@ -362,8 +362,8 @@ func BenchmarkAppendManyCanvasesParallel(b *testing.B) {
 		idem := make([]store.IdempotencyRecord, 1)
 		for pb.Next() {
 			commits[0] = benchCommit(id, head+1)
-			idem[0] = store.IdempotencyRecord{Key: "k" + strconv.FormatInt(head+1, 10), Fingerprint: "fp", Status: 200,
-				Body: []byte(`{"status":"applied"}`), Rev: head + 1, CreatedAt: time.Now()}
+			idem[0] = store.IdempotencyRecord{Key: "k" + strconv.FormatInt(head+1, 10), Fingerprint: "fp", Outcome: store.OutcomeApplied,
+				Result: []byte(`{"status":"applied"}`), Rev: head + 1, CreatedAt: time.Now()}
 			if err := s.Append(ctx, id, head, commits, idem); err != nil {
 				b.Error(err)
 				return
@@ -428,7 +428,7 @@ func TestMigrationDownUndoesUp(t *testing.T) {
 		}
 		return out
 	}
-	if got := tables(); len(got) != 8 {
+	if got := tables(); len(got) != 12 {
 		t.Fatalf("tables after up: %v", got)
 	}
 	for i := len(ms) - 1; i >= 0; i-- {
@@ -553,12 +553,12 @@ func BenchmarkEngineExecute(b *testing.B) {
 				exec := func(typ, key, args string) bool {
 					env := canvas.Envelope{Type: typ, BaseRev: &base, IdempotencyKey: key, Args: json.RawMessage(args)}
 					resp, err := e.Execute(ctx, id, actor, env)
-					if err != nil || resp.Status != 200 {
-						b.Errorf("Execute: %v, status %d: %s", err, resp.Status, resp.Body)
+					if err != nil || resp.Outcome != store.OutcomeApplied {
+						b.Errorf("Execute: %v, status %s: %s", err, resp.Outcome, resp.Result)
 						return false
 					}
 					var r canvas.RevisionResult
-					if err := json.Unmarshal(resp.Body, &r); err != nil {
+					if err := json.Unmarshal(resp.Result, &r); err != nil {
 						b.Error(err)
 						return false
 					}

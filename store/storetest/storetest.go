@@ -27,6 +27,8 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -36,7 +38,9 @@ import (
 )
 
 // Reopen opens a new Store over the same data as the Store it was returned
-// with. The suite calls it only after it has closed that Store.
+// with. The suite calls it after it has closed that Store, and for the
+// Notifier and Broadcaster cases while that Store is still open (a second
+// process on the same data).
 type Reopen func(t *testing.T) store.Store
 
 // Opener opens a fresh, EMPTY store for one subtest (no canvases, tokens or
@@ -72,7 +76,19 @@ func Run(t *testing.T, open Opener) {
 		{"PruneIdempotency", testPruneIdempotency},
 		{"NamedSnapshots", testNamedSnapshots},
 		{"Tokens", testTokens},
+		{"TokenExpiry", testTokenExpiry},
 		{"SurvivesReopen", testReopen},
+		{"AgentSessions", testAgentSessions},
+		{"AgentClaim", testAgentClaim},
+		{"AgentReopenAndLatest", testAgentReopenAndLatest},
+		{"AgentTurns", testAgentTurns},
+		{"AgentTodos", testAgentTodos},
+		{"AgentDeleteCanvas", testAgentDeleteCanvas},
+		{"HostFiles", testHostFiles},
+		{"HostState", testHostState},
+		{"SharedSecret", testSharedSecret},
+		{"Notifier", testNotifier},
+		{"Broadcaster", testBroadcaster},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -167,8 +183,8 @@ func idemRecord(canvasID, key string, rev int64) store.IdempotencyRecord {
 		CanvasID:    canvasID,
 		Key:         key,
 		Fingerprint: "fp\x00" + key,
-		Status:      200,
-		Body:        []byte(fmt.Sprintf(`{"status":"applied","current_rev":%d}`, rev)),
+		Outcome:     store.OutcomeApplied,
+		Result:      []byte(fmt.Sprintf(`{"status":"applied","current_rev":%d}`, rev)),
 		Rev:         rev,
 		CreatedAt:   t0,
 	}
@@ -190,10 +206,15 @@ func mustRead(t *testing.T, s store.Store, canvasID string, after int64, limit i
 	return cs
 }
 
+// wantErr checks err wraps sentinel. A not-found or already-exists message
+// reaches clients as a problem detail, so it must not name the backend.
 func wantErr(t *testing.T, what string, err, sentinel error) {
 	t.Helper()
 	if !errors.Is(err, sentinel) {
 		t.Fatalf("%s: got error %v, want one wrapping %q", what, err, sentinel)
+	}
+	if (sentinel == canvas.ErrNotFound || sentinel == canvas.ErrAlreadyExists) && strings.Contains(err.Error(), "store") {
+		t.Fatalf("%s: the message %q names the backend; say what was asked for (`canvas \"x\": not found`)", what, err)
 	}
 }
 
@@ -466,7 +487,7 @@ func testAppendDuplicateKey(t *testing.T, h *harness) {
 	mustAppend(t, s, "c1", 0, commitsFrom("c1", 1, 1), idemRecord("c1", "dup", 1))
 
 	other := idemRecord("c1", "dup", 2)
-	other.Fingerprint, other.Body = "different", []byte(`{"other":true}`)
+	other.Fingerprint, other.Result = "different", []byte(`{"other":true}`)
 	err := s.Append(ctx, "c1", 1, commitsFrom("c1", 2, 2), []store.IdempotencyRecord{idemRecord("c1", "fresh", 2), other})
 	wantErr(t, "Append with a stored idempotency key", err, canvas.ErrDuplicateIdempotencyKey)
 	checkLog(t, s, "c1", 1)
@@ -541,7 +562,8 @@ func testCommitRoundTrip(t *testing.T, h *harness) {
 	s := h.s
 	mustCreate(t, s, "c1")
 	val, _ := json.Marshal(canvas.Node{ID: "shape:a", Type: "note", Name: "ünïcode ✓ \"quoted\"\n", X: 1.5, Y: -2.25, W: 100, H: 50,
-		Rotation: 0.7853981633974483, Index: "a1", Props: map[string]any{"color": "red", "nested": map[string]any{"k": []any{1.0, "two", nil, true}}}})
+		Rotation: 0.7853981633974483, Index: "a1", Props: map[string]any{"color": "red", "nested": map[string]any{"k": []any{1.0, "two", nil, true}},
+			"big": json.Number("1795461385736852721")}})
 	edge, _ := json.Marshal(canvas.Edge{ID: "edge:e", From: "shape:a", To: "shape:b", Type: "arrow"})
 	want := []canvas.Commit{
 		{
@@ -558,7 +580,7 @@ func testCommitRoundTrip(t *testing.T, h *harness) {
 			Args:    json.RawMessage(`{"id":"shape:a","props":{"color":null}}`),
 			ActorID: "svc", ActorType: canvas.ActorService, TS: t0.In(time.FixedZone("X", 3600)),
 			Changes: []canvas.Change{
-				{Op: canvas.OpPatch, Kind: canvas.KindNode, ID: "shape:a", Patch: map[string]any{"x": 3.0, "name": "b", "props": map[string]any{"color": nil}}},
+				{Op: canvas.OpPatch, Kind: canvas.KindNode, ID: "shape:a", Patch: map[string]any{"x": 3.0, "name": "b", "props": map[string]any{"color": nil, "big": json.Number("1795461385736852723")}}},
 				{Op: canvas.OpDelete, Kind: canvas.KindEdge, ID: "edge:e"},
 			},
 		},
@@ -576,10 +598,25 @@ func testCommitRoundTrip(t *testing.T, h *harness) {
 	for i := range got {
 		checkCommit(t, got[i], want[i])
 	}
+	checkExactNumbers(t, got)
 	h.reopen(t)
 	got = checkLog(t, h.s, "c1", 3)
 	for i := range got {
 		checkCommit(t, got[i], want[i])
+	}
+	checkExactNumbers(t, got)
+}
+
+// checkExactNumbers: numbers in changes come back as written (json.Number
+// in a patch, the same digits in a value), never through float64.
+func checkExactNumbers(t *testing.T, got []canvas.Commit) {
+	t.Helper()
+	if !bytes.Contains(got[0].Changes[0].Value, []byte(`"big":1795461385736852721`)) {
+		t.Fatalf("value %s lost the exact number", got[0].Changes[0].Value)
+	}
+	props, _ := got[1].Changes[0].Patch["props"].(map[string]any)
+	if big := props["big"]; big != json.Number("1795461385736852723") {
+		t.Fatalf("patch number read back as %T %v, want json.Number 1795461385736852723", big, big)
 	}
 }
 
@@ -821,14 +858,14 @@ func testIdempotency(t *testing.T, h *harness) {
 	s, ctx := h.s, ctxT(t)
 	mustCreate(t, s, "c1")
 	want := store.IdempotencyRecord{CanvasID: "c1", Key: "idem_123", Fingerprint: "cmd\x00create_node\x0042\x00false\x00{}",
-		Status: 409, Body: []byte(`{"status":"conflict","current_rev":1}`), Rev: 1, CreatedAt: t0}
+		Outcome: store.OutcomeConflict, Result: []byte(`{"status":"conflict","current_rev":1}`), Rev: 1, CreatedAt: t0}
 	mustAppend(t, s, "c1", 0, commitsFrom("c1", 1, 1), want)
 	got, err := s.GetIdempotency(ctx, "c1", "idem_123")
 	if err != nil {
 		t.Fatalf("GetIdempotency: %v", err)
 	}
-	if got.CanvasID != want.CanvasID || got.Key != want.Key || got.Fingerprint != want.Fingerprint || got.Status != want.Status ||
-		!bytes.Equal(got.Body, want.Body) || got.Rev != want.Rev || !sameTime(got.CreatedAt, want.CreatedAt) {
+	if got.CanvasID != want.CanvasID || got.Key != want.Key || got.Fingerprint != want.Fingerprint || got.Outcome != want.Outcome ||
+		!bytes.Equal(got.Result, want.Result) || got.Rev != want.Rev || !sameTime(got.CreatedAt, want.CreatedAt) {
 		t.Fatalf("GetIdempotency = %+v, want %+v", got, want)
 	}
 	_, err = s.GetIdempotency(ctx, "c1", "other")
@@ -971,6 +1008,33 @@ func testTokens(t *testing.T, h *harness) {
 	// After revoking, the actor may get a new token.
 	if err := s.CreateToken(ctx, dup); err != nil {
 		t.Fatalf("CreateToken after revoke: %v", err)
+	}
+
+	got, err := s.TokenByActor(ctx, scoped.ActorID)
+	if err != nil || !bytes.Equal(got.Hash, scoped.Hash) || got.Role != scoped.Role || !slices.Equal(got.Canvases, scoped.Canvases) {
+		t.Fatalf("TokenByActor = %+v, %v; want %+v", got, err, scoped)
+	}
+	_, err = s.TokenByActor(ctx, "nobody")
+	wantErr(t, "TokenByActor of an unknown actor", err, canvas.ErrNotFound)
+	later := store.TokenRecord{Hash: hash("secret-4"), ActorID: "svc-a", ActorType: canvas.ActorService, Role: canvas.RoleViewer,
+		Name: "later", CreatedAt: t0.Add(time.Second)}
+	if err := s.CreateToken(ctx, later); err != nil {
+		t.Fatalf("CreateToken: %v", err)
+	}
+	list, err := s.ListTokens(ctx)
+	if err != nil {
+		t.Fatalf("ListTokens: %v", err)
+	}
+	var ids []string
+	for _, tok := range list {
+		ids = append(ids, tok.ActorID)
+	}
+	// Ordered by creation time, then actor id: dup and scoped share t0.
+	if want := []string{global.ActorID, scoped.ActorID, later.ActorID}; !slices.Equal(ids, want) {
+		t.Fatalf("ListTokens actors = %v, want %v", ids, want)
+	}
+	if list[1].Name != scoped.Name || !slices.Equal(list[1].Canvases, scoped.Canvases) || list[2].Canvases != nil {
+		t.Fatalf("ListTokens records = %+v", list)
 	}
 }
 

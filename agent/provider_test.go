@@ -1,0 +1,279 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/canvasd/canvasd/agent/providertest"
+)
+
+// A one-pixel PNG and a tiny GIF, as data URLs.
+const (
+	testPNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
+	testGIF = "R0lGODlhAQABAAAAACw="
+)
+
+// testPrompt is the shape of a turn's prompt as the runner builds it: the
+// system prompt (static), a screenshot message, then the user message whose
+// canvas context is its static prefix, with the user's image.
+func testPrompt(temp *float32) ModelRequest {
+	const sys, ctx, instr = "You are the canvas agent.", "Canvas context (JSON):\n{\"shapes\":[]}\n\n", "Task: draw a box"
+	return ModelRequest{Model: "m-1", Temperature: temp, Messages: []Message{
+		{Role: "system", Text: sys, Static: len(sys)},
+		{Role: "user", Text: "Screenshot of the current viewport.", ImageDataURL: "data:image/gif;base64," + testGIF},
+		{Role: "user", Text: ctx + instr, Static: len(ctx), ImageDataURL: "data:image/png;base64," + testPNG},
+	}}
+}
+
+// drain reads a stream to its end, failing the test if that takes over 20 s.
+func drain(t *testing.T, s ModelStream) (string, error) {
+	t.Helper()
+	type result struct {
+		text string
+		err  error
+	}
+	done := make(chan result, 1)
+	go func() {
+		var b strings.Builder
+		for {
+			c, err := s.Recv()
+			if err != nil {
+				if err == io.EOF {
+					err = nil
+				}
+				done <- result{b.String(), err}
+				return
+			}
+			b.WriteString(c)
+		}
+	}()
+	select {
+	case r := <-done:
+		s.Close()
+		return r.text, r.err
+	case <-time.After(20 * time.Second):
+		t.Fatal("the stream neither ended nor failed within 20 s")
+		return "", nil
+	}
+}
+
+func testProviders(t *testing.T, cfg Config) *Providers {
+	hc := &http.Client{Transport: &http.Transport{}}
+	t.Cleanup(hc.CloseIdleConnections)
+	return NewProviders(cfg, hc)
+}
+
+// stream resolves spec, starts the call and reads it to the end.
+func stream(t *testing.T, p *Providers, spec string, req ModelRequest) (string, error) {
+	t.Helper()
+	prov, model, err := p.Get(spec)
+	if err != nil {
+		return "", err
+	}
+	if !prov.Vision() {
+		t.Fatalf("%s: want a vision provider", spec)
+	}
+	req.Model = model
+	s, err := prov.Stream(context.Background(), req)
+	if err != nil {
+		return "", err
+	}
+	return drain(t, s)
+}
+
+const reply = `{"actions":[{"name":"think","params":{"text":"Drawing a box for the task."}}]}`
+
+func TestAnthropicRequestCachingAndStream(t *testing.T) {
+	srv := providertest.NewAnthropic(t, "sk-ant-test", func(providertest.AnthropicRequest) providertest.Reply {
+		return providertest.Reply{Text: reply, ChunkSize: 7}
+	})
+	cfg := DefaultConfig()
+	cfg.AnthropicAPIKey, cfg.AnthropicBaseURL, cfg.AnthropicCacheTTL = "sk-ant-test", srv.URL, "1h"
+	zero := float32(0)
+	got, err := stream(t, testProviders(t, cfg), "anthropic:claude-test", testPrompt(&zero))
+	if err != nil || got != reply {
+		t.Fatalf("streamed %q, %v; want the reply", got, err)
+	}
+	req := srv.Requests()[0]
+	if req.Model != "claude-test" || req.Version == "" || req.MaxTokens != anthropicMaxTokens || req.Temperature == nil || *req.Temperature != 0 {
+		t.Fatalf("model %q version %q max_tokens %d temperature %v", req.Model, req.Version, req.MaxTokens, req.Temperature)
+	}
+	cached := func(b providertest.AnthropicBlock) bool {
+		return b.CacheControl != nil && b.CacheControl.Type == "ephemeral" && b.CacheControl.TTL == "1h"
+	}
+	if len(req.System) != 1 || req.System[0].Text != "You are the canvas agent." || !cached(req.System[0]) {
+		t.Fatalf("system %+v: want the system prompt with an ephemeral 1h breakpoint", req.System)
+	}
+	// The two user messages are one turn: screenshot, its caption, the
+	// cached context, the user's image, the instruction.
+	if len(req.Messages) != 1 || req.Messages[0].Role != "user" {
+		t.Fatalf("messages %+v", req.Messages)
+	}
+	c := req.Messages[0].Content
+	want := []struct{ typ, text, media, data string }{
+		{"image", "", "image/gif", testGIF},
+		{"text", "Screenshot of the current viewport.", "", ""},
+		{"text", "Canvas context (JSON):\n{\"shapes\":[]}\n\n", "", ""},
+		{"image", "", "image/png", testPNG},
+		{"text", "Task: draw a box", "", ""},
+	}
+	if len(c) != len(want) {
+		t.Fatalf("%d blocks: %+v", len(c), c)
+	}
+	for i, w := range want {
+		b := c[i]
+		if b.Type != w.typ || b.Text != w.text || (w.typ == "image" && (b.Source == nil || b.Source.Type != "base64" ||
+			b.Source.MediaType != w.media || b.Source.Data != w.data)) {
+			t.Fatalf("block %d: %+v, want %+v", i, b, w)
+		}
+		if cached(b) != (i == 2) {
+			t.Fatalf("block %d cache_control %+v: only the canvas context carries a breakpoint", i, b.CacheControl)
+		}
+	}
+
+	// No temperature → none on the wire; the prompt cache off → no breakpoints.
+	cfg.DisablePromptCache = true
+	if _, err := stream(t, testProviders(t, cfg), "anthropic:claude-test", testPrompt(nil)); err != nil {
+		t.Fatal(err)
+	}
+	req = srv.Requests()[1]
+	if req.Temperature != nil || req.System[0].CacheControl != nil || req.Messages[0].Content[2].CacheControl != nil {
+		t.Fatalf("temperature %v, system %+v, context %+v", req.Temperature, req.System[0], req.Messages[0].Content[2])
+	}
+}
+
+func TestGoogleRequestAndStream(t *testing.T) {
+	srv := providertest.NewGemini(t, "g-test", func(providertest.GeminiRequest) providertest.Reply {
+		return providertest.Reply{Text: reply, ChunkSize: 9}
+	})
+	cfg := DefaultConfig()
+	cfg.GoogleAPIKey, cfg.GoogleBaseURL = "g-test", srv.URL
+	zero := float32(0)
+	got, err := stream(t, testProviders(t, cfg), "google:gemini-test", testPrompt(&zero))
+	if err != nil || got != reply {
+		t.Fatalf("streamed %q, %v; want the reply", got, err)
+	}
+	req := srv.Requests()[0]
+	if req.Model != "gemini-test" || req.Temperature() == nil || *req.Temperature() != 0 {
+		t.Fatalf("model %q temperature %v", req.Model, req.Temperature())
+	}
+	if si := req.SystemInstruction; si == nil || len(si.Parts) != 1 || si.Parts[0].Text != "You are the canvas agent." {
+		t.Fatalf("system instruction %+v", si)
+	}
+	if len(req.Contents) != 1 || req.Contents[0].Role != "user" {
+		t.Fatalf("contents %+v", req.Contents)
+	}
+	p := req.Contents[0].Parts
+	want := []struct{ text, mime, data string }{
+		{"", "image/gif", testGIF},
+		{"Screenshot of the current viewport.", "", ""},
+		{"Canvas context (JSON):\n{\"shapes\":[]}\n\n", "", ""},
+		{"", "image/png", testPNG},
+		{"Task: draw a box", "", ""},
+	}
+	if len(p) != len(want) {
+		t.Fatalf("%d parts: %+v", len(p), p)
+	}
+	for i, w := range want {
+		if p[i].Text != w.text || (w.mime != "") != (p[i].InlineData != nil) ||
+			(w.mime != "" && (p[i].InlineData.MimeType != w.mime || p[i].InlineData.Data != w.data)) {
+			t.Fatalf("part %d: %+v, want %+v", i, p[i], w)
+		}
+	}
+
+	if _, err := stream(t, testProviders(t, cfg), "google:gemini-test", testPrompt(nil)); err != nil {
+		t.Fatal(err)
+	}
+	if tp := srv.Requests()[1].Temperature(); tp != nil {
+		t.Fatalf("temperature %v sent without one asked for", *tp)
+	}
+	// Without a key there is no call, and the error says what to set.
+	cfg.GoogleAPIKey = ""
+	if _, err := stream(t, testProviders(t, cfg), "google:gemini-test", testPrompt(nil)); err == nil || !strings.Contains(err.Error(), "GOOGLE_API_KEY") {
+		t.Fatalf("no key: %v", err)
+	}
+}
+
+// Every provider failure ends the call with an error that names it; none hangs.
+func TestProviderErrors(t *testing.T) {
+	script := func(model string) providertest.Reply {
+		switch model {
+		case "e401":
+			return providertest.Reply{Status: 401}
+		case "e429":
+			return providertest.Reply{Status: 429}
+		case "e500":
+			return providertest.Reply{Status: 500}
+		case "malformed":
+			return providertest.Reply{Text: reply, Malformed: true}
+		}
+		return providertest.Reply{Text: reply, Cut: true}
+	}
+	ant := providertest.NewAnthropic(t, "k", func(r providertest.AnthropicRequest) providertest.Reply { return script(r.Model) })
+	gem := providertest.NewGemini(t, "k", func(r providertest.GeminiRequest) providertest.Reply { return script(r.Model) })
+	cfg := DefaultConfig()
+	cfg.AnthropicAPIKey, cfg.AnthropicBaseURL, cfg.GoogleAPIKey, cfg.GoogleBaseURL = "k", ant.URL, "k", gem.URL
+	p := testProviders(t, cfg)
+	for _, c := range []struct{ model, want string }{
+		{"e401", "401"}, {"e429", "429"}, {"e500", "500"}, {"malformed", "stream"}, {"cut", "ended"},
+	} {
+		for _, prov := range []string{"anthropic", "google"} {
+			_, err := stream(t, p, prov+":"+c.model, testPrompt(nil))
+			if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), prov) {
+				t.Errorf("%s:%s: error %v, want one naming %s and %q", prov, c.model, err, prov, c.want)
+			}
+		}
+	}
+	// The Anthropic SDK retries 429 and 5xx twice (honouring retry-after); Gemini calls are not retried.
+	var a429, g429 int
+	for _, r := range ant.Requests() {
+		if r.Model == "e429" {
+			a429++
+		}
+	}
+	for _, r := range gem.Requests() {
+		if r.Model == "e429" {
+			g429++
+		}
+	}
+	if a429 != 3 || g429 != 1 {
+		t.Fatalf("429 attempts: anthropic %d, google %d; want 3 and 1", a429, g429)
+	}
+	// A wrong key: Anthropic's 401, Gemini's 400 "API key not valid".
+	cfg.AnthropicAPIKey, cfg.GoogleAPIKey = "wrong", "wrong"
+	p = testProviders(t, cfg)
+	if _, err := stream(t, p, "anthropic:ok", testPrompt(nil)); err == nil || !strings.Contains(err.Error(), "401") {
+		t.Fatalf("anthropic wrong key: %v", err)
+	}
+	if _, err := stream(t, p, "google:ok", testPrompt(nil)); err == nil || !strings.Contains(err.Error(), "API key not valid") {
+		t.Fatalf("google wrong key: %v", err)
+	}
+	// A cancelled call stops at once.
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	prov, _, _ := p.Get("anthropic:ok")
+	if _, err := prov.Stream(ctx, testPrompt(nil)); !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled anthropic call: %v", err)
+	}
+}
+
+func TestImageThatIsNotADataURL(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.GoogleAPIKey = "k"
+	p := testProviders(t, cfg)
+	req := ModelRequest{Model: "m", Messages: []Message{{Role: "user", Text: "look", ImageDataURL: "https://example.invalid/x.png"}}}
+	for _, spec := range []string{"anthropic:m", "google:m"} {
+		prov, _, err := p.Get(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := prov.Stream(context.Background(), req); err == nil || !strings.Contains(err.Error(), "data:image") {
+			t.Fatalf("%s: %v", spec, err)
+		}
+	}
+}

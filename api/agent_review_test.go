@@ -1,0 +1,271 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/canvasd/canvasd/agent"
+	"github.com/canvasd/canvasd/canvas"
+	"github.com/canvasd/canvasd/client"
+)
+
+// The same todo text twice in a session is one row; the model marking it
+// done resolves that row. Each turn lists the revisions it made.
+func TestAgentTodosByTextAndTurns(t *testing.T) {
+	model := newFakeOpenAI(t,
+		scriptedReply{chunks: chunked(actionsJSON(
+			`{"name":"create_shape","params":{"type":"note","x":0,"y":0,"props":{"text":"a"}}}`,
+			`{"name":"todo","params":{"text":"Add a footer"}}`,
+			`{"name":"todo","params":{"text":"Add a footer"}}`,
+			`{"name":"add_detail","params":{"hint":"the footer"}}`), 19)},
+		scriptedReply{chunks: chunked(actionsJSON(
+			`{"name":"create_shape","params":{"type":"note","x":0,"y":400,"props":{"text":"footer"}}}`,
+			`{"name":"create_shape","params":{"type":"note","x":300,"y":400,"props":{"text":"more"}}}`,
+			`{"name":"todo","params":{"text":"Add a footer","status":"done"}}`,
+			`{"name":"todo","params":{"text":"Polish","status":"skipped"}}`), 23)})
+	e := newAgentEnv(t, model, func(c *agent.Config) { c.Model = "openai:gpt-test"; c.LowActionThreshold = 0 })
+	e.newCanvas("td")
+	sess := e.run(client.AgentRunRequest{RoomID: "td", Message: "a poster with a footer"})
+	if sess.State != client.AgentDone {
+		t.Fatalf("session %s: %s", sess.State, sess.Detail)
+	}
+	if len(sess.Todos) != 2 {
+		t.Fatalf("todos %+v; want one row per text", sess.Todos)
+	}
+	footer, polish := sess.Todos[0], sess.Todos[1]
+	if footer.Text != "Add a footer" || footer.Status != canvas.TodoDone || footer.ResolvedAt == nil || footer.Position != 0 ||
+		polish.Text != "Polish" || polish.Status != canvas.TodoSkipped || polish.ResolvedAt == nil {
+		t.Fatalf("todos %+v", sess.Todos)
+	}
+	if p, _ := model.requests()[1].last(); !strings.Contains(p, "Add a footer") {
+		t.Errorf("the follow-up prompt does not list the open todo: %.300s", p)
+	}
+	if len(sess.Turns) != 2 || sess.Turns[0].Kind != "initial" || sess.Turns[1].Kind != "followup" ||
+		len(sess.Turns[0].Revs) != 1 || len(sess.Turns[1].Revs) != 2 || sess.Turns[1].EndedAt == nil {
+		t.Fatalf("turns %+v", sess.Turns)
+	}
+	commits, err := e.admin.AllEvents(context.Background(), "td", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []int64{sess.Turns[0].Revs[0], sess.Turns[1].Revs[0], sess.Turns[1].Revs[1]}
+	if len(commits) != 3 {
+		t.Fatalf("%d commits", len(commits))
+	}
+	for i, c := range commits {
+		if c.Rev != want[i] || c.ActorID != e.agentActor {
+			t.Errorf("commit %d: rev %d by %s; turns say rev %d", i, c.Rev, c.ActorID, want[i])
+		}
+	}
+}
+
+// A turn is reverted as one command by the person asking; a turn whose
+// shapes someone changed since is a 409 that reverts nothing.
+func TestAgentRevertTurn(t *testing.T) {
+	model := newFakeOpenAI(t,
+		scriptedReply{chunks: chunked(actionsJSON(
+			`{"name":"create_shape","params":{"id":"a","type":"geo","x":0,"y":0,"w":100,"h":100}}`,
+			`{"name":"create_shape","params":{"id":"b","type":"geo","x":300,"y":0,"w":100,"h":100}}`,
+			`{"name":"add_detail","params":{"hint":"colour"}}`), 29)},
+		scriptedReply{chunks: chunked(actionsJSON(
+			`{"name":"update_shape","params":{"id":"a","props":{"color":"red"}}}`,
+			`{"name":"move","params":{"ids":["b"],"dx":50,"dy":0}}`), 29)})
+	e := newAgentEnv(t, model, func(c *agent.Config) { c.Model = "openai:gpt-test"; c.LowActionThreshold = 0 })
+	e.newCanvas("rv")
+	ctx := context.Background()
+	// Someone else's shape, there before the run, never touched by the revert.
+	if _, err := e.human.Command(ctx, "rv", canvas.Envelope{Type: "create_shape", BaseRev: ptr(int64(0)),
+		Args: []byte(`{"id":"mine","type":"note","x":0,"y":900}`)}); err != nil {
+		t.Fatal(err)
+	}
+	sess := e.run(client.AgentRunRequest{RoomID: "rv", Message: "two boxes"})
+	if len(sess.Turns) != 2 || len(sess.Turns[0].Revs) != 2 || len(sess.Turns[1].Revs) != 2 {
+		t.Fatalf("turns %+v %+v", sess.Turns, sess.Transcript)
+	}
+	nodeByName := func(snap client.Snapshot) map[string]*canvas.Node {
+		out := map[string]*canvas.Node{}
+		for _, n := range snap.State.Nodes {
+			switch {
+			case n.ID == "mine":
+				out["mine"] = n
+			case n.X == 0 && n.Y == 0:
+				out["a"] = n
+			default:
+				out["b"] = n
+			}
+		}
+		return out
+	}
+	before := nodeByName(e.snapshot("rv"))
+	if before["a"].Props["color"] != "red" || before["b"].X != 350 {
+		t.Fatalf("after the run: a %+v b %+v", before["a"], before["b"])
+	}
+	head := e.snapshot("rv").HeadRev
+
+	two := 2
+	res, err := e.human.RevertAgentTurn(ctx, sess.ID, &two)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.CurrentRev != head+1 {
+		t.Fatalf("revert: rev %d, want one commit at %d", res.CurrentRev, head+1)
+	}
+	after := nodeByName(e.snapshot("rv"))
+	if _, red := after["a"].Props["color"]; red || after["b"].X != 300 || len(after) != 3 {
+		t.Fatalf("after reverting turn 2: a %+v b %+v (%d nodes)", after["a"], after["b"], len(after))
+	}
+	commits, err := e.admin.AllEvents(ctx, "rv", head)
+	if err != nil || len(commits) != 1 || commits[0].Type != "revert_commits" || commits[0].ActorID != e.humanActor {
+		t.Fatalf("revert commits %+v %v", commits, err)
+	}
+
+	// Someone moves b: turn 1 (which created b) can no longer be reverted.
+	if _, err := e.human.Command(ctx, "rv", canvas.Envelope{Type: "move", BaseRev: ptr(res.CurrentRev),
+		Args: []byte(`{"id":"` + after["b"].ID + `","x":700,"y":0}`)}); err != nil {
+		t.Fatal(err)
+	}
+	one := 1
+	_, err = e.human.RevertAgentTurn(ctx, sess.ID, &one)
+	var ce *client.ConflictError
+	if !errors.As(err, &ce) || len(ce.Result.ConflictingIDs) != 1 || ce.Result.ConflictingIDs[0] != after["b"].ID || len(ce.Result.RecoveryOps) == 0 {
+		t.Fatalf("revert after a change by someone else: %v", err)
+	}
+	if n := len(e.snapshot("rv").State.Nodes); n != 3 {
+		t.Fatalf("a refused revert changed the canvas: %d nodes", n)
+	}
+	nine := 9
+	if _, err := e.human.RevertAgentTurn(ctx, sess.ID, &nine); !errors.Is(err, canvas.ErrUnprocessable) {
+		t.Fatalf("revert of a missing turn: %v", err)
+	}
+}
+
+// overlapping lists the pairs of nodes of a and b whose boxes overlap.
+func overlapping(a, b []*canvas.Node) []string {
+	var out []string
+	for _, n := range a {
+		for _, o := range b {
+			if n.ID != o.ID && n.X < o.X+o.W && o.X < n.X+n.W && n.Y < o.Y+o.H && o.Y < n.Y+n.H {
+				out = append(out, n.ID+"/"+o.ID)
+			}
+		}
+	}
+	return out
+}
+
+// The debug/fake poster never lands on shapes that were there before: it
+// goes into free space near the viewport, keeping its own layout.
+func TestAgentFakePosterAvoidsExistingShapes(t *testing.T) {
+	e := newAgentEnv(t, nil, nil)
+	e.newCanvas("fp")
+	ctx := context.Background()
+	// A person's shapes where the poster would go (the viewport's top left),
+	// and a wall of them across the middle.
+	rev := int64(0)
+	for i, box := range [][4]float64{{60, 60, 500, 300}, {600, 250, 300, 300}, {0, 700, 1600, 120}, {1000, 0, 400, 600}} {
+		args, _ := json.Marshal(map[string]any{"id": fmt.Sprintf("mine%d", i), "type": "geo", "x": box[0], "y": box[1], "w": box[2], "h": box[3]})
+		rr, err := e.human.Command(ctx, "fp", canvas.Envelope{Type: "create_shape", BaseRev: &rev, Args: args})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rev = rr.CurrentRev
+	}
+	before := e.snapshot("fp").State.Nodes
+	sess := e.run(client.AgentRunRequest{RoomID: "fp", Message: "Draft a brutalist poster concept", Viewport: &client.Box{X: 0, Y: 0, W: 1600, H: 900}})
+	if sess.State != client.AgentDone || sess.Stats.ActionsApplied != 6 {
+		t.Fatalf("session %s %+v", sess.State, sess.Stats)
+	}
+	var made []*canvas.Node
+	for _, n := range e.snapshot("fp").State.Nodes {
+		if n.CreatedBy == e.agentActor {
+			made = append(made, n)
+		}
+	}
+	if len(made) != 6 {
+		t.Fatalf("%d shapes made", len(made))
+	}
+	if o := overlapping(made, before); len(o) > 0 {
+		t.Fatalf("the poster covers shapes that were there: %v", o)
+	}
+	// Its layout is intact: the support block sits 200 below the headline.
+	var hero, support *canvas.Node
+	for _, n := range made {
+		switch n.Props["text"] {
+		case "RAW / HONEST / LOUD":
+			hero = n
+		case "Concrete, exposed, unapologetic.":
+			support = n
+		}
+	}
+	if hero == nil || support == nil || support.X != hero.X || support.Y-hero.Y != 200 {
+		t.Fatalf("poster layout: hero %+v support %+v", hero, support)
+	}
+}
+
+// A model that ignores the free space and draws over a person's shape gets
+// its shape moved, and the shapes after it follow by the same offset.
+func TestAgentPlacementMovesOverlappingCreates(t *testing.T) {
+	model := newFakeOpenAI(t, scriptedReply{chunks: chunked(actionsJSON(
+		`{"name":"create_shape","params":{"id":"a","type":"geo","x":100,"y":100,"w":200,"h":100}}`,
+		`{"name":"create_shape","params":{"id":"b","type":"geo","x":100,"y":250,"w":200,"h":100}}`), 31)})
+	e := newAgentEnv(t, model, func(c *agent.Config) { c.Model = "openai:gpt-test"; c.LowActionThreshold = 0 })
+	e.newCanvas("pl")
+	if _, err := e.human.Command(context.Background(), "pl", canvas.Envelope{Type: "create_shape", BaseRev: ptr(int64(0)),
+		Args: []byte(`{"id":"mine","type":"geo","x":50,"y":50,"w":400,"h":200}`)}); err != nil {
+		t.Fatal(err)
+	}
+	before := e.snapshot("pl").State.Nodes
+	sess := e.run(client.AgentRunRequest{RoomID: "pl", Message: "two boxes", Viewport: &client.Box{X: 0, Y: 0, W: 1600, H: 900}})
+	if sess.State != client.AgentDone {
+		t.Fatalf("session %s", sess.State)
+	}
+	var made []*canvas.Node
+	for _, n := range e.snapshot("pl").State.Nodes {
+		if n.CreatedBy == e.agentActor {
+			made = append(made, n)
+		}
+	}
+	if len(made) != 2 || len(overlapping(made, before)) > 0 {
+		t.Fatalf("made %d shapes, overlaps %v", len(made), overlapping(made, before))
+	}
+	if a, b := made[0], made[1]; b.X-a.X != 0 || b.Y-a.Y != 150 {
+		t.Fatalf("the second box did not follow the first: a (%v,%v) b (%v,%v)", a.X, a.Y, b.X, b.Y)
+	}
+	if len(model.requests()) != 1 {
+		t.Fatalf("%d model calls: placement leaves no lint to fix", len(model.requests()))
+	}
+}
+
+// Overlapping shapes of the agent's own make a lint follow-up, whose fix
+// ends the run.
+func TestAgentLintFollowUpFixesOverlap(t *testing.T) {
+	model := newFakeOpenAI(t,
+		scriptedReply{chunks: chunked(actionsJSON(
+			`{"name":"create_shape","params":{"id":"left","type":"geo","x":100,"y":100,"w":200,"h":100}}`,
+			`{"name":"create_shape","params":{"id":"right","type":"geo","x":250,"y":120,"w":200,"h":100}}`), 29)},
+		scriptedReply{chunks: chunked(actionsJSON(`{"name":"move","params":{"id":"right","x":340,"y":100}}`), 17)})
+	e := newAgentEnv(t, model, func(c *agent.Config) { c.Model = "openai:gpt-test"; c.LowActionThreshold = 0 })
+	e.newCanvas("li")
+	sess := e.run(client.AgentRunRequest{RoomID: "li", Message: "two boxes side by side", Viewport: &client.Box{X: 0, Y: 0, W: 1600, H: 900}})
+	if sess.State != client.AgentDone || sess.Stats.FollowUps != 1 || len(sess.Turns) != 2 || sess.Turns[1].Kind != "lint" {
+		t.Fatalf("session %s stats %+v turns %+v", sess.State, sess.Stats, sess.Turns)
+	}
+	reqs := model.requests()
+	if len(reqs) != 2 {
+		t.Fatalf("%d model calls", len(reqs))
+	}
+	p, _ := reqs[1].last()
+	if !strings.Contains(p, "overlap:") || !strings.Contains(p, `(your "left")`) || !strings.Contains(p, `(your "right")`) {
+		t.Fatalf("lint prompt:\n%s", p)
+	}
+	if tp := reqs[1].Temperature; tp == nil || *tp != 0 {
+		t.Errorf("lint turn temperature %v, want 0 on the wire", tp)
+	}
+	nodes := e.snapshot("li").State.Nodes
+	if len(nodes) != 2 || len(overlapping(nodes, nodes)) > 0 {
+		t.Fatalf("after the fix: %d nodes, overlaps %v", len(nodes), overlapping(nodes, nodes))
+	}
+}

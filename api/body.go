@@ -1,0 +1,134 @@
+package api
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"os"
+
+	"github.com/canvasd/canvasd/canvas"
+)
+
+// Request bodies. Every route that takes JSON (or JSON lines) is wrapped in
+// jsonBody, which reads the whole body under the route's limit and checks
+// its text before the handler runs; handlers then read it with readBody or
+// decodeJSON. A route without a body uses noBody; raw uploads (host files)
+// use limitBody.
+
+// jsonBody reads a JSON request body of at most n bytes and checks its text
+// (canvas.CheckJSONText) before next runs: over n is a 413, a body that does
+// not arrive within the server's read timeout a 408, invalid UTF-8, NUL or a
+// lone surrogate a 400, nesting deeper than canvas.MaxJSONDepth a 422 naming
+// the field. A refused body never reaches next, so nothing is written.
+func (s *Server) jsonBody(n int64, next http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		b, err := readAll(http.MaxBytesReader(w, r.Body, n), min(r.ContentLength, n))
+		if err == nil {
+			err = canvas.CheckJSONText(b)
+		}
+		if err != nil {
+			s.problem(w, r, err)
+			return
+		}
+		r.Body = &checkedBody{Reader: bytes.NewReader(b), data: b}
+		next(w, r)
+	}
+}
+
+// noBody serves a POST that takes no body: an empty body or {} is accepted,
+// anything else is a 400 and never reaches next.
+func (s *Server) noBody(next http.HandlerFunc) http.HandlerFunc {
+	return s.jsonBody(4<<10, func(w http.ResponseWriter, r *http.Request) {
+		if b, _ := readBody(r); len(bytes.TrimSpace(b)) > 0 {
+			if err := decodeJSON(r, &struct{}{}); err != nil {
+				s.problem(w, r, err)
+				return
+			}
+		}
+		next(w, r)
+	})
+}
+
+// limitBody caps a handler's raw (not JSON) request body; reading past it is a 413.
+func limitBody(n int64, next http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		r.Body = http.MaxBytesReader(w, r.Body, n)
+		next(w, r)
+	}
+}
+
+// checkedBody is a body jsonBody has read and checked.
+type checkedBody struct {
+	*bytes.Reader
+	data []byte
+}
+
+func (*checkedBody) Close() error { return nil }
+
+// readBody returns the whole request body (without a copy when jsonBody has
+// read it).
+func readBody(r *http.Request) ([]byte, error) {
+	if b, ok := r.Body.(*checkedBody); ok {
+		return b.data, nil
+	}
+	return readAll(r.Body, r.ContentLength)
+}
+
+// maxPreallocatedBody bounds the buffer readAll allocates from a body's
+// announced length (a larger body grows its buffer as it arrives).
+const maxPreallocatedBody = 1 << 20
+
+// readAll reads a body announced as size bytes (unknown when size ≤ 0),
+// into one buffer of that size when the announcement is right and small; a
+// body over its limit (413) or past the read timeout (408) keeps its error
+// for the problem mapper, any other failure is a 400.
+func readAll(body io.Reader, size int64) ([]byte, error) {
+	capacity := 512
+	if size > 0 && size <= maxPreallocatedBody {
+		capacity = int(size) + 1 // +1: the read that finds the end needs room
+	}
+	b := make([]byte, 0, capacity)
+	var err error
+	for {
+		var n int
+		n, err = body.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err != nil {
+			if err == io.EOF {
+				err = nil
+			}
+			break
+		}
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)] // grow, as io.ReadAll does
+		}
+	}
+	var mbe *http.MaxBytesError
+	if errors.As(err, &mbe) || errors.Is(err, os.ErrDeadlineExceeded) {
+		return nil, err
+	}
+	if err != nil {
+		return nil, canvas.Invalid("body", "could not read the request body: %v", err)
+	}
+	return b, nil
+}
+
+// decodeJSON strictly decodes a request body into v; errors are 400s naming
+// the problem (or the body's 413 or 408).
+func decodeJSON(r *http.Request, v any) error {
+	b, err := readBody(r)
+	if err != nil {
+		return err
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return canvas.Invalid("body", "not valid JSON for this endpoint: %v", err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return canvas.Invalid("body", "trailing data after the JSON object")
+	}
+	return nil
+}

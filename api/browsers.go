@@ -1,0 +1,285 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/canvasd/canvasd/agent"
+	"github.com/canvasd/canvasd/canvas"
+)
+
+// Browsers on a canvas stream (the agent's eyes and hands). A stream opened
+// with ?client_id=...&capabilities=... declares a browser; one that declares
+// the screenshot capability is a host candidate. Per canvas the hub elects
+// one host among the candidates of every process (relay.go shares each
+// process's candidates in its presence messages): the candidate that joined
+// first (its process's clock, then the client id, so every process that
+// knows the same candidates picks the same one). A host stays host until its
+// stream ends; then the next candidate is elected at once on its process and
+// as soon as the presence message arrives on the others (a NOTIFY round
+// trip). A process that dies without closing its streams keeps its
+// candidates in the others' view until presenceTTL expires.
+//
+// Every change of host is announced to the canvas's local subscribers as an
+// agent:host event, and each declared browser gets the current host right
+// after it subscribes. Only the host receives screenshot invokes and the
+// events the agent sends to it (set_viewport, resent envelopes).
+
+// browserClient is what a stream declared about its browser.
+type browserClient struct {
+	id        string
+	candidate bool  // declared the screenshot capability: may be elected host
+	since     int64 // Unix nanoseconds it joined (kept while another stream of the same id is open)
+}
+
+// hostCandidate is one host candidate, local or from another process.
+type hostCandidate struct {
+	ID    string `json:"id"`
+	Since int64  `json:"s"`
+}
+
+// before orders candidates: the earlier joiner, then the smaller id; the
+// zero candidate (none) comes after every real one.
+func (c hostCandidate) before(o hostCandidate) bool {
+	if c.ID == "" || o.ID == "" {
+		return c.ID != ""
+	}
+	if c.Since != o.Since {
+		return c.Since < o.Since
+	}
+	return c.ID < o.ID
+}
+
+type hostState struct {
+	id      string
+	changed chan struct{} // closed when the canvas's host changes
+}
+
+// Browser capabilities a stream may declare.
+const (
+	CapScreenshot = "screenshot" // answers agent:screenshot invokes: a host candidate
+	CapViewport   = "viewport"   // follows set_viewport
+)
+
+// parseBrowser reads a stream's declaration from its query: nil when it
+// declared nothing.
+func parseBrowser(q url.Values, now time.Time) (*browserClient, error) {
+	id, caps := q.Get("client_id"), q.Get("capabilities")
+	if id == "" {
+		if caps != "" {
+			return nil, canvas.Invalid("client_id", "is required with capabilities: the browser's id (1 to 64 of A-Z a-z 0-9 . _ : -)")
+		}
+		return nil, nil
+	}
+	if !canvas.IsClientID(id) {
+		return nil, canvas.Invalid("client_id", "must be 1 to 64 of A-Z a-z 0-9 . _ : -")
+	}
+	b := &browserClient{id: id, since: now.UnixNano()}
+	if caps == "" {
+		return b, nil
+	}
+	list := strings.Split(caps, ",")
+	if len(list) > 16 {
+		return nil, canvas.Invalid("capabilities", "at most 16 comma-separated capabilities (known: screenshot, viewport)")
+	}
+	for _, c := range list {
+		switch c {
+		case CapScreenshot:
+			b.candidate = true
+		case CapViewport:
+		default:
+			if len(c) == 0 || len(c) > 32 {
+				return nil, canvas.Invalid("capabilities", "a capability is 1 to 32 characters (known: screenshot, viewport)")
+			}
+			// Unknown capabilities are accepted and ignored (newer browsers).
+		}
+	}
+	return b, nil
+}
+
+// Host returns the client id of the canvas's elected host, or "" when no
+// browser on any process declared the screenshot capability.
+func (h *Hub) Host(canvasID string) string {
+	id, _ := h.HostWatch(canvasID)
+	return id
+}
+
+// HostWatch returns the canvas's host and a channel closed when it changes
+// (nil when there is no host).
+func (h *Hub) HostWatch(canvasID string) (string, <-chan struct{}) {
+	h.hostMu.Lock()
+	defer h.hostMu.Unlock()
+	if st := h.hosts[canvasID]; st != nil {
+		return st.id, st.changed
+	}
+	return "", nil
+}
+
+// errNoHost: no browser on the canvas declared the screenshot capability;
+// errHostLost: the host's stream ended while a request to it was pending.
+// Both are 503 problems (retry when a browser is there).
+var (
+	errNoHost   = fmt.Errorf("%w: %w", agent.ErrNoHost, canvas.ErrUnavailable)
+	errHostLost = fmt.Errorf("the host browser left: %w", canvas.ErrUnavailable)
+)
+
+// whileHost returns the canvas's host and a context canceled (with cause
+// errHostLost) when the host changes; with no host it returns "" and a
+// canvas.ErrUnavailable error at once.
+func (h *Hub) whileHost(ctx context.Context, canvasID string) (string, context.Context, context.CancelFunc, error) {
+	id, changed := h.HostWatch(canvasID)
+	if id == "" {
+		return "", nil, nil, noHost(canvasID)
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	go func() {
+		select {
+		case <-changed:
+			cancel(fmt.Errorf("%w: %s no longer hosts canvas %q", errHostLost, id, canvasID))
+		case <-ctx.Done():
+		}
+	}()
+	return id, ctx, func() { cancel(context.Canceled) }, nil
+}
+
+// noHost is the error for a canvas without a host browser.
+func noHost(canvasID string) error {
+	return fmt.Errorf("%w on canvas %q: no browser declared the %q capability on its stream (GET /sse/canvas/{canvas_id}?client_id=...&capabilities=screenshot); the agent goes on text-only",
+		errNoHost, canvasID, CapScreenshot)
+}
+
+// PublishEventTo sends an ephemeral event to one browser's streams (on
+// whichever process they are), never to other subscribers.
+func (h *Hub) PublishEventTo(canvasID, clientID, event string, v any) {
+	h.publish(canvasID, clientID, event, v)
+}
+
+// PublishToHost sends an ephemeral event to the canvas's host only and
+// returns the host's client id, or "" (nothing sent) when there is none.
+func (h *Hub) PublishToHost(canvasID, event string, v any) string {
+	id := h.Host(canvasID)
+	if id != "" {
+		h.publish(canvasID, id, event, v)
+	}
+	return id
+}
+
+// localCandidate returns this process's first host candidate on a canvas.
+func (h *Hub) localCandidate(canvasID string) hostCandidate {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	var best hostCandidate
+	for s := range h.subs[canvasID] {
+		if b := s.client; b != nil && b.candidate {
+			if c := (hostCandidate{ID: b.id, Since: b.since}); c.before(best) {
+				best = c
+			}
+		}
+	}
+	return best
+}
+
+// localCandidates lists this process's host candidates on a canvas (one per
+// client id, for the relay's presence messages).
+func (h *Hub) localCandidates(canvasID string) []hostCandidate {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	seen := map[string]int{}
+	var out []hostCandidate
+	for s := range h.subs[canvasID] {
+		b := s.client
+		if b == nil || !b.candidate {
+			continue
+		}
+		if i, ok := seen[b.id]; ok {
+			out[i].Since = min(out[i].Since, b.since)
+			continue
+		}
+		seen[b.id] = len(out)
+		out = append(out, hostCandidate{ID: b.id, Since: b.since})
+	}
+	slices.SortFunc(out, func(a, b hostCandidate) int {
+		if a.before(b) {
+			return -1
+		}
+		return 1
+	})
+	return out
+}
+
+// elect recomputes a canvas's host from the local and remote candidates and
+// announces a change to the local subscribers; it reports whether the host
+// changed. Elections are serialized so announcements go out in the order
+// the hosts changed.
+func (h *Hub) elect(canvasID string) bool {
+	h.electMu.Lock()
+	defer h.electMu.Unlock()
+	best := h.localCandidate(canvasID)
+	if r := h.relay.Load(); r != nil {
+		if c := r.remoteCandidate(canvasID); c.before(best) {
+			best = c
+		}
+	}
+	h.hostMu.Lock()
+	old := h.hosts[canvasID]
+	if (old == nil && best.ID == "") || (old != nil && old.id == best.ID) {
+		h.hostMu.Unlock()
+		return false
+	}
+	if best.ID == "" {
+		delete(h.hosts, canvasID)
+	} else {
+		h.hosts[canvasID] = &hostState{id: best.ID, changed: make(chan struct{})}
+	}
+	if old != nil {
+		close(old.changed)
+	}
+	h.hostMu.Unlock()
+	h.send(canvasID, &frame{data: hostFrame(canvasID, best.ID)})
+	return true
+}
+
+// hostFrame encodes an agent:host event.
+func hostFrame(canvasID, hostID string) []byte {
+	return sseEvent(canvas.EventAgentHost, "", canvas.AgentHost{CanvasID: canvasID, HostClientID: hostID})
+}
+
+// Kinds of browser input for a running agent session.
+const (
+	inputAck  = "ack"
+	inputView = "view"
+)
+
+// setBrowserInput makes bi the receiver of browser input in this process.
+func (h *Hub) setBrowserInput(bi BrowserInput) { h.input.Store(&bi) }
+
+// deliverInput hands a browser's ack or view to the agent session: to this
+// process's agent service, and when the session does not run here and relay
+// is set, to the other processes (their relays call deliverInput with
+// relay false).
+func (h *Hub) deliverInput(sessionID, kind string, data []byte, relay bool) {
+	err := fmt.Errorf("no agent service here: %w", canvas.ErrNotFound)
+	if p := h.input.Load(); p != nil {
+		switch bi := *p; kind {
+		case inputAck:
+			var a canvas.AgentAck
+			if err = json.Unmarshal(data, &a); err == nil {
+				err = bi.Ack(sessionID, a)
+			}
+		case inputView:
+			var v canvas.AgentView
+			if err = json.Unmarshal(data, &v); err == nil {
+				err = bi.View(sessionID, v)
+			}
+		}
+	}
+	if r := h.relay.Load(); r != nil && relay && errors.Is(err, canvas.ErrNotFound) {
+		r.sendInput(inputMsg{SessionID: sessionID, Kind: kind, Data: data})
+	}
+}

@@ -1,0 +1,423 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/canvasd/canvasd/agent"
+	"github.com/canvasd/canvasd/canvas"
+	"github.com/canvasd/canvasd/client"
+	"github.com/canvasd/canvasd/host"
+)
+
+// browserPath is a canvas stream declaring a browser.
+func browserPath(canvasID, clientID, caps string) string {
+	q := url.Values{"client_id": {clientID}}
+	if caps != "" {
+		q.Set("capabilities", caps)
+	}
+	return "/sse/canvas/" + canvasID + "?" + q.Encode()
+}
+
+// untilEvent reads s until an event named name, skipping others.
+func untilEvent(t testing.TB, s *sseStream, name string) sseMsg {
+	t.Helper()
+	for {
+		if m := s.next(); m.Event == name {
+			return m
+		}
+	}
+}
+
+// hostOf reads s until an agent:host event and returns its host.
+func hostOf(t testing.TB, s *sseStream) string {
+	t.Helper()
+	return untilEvent(t, s, canvas.EventAgentHost).json(t)["host_client_id"].(string)
+}
+
+func TestHostElection(t *testing.T) {
+	e := newTestEnv(t)
+	e.canvas("h")
+	a := e.stream(browserPath("h", "a", "screenshot,viewport"), testAdmin, nil)
+	if got := hostOf(t, a); got != "a" {
+		t.Fatalf("first candidate: host %q, want a", got)
+	}
+	b := e.stream(browserPath("h", "b", "screenshot"), testAdmin, nil)
+	untilEvent(t, b, canvas.EventCaughtUp)
+	if got := hostOf(t, b); got != "a" {
+		t.Fatalf("second candidate is told host %q, want a", got)
+	}
+	plain := e.stream("/sse/canvas/h", testAdmin, nil) // curl: declares nothing
+	untilEvent(t, plain, canvas.EventCaughtUp)
+	v := e.stream(browserPath("h", "v", "viewport"), testAdmin, nil) // no screenshot: never host
+	if got := hostOf(t, v); got != "a" {
+		t.Fatalf("viewer is told host %q, want a", got)
+	}
+	if got := e.api.hub.Host("h"); got != "a" {
+		t.Fatalf("hub host %q", got)
+	}
+	// The host leaves: the next candidate is elected and announced to every subscriber.
+	start := time.Now()
+	a.close()
+	if got := hostOf(t, b); got != "b" {
+		t.Fatalf("after a left: host %q, want b", got)
+	}
+	if took := time.Since(start); took > time.Second {
+		t.Fatalf("re-election took %v, want < 1 s", took)
+	}
+	if got := hostOf(t, plain); got != "b" {
+		t.Fatalf("plain subscriber told %q", got)
+	}
+	b.close()
+	for got := hostOf(t, v); got != ""; got = hostOf(t, v) { // v saw b elected first
+		if got != "b" {
+			t.Fatalf("no candidate left, host %q", got)
+		}
+	}
+	// Declarations are validated.
+	for _, path := range []string{"/sse/canvas/h?client_id=bad%20id", "/sse/canvas/h?capabilities=screenshot",
+		"/sse/canvas/h?client_id=" + strings.Repeat("x", 65)} {
+		if r := e.do("GET", path, testAdmin, nil); r.Status != 400 {
+			t.Fatalf("%s: %d %s", path, r.Status, r.Body)
+		}
+	}
+}
+
+func TestScreenshotInvokeGoesToTheHostOnly(t *testing.T) {
+	e := newTestEnv(t)
+	e.canvas("s")
+	h := e.stream(browserPath("s", "h", "screenshot"), testAdmin, nil)
+	hostOf(t, h)
+	other := e.stream(browserPath("s", "o", "screenshot"), testAdmin, nil)
+	hostOf(t, other)
+	plain := e.stream("/sse/canvas/s", testAdmin, nil)
+	untilEvent(t, plain, canvas.EventCaughtUp)
+
+	type result struct {
+		r    response
+		took time.Duration
+	}
+	invoke := func(canvasID string, timeoutMS int) chan result {
+		ch := make(chan result, 1)
+		go func() {
+			start := time.Now()
+			r := e.do("POST", "/api/invoke", testAdmin, map[string]any{"canvas_id": canvasID, "action": canvas.InvokeAgentScreenshot,
+				"payload": map[string]any{"sessionId": "as_x", "requestId": "r1"}, "timeout_ms": timeoutMS})
+			ch <- result{r, time.Since(start)}
+		}()
+		return ch
+	}
+	done := invoke("s", 10000)
+	inv := untilEvent(t, h, host.EventInvoke).json(t)
+	e.must(200, "POST", "/api/invoke/"+inv["invoke_id"].(string), testAdmin,
+		map[string]any{"ok": true, "result": map[string]any{"dataUrl": "data:image/png;base64,iVBORw0KGgo="}})
+	if res := <-done; res.r.Status != 200 || !strings.Contains(string(res.r.Body), "iVBORw0KGgo") {
+		t.Fatalf("invoke: %d %s", res.r.Status, res.r.Body)
+	}
+	// The others never saw it: they reach a marker published after it without an invoke.
+	e.api.hub.PublishEvent("s", canvas.EventGesture, map[string]string{"marker": "after"})
+	for name, s := range map[string]*sseStream{"other browser": other, "plain subscriber": plain} {
+		for m := s.next(); m.Event != canvas.EventGesture; m = s.next() {
+			if m.Event == host.EventInvoke {
+				t.Fatalf("the %s got the host's screenshot invoke", name)
+			}
+		}
+	}
+
+	// The host leaves while an invoke waits: 503 at once, not the timeout.
+	done = invoke("s", 10000)
+	untilEvent(t, h, host.EventInvoke)
+	h.close()
+	res := <-done
+	if res.r.Status != 503 || !strings.Contains(string(res.r.Body), "host browser left") || res.took > 3*time.Second {
+		t.Fatalf("host lost: %d %s after %v", res.r.Status, res.r.Body, res.took)
+	}
+	// No host at all: 503 at once.
+	e.canvas("empty")
+	e.stream("/sse/canvas/empty", testAdmin, nil)
+	res = <-invoke("empty", 10000)
+	if res.r.Status != 503 || !strings.Contains(string(res.r.Body), `"type":"`+problemBase+`no-host"`) || res.took > 2*time.Second {
+		t.Fatalf("no host: %d %s after %v", res.r.Status, res.r.Body, res.took)
+	}
+}
+
+// ackingBrowser follows a canvas as a declared browser and acks the
+// complete agent:action envelopes it receives when ack returns true.
+type ackingBrowser struct {
+	mu        sync.Mutex
+	envelopes []agent.ActionEnvelope
+	cancel    context.CancelFunc
+	done      chan struct{}
+}
+
+func newAckingBrowser(t testing.TB, e *agentEnv, canvasID, clientID string, caps []string, ack func(agent.ActionEnvelope) bool) *ackingBrowser {
+	ctx, cancel := context.WithCancel(context.Background())
+	b := &ackingBrowser{cancel: cancel, done: make(chan struct{})}
+	st := e.human.Stream(ctx, canvasID, client.StreamOptions{ClientID: clientID, Capabilities: caps})
+	ready := make(chan struct{})
+	go func() {
+		defer close(b.done)
+		for {
+			ev, err := st.Recv()
+			if err != nil {
+				return
+			}
+			switch ev.Event {
+			case client.EventCaughtUp:
+				close(ready)
+			case client.EventAgentAction:
+				var env agent.ActionEnvelope
+				if json.Unmarshal(ev.Data, &env) != nil || env.Partial {
+					continue
+				}
+				b.mu.Lock()
+				b.envelopes = append(b.envelopes, env)
+				b.mu.Unlock()
+				if ack(env) {
+					body := canvas.AgentAck{SessionID: env.SessionID, Seq: env.Seq, ClientID: clientID, AppliedAt: time.Now().UnixMilli()}
+					if err := e.human.AckEnvelope(context.Background(), body); err != nil {
+						t.Errorf("ack: %v", err)
+					}
+				}
+			}
+		}
+	}()
+	<-ready
+	t.Cleanup(func() { cancel(); st.Close(); <-b.done })
+	return b
+}
+
+func (b *ackingBrowser) got() []agent.ActionEnvelope {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return append([]agent.ActionEnvelope(nil), b.envelopes...)
+}
+
+func TestAgentEnvelopesAckedByTheHostResentOtherwise(t *testing.T) {
+	reply := actionsJSON(`{"name":"create_shape","params":{"type":"note","x":0,"y":0,"props":{"text":"one"}}}`,
+		`{"name":"set_viewport","params":{"x":10,"y":20,"w":300,"h":200}}`,
+		`{"name":"create_shape","params":{"type":"note","x":400,"y":0,"props":{"text":"two"}}}`)
+	model := newFakeOpenAI(t, scriptedReply{chunks: []string{reply}}, scriptedReply{chunks: []string{reply}})
+	e := newAgentEnv(t, model, func(c *agent.Config) {
+		c.Model, c.LowActionThreshold = "openai:gpt-test", 0
+		c.AckTimeout, c.AckRetries = 300*time.Millisecond, 2
+	})
+	e.newCanvas("k")
+	ev := e.watch("k")
+
+	// The host never acks; a second browser (not a candidate) acks everything.
+	host := newAckingBrowser(t, e, "k", "host", []string{CapScreenshot, CapViewport}, func(agent.ActionEnvelope) bool { return false })
+	peer := newAckingBrowser(t, e, "k", "peer", []string{CapViewport}, func(agent.ActionEnvelope) bool { return true })
+	sess := e.run(client.AgentRunRequest{RoomID: "k", Message: "two notes"})
+	st := sess.Stats
+	// Envelopes: the notes (to everyone) and set_viewport (to the host only).
+	for _, env := range peer.got() {
+		for _, a := range env.Actions {
+			if a.Name == "set_viewport" {
+				t.Fatalf("a browser that is not the host got set_viewport: %+v", env)
+			}
+		}
+	}
+	var seqs = map[int64]int{}
+	sawViewport := false
+	for _, env := range host.got() {
+		seqs[env.Seq]++
+		for _, a := range env.Actions {
+			sawViewport = sawViewport || a.Name == "set_viewport"
+		}
+	}
+	tracked := len(seqs)
+	if !sawViewport || tracked < 2 {
+		t.Fatalf("host envelopes %+v", host.got())
+	}
+	for seq, n := range seqs {
+		if n != 3 { // sent once, resent AckRetries times
+			t.Fatalf("host got seq %d %d times, want 3", seq, n)
+		}
+	}
+	if st.Acks != len(peer.got()) || st.Resends != 2*tracked || st.AcksMissed != tracked {
+		t.Fatalf("stats %+v: peer acked %d, tracked %d", st, len(peer.got()), tracked)
+	}
+	ev.until(t, func(x client.Event) bool {
+		return x.Event == client.EventAgentStatus && strings.Contains(string(x.Data), `"ack_missed"`)
+	})
+
+	// A host that acks: nothing resent or missed, and its apply jitter is measured.
+	host.cancel()
+	<-host.done
+	newAckingBrowser(t, e, "k", "host2", []string{CapScreenshot}, func(agent.ActionEnvelope) bool { return true })
+	waitUntil(t, 5*time.Second, "host2 elected", func() bool { return e.hub.Host("k") == "host2" })
+	sess = e.run(client.AgentRunRequest{RoomID: "k", Message: "again"})
+	if st := sess.Stats; st.Resends != 0 || st.AcksMissed != 0 || st.Acks < 2 {
+		t.Fatalf("acking host: stats %+v", st)
+	}
+	families, err := e.reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, f := range families {
+		seen[f.GetName()] = true
+	}
+	for _, name := range []string{"canvas_agent_apply_jitter_seconds", "canvas_agent_ack_seconds", "canvas_agent_envelope_resends_total", "canvas_agent_acks_missed_total"} {
+		if !seen[name] {
+			t.Fatalf("metric %s missing", name)
+		}
+	}
+}
+
+func TestAgentTurnUsesTheLatestView(t *testing.T) {
+	gate := make(chan struct{})
+	first := actionsJSON(`{"name":"add_detail","params":{"hint":"more"}}`)
+	model := newFakeOpenAI(t, scriptedReply{chunks: []string{first[:10], first[10:]}, gates: map[int]chan struct{}{1: gate}},
+		scriptedReply{chunks: []string{actionsJSON(`{"name":"think","params":{"text":"ok"}}`)}})
+	e := newAgentEnv(t, model, func(c *agent.Config) { c.Model, c.LowActionThreshold = "openai:gpt-test", 0 })
+	e.newCanvas("w")
+	id := e.start(client.AgentRunRequest{RoomID: "w", Message: "look around", Viewport: &client.Box{X: 0, Y: 0, W: 100, H: 100}})
+	waitUntil(t, 5*time.Second, "the first model call", func() bool { return len(model.requests()) == 1 })
+	for i, vp := range []client.Box{{X: 1, Y: 1, W: 50, H: 50}, {X: 777, Y: 888, W: 640, H: 480}} {
+		if err := e.human.PublishView(context.Background(), canvas.AgentView{SessionID: id, ClientID: "b1", Viewport: &vp, Selection: []string{fmt.Sprint("s", i)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	close(gate)
+	sess := e.wait(id)
+	reqs := model.requests()
+	if sess.State != client.AgentDone || len(reqs) != 2 {
+		t.Fatalf("state %s, %d model calls", sess.State, len(reqs))
+	}
+	if text, _ := reqs[1].last(); !strings.Contains(text, `"viewport":{"x":777,"y":888,"w":640,"h":480}`) {
+		t.Fatalf("the follow-up turn did not use the latest view: %s", text)
+	}
+	// A view for a session that ended is accepted and changes nothing; a bad one is a 400.
+	if err := e.human.PublishView(context.Background(), canvas.AgentView{SessionID: id, ClientID: "b1"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.human.PublishView(context.Background(), canvas.AgentView{SessionID: id, ClientID: "no spaces"}); err == nil {
+		t.Fatal("a bad client id was accepted")
+	}
+}
+
+func TestHostElectionAcrossProcessesPG(t *testing.T) {
+	url, schema := pgTestSchema(t)
+	a := newPGTestEnv(t, url, schema)
+	b := newPGTestEnv(t, url, schema)
+	a.canvas("c")
+	sa := a.stream(browserPath("c", "a1", "screenshot"), testAdmin, nil)
+	if got := hostOf(t, sa); got != "a1" {
+		t.Fatalf("host %q", got)
+	}
+	// The other process learns the candidate from the relay's presence.
+	waitUntil(t, 5*time.Second, "process b sees a1 as host", func() bool { return b.api.hub.Host("c") == "a1" })
+	sb := b.stream(browserPath("c", "b1", "screenshot"), testAdmin, nil)
+	if got := hostOf(t, sb); got != "a1" {
+		t.Fatalf("b1 is told host %q, want a1 (on the other process)", got)
+	}
+	waitSubscribers(t, a, "c", 2) // a counts b1 (the presence that carries it)
+	if got := a.api.hub.Host("c"); got != "a1" {
+		t.Fatalf("process a: host %q", got)
+	}
+	// A screenshot invoke posted to process b reaches a1 on process a only.
+	done := make(chan response, 1)
+	go func() {
+		done <- b.do("POST", "/api/invoke", testAdmin, map[string]any{"canvas_id": "c", "action": canvas.InvokeAgentScreenshot, "timeout_ms": 10000})
+	}()
+	inv := untilEvent(t, sa, host.EventInvoke).json(t)
+	a.must(200, "POST", "/api/invoke/"+inv["invoke_id"].(string), testAdmin, map[string]any{"ok": true, "result": map[string]any{"dataUrl": "data:image/png;base64,AA=="}})
+	if r := <-done; r.Status != 200 {
+		t.Fatalf("invoke through process b: %d %s", r.Status, r.Body)
+	}
+	// The host leaves: both processes elect b1 within a second.
+	start := time.Now()
+	sa.close()
+	if got := hostOf(t, sb); got != "b1" {
+		t.Fatalf("after a1 left: %q", got)
+	}
+	waitUntil(t, 5*time.Second, "process a elects b1", func() bool { return a.api.hub.Host("c") == "b1" })
+	if took := time.Since(start); took > time.Second {
+		t.Fatalf("re-election across processes took %v", took)
+	}
+}
+
+func TestHostCandidateOrder(t *testing.T) {
+	none := hostCandidate{}
+	early, late := hostCandidate{ID: "z", Since: 1}, hostCandidate{ID: "a", Since: 2}
+	tie := hostCandidate{ID: "b", Since: 1}
+	for _, c := range []struct {
+		x, y hostCandidate
+		want bool
+	}{
+		{early, late, true}, {late, early, false}, {early, none, true}, {none, early, false}, {none, none, false},
+		{tie, early, true}, {early, tie, false},
+	} {
+		if got := c.x.before(c.y); got != c.want {
+			t.Errorf("%+v before %+v = %v, want %v", c.x, c.y, got, c.want)
+		}
+	}
+}
+
+func TestAgentScreenshotRetriedWhenTheHostLeaves(t *testing.T) {
+	model := newFakeOpenAI(t, scriptedReply{chunks: []string{actionsJSON(`{"name":"think","params":{"text":"seen"}}`)}})
+	e := newAgentEnv(t, model, nil)
+	e.runner.Stop()
+	broker := host.NewBroker(CanvasInvokeDeliverer(e.hub))
+	tok, _ := e.admin.CreateToken(context.Background(), canvas.TokenRequest{Role: canvas.RoleEditor, ActorType: canvas.ActorAgent})
+	ac, _ := client.New(e.srv.URL, tok.Token)
+	cfg := agent.DefaultConfig()
+	cfg.Model, cfg.OpenAIAPIKey, cfg.OpenAIBaseURL, cfg.LowActionThreshold = "openai:gpt-vision", "sk-test", model.srv.URL+"/v1", 0
+	cfg.ScreenshotRetries, cfg.ScreenshotRetryDelay = 1, 20*time.Millisecond
+	cfg.AckTimeout, cfg.AckRetries = 50*time.Millisecond, 0 // these browsers do not ack: do not wait for them
+	r, err := agent.NewRunner(agent.Deps{Config: cfg, Client: ac, Events: e.hub, Store: e.sessions,
+		Screenshots: AgentScreenshotter{Hub: e.hub, Broker: broker}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Start(context.Background())
+	defer r.Stop()
+	e.newCanvas("l")
+	// h1 is elected, gets the request and leaves without answering; h2 answers.
+	browser := func(id string, onInvoke func(inv host.InvokeRequest, st *client.Stream)) {
+		ctx, cancel := context.WithCancel(context.Background())
+		st := e.human.Stream(ctx, "l", client.StreamOptions{ClientID: id, Capabilities: []string{CapScreenshot}})
+		t.Cleanup(func() { cancel(); st.Close() })
+		go func() {
+			for {
+				ev, err := st.Recv()
+				if err != nil {
+					return
+				}
+				if ev.Event == host.EventInvoke {
+					var inv host.InvokeRequest
+					_ = ev.Decode(&inv)
+					onInvoke(inv, st)
+				}
+			}
+		}()
+	}
+	browser("h1", func(_ host.InvokeRequest, st *client.Stream) { st.Close() })
+	waitUntil(t, 5*time.Second, "h1 elected", func() bool { return e.hub.Host("l") == "h1" })
+	browser("h2", func(inv host.InvokeRequest, _ *client.Stream) {
+		res, _ := json.Marshal(agent.Screenshot{DataURL: "data:image/png;base64,aDI=", DocVersion: "0"})
+		_, _ = broker.Answer(inv.InvokeID, host.Answer{OK: true, Result: res})
+	})
+	waitUntil(t, 5*time.Second, "h2 connected", func() bool { return e.hub.Subscribers("l") == 2 })
+	start := time.Now()
+	id, err := r.Run(context.Background(), client.AgentRunRequest{RoomID: "l", Message: "look"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitRunner(t, r, id)
+	sess, _ := r.Session(context.Background(), id)
+	if _, img := model.requests()[0].last(); img != "data:image/png;base64,aDI=" || sess.Stats.ScreenshotMissed != 0 || sess.Stats.Screenshots != 1 {
+		t.Fatalf("image %q, stats %+v", img, sess.Stats)
+	}
+	if took := time.Since(start); took > cfg.ScreenshotTimeout {
+		t.Fatalf("the turn waited %v: the lost host was not noticed at once", took)
+	}
+}

@@ -1,0 +1,767 @@
+// CanvasClient: the HTTP API of canvasd (REST and the canvas stream).
+
+import { CanvasError, ConflictError } from "./errors.js";
+import { newIdempotencyKey } from "./ids.js";
+import { SSEParser } from "./sse.js";
+import { LiveCanvas } from "./live.js";
+import type { LiveCanvasOptions } from "./live.js";
+import type {
+  AgentAck, AgentCancelResult, AgentRevertRequest, AgentRunRequest, AgentRunResponse, AgentSession, AgentView, BatchCommand, BatchResult, Canvas,
+  CommandType, Commit, ConflictResult, DeleteLinesArgs, DocContent, DocDiff, DocSelection, EventsPage, GestureAck,
+  GestureRequest, InsertLinesArgs, InvokeAnswer, InvokeRequest, MessageAccepted, MessageRequest, NamedSnapshot,
+  NamedSnapshotList, NamedSnapshotRequest, Problem, ReplaceLinesArgs, RevertToSnapshotArgs, RevisionResult,
+  SearchReplaceArgs, Snapshot, TokenRequest, TokenResponse,
+} from "./types.js";
+import type { CanvasEventMap, StreamEvent } from "./events.js";
+import { isKnownEvent } from "./events.js";
+
+/** Options of a CanvasClient. */
+export interface ClientOptions {
+  /** The server, e.g. "http://127.0.0.1:8080"; "" in a page served by canvasd (same origin). */
+  baseUrl: string;
+  /** The bearer token, or a function returning the current one (sent as `Authorization: Bearer`, never in a URL). */
+  token?: string | (() => string | undefined);
+  /** How many times a request that is safe to repeat is retried (default 3); see `CanvasClient`. */
+  retries?: number;
+  /** The first retry delay in ms (default 100), doubled each retry, with jitter. */
+  backoffMs?: number;
+  /** The cap on one retry delay in ms (default 5000). */
+  maxBackoffMs?: number;
+  /** Per-request timeout in ms (default 30000; streams are not bound by it). */
+  timeoutMs?: number;
+  /** The fetch to use (default globalThis.fetch). */
+  fetch?: typeof fetch;
+}
+
+/** The outcome of an applied command (HTTP 200). */
+export interface ApplyResult {
+  /** The revision the command committed as (`current_rev`). */
+  rev: number;
+  cmdId: string;
+  eventId: string;
+  /** Ids the command created, in order. */
+  createdIds: string[];
+  /** True when baseRev was behind the head but nothing the command touches had changed since. */
+  rebased: boolean;
+  /** The command-specific result (document and history verbs). */
+  result?: RevisionResult["result"];
+  /** True when the server answered from its idempotency store: an earlier attempt had applied. */
+  replayed: boolean;
+  /** The idempotency key of the command that applied. */
+  idempotencyKey: string;
+  /** How many times onConflict re-planned before it applied. */
+  replans: number;
+  /** The whole response body. */
+  body: RevisionResult;
+}
+
+/** What a re-plan callback returns: the next command, or null to give up (the ConflictError is thrown). */
+export type Replan = { type: CommandType | string; args?: Record<string, unknown> } | null | undefined;
+
+/**
+ * Called on a 409 with the conflict and the freshly read snapshot; returns the
+ * command to send next at the fresh head (or null to give up).
+ */
+export type ConflictHandler = (conflict: ConflictError, fresh: Snapshot) => Replan | Promise<Replan>;
+
+/** Options of apply and applyResult. */
+export interface ApplyOptions {
+  /**
+   * The head_rev the command was planned against. Default: the newest revision
+   * this client has seen for the canvas (getState, apply, or a stream it
+   * follows), else the canvas's current head.
+   */
+  baseRev?: number;
+  /** The idempotency key; default a fresh key of the client's own. Re-plans derive `<key>.r<n>`. */
+  idempotencyKey?: string;
+  /** Any stale baseRev is a 409, even without overlapping changes. */
+  strict?: boolean;
+  /** The command id (`cmd_id` of the commit); re-plans derive `<id>.r<n>`. */
+  cmdId?: string;
+  /** Re-plans a conflicting command (see ConflictHandler); without it a 409 throws ConflictError. */
+  onConflict?: ConflictHandler;
+  /** How many re-plans at most (default 3), after which the last ConflictError is thrown. */
+  maxRetries?: number;
+  signal?: AbortSignal;
+}
+
+/** Options of stream(). */
+export interface StreamOptions {
+  /** Resume after this event id (a snapshot's head_event_id, a commit's event_id, or a revision). */
+  lastEventId?: string;
+  /** Browser declaration sent with the stream request (see LiveCanvas). */
+  clientId?: string;
+  /** Capabilities of a declared browser, e.g. ["screenshot", "viewport"]. */
+  capabilities?: string[];
+  /** Ends the stream. */
+  signal?: AbortSignal;
+  /** A connection on which nothing arrives (not even a heartbeat) for this long is dropped and reopened (default 45000 ms). */
+  idleTimeoutMs?: number;
+  /** The first reconnect delay in ms (default 500, or the server's `retry:`), doubled per consecutive failure. */
+  reconnectDelayMs?: number;
+  /** The cap on the reconnect delay (default 30000 ms). */
+  maxReconnectDelayMs?: number;
+  /** Consecutive failed connects after which the stream throws (default: never gives up). */
+  maxReconnects?: number;
+  /** Called after each connect with whether it succeeded (for a connection indicator). */
+  onConnection?: (state: "open" | "reconnecting") => void;
+}
+
+/** A resumable canvas stream: an async iterable of typed events. */
+export interface CanvasStream extends AsyncIterable<StreamEvent> {
+  /** The id the next connect resumes after; set it (e.g. to a re-read snapshot's head_event_id) after a reset. */
+  lastEventId: string;
+  /** How many connections were opened. */
+  readonly connects: number;
+  /** Ends the stream (the iterator finishes). */
+  close(): void;
+}
+
+const RETRY_STATUSES = new Set([502, 503, 504]);
+
+/**
+ * A path segment. ":" stays literal: it is valid in a segment, common in
+ * canvasd ids ("shape:box"), and the server matches path parameters as sent.
+ */
+function seg(s: string): string {
+  if (typeof s !== "string" || s === "") throw new TypeError(`path parameter must be a non-empty string, got ${JSON.stringify(s)}`);
+  return encodeURIComponent(s).replace(/%3A/gi, ":");
+}
+
+function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(signal.reason);
+    const t = setTimeout(() => {
+      signal?.removeEventListener("abort", onAbort);
+      resolve();
+    }, ms);
+    const onAbort = () => {
+      clearTimeout(t);
+      reject(signal!.reason);
+    };
+    signal?.addEventListener("abort", onAbort, { once: true });
+  });
+}
+
+interface RequestInit2 {
+  query?: Record<string, string | number | boolean | undefined | null>;
+  body?: unknown;
+  /** Safe to repeat: retried after a network error or a 502/503/504. */
+  retry?: boolean;
+  idempotencyKey?: string;
+  signal?: AbortSignal;
+  headers?: Record<string, string>;
+}
+
+interface Answer {
+  status: number;
+  headers: Headers;
+  data: any;
+  text: string;
+}
+
+/**
+ * A client of one canvasd server, for browsers and Node ≥ 20.
+ *
+ * Retries: reads (GET) and writes that carry an idempotency key (commands and
+ * batches always do: a key of the client's own when the caller gives none)
+ * are resent after a network error or a 502/503/504 answer, up to `retries`
+ * times with exponential backoff and jitter (honouring Retry-After). A 503
+ * whose commit outcome is unknown is therefore safe: the resend carries the
+ * same key, so the server answers it from its idempotency store. Writes
+ * without a key (creating a canvas, starting an agent run, ...) are never
+ * resent.
+ */
+export class CanvasClient {
+  readonly baseUrl: string;
+  private readonly tokenOpt: ClientOptions["token"];
+  private readonly retries: number;
+  private readonly backoffMs: number;
+  private readonly maxBackoffMs: number;
+  private readonly timeoutMs: number;
+  private readonly fetchFn: typeof fetch;
+  private readonly heads = new Map<string, number>();
+
+  constructor(opts: ClientOptions) {
+    this.baseUrl = (opts.baseUrl ?? "").replace(/\/+$/, "");
+    this.tokenOpt = opts.token;
+    this.retries = Math.max(0, opts.retries ?? 3);
+    this.backoffMs = opts.backoffMs ?? 100;
+    this.maxBackoffMs = opts.maxBackoffMs ?? 5000;
+    this.timeoutMs = opts.timeoutMs ?? 30000;
+    const f = opts.fetch ?? globalThis.fetch;
+    this.fetchFn = (input, init) => f(input, init); // unbound window.fetch throws "Illegal invocation"
+  }
+
+  /** The current token, if any. */
+  get token(): string | undefined {
+    return typeof this.tokenOpt === "function" ? this.tokenOpt() : this.tokenOpt;
+  }
+
+  // ------------------------------------------------------------ plumbing
+
+  /** The newest revision this client has seen for a canvas, if any. */
+  knownHead(canvasId: string): number | undefined {
+    return this.heads.get(canvasId);
+  }
+
+  /** Records a revision seen for a canvas (the default baseRev of apply). */
+  noteHead(canvasId: string, rev: number): void {
+    if (typeof rev === "number" && rev > (this.heads.get(canvasId) ?? -1)) this.heads.set(canvasId, rev);
+  }
+
+  private url(path: string, query?: RequestInit2["query"]): string {
+    let u = this.baseUrl + path;
+    if (query) {
+      const q = new URLSearchParams();
+      for (const [k, v] of Object.entries(query)) if (v !== undefined && v !== null) q.set(k, String(v));
+      const s = q.toString();
+      if (s) u += "?" + s;
+    }
+    return u;
+  }
+
+  private delay(attempt: number, retryAfter: string | null): number {
+    let d = Math.min(this.maxBackoffMs, this.backoffMs * 2 ** Math.min(attempt, 30));
+    d *= 0.5 + 0.5 * Math.random();
+    const ra = retryAfter === null ? NaN : Number(retryAfter);
+    if (Number.isFinite(ra)) d = Math.max(d, Math.min(ra * 1000, this.maxBackoffMs * 4));
+    return d;
+  }
+
+  private async send(method: string, path: string, init: RequestInit2 = {}): Promise<Answer> {
+    const url = this.url(path, init.query);
+    const headers: Record<string, string> = { Accept: "application/json", ...init.headers };
+    const tok = this.token;
+    if (tok) headers["Authorization"] = "Bearer " + tok;
+    let body: string | undefined;
+    if (init.body !== undefined) {
+      body = JSON.stringify(init.body);
+      headers["Content-Type"] = "application/json";
+    }
+    for (let attempt = 0; ; attempt++) {
+      const ctl = new AbortController();
+      const timer = setTimeout(() => ctl.abort(new Error(`timed out after ${this.timeoutMs} ms`)), this.timeoutMs);
+      const onAbort = () => ctl.abort(init.signal!.reason);
+      init.signal?.addEventListener("abort", onAbort, { once: true });
+      let res: Response;
+      let text: string;
+      try {
+        res = await this.fetchFn(url, { method, headers, body, signal: ctl.signal });
+        text = await res.text();
+      } catch (err) {
+        if (init.signal?.aborted) throw err;
+        if (init.retry && attempt < this.retries) {
+          await sleep(this.delay(attempt, null), init.signal);
+          continue;
+        }
+        throw new CanvasError(`${method} ${url}: ${(err as Error)?.message ?? err}`, {
+          status: 0, method, url, idempotencyKey: init.idempotencyKey, cause: err,
+        });
+      } finally {
+        clearTimeout(timer);
+        init.signal?.removeEventListener("abort", onAbort);
+      }
+      if (init.retry && RETRY_STATUSES.has(res.status) && attempt < this.retries) {
+        await sleep(this.delay(attempt, res.headers.get("Retry-After")), init.signal);
+        continue;
+      }
+      let data: any = undefined;
+      if (text) {
+        try {
+          data = JSON.parse(text);
+        } catch {
+          data = undefined;
+        }
+      }
+      return { status: res.status, headers: res.headers, data, text };
+    }
+  }
+
+  private error(method: string, path: string, a: Answer, idempotencyKey?: string): CanvasError {
+    const url = this.baseUrl + path;
+    if (a.status === 409 && a.data && a.data.status === "conflict") {
+      return new ConflictError(a.data as ConflictResult, { method, url, idempotencyKey });
+    }
+    const problem = a.data && typeof a.data === "object" ? (a.data as Problem & Record<string, unknown>) : undefined;
+    const detail = problem?.detail || problem?.title || a.text.slice(0, 200) || `HTTP ${a.status}`;
+    return new CanvasError(`${method} ${path}: ${a.status}: ${detail}`, { status: a.status, method, url, problem, idempotencyKey });
+  }
+
+  private async call<T>(method: string, path: string, init: RequestInit2 = {}): Promise<T> {
+    const a = await this.send(method, path, init);
+    if (a.status >= 200 && a.status < 300) return a.data as T;
+    throw this.error(method, path, a, init.idempotencyKey);
+  }
+
+  // ------------------------------------------------------------ canvases and tokens
+
+  /** Creates a canvas (server-minted unguessable id when none is given). Not retried. */
+  createCanvas(req: { canvas_id?: string; title?: string } = {}): Promise<Canvas> {
+    return this.call("POST", "/api/canvases", { body: req });
+  }
+
+  /** The canvases the token's actor may see. */
+  async listCanvases(): Promise<Canvas[]> {
+    const d = await this.call<{ canvases: Canvas[] }>("GET", "/api/canvases", { retry: true });
+    return d.canvases ?? [];
+  }
+
+  getCanvas(canvasId: string): Promise<Canvas> {
+    return this.call("GET", "/api/canvases/" + seg(canvasId), { retry: true });
+  }
+
+  /** Deletes a canvas with its history (admin role). */
+  async deleteCanvas(canvasId: string): Promise<void> {
+    await this.call("DELETE", "/api/canvases/" + seg(canvasId), { retry: true });
+  }
+
+  /** Creates a token (admin role, or a scoped admin within its scope). Not retried. */
+  createToken(req: TokenRequest): Promise<TokenResponse> {
+    return this.call("POST", "/api/tokens", { body: req });
+  }
+
+  async revokeToken(actorId: string): Promise<void> {
+    await this.call("DELETE", "/api/tokens/" + seg(actorId), { retry: true });
+  }
+
+  // ------------------------------------------------------------ state, events, time travel
+
+  /** The snapshot {canvas_id, head_rev, head_event_id, state}; with atRev, the state as it was at that revision. */
+  async getState(canvasId: string, opts: { atRev?: number; signal?: AbortSignal } = {}): Promise<Snapshot> {
+    const s = await this.call<Snapshot>("GET", "/canvas_commands/snapshot/" + seg(canvasId), {
+      query: { at_rev: opts.atRev }, retry: true, signal: opts.signal,
+    });
+    if (opts.atRev === undefined) this.noteHead(canvasId, s.head_rev);
+    return s;
+  }
+
+  /** One page of the event log: the commits with rev > afterRev, ascending, at most limit of them. */
+  async events(canvasId: string, opts: { afterRev?: number; limit?: number; signal?: AbortSignal } = {}): Promise<EventsPage> {
+    const p = await this.call<EventsPage>("GET", `/canvas_commands/${seg(canvasId)}/events`, {
+      query: { after_rev: opts.afterRev ?? 0, limit: opts.limit }, retry: true, signal: opts.signal,
+    });
+    this.noteHead(canvasId, p.head_rev);
+    return p;
+  }
+
+  /** Every commit with rev > afterRev, in order, read page by page up to the head. */
+  async *allEvents(canvasId: string, opts: { afterRev?: number; pageSize?: number; signal?: AbortSignal } = {}): AsyncGenerator<Commit> {
+    let after = opts.afterRev ?? 0;
+    for (;;) {
+      const page = await this.events(canvasId, { afterRev: after, limit: opts.pageSize ?? 500, signal: opts.signal });
+      for (const c of page.commits) yield c;
+      if (page.commits.length === 0) return;
+      after = page.commits[page.commits.length - 1]!.rev;
+      if (after >= page.head_rev) return;
+    }
+  }
+
+  // ------------------------------------------------------------ commands
+
+  /** Applies one command and returns the new revision (see applyResult). */
+  async apply(canvasId: string, type: CommandType | string, args: Record<string, unknown> = {}, opts: ApplyOptions = {}): Promise<number> {
+    return (await this.applyResult(canvasId, type, args, opts)).rev;
+  }
+
+  /**
+   * Applies one command and returns its ApplyResult (rev, createdIds, rebased, ...).
+   *
+   * The envelope carries opts.idempotencyKey or a fresh key of the client's
+   * own, and the same envelope is resent after a network error or a
+   * 502/503/504, so a retry never applies twice. On a 409 without onConflict
+   * it throws ConflictError. With onConflict it re-reads the snapshot, calls
+   * onConflict(conflict, fresh) and sends the command it returns at the fresh
+   * head with a derived key `<key>.r<n>`, at most maxRetries times. Other
+   * failures throw CanvasError (400/422 name the field in `problem`).
+   */
+  async applyResult(canvasId: string, type: CommandType | string, args: Record<string, unknown> = {}, opts: ApplyOptions = {}): Promise<ApplyResult> {
+    const path = `/canvas_commands/${seg(canvasId)}/command`;
+    const baseKey = opts.idempotencyKey ?? newIdempotencyKey();
+    let baseRev = opts.baseRev ?? this.heads.get(canvasId);
+    if (baseRev === undefined) baseRev = (await this.getCanvas(canvasId)).head_rev ?? 0;
+    let key = baseKey;
+    let replans = 0;
+    for (;;) {
+      const env: Record<string, unknown> = { type, base_rev: baseRev, idempotency_key: key, args: args ?? {} };
+      if (opts.cmdId) env["id"] = replans === 0 ? opts.cmdId : `${opts.cmdId}.r${replans}`;
+      if (opts.strict) env["strict"] = true;
+      const a = await this.send("POST", path, { body: env, retry: true, idempotencyKey: key, signal: opts.signal });
+      if (a.status === 200) {
+        const d = a.data as RevisionResult;
+        this.noteHead(canvasId, d.current_rev);
+        return {
+          rev: d.current_rev, cmdId: d.cmd_id, eventId: d.event_id, createdIds: d.created_ids ?? [],
+          rebased: d.rebased === true, result: d.result, replayed: a.headers.get("Idempotent-Replayed") === "true",
+          idempotencyKey: key, replans, body: d,
+        };
+      }
+      const err = this.error("POST", path, a, key);
+      if (!(err instanceof ConflictError) || !opts.onConflict || replans >= (opts.maxRetries ?? 3)) throw err;
+      this.noteHead(canvasId, err.currentRev);
+      const fresh = await this.getState(canvasId, { signal: opts.signal });
+      const next = await opts.onConflict(err, fresh);
+      if (!next) throw err;
+      type = next.type;
+      args = next.args ?? {};
+      baseRev = fresh.head_rev;
+      replans++;
+      key = `${baseKey}.r${replans}`;
+    }
+  }
+
+  /**
+   * Applies several commands all-or-nothing, one revision each, in order.
+   * Each command is an envelope {type, args, id?, strict?}. The batch carries
+   * an idempotency key (the caller's or the client's own), so resends are
+   * safe. Throws ConflictError on a 409; nothing is written on any error.
+   */
+  async applyBatch(canvasId: string, commands: BatchCommand[], opts: { baseRev?: number; idempotencyKey?: string; signal?: AbortSignal } = {}): Promise<BatchResult> {
+    const path = `/canvas_commands/${seg(canvasId)}/commands`;
+    const key = opts.idempotencyKey ?? newIdempotencyKey();
+    let baseRev = opts.baseRev ?? this.heads.get(canvasId);
+    if (baseRev === undefined) baseRev = (await this.getCanvas(canvasId)).head_rev ?? 0;
+    const body = { base_rev: baseRev, idempotency_key: key, commands: commands.map((c) => ({ ...c, args: c.args ?? {} })) };
+    const a = await this.send("POST", path, { body, retry: true, idempotencyKey: key, signal: opts.signal });
+    if (a.status !== 200) throw this.error("POST", path, a, key);
+    const d = a.data as BatchResult;
+    this.noteHead(canvasId, d.current_rev);
+    return d;
+  }
+
+  // Document verbs (commands on a `doc` node; the result is in ApplyResult.result).
+
+  replaceLines(canvasId: string, args: ReplaceLinesArgs, opts?: ApplyOptions): Promise<ApplyResult> {
+    return this.applyResult(canvasId, "replace_lines", args as Record<string, unknown>, opts);
+  }
+
+  insertLines(canvasId: string, args: InsertLinesArgs, opts?: ApplyOptions): Promise<ApplyResult> {
+    return this.applyResult(canvasId, "insert_lines", args as Record<string, unknown>, opts);
+  }
+
+  deleteLines(canvasId: string, args: DeleteLinesArgs, opts?: ApplyOptions): Promise<ApplyResult> {
+    return this.applyResult(canvasId, "delete_lines", args as Record<string, unknown>, opts);
+  }
+
+  searchReplace(canvasId: string, args: SearchReplaceArgs, opts?: ApplyOptions): Promise<ApplyResult> {
+    return this.applyResult(canvasId, "search_replace", args as Record<string, unknown>, opts);
+  }
+
+  /** Undoes the calling actor's own last command (409 if someone else changed what it would restore). */
+  undo(canvasId: string, opts?: ApplyOptions): Promise<ApplyResult> {
+    return this.applyResult(canvasId, "undo", {}, opts);
+  }
+
+  redo(canvasId: string, opts?: ApplyOptions): Promise<ApplyResult> {
+    return this.applyResult(canvasId, "redo", {}, opts);
+  }
+
+  revertToSnapshot(canvasId: string, args: RevertToSnapshotArgs, opts?: ApplyOptions): Promise<ApplyResult> {
+    return this.applyResult(canvasId, "revert_to_snapshot", args as Record<string, unknown>, opts);
+  }
+
+  // ------------------------------------------------------------ documents and named snapshots
+
+  /** A document's content, whole or lines [startLine, endLine]. */
+  getDoc(canvasId: string, nodeId: string, opts: { startLine?: number; endLine?: number } = {}): Promise<DocContent> {
+    return this.call("GET", `/api/canvases/${seg(canvasId)}/docs/${seg(nodeId)}`, {
+      query: { start_line: opts.startLine, end_line: opts.endLine }, retry: true,
+    });
+  }
+
+  /** A document's diff since a named snapshot id or a revision. */
+  getDocDiff(canvasId: string, nodeId: string, opts: { since: string | number; format?: "unified" | "split" }): Promise<DocDiff> {
+    return this.call("GET", `/api/canvases/${seg(canvasId)}/docs/${seg(nodeId)}/diff`, {
+      query: { since: opts.since, format: opts.format }, retry: true,
+    });
+  }
+
+  /** A selection of a document with its context, formatted for a chat. */
+  getDocSelection(canvasId: string, nodeId: string, sel: { startLine: number; endLine: number; startColumn?: number; endColumn?: number }): Promise<DocSelection> {
+    return this.call("GET", `/api/canvases/${seg(canvasId)}/docs/${seg(nodeId)}/selection`, {
+      query: { start_line: sel.startLine, end_line: sel.endLine, start_column: sel.startColumn, end_column: sel.endColumn }, retry: true,
+    });
+  }
+
+  /** Saves a named snapshot of the canvas (not retried). */
+  createSnapshot(canvasId: string, req: NamedSnapshotRequest = {}): Promise<NamedSnapshot> {
+    return this.call("POST", `/api/canvases/${seg(canvasId)}/snapshots`, { body: req });
+  }
+
+  async listSnapshots(canvasId: string): Promise<NamedSnapshot[]> {
+    const d = await this.call<NamedSnapshotList>("GET", `/api/canvases/${seg(canvasId)}/snapshots`, { retry: true });
+    return d.snapshots ?? [];
+  }
+
+  // ------------------------------------------------------------ gestures
+
+  /** Broadcasts the caller's cursor (and selection/viewport) as an ephemeral gesture; see gestures() for a throttled sender. */
+  gesture(canvasId: string, g: GestureRequest): Promise<GestureAck> {
+    return this.call("POST", `/canvas_commands/${seg(canvasId)}/gesture`, { body: g });
+  }
+
+  /**
+   * A throttled gesture sender: send() keeps only the newest gesture and
+   * posts at most one per intervalMs (default 50), the last one always
+   * (trailing edge). Failures are reported to onError and otherwise ignored
+   * (gestures are ephemeral).
+   */
+  gestures(canvasId: string, opts: { intervalMs?: number; onError?: (err: unknown) => void } = {}): GestureThrottle {
+    return new GestureThrottle((g) => this.gesture(canvasId, g), opts.intervalMs ?? 50, opts.onError);
+  }
+
+  // ------------------------------------------------------------ agent
+
+  /** Starts an agent session on a canvas (roomId); the run continues on the server. Not retried. */
+  runAgent(req: AgentRunRequest): Promise<AgentRunResponse> {
+    return this.call("POST", "/api/canvas-agent/run", { body: req });
+  }
+
+  /** A session's state, transcript, todos and stats. */
+  agentSession(sessionId: string): Promise<AgentSession> {
+    return this.call("GET", "/api/canvas-agent/sessions/" + seg(sessionId), { retry: true });
+  }
+
+  /** Cancels a session: its model stream stops and nothing more is applied. */
+  cancelAgent(sessionId: string): Promise<AgentCancelResult> {
+    return this.call("POST", `/api/canvas-agent/sessions/${seg(sessionId)}/cancel`, { body: {}, retry: true });
+  }
+
+  /**
+   * Reverts one turn of a session (or, without turn, every turn) as one
+   * command by this client's actor. Throws ConflictError when those shapes
+   * changed since. Not retried (the server keys no idempotency for it).
+   */
+  revertAgent(sessionId: string, req: AgentRevertRequest = {}): Promise<RevisionResult> {
+    return this.call("POST", `/api/canvas-agent/sessions/${seg(sessionId)}/revert`, { body: req });
+  }
+
+  /** The action catalog with its JSON Schemas. */
+  agentCatalog(): Promise<unknown> {
+    return this.call("GET", "/api/canvas-agent/catalog", { retry: true });
+  }
+
+  /** Sends a chat message (optionally with an image data: URL) to an agent session. Not retried. */
+  sendMessage(sessionId: string, msg: MessageRequest): Promise<MessageAccepted> {
+    return this.call("POST", `/api/sessions/${seg(sessionId)}/messages`, { body: msg });
+  }
+
+  /** Acks an applied agent envelope (browsers; LiveCanvas does it). */
+  async ackEnvelope(ack: AgentAck): Promise<void> {
+    await this.call("POST", "/api/canvas-agent/ack", { body: ack, retry: true });
+  }
+
+  /** Publishes a browser's viewport and selection to a running session (LiveCanvas does it every 80 ms at most). */
+  async publishView(view: AgentView): Promise<void> {
+    await this.call("POST", "/api/canvas-agent/view", { body: view, retry: true });
+  }
+
+  /**
+   * Follows a canvas live as a browser: a LiveCanvas with a model kept
+   * current, typed events and the agent protocol (host, acks, hooks).
+   */
+  live(canvasId: string, opts?: LiveCanvasOptions): LiveCanvas {
+    return new LiveCanvas(this, canvasId, opts);
+  }
+
+  // ------------------------------------------------------------ invoke (server → browser calls)
+
+  /** Sends an invoke to the browsers of a canvas or host session and waits for the first answer. */
+  invoke(req: InvokeRequest, signal?: AbortSignal): Promise<InvokeAnswer> {
+    return this.call("POST", "/api/invoke", { body: req, signal });
+  }
+
+  /** Answers an invoke; `accepted` is false when another answer won or it timed out. */
+  answerInvoke(invokeId: string, answer: InvokeAnswer): Promise<{ accepted: boolean }> {
+    return this.call("POST", "/api/invoke/" + seg(invokeId), { body: answer, retry: true });
+  }
+
+  // ------------------------------------------------------------ stream
+
+  /**
+   * Follows a canvas's stream over fetch (the token goes in the Authorization
+   * header, never in the URL): replayed commits after lastEventId, caught_up,
+   * then live commits and ephemeral events, typed by name. It reconnects by
+   * itself with Last-Event-ID set to the last id received. A `reset` event is
+   * yielded: re-read the snapshot and set `lastEventId` to its head_event_id
+   * before pulling the next event (LiveCanvas does this for you). 401/403/404
+   * throw at once; events this client does not know are skipped.
+   */
+  stream(canvasId: string, opts: StreamOptions = {}): CanvasStream {
+    return new FetchStream(this, this.fetchFn, canvasId, opts);
+  }
+
+  /** @internal The URL and headers of a stream connect. */
+  streamRequest(canvasId: string, opts: StreamOptions, lastEventId: string): { url: string; headers: Record<string, string> } {
+    const headers: Record<string, string> = { Accept: "text/event-stream", "Cache-Control": "no-cache" };
+    const tok = this.token;
+    if (tok) headers["Authorization"] = "Bearer " + tok;
+    if (lastEventId) headers["Last-Event-ID"] = lastEventId;
+    const query: RequestInit2["query"] = {};
+    if (opts.clientId) query["client_id"] = opts.clientId;
+    if (opts.capabilities && opts.capabilities.length) query["capabilities"] = opts.capabilities.join(",");
+    return { url: this.url("/sse/canvas/" + seg(canvasId), query), headers };
+  }
+
+  /** @internal Turns a failed stream connect into its error. */
+  streamError(path: string, status: number, text: string): CanvasError {
+    let data: any;
+    try {
+      data = JSON.parse(text);
+    } catch {
+      data = undefined;
+    }
+    return this.error("GET", path, { status, headers: new Headers(), data, text });
+  }
+}
+
+/** A throttled, latest-wins gesture sender (see CanvasClient.gestures). */
+export class GestureThrottle {
+  private pending: GestureRequest | null = null;
+  private last = 0;
+  private timer: ReturnType<typeof setTimeout> | null = null;
+  private inFlight = false;
+  private closed = false;
+
+  constructor(private readonly post: (g: GestureRequest) => Promise<unknown>, private readonly intervalMs: number, private readonly onError?: (err: unknown) => void) {}
+
+  /** Queues g, replacing any gesture not yet sent. */
+  send(g: GestureRequest): void {
+    if (this.closed) return;
+    this.pending = g;
+    this.schedule();
+  }
+
+  /** Stops sending; a queued gesture is dropped. */
+  close(): void {
+    this.closed = true;
+    this.pending = null;
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+  }
+
+  private schedule(): void {
+    if (this.timer || this.inFlight || !this.pending) return;
+    const wait = Math.max(0, this.last + this.intervalMs - Date.now());
+    this.timer = setTimeout(() => {
+      this.timer = null;
+      void this.flush();
+    }, wait);
+  }
+
+  private async flush(): Promise<void> {
+    const g = this.pending;
+    if (!g || this.closed) return;
+    this.pending = null;
+    this.inFlight = true;
+    this.last = Date.now();
+    try {
+      await this.post(g);
+    } catch (err) {
+      this.onError?.(err);
+    } finally {
+      this.inFlight = false;
+      this.schedule();
+    }
+  }
+}
+
+class FetchStream implements CanvasStream {
+  lastEventId: string;
+  connects = 0;
+  private readonly ctl = new AbortController();
+
+  constructor(private readonly client: CanvasClient, private readonly fetchFn: typeof fetch, private readonly canvasId: string, private readonly opts: StreamOptions) {
+    this.lastEventId = opts.lastEventId ?? "";
+    opts.signal?.addEventListener("abort", () => this.close(), { once: true });
+    if (opts.signal?.aborted) this.close();
+  }
+
+  close(): void {
+    this.ctl.abort(new Error("stream closed"));
+  }
+
+  async *[Symbol.asyncIterator](): AsyncGenerator<StreamEvent> {
+    const o = this.opts;
+    const idle = o.idleTimeoutMs ?? 45000;
+    let failures = 0;
+    let serverRetry: number | undefined;
+    const path = "/sse/canvas/" + encodeURIComponent(this.canvasId);
+    while (!this.ctl.signal.aborted) {
+      const conn = new AbortController();
+      const onClose = () => conn.abort(this.ctl.signal.reason);
+      this.ctl.signal.addEventListener("abort", onClose, { once: true });
+      let idleTimer: ReturnType<typeof setTimeout> | undefined;
+      const armIdle = () => {
+        if (idleTimer) clearTimeout(idleTimer);
+        idleTimer = setTimeout(() => conn.abort(new Error(`no event or heartbeat for ${idle} ms`)), idle);
+      };
+      let fatal: CanvasError | undefined;
+      let lastError: unknown;
+      let reset = false;
+      try {
+        const { url, headers } = this.client.streamRequest(this.canvasId, o, this.lastEventId);
+        armIdle();
+        const res = await this.fetchFn(url, { headers, signal: conn.signal, cache: "no-store" });
+        this.connects++;
+        if (res.status !== 200) {
+          const err = this.client.streamError(path, res.status, await res.text());
+          if (!RETRY_STATUSES.has(res.status) && res.status !== 429) fatal = err;
+          throw err;
+        }
+        o.onConnection?.("open");
+        const parser = new SSEParser(this.lastEventId);
+        const reader = res.body!.pipeThrough(new TextDecoderStream()).getReader();
+        for (;;) {
+          const { value, done } = await reader.read();
+          if (done) break;
+          armIdle();
+          for (const raw of parser.feed(value)) {
+            failures = 0;
+            if (raw.id !== undefined) this.lastEventId = raw.id;
+            if (!isKnownEvent(raw.event)) continue;
+            let data: unknown;
+            try {
+              data = JSON.parse(raw.data);
+            } catch {
+              continue;
+            }
+            const ev = { event: raw.event, data } as StreamEvent;
+            if (raw.id !== undefined) ev.id = raw.id;
+            if (ev.event === "reset") {
+              reset = true;
+              this.lastEventId = String((ev.data as CanvasEventMap["reset"]).head_rev);
+            }
+            if (ev.event === "canvas_commit") this.client.noteHead(this.canvasId, ev.data.rev);
+            yield ev;
+          }
+        }
+        serverRetry = parser.retry;
+      } catch (err) {
+        lastError = err;
+        if (fatal) throw fatal;
+      } finally {
+        if (idleTimer) clearTimeout(idleTimer);
+        this.ctl.signal.removeEventListener("abort", onClose);
+        conn.abort(new Error("reconnecting"));
+      }
+      if (this.ctl.signal.aborted) return;
+      if (reset) continue; // the server ends a stream after reset: reconnect at once
+      failures++;
+      if (o.maxReconnects !== undefined && failures > o.maxReconnects) {
+        if (lastError instanceof CanvasError) throw lastError;
+        throw new CanvasError(`GET ${path}: stream lost and ${o.maxReconnects} reconnects failed: ${(lastError as Error)?.message ?? "closed"}`, {
+          status: 0, method: "GET", url: this.client.baseUrl + path, cause: lastError,
+        });
+      }
+      o.onConnection?.("reconnecting");
+      const base = serverRetry ?? o.reconnectDelayMs ?? 500;
+      const d = Math.min(o.maxReconnectDelayMs ?? 30000, base * 2 ** Math.min(failures - 1, 30)) * (0.5 + 0.5 * Math.random());
+      try {
+        await sleep(d, this.ctl.signal);
+      } catch {
+        return;
+      }
+    }
+  }
+}

@@ -1,0 +1,48 @@
+// Errors of the canvasd client. Every failed request raises a CanvasError;
+// the server's RFC 9457 problem document, when there is one, is in `problem`.
+
+import type { ConflictResult, Problem } from "./types.js";
+
+/** A request that failed: an HTTP error status (with the problem document) or a network error (status 0). */
+export class CanvasError extends Error {
+  /** The HTTP status, or 0 when no answer arrived (network error, abort). */
+  readonly status: number;
+  /** The problem document of the answer, when it had one. */
+  readonly problem?: Problem & Record<string, unknown>;
+  readonly method: string;
+  readonly url: string;
+  /** The idempotency key the request carried, if any (resend it to retry safely). */
+  readonly idempotencyKey?: string;
+
+  constructor(message: string, init: { status: number; method: string; url: string; problem?: Problem & Record<string, unknown>; idempotencyKey?: string; cause?: unknown }) {
+    super(message, init.cause === undefined ? undefined : { cause: init.cause });
+    this.name = "CanvasError";
+    this.status = init.status;
+    this.problem = init.problem;
+    this.method = init.method;
+    this.url = init.url;
+    this.idempotencyKey = init.idempotencyKey;
+  }
+
+  /** The field the problem names (`field` of a 400/422 problem), if any. */
+  get field(): string | undefined {
+    const f = this.problem?.["field"];
+    return typeof f === "string" ? f : undefined;
+  }
+}
+
+/** A 409 answer to a command: someone changed what the command touches since its baseRev. */
+export class ConflictError extends CanvasError {
+  /** The conflict body: current_rev, conflicting_ids, recovery_ops (the commits that conflicted), suggestion. */
+  readonly conflict: ConflictResult;
+
+  constructor(conflict: ConflictResult, init: { method: string; url: string; idempotencyKey?: string }) {
+    super(`conflict at revision ${conflict.current_rev}: ${conflict.suggestion || "re-read and re-plan"}`, { ...init, status: 409 });
+    this.name = "ConflictError";
+    this.conflict = conflict;
+  }
+
+  get currentRev(): number { return this.conflict.current_rev; }
+  get conflictingIds(): string[] { return this.conflict.conflicting_ids; }
+  get recoveryOps(): ConflictResult["recovery_ops"] { return this.conflict.recovery_ops; }
+}

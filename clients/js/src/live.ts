@@ -1,0 +1,414 @@
+// LiveCanvas: one canvas followed live, with the browser protocol
+// (declaration, host election, ordered and acknowledged agent envelopes,
+// screenshots, set_viewport, viewport/selection publishing).
+
+import type { ApplyOptions, ApplyResult, CanvasClient, CanvasStream } from "./client.js";
+import { randomHex } from "./ids.js";
+import { TERMINAL_AGENT_STATES } from "./events.js";
+import { CanvasModel } from "./model.js";
+import type {
+  AgentAction, AgentActionEnvelope, AgentChat, AgentStatus, Commit, Gesture, GestureRequest, InvokeEvent, Rect,
+  Screenshot, ScreenshotRequest, AgentHost,
+} from "./types.js";
+
+/** Browser capabilities a client can declare on its stream. */
+export type Capability = "screenshot" | "viewport";
+
+/** What the page gives LiveCanvas so that it can act as the agent's eyes and hands. All optional. */
+export interface BrowserHooks {
+  /**
+   * Takes a screenshot for the agent. Called only while this client is the
+   * canvas's host (the server sends screenshot requests to the host alone).
+   * req.bounds is the region in canvas coordinates, req.maxSize the largest
+   * picture; resolve with a data:image/... URL and what it shows.
+   */
+  screenshot?: (req: ScreenshotRequest) => Promise<Screenshot>;
+  /**
+   * Pans and zooms the view smoothly so that box (canvas coordinates) is
+   * shown: the agent's set_viewport. Called only while this client is the host.
+   */
+  setViewport?: (box: Rect, action: AgentAction) => void | Promise<void>;
+  /**
+   * The current viewport (canvas coordinates) and selected shape ids. While an
+   * agent session runs on the canvas it is read at most every viewIntervalMs
+   * (80 ms) and, when it changed, published to the session, whose next turn
+   * uses it.
+   */
+  view?: () => { viewport?: Rect; selection?: string[] } | null | undefined;
+}
+
+/** Options of CanvasClient.live (LiveCanvas). */
+export interface LiveCanvasOptions {
+  /** This browser's id on the canvas (default: random). It names the host and signs acks. */
+  clientId?: string;
+  /**
+   * Declared capabilities. Default: "screenshot" when hooks.screenshot is
+   * given, "viewport" when hooks.setViewport is. Only a client declaring
+   * "screenshot" can be elected host.
+   */
+  capabilities?: Capability[];
+  hooks?: BrowserHooks;
+  /** Minimum spacing of viewport/selection publications (default 80 ms). */
+  viewIntervalMs?: number;
+  /** Ack applied agent envelopes (default true). */
+  ack?: boolean;
+}
+
+/** A complete agent envelope as LiveCanvas hands it over: the actions not applied before. */
+export interface AgentActionsEvent {
+  envelope: AgentActionEnvelope;
+  /** The envelope's actions minus those whose id was applied before (duplicates). */
+  actions: AgentAction[];
+}
+
+/** The events of a LiveCanvas and their arguments. */
+export interface LiveCanvasEvents {
+  /** The model changed: a snapshot was (re)loaded (commit null) or a commit applied. */
+  state: [model: CanvasModel, commit: Commit | null];
+  /** A commit was applied to the model. */
+  commit: [c: Commit];
+  /** The stream replayed what was missed; the model is current. */
+  ready: [model: CanvasModel];
+  connection: [state: "open" | "reconnecting" | "closed"];
+  /** The host of the canvas changed (hostId "" when there is none). */
+  host: [hostId: string, isHost: boolean];
+  gesture: [g: Gesture];
+  /** A complete agent envelope, in seq order, duplicates removed (already acked when ack is on). */
+  "agent:action": [e: AgentActionsEvent];
+  /** A partial envelope: a preview of actions still streaming (never applied). */
+  "agent:preview": [envelope: AgentActionEnvelope];
+  "agent:chat": [c: AgentChat];
+  "agent:status": [s: AgentStatus];
+  "agent:screenshot_request": [r: ScreenshotRequest];
+  /** Something failed in the background (a snapshot read, an ack, a hook). */
+  error: [err: unknown];
+}
+
+type Listener<K extends keyof LiveCanvasEvents> = (...args: LiveCanvasEvents[K]) => void;
+
+/** The invoke action name of agent screenshots. */
+export const SCREENSHOT_ACTION = "agent:screenshot";
+
+interface SessionTrack {
+  lastSeq: number;
+  applied: Set<string>;
+}
+
+/**
+ * One canvas followed live: a CanvasModel kept current from the snapshot and
+ * the stream (re-reading the snapshot after a reset or a gap), typed events,
+ * and the browser side of the agent protocol:
+ *
+ * - the stream declares this client (clientId, capabilities); the server
+ *   elects one host per canvas among clients declaring "screenshot" and
+ *   announces it (event "host");
+ * - agent envelopes are handled in seq order: a seq at or below the last one
+ *   of its session is ignored, and so is an action id applied before; each
+ *   complete envelope is acked (sessionId, seq, clientId);
+ * - set_viewport actions reach hooks.setViewport, and screenshot requests
+ *   hooks.screenshot, only while this client is the host;
+ * - while an agent session runs, hooks.view is published at most every 80 ms;
+ * - invokes are answered by action name (handle()).
+ */
+export class LiveCanvas {
+  readonly canvasId: string;
+  readonly clientId: string;
+  readonly capabilities: Capability[];
+  /** The model; undefined until the first snapshot is read. */
+  model?: CanvasModel;
+  /** The current host's client id ("" when none or not yet announced). */
+  hostId = "";
+  /** Resolves when the model is loaded and the stream caught up. */
+  readonly ready: Promise<CanvasModel>;
+
+  private readonly client: CanvasClient;
+  private readonly hooks: BrowserHooks;
+  private readonly viewInterval: number;
+  private readonly ackOn: boolean;
+  private readonly listeners = new Map<string, Set<(...a: any[]) => void>>();
+  private readonly handlers = new Map<string, (payload: unknown, inv: InvokeEvent) => unknown>();
+  private readonly sessions = new Map<string, SessionTrack>();
+  private readonly running = new Set<string>();
+  private readonly ctl = new AbortController();
+  private stream?: CanvasStream;
+  private resolveReady!: (m: CanvasModel) => void;
+  private viewTimer: ReturnType<typeof setInterval> | null = null;
+  private lastView = "";
+  private viewInFlight = false;
+
+  constructor(client: CanvasClient, canvasId: string, opts: LiveCanvasOptions = {}) {
+    this.client = client;
+    this.canvasId = canvasId;
+    this.hooks = opts.hooks ?? {};
+    this.clientId = opts.clientId ?? "b-" + randomHex(8);
+    this.capabilities = opts.capabilities ?? [
+      ...(this.hooks.screenshot ? (["screenshot"] as const) : []),
+      ...(this.hooks.setViewport ? (["viewport"] as const) : []),
+    ];
+    this.viewInterval = opts.viewIntervalMs ?? 80;
+    this.ackOn = opts.ack ?? true;
+    this.ready = new Promise((r) => (this.resolveReady = r));
+    if (this.hooks.screenshot) {
+      const shoot = this.hooks.screenshot;
+      this.handle(SCREENSHOT_ACTION, (payload) => {
+        if (!this.isHost) throw new Error(`client ${this.clientId} is not the host of canvas ${this.canvasId}`);
+        return shoot(payload as ScreenshotRequest);
+      });
+    }
+    void this.run();
+  }
+
+  /** Whether this client is the canvas's elected host. */
+  get isHost(): boolean {
+    return this.hostId !== "" && this.hostId === this.clientId;
+  }
+
+  /** Agent sessions seen running on this canvas (a non-terminal agent:status). */
+  get runningSessions(): string[] {
+    return [...this.running];
+  }
+
+  /** Adds a listener; returns a function that removes it. */
+  on<K extends keyof LiveCanvasEvents>(event: K, fn: Listener<K>): () => void {
+    let set = this.listeners.get(event);
+    if (!set) this.listeners.set(event, (set = new Set()));
+    set.add(fn);
+    return () => set!.delete(fn);
+  }
+
+  private emit<K extends keyof LiveCanvasEvents>(event: K, ...args: LiveCanvasEvents[K]): void {
+    for (const fn of this.listeners.get(event) ?? []) {
+      try {
+        fn(...args);
+      } catch (err) {
+        if (event !== "error") this.emit("error", err);
+      }
+    }
+  }
+
+  /**
+   * Answers invokes of this action name with handler(payload): its result
+   * (awaited) is sent as {ok: true, result}, a throw as {ok: false, error}.
+   * Invokes of an action without a handler are left to other browsers.
+   * Returns a function that removes the handler.
+   */
+  handle(action: string, handler: (payload: unknown, inv: InvokeEvent) => unknown): () => void {
+    this.handlers.set(action, handler);
+    return () => {
+      if (this.handlers.get(action) === handler) this.handlers.delete(action);
+    };
+  }
+
+  /** Applies a command planned against this model's revision (baseRev defaults to model.rev). */
+  apply(type: string, args: Record<string, unknown> = {}, opts: ApplyOptions = {}): Promise<ApplyResult> {
+    return this.client.applyResult(this.canvasId, type, args, { baseRev: this.model?.rev, ...opts });
+  }
+
+  /** A throttled gesture sender for this canvas (see CanvasClient.gestures). */
+  gestures(intervalMs?: number): { send(g: GestureRequest): void; close(): void } {
+    return this.client.gestures(this.canvasId, { intervalMs, onError: (e) => this.emit("error", e) });
+  }
+
+  /** Stops following the canvas. */
+  close(): void {
+    this.ctl.abort(new Error("closed"));
+    this.stream?.close();
+    this.stopViews();
+    this.emit("connection", "closed");
+  }
+
+  // ------------------------------------------------------------ stream
+
+  private async load(): Promise<void> {
+    const snap = await this.client.getState(this.canvasId, { signal: this.ctl.signal });
+    this.model = new CanvasModel(snap);
+    this.emit("state", this.model, null);
+  }
+
+  private async run(): Promise<void> {
+    let failures = 0;
+    while (!this.ctl.signal.aborted) {
+      try {
+        await this.load();
+        const s = this.client.stream(this.canvasId, {
+          lastEventId: this.model!.resumeId(), clientId: this.clientId, capabilities: this.capabilities,
+          signal: this.ctl.signal, onConnection: (st) => this.emit("connection", st),
+        });
+        this.stream = s;
+        for await (const ev of s) {
+          failures = 0;
+          switch (ev.event) {
+            case "canvas_commit": {
+              const out = this.model!.apply(ev.data);
+              if (out === "gap") throw new Error(`revision gap before ${ev.data.rev}: re-reading the snapshot`);
+              if (out === "applied") {
+                this.emit("commit", ev.data);
+                this.emit("state", this.model!, ev.data);
+              }
+              break;
+            }
+            case "caught_up":
+              this.resolveReady(this.model!);
+              this.emit("ready", this.model!);
+              break;
+            case "reset":
+              await this.load();
+              s.lastEventId = this.model!.resumeId();
+              break;
+            case "gesture":
+              this.emit("gesture", ev.data);
+              break;
+            case "agent:host":
+              this.setHost(ev.data);
+              break;
+            case "agent:action":
+              this.onEnvelope(ev.data);
+              break;
+            case "agent:chat":
+              this.emit("agent:chat", ev.data);
+              break;
+            case "agent:status":
+              this.onStatus(ev.data);
+              break;
+            case "agent:screenshot_request":
+              this.emit("agent:screenshot_request", ev.data);
+              break;
+            case "invoke":
+              void this.onInvoke(ev.data);
+              break;
+          }
+        }
+        return; // closed
+      } catch (err) {
+        if (this.ctl.signal.aborted) return;
+        this.emit("error", err);
+        failures++;
+        const d = Math.min(30000, 500 * 2 ** Math.min(failures - 1, 10)) * (0.5 + 0.5 * Math.random());
+        await new Promise((r) => setTimeout(r, d));
+      }
+    }
+  }
+
+  private setHost(h: AgentHost): void {
+    const id = h.host_client_id || "";
+    if (id === this.hostId) return;
+    this.hostId = id;
+    this.emit("host", id, this.isHost);
+  }
+
+  // ------------------------------------------------------------ agent envelopes
+
+  private onEnvelope(env: AgentActionEnvelope): void {
+    let t = this.sessions.get(env.sessionId);
+    if (!t) {
+      t = { lastSeq: 0, applied: new Set() };
+      this.sessions.set(env.sessionId, t);
+      if (this.sessions.size > 64) this.sessions.delete(this.sessions.keys().next().value!);
+    }
+    this.markRunning(env.sessionId);
+    if (env.seq <= t.lastSeq) {
+      if (!env.partial) this.ack(env); // a resend: our ack may have been lost
+      return;
+    }
+    t.lastSeq = env.seq;
+    if (env.partial) {
+      this.emit("agent:preview", env);
+      return;
+    }
+    const fresh = env.actions.filter((a) => !t!.applied.has(a.id));
+    for (const a of fresh) t.applied.add(a.id);
+    for (const a of fresh) {
+      if (a.name === "set_viewport" && this.isHost && this.hooks.setViewport) {
+        const box = viewportBox(a.params);
+        if (box) {
+          try {
+            void Promise.resolve(this.hooks.setViewport(box, a)).catch((e) => this.emit("error", e));
+          } catch (e) {
+            this.emit("error", e);
+          }
+        }
+      }
+    }
+    this.emit("agent:action", { envelope: env, actions: fresh });
+    this.ack(env);
+  }
+
+  private ack(env: AgentActionEnvelope): void {
+    if (!this.ackOn) return;
+    this.client
+      .ackEnvelope({ sessionId: env.sessionId, seq: env.seq, clientId: this.clientId, appliedAt: Date.now() })
+      .catch((e) => this.emit("error", e));
+  }
+
+  private onStatus(s: AgentStatus): void {
+    if (TERMINAL_AGENT_STATES.has(s.state)) {
+      this.running.delete(s.sessionId);
+      if (this.running.size === 0) this.stopViews();
+    } else {
+      this.markRunning(s.sessionId);
+    }
+    this.emit("agent:status", s);
+  }
+
+  private markRunning(sessionId: string): void {
+    if (this.running.has(sessionId)) return;
+    this.running.add(sessionId);
+    if (this.hooks.view && !this.viewTimer) {
+      this.lastView = "";
+      this.viewTimer = setInterval(() => this.publishView(), this.viewInterval);
+      this.publishView();
+    }
+  }
+
+  private stopViews(): void {
+    if (this.viewTimer) clearInterval(this.viewTimer);
+    this.viewTimer = null;
+  }
+
+  private publishView(): void {
+    if (this.viewInFlight || !this.hooks.view) return;
+    let v: ReturnType<NonNullable<BrowserHooks["view"]>>;
+    try {
+      v = this.hooks.view();
+    } catch (e) {
+      this.emit("error", e);
+      return;
+    }
+    if (!v) return;
+    const key = JSON.stringify(v);
+    if (key === this.lastView) return;
+    this.lastView = key;
+    this.viewInFlight = true;
+    Promise.all([...this.running].map((sessionId) =>
+      this.client.publishView({ sessionId, clientId: this.clientId, viewport: v!.viewport, selection: v!.selection })))
+      .catch((e) => this.emit("error", e))
+      .finally(() => (this.viewInFlight = false));
+  }
+
+  // ------------------------------------------------------------ invokes
+
+  private async onInvoke(inv: InvokeEvent): Promise<void> {
+    const handler = this.handlers.get(inv.action);
+    if (!handler) return;
+    let answer: { ok: boolean; result?: unknown; error?: unknown };
+    try {
+      answer = { ok: true, result: (await handler(inv.payload, inv)) ?? null };
+    } catch (err) {
+      answer = { ok: false, error: String((err as Error)?.message ?? err) };
+    }
+    try {
+      await this.client.answerInvoke(inv.invoke_id, answer);
+    } catch (e) {
+      this.emit("error", e);
+    }
+  }
+}
+
+/** The box of a set_viewport action's params ({x, y, w, h} with a positive size), or null. */
+export function viewportBox(p: Record<string, unknown> | undefined): Rect | null {
+  if (!p) return null;
+  const n = (k: string) => (typeof p[k] === "number" && Number.isFinite(p[k]) ? (p[k] as number) : NaN);
+  const box = { x: n("x"), y: n("y"), w: n("w"), h: n("h") };
+  if ([box.x, box.y, box.w, box.h].some(Number.isNaN) || box.w <= 0 || box.h <= 0) return null;
+  return box;
+}

@@ -1,0 +1,188 @@
+package store_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"reflect"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/canvasd/canvasd/canvas"
+	"github.com/canvasd/canvasd/reducer"
+	"github.com/canvasd/canvasd/store"
+	"github.com/canvasd/canvasd/store/sqlitestore"
+)
+
+// flakySnapshots is a store whose SaveStateSnapshot fails for the revisions
+// in fail, and which records every snapshot it stored.
+type flakySnapshots struct {
+	store.Store
+	mu     sync.Mutex
+	fail   map[int64]bool
+	stored []store.StateSnapshot
+}
+
+func (f *flakySnapshots) SaveStateSnapshot(ctx context.Context, canvasID string, snap store.StateSnapshot) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.fail[snap.Rev] {
+		return fmt.Errorf("test: refusing snapshot %d: %w", snap.Rev, canvas.ErrUnavailable)
+	}
+	f.stored = append(f.stored, snap)
+	return f.Store.SaveStateSnapshot(ctx, canvasID, snap)
+}
+
+// TestSnapshotDeltasAndMerges runs a canvas through creates, moves,
+// deletes and undos with a snapshot every 10 commits, one of whose stores
+// fails, and checks: deltas are stored (base ≠ 0), chains are merged into
+// whole snapshots, the capture after the failed one is whole, every stored
+// snapshot chain decodes to the log replayed to its revision, and a cold
+// load equals a full replay.
+func TestSnapshotDeltasAndMerges(t *testing.T) {
+	ctx := context.Background()
+	sq, err := sqlitestore.Open(ctx, filepath.Join(t.TempDir(), "s.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sq.Close()
+	st := &flakySnapshots{Store: sq, fail: map[int64]bool{150: true}}
+	e := store.NewEngine(st, store.EngineConfig{SnapshotEvery: 10})
+	if err := e.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.CreateCanvas(ctx, canvas.Canvas{ID: "c", CreatedAt: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	rev := int64(0)
+	exec := func(typ string, args map[string]any) {
+		t.Helper()
+		a, err := e.Execute(ctx, "c", human, envelope(typ, rev, args))
+		if err != nil || a.Outcome != store.OutcomeApplied {
+			t.Fatalf("%s %v: %v %s", typ, args, err, a.Result)
+		}
+		rev++
+	}
+	for i := 0; i < 400; i++ {
+		id := fmt.Sprintf("n%d", i%40)
+		switch {
+		case i < 40:
+			exec("create_node", map[string]any{"id": id, "name": id, "props": map[string]any{"i": i}})
+		case i%7 == 0:
+			exec("delete_node", map[string]any{"id": id})
+			exec("undo", map[string]any{})
+		default:
+			exec("move", map[string]any{"ids": []string{id}, "dx": 1, "dy": -1})
+		}
+	}
+	e.Stop()
+
+	commits, err := st.ReadCommits(ctx, "c", 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var deltas, wholes int
+	afterFailure := false
+	for _, snap := range st.stored {
+		r, base, _, err := reducer.SnapshotHeader(snap.Data)
+		if err != nil || r != snap.Rev {
+			t.Fatalf("snapshot %d: header rev %d, %v", snap.Rev, r, err)
+		}
+		if base == 0 {
+			wholes++
+		} else {
+			deltas++
+		}
+		if snap.Rev > 150 && !afterFailure {
+			afterFailure = true
+			if base != 0 {
+				t.Fatalf("the first snapshot after a failed store (rev %d) is a delta from %d", snap.Rev, base)
+			}
+		}
+	}
+	if deltas == 0 || wholes < 3 {
+		t.Fatalf("%d deltas and %d whole snapshots stored: want deltas, and merges into whole ones", deltas, wholes)
+	}
+	for _, snap := range st.stored {
+		fresh := store.NewEngine(st, store.EngineConfig{})
+		if err := fresh.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		want, err := reducer.Replay(commits[:snap.Rev])
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got *canvas.State
+		err = fresh.View(ctx, "c", snap.Rev, func(s *canvas.State, _ string) error { got = s.Clone(); return nil })
+		fresh.Stop()
+		if err != nil || !reflect.DeepEqual(got, want) {
+			t.Fatalf("state at snapshot rev %d differs from the replayed log (%v)", snap.Rev, err)
+		}
+	}
+	fresh := store.NewEngine(st, store.EngineConfig{})
+	if err := fresh.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer fresh.Stop()
+	want, _ := reducer.Replay(commits)
+	var got *canvas.State
+	if err := fresh.View(ctx, "c", -1, func(s *canvas.State, _ string) error { got = s.Clone(); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatal("cold load differs from a full replay")
+	}
+}
+
+// TestBrokenSnapshotChainIsIgnored deletes the base of the latest stored
+// delta behind the engine's back and checks that a cold load still gives the
+// replayed log (it ignores the broken chain).
+func TestBrokenSnapshotChainIsIgnored(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "b.db")
+	e, st := newEngine(t, path, nil)
+	if err := st.CreateCanvas(ctx, canvas.Canvas{ID: "c", CreatedAt: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 25; i++ {
+		env := envelope("create_node", int64(i), map[string]any{"id": fmt.Sprint("n", i)})
+		if i >= 10 {
+			env = envelope("move", int64(i), map[string]any{"ids": []string{"n0"}, "dx": 1, "dy": 1})
+		}
+		if _, err := e.Execute(ctx, "c", human, env); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.Stop()
+	snap, err := st.LoadStateSnapshot(ctx, "c", 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, base, _, _ := reducer.SnapshotHeader(snap.Data)
+	if base == 0 {
+		t.Fatalf("the latest snapshot (rev %d) is whole; the test needs a delta", snap.Rev)
+	}
+	// Replace the delta's base by a snapshot of another schema: the chain breaks.
+	if err := st.SaveStateSnapshot(ctx, "c", store.StateSnapshot{Rev: base, Schema: reducer.Schema + 1, Data: []byte("x")}); err != nil {
+		t.Fatal(err)
+	}
+	fresh := store.NewEngine(st, store.EngineConfig{})
+	if err := fresh.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer fresh.Stop()
+	commits, _ := st.ReadCommits(ctx, "c", 0, 0)
+	want, _ := reducer.Replay(commits)
+	var got *canvas.State
+	if err := fresh.View(ctx, "c", -1, func(s *canvas.State, _ string) error { got = s.Clone(); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatal("cold load over a broken chain differs from a full replay")
+	}
+	if _, err := st.LoadStateSnapshot(ctx, "nope", 1); !errors.Is(err, canvas.ErrNotFound) {
+		t.Fatalf("snapshot of a missing canvas: %v", err)
+	}
+}

@@ -1,0 +1,135 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"sync"
+
+	"github.com/canvasd/canvasd/canvas"
+)
+
+// GroupCommitter is the group-commit loop both stores share: callers queue
+// write jobs with Do, and a few loop goroutines each take everything queued
+// (up to a batch limit, never waiting for more: a lone job runs at once)
+// and hand it to the store's run function, which writes the whole batch in
+// as few transactions as it can (one commit, one log flush) and records
+// each job's own outcome in the job. Do returns once the batch carrying its
+// job has run.
+type GroupCommitter[J any] struct {
+	run      func(batch []J)
+	maxBatch int
+
+	mu      sync.RWMutex // guards closed against sends on queue
+	closed  bool
+	queue   chan *waiter[J]
+	wg      sync.WaitGroup
+	waiters sync.Pool
+}
+
+// waiter is one queued job and the signal that its batch has run.
+type waiter[J any] struct {
+	job  J
+	done chan struct{} // buffered(1)
+}
+
+// NewGroupCommitter starts loops goroutines that run batches of at most
+// maxBatch jobs with run (called from one loop at a time per batch; with
+// loops > 1 batches run concurrently). Close stops them.
+func NewGroupCommitter[J any](loops, maxBatch int, run func(batch []J)) *GroupCommitter[J] {
+	g := &GroupCommitter[J]{run: run, maxBatch: maxBatch, queue: make(chan *waiter[J], maxBatch)}
+	g.waiters.New = func() any { return &waiter[J]{done: make(chan struct{}, 1)} }
+	for range max(1, loops) {
+		g.wg.Go(g.loop)
+	}
+	return g
+}
+
+// Do queues j and waits until the batch carrying it has run; j's outcome is
+// what run recorded in it. Do gives up only while j is still unqueued: when
+// ctx ends first (ctx's error) or the committer is closed (an error wrapping
+// canvas.ErrUnavailable). A queued job always runs, even if ctx ends, so its
+// outcome is never ambiguous.
+func (g *GroupCommitter[J]) Do(ctx context.Context, j J) error {
+	w := g.waiters.Get().(*waiter[J])
+	w.job = j
+	g.mu.RLock()
+	if g.closed {
+		g.mu.RUnlock()
+		g.put(w)
+		return fmt.Errorf("the store is closed: %w", canvas.ErrUnavailable)
+	}
+	select {
+	case g.queue <- w:
+	case <-ctx.Done():
+		g.mu.RUnlock()
+		g.put(w)
+		return ctx.Err()
+	}
+	g.mu.RUnlock()
+	<-w.done
+	g.put(w)
+	return nil
+}
+
+func (g *GroupCommitter[J]) put(w *waiter[J]) {
+	var zero J
+	w.job = zero
+	g.waiters.Put(w)
+}
+
+// Queued returns how many jobs wait for a batch.
+func (g *GroupCommitter[J]) Queued() int { return len(g.queue) }
+
+// Close stops taking jobs, runs the queued ones and waits for the loops to
+// exit. Close is idempotent.
+func (g *GroupCommitter[J]) Close() {
+	g.mu.Lock()
+	if !g.closed {
+		g.closed = true
+		close(g.queue)
+	}
+	g.mu.Unlock()
+	g.wg.Wait()
+}
+
+func (g *GroupCommitter[J]) loop() {
+	batch := make([]*waiter[J], 0, g.maxBatch)
+	jobs := make([]J, 0, g.maxBatch)
+	prev := 0
+	for {
+		w, ok := <-g.queue
+		if !ok {
+			return
+		}
+		batch = append(batch[:0], w)
+		if prev > 1 {
+			// Concurrent writers are active: let them queue their next
+			// calls so this transaction carries more than one.
+			runtime.Gosched()
+		}
+	drain:
+		for len(batch) < g.maxBatch {
+			select {
+			case w, ok := <-g.queue:
+				if !ok {
+					break drain
+				}
+				batch = append(batch, w)
+			default:
+				break drain
+			}
+		}
+		for _, w := range batch {
+			jobs = append(jobs, w.job)
+		}
+		g.run(jobs)
+		clear(jobs)
+		jobs = jobs[:0]
+		prev = len(batch)
+		for i, w := range batch {
+			w.done <- struct{}{}
+			batch[i] = nil
+		}
+	}
+}

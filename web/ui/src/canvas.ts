@@ -1,0 +1,749 @@
+// The canvas on Excalidraw. Remote commits re-render only the elements of
+// the nodes they touched; the user's edits become canvasd commands with
+// base_rev (create_shape, move, resize, rotate, update_shape, delete_shape,
+// group, ungroup, create_edge, delete_edge), sent as one batch per gesture.
+// A 409 whose conflicting changes touch other fields than the user's is
+// re-sent at the new head; otherwise the user's change stays on screen with
+// the conflict explained until they keep it or take the other version.
+
+import { createElement } from "react";
+import { createRoot, type Root } from "react-dom/client";
+import { Excalidraw, CaptureUpdateAction, exportToCanvas, getCommonBounds, mutateElement, restoreElements } from "@excalidraw/excalidraw";
+import "@excalidraw/excalidraw/index.css";
+import { ConflictError, randomHex, type CanvasClient, type CanvasModel, type Commit, type ConflictResult, type Node as CanvasNode } from "@canvasd/client";
+import { actorColor, h, toast, why } from "./dom";
+import { draftOf, edgeElement, imageFileId, nodeElements, partOf, propsPatch, type El, type NodeDraft } from "./mapping";
+
+/** What a commit touched, by kind. */
+export interface Applied {
+  nodes: Set<string>;
+  edges: Set<string>;
+}
+
+export function touched(c: Commit): Applied {
+  const out: Applied = { nodes: new Set(), edges: new Set() };
+  for (const ch of c.changes || []) (ch.kind === "edge" ? out.edges : out.nodes).add(ch.id);
+  return out;
+}
+
+const newCmdId = () => "cmd_ui_" + randomHex(9);
+
+type Cmd = { id: string; type: string; args: any; nodes: string[]; fields: string[] };
+export interface Box { x: number; y: number; w: number; h: number }
+
+const GEOMETRY = ["x", "y", "w", "h", "rotation"];
+
+export class CanvasView {
+  private root: Root | null = null;
+  private ex: any = null; // ExcalidrawImperativeAPI
+  private ready: Promise<void>;
+  private resolveReady!: () => void;
+  model: CanvasModel | null = null;
+  private cache = new Map<string, El[]>(); // node or edge id → its elements as last built
+  private order: string[] = []; // node ids in z-order
+  private orderDirty = true;
+  private rendered = new Map<string, number>(); // element id → version we put in the scene
+  private sent = new Map<string, number>(); // element id → version sent to the server, commit pending
+  private held = new Set<string>(); // node ids whose user version stays on screen (conflict)
+  private lastSceneVersion = -1;
+  private pushQueued = false;
+  private stage = new Map<string, El>(); // the elements on stage by id, as of the last push
+  private queue: Promise<void> = Promise.resolve();
+  private collaborators = new Map<string, any>();
+  private remoteSel = new Map<string, { sel: string[]; t: number }>();
+  myCommands = new Set<string>();
+  me = "";
+  /** The selection changed (node ids). */
+  onSelection: (ids: string[]) => void = () => {};
+  /** The user asked to open a document node. */
+  onOpenDoc: (id: string) => void = () => {};
+  /** A gesture to publish (throttled by the caller). */
+  onPointer: (x: number, y: number) => void = () => {};
+  /** Shown beside the canvas: the unresolved conflicts. */
+  conflictBox: HTMLElement;
+  private lastSel = "";
+
+  constructor(private host: HTMLElement, private client: CanvasClient, private canvasId: () => string) {
+    this.ready = new Promise((r) => (this.resolveReady = r));
+    this.conflictBox = h("div", { id: "conflicts" });
+    host.append(this.conflictBox);
+    const mount = h("div", { id: "excalidraw" });
+    host.append(mount);
+    this.root = createRoot(mount);
+    this.root.render(createElement(Excalidraw as any, {
+      excalidrawAPI: (a: any) => { this.ex = a; },
+      isCollaborating: true,
+      onChange: (els: readonly El[], app: any, files: any) => this.changed(els, app, files),
+      onPointerUpdate: (p: any) => this.onPointer(p.pointer.x, p.pointer.y),
+      UIOptions: { canvasActions: { loadScene: false, saveToActiveFile: false, export: false, saveAsImage: false, toggleTheme: false } },
+      initialData: { appState: { viewBackgroundColor: "#fafaf8", currentItemFontFamily: 5 } },
+    }));
+    // A double-click on a document card opens the document instead of editing its label.
+    window.addEventListener("dblclick", (ev) => {
+      if (!this.ex || !(ev.target as HTMLElement)?.closest?.("#excalidraw canvas")) return;
+      const id = this.docAt(ev.clientX, ev.clientY);
+      if (id) {
+        ev.stopPropagation();
+        ev.preventDefault();
+        this.onOpenDoc(id);
+      }
+    }, true);
+  }
+
+  whenReady(): Promise<void> {
+    return this.ready;
+  }
+
+  /** The document node under a page point, if any. */
+  private docAt(cx: number, cy: number): string {
+    const app = this.ex.getAppState();
+    const z = app.zoom.value;
+    const x = (cx - app.offsetLeft) / z - app.scrollX, y = (cy - app.offsetTop) / z - app.scrollY;
+    const nodes = [...(this.model?.nodes.values() || [])].filter((n) => n.type === "doc");
+    for (const n of nodes) if (x >= n.x && x <= n.x + n.w && y >= n.y && y <= n.y + n.h) return n.id;
+    return "";
+  }
+
+  /** Shows a freshly read canvas (a snapshot). */
+  async load(model: CanvasModel, fit: boolean): Promise<void> {
+    await this.ready;
+    this.model = model;
+    this.cache.clear();
+    this.rendered.clear();
+    this.sent.clear();
+    this.held.clear();
+    this.orderDirty = true;
+    for (const n of model.nodes.values()) this.build(n.id);
+    for (const e of model.edges.values()) this.buildEdge(e.id);
+    this.addImages(model.nodes.values());
+    this.push(true);
+    if (fit) this.fit();
+  }
+
+  /** Re-renders what a commit touched. */
+  applied(c: Commit, a: Applied): void {
+    if (!this.model || !this.ex) return;
+    if (!this.pushQueued && this.moveInPlace(c, a)) return;
+    const m = this.model;
+    const touched = new Set<string>();
+    for (const id of a.nodes) {
+      touched.add(id);
+      const n = m.nodes.get(id);
+      // Children show their groups and frames; edges follow their nodes.
+      if (n && (n.type === "group" || n.type === "frame")) for (const k of m.nodes.values()) if (k.parent_id === id) touched.add(k.id);
+    }
+    for (const id of a.nodes) {
+      const ch = c.changes.find((x) => x.kind === "node" && x.id === id);
+      if (!ch || ch.op === "put" || ch.op === "delete" || (ch.patch && ("index" in ch.patch || "parent_id" in ch.patch))) this.orderDirty = true;
+    }
+    for (const id of touched) this.build(id);
+    this.addImages([...a.nodes].map((id) => m.nodes.get(id)!).filter(Boolean));
+    const edgeIds = new Set(a.edges);
+    for (const e of m.edges.values()) if (touched.has(e.from) || touched.has(e.to)) edgeIds.add(e.id);
+    for (const id of edgeIds) this.buildEdge(id);
+    this.pushSoon();
+  }
+
+  /** One push per animation frame, however many commits arrived in it. */
+  private pushSoon(): void {
+    if (this.pushQueued) return;
+    this.pushQueued = true;
+    requestAnimationFrame(() => {
+      this.pushQueued = false;
+      if (this.model && this.ex) this.push(false);
+    });
+  }
+
+  /**
+   * The fast path of a commit that only moves, resizes or rotates shapes
+   * (the common remote edit): their elements on stage, and the arrows of
+   * their edges, are updated in place, which costs Excalidraw no pass over
+   * the whole scene. Returns false when the commit needs a full push.
+   */
+  private moveInPlace(c: Commit, a: Applied): boolean {
+    const m = this.model!;
+    if (a.edges.size) return false;
+    for (const ch of c.changes) {
+      if (ch.kind !== "node" || ch.op !== "patch" || !ch.patch) return false;
+      if (Object.keys(ch.patch).some((k) => !["x", "y", "w", "h", "rotation"].includes(k))) return false;
+      const n = m.nodes.get(ch.id);
+      if (!n || n.type === "group" || n.type === "frame" || this.held.has(ch.id)) return false;
+    }
+    const ids = [...a.nodes];
+    for (const e of m.edges.values()) if (a.nodes.has(e.from) || a.nodes.has(e.to)) ids.push(e.id);
+    const plans: [El, El][] = [];
+    for (const id of ids) {
+      const old = this.cache.get(id) || [];
+      if (old.some((el) => { const st = this.stage.get(el.id); return !st || st !== el || this.isDirty(st); })) return false;
+      if (m.nodes.has(id)) this.build(id);
+      else this.buildEdge(id);
+      const next = this.cache.get(id) || [];
+      if (next.length !== old.length || next.some((el, i) => el.id !== old[i].id || el.type !== old[i].type)) {
+        this.cache.set(id, old);
+        return false;
+      }
+      next.forEach((el, i) => plans.push([old[i], el]));
+    }
+    plans.forEach(([st, el], i) => {
+      const up: El = { x: el.x, y: el.y, width: el.width, height: el.height, angle: el.angle };
+      if (el.points) up.points = el.points;
+      if (el.type === "text") Object.assign(up, { text: el.text, fontSize: el.fontSize });
+      mutateElement(st as any, up as any, i === plans.length - 1); // the last one redraws the scene
+      this.rendered.set(st.id, st.version);
+    });
+    for (const id of ids) this.cache.set(id, (this.cache.get(id) || []).map((el) => this.stage.get(el.id) || el));
+    return true;
+  }
+
+  private build(id: string): void {
+    const m = this.model!;
+    const n = m.nodes.get(id);
+    if (!n) {
+      this.cache.delete(id);
+      return;
+    }
+    const prev = this.cache.get(id);
+    const v = (prev?.[0]?.version || 0) + 2 + (n.updated_rev || 0);
+    let els = nodeElements(n, m.nodes, v);
+    els = restoreElements(els as any, null, { refreshDimensions: false, repairBindings: false }) as any;
+    keepIndices(els, prev);
+    for (const el of els) {
+      if (el.containerId) {
+        const box = els.find((x) => x.id === el.containerId);
+        if (box) fitLabel(el, box);
+      }
+    }
+    this.cache.set(id, els);
+  }
+
+  private buildEdge(id: string): void {
+    const e = this.model!.edges.get(id);
+    const prev = this.cache.get(id);
+    const el = e ? edgeElement(e, this.model!.nodes, (prev?.[0]?.version || 0) + 2 + (e.updated_rev || 0)) : null;
+    if (!el) {
+      this.cache.delete(id);
+      return;
+    }
+    const els = restoreElements([el] as any, null, { repairBindings: false }) as any;
+    keepIndices(els, prev);
+    this.cache.set(id, els);
+  }
+
+  /** Puts the cached elements on stage, keeping the user's unsent versions. */
+  private push(reset: boolean): void {
+    const m = this.model!;
+    if (this.orderDirty) {
+      this.order = [...m.nodes.values()].sort((a, b) => (a.index < b.index ? -1 : a.index > b.index ? 1 : a.id < b.id ? -1 : 1)).map((n) => n.id);
+      this.orderDirty = false;
+    }
+    const scene = new Map<string, El>();
+    if (!reset) for (const el of this.ex.getSceneElementsIncludingDeleted()) scene.set(el.id, el);
+    const out: El[] = [];
+    const boundTo = new Map<string, { id: string; type: string }[]>();
+    const keep = (el: El) => {
+      const cur = scene.get(el.id);
+      const node = partOf(el.id).node;
+      if (cur && (this.held.has(node) || this.isDirty(cur))) return cur; // the user's version stays
+      return el;
+    };
+    const fresh = new Set<string>(); // ids whose server version goes on stage
+    const add = (el: El) => {
+      const use = keep(el);
+      out.push(use);
+      if (use === el) fresh.add(el.id);
+      for (const b of [use.startBinding, use.endBinding]) {
+        if (b?.elementId) {
+          const l = boundTo.get(b.elementId) || [];
+          l.push({ id: use.id, type: "arrow" });
+          boundTo.set(b.elementId, l);
+        }
+      }
+    };
+    const seen = new Set<string>();
+    for (const id of this.order) for (const el of this.cache.get(id) || []) { add(el); seen.add(el.id); }
+    for (const e of m.edges.values()) for (const el of this.cache.get(e.id) || []) { add(el); seen.add(el.id); }
+    // Elements the user drew whose commands are in flight stay too.
+    for (const [id, el] of scene) {
+      if (!seen.has(id) && !el.isDeleted && (this.isDirty(el) || this.held.has(partOf(id).node))) {
+        out.push(el);
+        if (el.containerId) {
+          const l = boundTo.get(el.containerId) || [];
+          l.push({ id, type: "text" });
+          boundTo.set(el.containerId, l);
+        }
+      }
+    }
+    for (let i = 0; i < out.length; i++) {
+      const el = out[i];
+      const arrows = boundTo.get(el.id);
+      if (arrows && !this.isDirty(el)) {
+        const own = (el.boundElements || []).filter((b: any) => b.type === "text");
+        const merged = [...own, ...arrows.filter((a) => !own.some((o: any) => o.id === a.id))];
+        out[i] = { ...el, boundElements: merged };
+        fresh.add(el.id);
+      }
+    }
+    this.ex.updateScene({ elements: out, captureUpdate: CaptureUpdateAction.NEVER });
+    // Excalidraw may bump versions as it orders the scene: what is on stage now is the rendered version.
+    // The cache keeps the very objects on stage, so that the next push hands
+    // Excalidraw the same objects for what did not change (it redraws by identity).
+    const now = this.ex.getSceneElementsIncludingDeleted();
+    this.stage = new Map(now.map((el: El) => [el.id, el]));
+    const onStage = new Map<string, El>();
+    for (const el of now) {
+      if (!fresh.has(el.id)) continue;
+      this.rendered.set(el.id, el.version);
+      onStage.set(el.id, el);
+    }
+    for (const [id, els] of this.cache) {
+      if (els.some((el) => onStage.has(el.id) && onStage.get(el.id) !== el)) this.cache.set(id, els.map((el) => onStage.get(el.id) || el));
+    }
+    this.lastSceneVersion = sceneVersion(now);
+  }
+
+  private isDirty(el: El): boolean {
+    const r = this.rendered.get(el.id);
+    return r === undefined ? !el.isDeleted : r !== el.version;
+  }
+
+  /**
+   * Zooms to show every shape; a canvas of more than 1,000 shapes opens at
+   * 100 % on the top-left of its content instead (all of it at once would be
+   * unreadable, and slow to draw on every change).
+   */
+  fit(all = false): void {
+    const els = this.ex.getSceneElements();
+    if (!els.length) return;
+    if (all || els.length <= 1000) {
+      this.ex.scrollToContent(els, { fitToContent: true, animate: false });
+      return;
+    }
+    const [x1, y1] = getCommonBounds(els);
+    this.ex.updateScene({ appState: { scrollX: -x1 + 40, scrollY: -y1 + 40, zoom: { value: 1 } }, captureUpdate: CaptureUpdateAction.NEVER });
+  }
+
+  // ------------------------------------------------------------ user edits
+
+  private changed(els: readonly El[], app: any, files: any): void {
+    // Excalidraw initialises its scene asynchronously: only then may the canvas be put on stage.
+    if (this.ex && !app.isLoading) this.resolveReady();
+    if (!this.model) return;
+    const sel = Object.keys(app.selectedElementIds || {}).filter((k) => app.selectedElementIds[k]).map((k) => partOf(k).node).sort().join(",");
+    if (sel !== this.lastSel) {
+      this.lastSel = sel;
+      this.onSelection(sel ? [...new Set(sel.split(","))] : []);
+    }
+    if (app.cursorButton === "down" || app.newElement || app.resizingElement || app.editingTextElement || app.multiElement ||
+      app.selectedElementsAreBeingDragged || app.isResizing || app.isRotating) return;
+    const v = sceneVersion(els);
+    if (v === this.lastSceneVersion) return;
+    this.lastSceneVersion = v;
+    const cmds = this.plan(els, files);
+    if (cmds.length) this.send(cmds);
+  }
+
+  /** The commands that bring the server to what the user sees. */
+  private plan(els: readonly El[], files: any): Cmd[] {
+    const m = this.model!;
+    const byId = new Map<string, El>();
+    const labels = new Map<string, El>();
+    for (const el of els) {
+      byId.set(el.id, el);
+      if (el.type === "text" && el.containerId && !el.isDeleted) labels.set(el.containerId, el);
+    }
+    for (const [cid, t] of labels) byId.set(cid + "::text", t);
+    const dirtyNodes = new Set<string>();
+    const dirtyEdges = new Set<string>();
+    for (const el of els) {
+      if (!this.isDirty(el) || this.sent.get(el.id) === el.version) continue;
+      if (this.rendered.get(el.id) === undefined && el.isDeleted) continue;
+      const node = el.type === "text" && el.containerId ? el.containerId : partOf(el.id).node;
+      if (m.edges.has(node) || (el.customData?.kind === "edge")) dirtyEdges.add(node);
+      else if (el.type === "arrow" && !m.nodes.has(node) && el.startBinding && el.endBinding && m.nodes.has(el.startBinding.elementId) && m.nodes.has(el.endBinding.elementId)) dirtyEdges.add(node);
+      else dirtyNodes.add(node);
+    }
+    if (!dirtyNodes.size && !dirtyEdges.size) return [];
+    const cmds: Cmd[] = [];
+    const cmd = (type: string, args: any, nodes: string[], fields: string[]) => cmds.push({ id: newCmdId(), type, args, nodes, fields });
+    const deleted: string[] = [];
+    const moves: { id: string; dx: number; dy: number; x: number; y: number }[] = [];
+    const groups = new Map<string, string[]>();
+    for (const id of dirtyNodes) {
+      const el = byId.get(id);
+      const prev = m.nodes.get(id);
+      if (!el) continue;
+      if (el.isDeleted) {
+        if (prev) deleted.push(id);
+        else if (partOf(el.id).part === "text" || el.containerId) { /* a label removed: handled with its node */ }
+        continue;
+      }
+      if (prev?.type === "doc" && partOf(el.id).part) continue;
+      const d = draftOf(el, byId, prev, files);
+      if (!d) continue;
+      if (!prev) {
+        const args: any = { id, type: d.type, x: d.x, y: d.y, w: d.w, h: d.h, props: d.props };
+        if (d.rotation) args.rotation = d.rotation;
+        if (d.name) args.name = d.name;
+        if (el.frameId && m.nodes.has(el.frameId)) args.parent_id = el.frameId;
+        if (d.type === "draw" || d.type === "arrow" || d.type === "line") { args.w = Math.max(1, d.w); args.h = Math.max(1, d.h); }
+        for (const k of Object.keys(d.props)) if (d.props[k] === null) delete d.props[k];
+        cmd("create_shape", args, [id], []);
+        continue;
+      }
+      this.planUpdate(id, d, prev, cmd, moves);
+      const want = (el.groupIds || []).filter((g: string) => !g.includes("::"));
+      const had = groupChain(prev, m.nodes);
+      if (want[0] !== had[0]) {
+        if (want.length > had.length && want[0] && !m.nodes.has(want[0])) groups.set(want[0], [...(groups.get(want[0]) || []), id]);
+        else if (had[0] && !want.includes(had[0])) groups.set("-" + had[0], []);
+      }
+    }
+    if (deleted.length) cmd("delete_shape", { ids: deleted }, deleted, GEOMETRY);
+    // One relative move for shapes dragged together, absolute otherwise.
+    const byDelta = new Map<string, typeof moves>();
+    for (const mv of moves) {
+      const k = `${mv.dx},${mv.dy}`;
+      byDelta.set(k, [...(byDelta.get(k) || []), mv]);
+    }
+    for (const group of byDelta.values()) {
+      if (group.length > 1) cmd("move", { ids: group.map((g) => g.id), dx: group[0].dx, dy: group[0].dy }, group.map((g) => g.id), ["x", "y"]);
+      else cmd("move", { id: group[0].id, x: group[0].x, y: group[0].y }, [group[0].id], ["x", "y"]);
+    }
+    for (const [gid, ids] of groups) {
+      if (gid.startsWith("-")) cmd("ungroup", { id: gid.slice(1) }, [gid.slice(1)], ["parent_id"]);
+      else if (ids.length > 1) cmd("group", { ids, group_id: gid }, ids, ["parent_id"]);
+    }
+    for (const id of dirtyEdges) this.planEdge(id, byId.get(id), cmd);
+    // Mark what was planned as sent.
+    for (const el of els) {
+      const node = el.type === "text" && el.containerId ? el.containerId : partOf(el.id).node;
+      if (dirtyNodes.has(node) || dirtyEdges.has(node)) this.sent.set(el.id, el.version);
+    }
+    return cmds;
+  }
+
+  private planUpdate(id: string, d: NodeDraft, prev: CanvasNode, cmd: (t: string, a: any, n: string[], f: string[]) => void,
+    moves: { id: string; dx: number; dy: number; x: number; y: number }[]): void {
+    const near = (a: number, b: number) => Math.abs(a - b) < 0.01;
+    const sized = !near(d.w, prev.w) || !near(d.h, prev.h);
+    const turned = Math.abs(d.rotation - (prev.rotation || 0)) > 1e-6 && prev.type !== "arrow" && prev.type !== "line" && prev.type !== "draw";
+    const moved = !near(d.x, prev.x) || !near(d.y, prev.y);
+    const linear = prev.type === "arrow" || prev.type === "line" || prev.type === "draw";
+    if (turned) {
+      let deg = ((d.rotation - (prev.rotation || 0)) * 180) / Math.PI;
+      deg = Math.round(deg * 1000) / 1000;
+      cmd("rotate", { ids: [id], degrees: deg }, [id], ["rotation", "x", "y"]);
+    } else if (sized && !linear) {
+      cmd("resize", { id, w: d.w, h: d.h }, [id], ["w", "h"]);
+      if (moved) cmd("move", { id, x: d.x, y: d.y }, [id], ["x", "y"]);
+    } else if (moved) {
+      moves.push({ id, dx: Math.round((d.x - prev.x) * 100) / 100, dy: Math.round((d.y - prev.y) * 100) / 100, x: d.x, y: d.y });
+    }
+    const patch = propsPatch(d, prev);
+    const nameChanged = d.name !== undefined && d.name !== (prev.name || "");
+    if (linear && (sized || patch)) {
+      // Points and their box change together.
+      const args: any = { id, w: Math.max(1, d.w), h: Math.max(1, d.h) };
+      if (patch) args.props = patch;
+      cmd("update_shape", args, [id], ["w", "h", ...Object.keys(patch || {}).map((k) => "props." + k)]);
+    } else if (patch || nameChanged) {
+      const args: any = { id };
+      if (patch) args.props = patch;
+      if (nameChanged) args.name = d.name;
+      cmd("update_shape", args, [id], [...Object.keys(patch || {}).map((k) => "props." + k), ...(nameChanged ? ["name"] : [])]);
+    }
+  }
+
+  private planEdge(id: string, el: El | undefined, cmd: (t: string, a: any, n: string[], f: string[]) => void): void {
+    const m = this.model!;
+    const e = m.edges.get(id);
+    if (!el) return;
+    if (el.isDeleted) {
+      if (e) cmd("delete_edge", { id }, [id], ["from", "to"]);
+      return;
+    }
+    const from = el.startBinding?.elementId, to = el.endBinding?.elementId;
+    if (!e) {
+      if (from && to && m.nodes.has(from) && m.nodes.has(to)) cmd("create_edge", { id, from, to, type: "arrow" }, [from, to], []);
+      return;
+    }
+    if (from && to && (from !== e.from || to !== e.to) && m.nodes.has(from) && m.nodes.has(to)) {
+      cmd("delete_edge", { id }, [id], ["from", "to"]);
+      cmd("create_edge", { id, from, to, type: e.type || "arrow", props: e.props }, [from, to], []);
+    } else {
+      this.buildEdge(id); // a loose end snaps back: an edge joins two shapes
+      this.rendered.delete(id);
+      this.push(false);
+    }
+  }
+
+  /** Sends a gesture's commands (one batch), in order with earlier gestures. */
+  private send(cmds: Cmd[]): void {
+    this.queue = this.queue.then(() => this.sendNow(cmds, 0));
+  }
+
+  private async sendNow(cmds: Cmd[], attempt: number): Promise<void> {
+    const m = this.model;
+    if (!m) return;
+    const cid = this.canvasId();
+    for (const c of cmds) this.myCommands.add(c.id);
+    const base = m.rev;
+    try {
+      if (cmds.length === 1) await this.client.applyResult(cid, cmds[0].type, cmds[0].args, { baseRev: base, cmdId: cmds[0].id, idempotencyKey: cmds[0].id });
+      else await this.client.applyBatch(cid, cmds.map(({ id, type, args }) => ({ id, type: type as any, args })), { baseRev: base });
+    } catch (err) {
+      if (cid !== this.canvasId() || this.model !== m) return;
+      if (err instanceof ConflictError) return this.conflict(cmds, err.conflict, attempt);
+      toast(`${cmds.map((c) => c.type).join(", ")} was refused: ${why(err)}`, "bad", 8000);
+      this.revert(cmds.flatMap((c) => c.nodes)); // the server said no: show what it has
+    }
+  }
+
+  /**
+   * A 409: when the others' changes since base_rev touched only other fields
+   * of those shapes, the same intent is sent again at the new head; otherwise
+   * the user's version stays on screen, held, with the conflict explained.
+   */
+  private async conflict(cmds: Cmd[], body: ConflictResult, attempt: number): Promise<void> {
+    const mine = new Set(cmds.flatMap((c) => c.fields));
+    const ids = new Set<string>(body?.conflicting_ids || cmds.flatMap((c) => c.nodes));
+    const theirs = new Set<string>();
+    const who = new Set<string>();
+    let deleted = false;
+    for (const op of (body?.recovery_ops || []) as Commit[]) {
+      for (const ch of (op.changes || []) as any[]) {
+        if (!ids.has(ch.id)) continue;
+        who.add(op.actor_id);
+        if (ch.op === "delete") deleted = true;
+        if (ch.op === "put") GEOMETRY.forEach((f) => theirs.add(f));
+        for (const k of Object.keys(ch.patch || {})) {
+          if (k === "props") for (const p of Object.keys(ch.patch.props || {})) theirs.add("props." + p);
+          else theirs.add(k);
+        }
+        if (ch.op === "edit") theirs.add("props." + ch.edit?.prop);
+      }
+    }
+    const overlap = deleted || mine.size === 0 || [...mine].some((f) => theirs.has(f));
+    const fresh = cmds.map((c) => ({ ...c, id: newCmdId() }));
+    if (!overlap && attempt < 3) {
+      await this.caughtUp(body?.current_rev || 0);
+      toast(`re-applied your change on top of ${[...who].join(", ") || "another"}'s edit`, "ok", 3000);
+      return this.sendNow(fresh, attempt + 1);
+    }
+    const nodes = [...new Set(cmds.flatMap((c) => c.nodes))];
+    for (const n of nodes) this.held.add(n);
+    const fields = [...mine].filter((f) => theirs.has(f)).join(", ") || "the same shapes";
+    const box = h("div", { class: "conflict", "data-nodes": nodes.join(" ") },
+      h("b", { text: "Conflict: " }),
+      `${[...who].join(", ") || "someone"} changed ${fields} of ${nodes.join(", ")} after your view (rev ${body?.base_rev}). ` +
+      `Your change (${cmds.map((c) => c.type).join(", ")}) is still shown here, not saved.`,
+      h("button", { type: "button", class: "keep", text: deleted ? "Keep mine (recreate)" : "Keep mine", onclick: async () => {
+        box.remove();
+        await this.caughtUp(body?.current_rev || 0);
+        for (const n of nodes) this.held.delete(n);
+        if (deleted) this.lastSceneVersion = -1; // re-plan from the scene: creates what was deleted
+        else await this.sendNow(fresh, 0);
+        this.changed(this.ex.getSceneElementsIncludingDeleted(), this.ex.getAppState(), this.ex.getFiles());
+      } }),
+      h("button", { type: "button", class: "theirs", text: "Take theirs", onclick: () => { box.remove(); this.revert(nodes); } }));
+    this.conflictBox.append(box);
+  }
+
+  /** Waits until the model reached rev (its commits come over the stream). */
+  private async caughtUp(rev: number): Promise<void> {
+    for (let i = 0; i < 100 && this.model && this.model.rev < rev; i++) await new Promise((r) => setTimeout(r, 30));
+  }
+
+  /** Drops the user's versions of nodes and shows the server's. */
+  private revert(nodes: string[]): void {
+    if (!this.model) return;
+    for (const n of nodes) {
+      this.held.delete(n);
+      for (const el of this.ex.getSceneElementsIncludingDeleted()) {
+        if (partOf(el.id).node === n || el.containerId === n) { this.sent.delete(el.id); this.rendered.set(el.id, -1); }
+      }
+      if (this.model.nodes.has(n)) this.build(n);
+      else if (this.model.edges.has(n)) this.buildEdge(n);
+      else this.cache.delete(n);
+    }
+    // Elements of nodes that do not exist on the server disappear.
+    const scene = this.ex.getSceneElementsIncludingDeleted().filter((el: El) => {
+      const n = el.containerId || partOf(el.id).node;
+      return !nodes.includes(n) || this.model!.nodes.has(n) || this.model!.edges.has(n);
+    });
+    this.ex.updateScene({ elements: scene, captureUpdate: CaptureUpdateAction.NEVER });
+    this.orderDirty = true;
+    this.push(false);
+  }
+
+  // ------------------------------------------------------------ view, selection, people
+
+  /** The part of the canvas on screen, in canvas coordinates. */
+  viewport(): Box {
+    const a = this.ex.getAppState();
+    const z = a.zoom.value;
+    const r = (v: number) => Math.round(v * 100) / 100;
+    return { x: r(-a.scrollX), y: r(-a.scrollY), w: r(a.width / z), h: r(a.height / z) };
+  }
+
+  /** The selected node ids. */
+  selection(): string[] {
+    const a = this.ex.getAppState();
+    return [...new Set(Object.keys(a.selectedElementIds || {}).filter((k) => a.selectedElementIds[k]).map((k) => partOf(k).node))]
+      .filter((id) => this.model?.nodes.has(id));
+  }
+
+  /** Pans and zooms smoothly so that box fills the view. */
+  setViewport(b: Box, ms = 300): void {
+    const a = this.ex.getAppState();
+    const z1 = Math.min(Math.max(Math.min(a.width / b.w, a.height / b.h), 0.1), 10);
+    const sx1 = -b.x + (a.width / z1 - b.w) / 2, sy1 = -b.y + (a.height / z1 - b.h) / 2;
+    const z0 = a.zoom.value, sx0 = a.scrollX, sy0 = a.scrollY;
+    const t0 = performance.now();
+    const step = () => {
+      const t = Math.min(1, (performance.now() - t0) / ms), e = t * (2 - t);
+      this.ex.updateScene({ appState: { zoom: { value: z0 + (z1 - z0) * e }, scrollX: sx0 + (sx1 - sx0) * e, scrollY: sy0 + (sy1 - sy0) * e },
+        captureUpdate: CaptureUpdateAction.NEVER });
+      if (t < 1) requestAnimationFrame(step);
+    };
+    requestAnimationFrame(step);
+  }
+
+  /** Another actor's cursor and selection, from a gesture. */
+  gesture(actor: string, cursor: { x: number; y: number }, selection: string[] | undefined): void {
+    const col = actorColor(actor);
+    const sel: Record<string, boolean> = {};
+    for (const id of selection || []) sel[id] = true;
+    this.collaborators.set(actor, { pointer: { x: cursor.x, y: cursor.y, tool: "pointer" }, button: "up", username: actor.length > 24 ? actor.slice(0, 23) + "…" : actor,
+      selectedElementIds: sel, color: { background: col, stroke: col }, id: actor, socketId: actor });
+    this.remoteSel.set(actor, { sel: selection || [], t: Date.now() });
+    this.ex?.updateScene({ collaborators: new Map(this.collaborators), captureUpdate: CaptureUpdateAction.NEVER });
+  }
+
+  /** Cursors older than 15 s fade out. */
+  expireCursors(): void {
+    let gone = false;
+    for (const [a, s] of this.remoteSel) if (Date.now() - s.t > 15000) { this.collaborators.delete(a); this.remoteSel.delete(a); gone = true; }
+    if (gone) this.ex?.updateScene({ collaborators: new Map(this.collaborators), captureUpdate: CaptureUpdateAction.NEVER });
+  }
+
+  /** The actors whose cursors are shown (for tests and the status bar). */
+  people(): string[] {
+    return [...this.collaborators.keys()];
+  }
+
+  /**
+   * A PNG of bounds (canvas coordinates; default: the view) at most maxSize
+   * pixels (default 800 on the long side), drawn by Excalidraw's exporter.
+   * ids limits it to those nodes.
+   */
+  async picture(bounds?: Box | null, maxSize?: { w: number; h: number } | null, ids?: string[]): Promise<{ dataUrl: string; bounds: Box }> {
+    let els: El[] = this.ex.getSceneElements();
+    if (ids?.length) {
+      const want = new Set(ids);
+      els = els.filter((el) => want.has(partOf(el.id).node) || (el.containerId && want.has(el.containerId)));
+    }
+    let b = bounds || this.viewport();
+    if (ids?.length && !bounds && els.length) {
+      const [x1, y1, x2, y2] = getCommonBounds(els as any);
+      b = { x: x1 - 10, y: y1 - 10, w: x2 - x1 + 20, h: y2 - y1 + 20 };
+    }
+    const mw = maxSize?.w || 800, mh = maxSize?.h || 800;
+    const scale = Math.min(mw / b.w, mh / b.h);
+    const W = Math.max(1, Math.round(b.w * scale)), H = Math.max(1, Math.round(b.h * scale));
+    const out = document.createElement("canvas");
+    out.width = W;
+    out.height = H;
+    const ctx = out.getContext("2d")!;
+    const bg = this.ex.getAppState().viewBackgroundColor || "#ffffff";
+    ctx.fillStyle = bg;
+    ctx.fillRect(0, 0, W, H);
+    const visible = els.filter((el) => {
+      const [x1, y1, x2, y2] = getCommonBounds([el] as any);
+      return x2 >= b.x && x1 <= b.x + b.w && y2 >= b.y && y1 <= b.y + b.h;
+    });
+    if (visible.length) {
+      const pad = 0;
+      const [minX, minY] = getCommonBounds(visible as any);
+      const shot = await exportToCanvas({ elements: visible as any, files: this.ex.getFiles(), exportPadding: pad,
+        appState: { ...this.ex.getAppState(), exportBackground: false, exportWithDarkMode: false },
+        getDimensions: (w: number, hh: number) => ({ width: Math.ceil(w * scale), height: Math.ceil(hh * scale), scale }) });
+      ctx.drawImage(shot, (minX - pad - b.x) * scale, (minY - pad - b.y) * scale);
+    }
+    return { dataUrl: out.toDataURL("image/png"), bounds: b };
+  }
+
+  /** Adds image files (data URLs) the scene's image elements refer to. */
+  addImages(nodes: Iterable<CanvasNode>): void {
+    const files: any[] = [];
+    const have = this.ex.getFiles();
+    for (const n of nodes) {
+      const url = typeof n.props?.url === "string" ? n.props.url : "";
+      if (n.type !== "image" || !/^data:image\/(png|jpeg|gif|webp);base64,/.test(url)) continue;
+      const id = imageFileId(url);
+      if (!have[id]) files.push({ id, dataURL: url, mimeType: url.slice(5, url.indexOf(";")), created: Date.now() });
+    }
+    if (files.length) this.ex.addFiles(files);
+  }
+
+  unmount(): void {
+    this.root?.unmount();
+    this.root = null;
+  }
+}
+
+/**
+ * Rebuilt elements keep the fractional index Excalidraw gave their previous
+ * version: a changed shape then costs Excalidraw no re-indexing of the scene.
+ */
+function keepIndices(els: El[], prev: El[] | undefined): void {
+  if (!prev) return;
+  for (const el of els) {
+    const old = prev.find((p) => p.id === el.id);
+    if (old?.index) el.index = old.index;
+  }
+}
+
+/** The groups a node is in, innermost first. */
+function groupChain(n: CanvasNode, nodes: Map<string, CanvasNode>): string[] {
+  const out: string[] = [];
+  let p = n.parent_id ? nodes.get(n.parent_id) : undefined;
+  for (let d = 0; p && d < 64; d++) {
+    if (p.type === "group") out.push(p.id);
+    p = p.parent_id ? nodes.get(p.parent_id) : undefined;
+  }
+  return out;
+}
+
+/** Centres a bound label in its container (Excalidraw does it on edits). */
+function fitLabel(t: El, box: El): void {
+  const lines = String(t.text).split("\n");
+  const lh = t.fontSize * (t.lineHeight || 1.25);
+  const maxChars = Math.max(4, Math.floor((box.width - 10) / (t.fontSize * 0.55)));
+  const wrapped: string[] = [];
+  for (const l of lines) {
+    if (l.length <= maxChars) { wrapped.push(l); continue; }
+    let rest = l;
+    while (rest.length > maxChars) {
+      let cut = rest.lastIndexOf(" ", maxChars);
+      if (cut <= 0) cut = maxChars;
+      wrapped.push(rest.slice(0, cut));
+      rest = rest.slice(cut).replace(/^ /, "");
+    }
+    wrapped.push(rest);
+  }
+  const maxLines = Math.max(1, Math.floor((box.height - 10) / lh));
+  const shown = t.customData?.readOnly ? wrapped.slice(0, maxLines) : wrapped;
+  t.text = shown.join("\n");
+  t.width = Math.min(box.width - 10, Math.max(...shown.map((l) => l.length)) * t.fontSize * 0.55);
+  t.height = shown.length * lh;
+  t.x = t.textAlign === "left" ? box.x + 5 : box.x + (box.width - t.width) / 2;
+  t.y = t.verticalAlign === "top" ? box.y + 5 : box.y + (box.height - t.height) / 2;
+  t.angle = box.angle;
+}
+
+function sceneVersion(els: readonly El[]): number {
+  let v = 0;
+  for (const el of els) v = (v + el.version * 31 + (el.versionNonce & 1023)) | 0;
+  return v;
+}

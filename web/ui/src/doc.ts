@@ -1,0 +1,388 @@
+// A document node in a CodeMirror 6 panel. The user's edits become minimal
+// line commands (replace_lines, insert_lines, delete_lines) with base_rev;
+// edits of others arriving meanwhile are merged under the user's unsent
+// ones. The panel also holds the diff viewer (unified or side by side,
+// against a named snapshot or any revision), the version timeline with its
+// named snapshots, snapshot creation and restore, the server's per-actor
+// undo/redo, highlights of lines others changed recently, and "Add to Chat".
+
+import { EditorState, StateEffect, StateField, ChangeSet, RangeSetBuilder, type Extension } from "@codemirror/state";
+import { EditorView, Decoration, lineNumbers, highlightActiveLine, highlightActiveLineGutter, keymap, drawSelection, type DecorationSet } from "@codemirror/view";
+import { defaultKeymap } from "@codemirror/commands";
+import { syntaxHighlighting, defaultHighlightStyle, bracketMatching, indentOnInput } from "@codemirror/language";
+import { javascript } from "@codemirror/lang-javascript";
+import { python } from "@codemirror/lang-python";
+import { go } from "@codemirror/lang-go";
+import { markdown } from "@codemirror/lang-markdown";
+import { json } from "@codemirror/lang-json";
+import { css } from "@codemirror/lang-css";
+import { html } from "@codemirror/lang-html";
+import { sql } from "@codemirror/lang-sql";
+import { yaml } from "@codemirror/lang-yaml";
+import { rust } from "@codemirror/lang-rust";
+import { cpp } from "@codemirror/lang-cpp";
+import { java } from "@codemirror/lang-java";
+import { randomHex, type ApplyResult, type CanvasClient, type CanvasModel, type Commit } from "@canvasd/client";
+import { actorColor, h, toast, why } from "./dom";
+
+/** The CodeMirror language for a document's props.language. */
+export function languageOf(lang: string): Extension {
+  switch (lang.toLowerCase()) {
+    case "js": case "javascript": case "mjs": return javascript();
+    case "jsx": return javascript({ jsx: true });
+    case "ts": case "typescript": return javascript({ typescript: true });
+    case "tsx": return javascript({ typescript: true, jsx: true });
+    case "py": case "python": return python();
+    case "go": case "golang": return go();
+    case "md": case "markdown": return markdown();
+    case "json": return json();
+    case "css": return css();
+    case "html": case "htm": return html();
+    case "sql": return sql();
+    case "yaml": case "yml": return yaml();
+    case "rs": case "rust": return rust();
+    case "c": case "cpp": case "c++": case "h": case "hpp": return cpp();
+    case "java": return java();
+  }
+  return [];
+}
+
+/** A minimal line command turning text a into text b, or null when equal. */
+export function lineCommand(nodeId: string, a: string, b: string): { type: string; args: any } | null {
+  if (a === b) return null;
+  const al = a.split("\n"), bl = b.split("\n");
+  let pre = 0;
+  while (pre < al.length && pre < bl.length && al[pre] === bl[pre]) pre++;
+  let suf = 0;
+  while (suf < al.length - pre && suf < bl.length - pre && al[al.length - 1 - suf] === bl[bl.length - 1 - suf]) suf++;
+  const oldMid = al.slice(pre, al.length - suf), newMid = bl.slice(pre, bl.length - suf);
+  if (!oldMid.length) return { type: "insert_lines", args: { node_id: nodeId, insert_after_line: pre, content: newMid.join("\n") } };
+  if (!newMid.length) {
+    // Deleting every line leaves one empty line: replace instead.
+    if (oldMid.length === al.length) return { type: "replace_lines", args: { node_id: nodeId, start_line: 1, end_line: al.length, new_content: "" } };
+    return { type: "delete_lines", args: { node_id: nodeId, start_line: pre + 1, end_line: pre + oldMid.length } };
+  }
+  return { type: "replace_lines", args: { node_id: nodeId, start_line: pre + 1, end_line: pre + oldMid.length, new_content: newMid.join("\n") } };
+}
+
+/** The change from a to b as one replaced range (common prefix and suffix kept). */
+function textChange(a: string, b: string): { from: number; to: number; insert: string } | null {
+  if (a === b) return null;
+  let p = 0;
+  while (p < a.length && p < b.length && a[p] === b[p]) p++;
+  let s = 0;
+  while (s < a.length - p && s < b.length - p && a[a.length - 1 - s] === b[b.length - 1 - s]) s++;
+  return { from: p, to: a.length - s, insert: b.slice(p, b.length - s) };
+}
+
+// Lines others changed recently: a line decoration per changed line, mapped through edits.
+const markLines = StateEffect.define<{ lines: number[]; actor: string }>();
+const clearMarks = StateEffect.define<null>();
+const recentField = StateField.define<DecorationSet>({
+  create: () => Decoration.none,
+  update(deco, tr) {
+    deco = deco.map(tr.changes);
+    for (const e of tr.effects) {
+      if (e.is(clearMarks)) deco = Decoration.none;
+      if (e.is(markLines)) {
+        const b = new RangeSetBuilder<Decoration>();
+        const doc = tr.state.doc;
+        const add = new Set(e.value.lines.filter((l) => l >= 1 && l <= doc.lines));
+        const marks: { from: number; d: Decoration }[] = [];
+        deco.between(0, doc.length, (from, _to, d) => { marks.push({ from, d }); });
+        for (const l of add) marks.push({ from: doc.line(l).from, d: Decoration.line({ class: "cm-recent", attributes: { "data-by": e.value.actor, style: `--by: ${actorColor(e.value.actor)}` } }) });
+        marks.sort((x, y) => x.from - y.from);
+        let last = -1;
+        for (const m of marks) if (m.from !== last) { b.add(m.from, m.from, m.d); last = m.from; }
+        deco = b.finish();
+      }
+    }
+    return deco;
+  },
+  provide: (f) => EditorView.decorations.from(f),
+});
+
+export class DocPanel {
+  el: HTMLElement;
+  nodeId = "";
+  private view: EditorView | null = null;
+  private server = ""; // the text as of the model's revision
+  private sending = false;
+  private timer = 0;
+  private fading = 0;
+  private body: HTMLElement;
+  private side: HTMLElement;
+  private title: HTMLElement;
+  /** "Add to Chat": a formatted selection for the agent panel. */
+  onAddToChat: (text: string) => void = () => {};
+  onClose: () => void = () => {};
+
+  /**
+   * mine holds the ids of the commands this page sent (shared with the
+   * canvas view): their commits are not "changed by others".
+   */
+  constructor(private client: CanvasClient, private canvasId: () => string, private model: () => CanvasModel | null, private me: () => string,
+    private mine: Set<string>) {
+    this.title = h("span", { class: "doc-title" });
+    const btn = (id: string, text: string, title: string, fn: () => void) => h("button", { type: "button", id, text, title, onclick: fn });
+    this.body = h("div", { class: "doc-editor" });
+    this.side = h("div", { class: "doc-side" });
+    this.el = h("section", { id: "doc-panel", hidden: true },
+      h("header", { class: "doc-bar" }, this.title,
+        btn("doc-undo", "Undo", "Undo your last change on this canvas (the server's history)", () => this.history("undo")),
+        btn("doc-redo", "Redo", "Redo what you undid", () => this.history("redo")),
+        btn("doc-snapshot", "Snapshot", "Save a named snapshot of this revision", () => this.snapshotForm()),
+        btn("doc-timeline", "History", "Revisions of this document and named snapshots", () => this.timeline()),
+        btn("doc-diff", "Diff", "Changes since the last snapshot", () => this.diff("", "unified")),
+        btn("doc-add-chat", "Add to Chat", "Send the selected lines to the agent panel", () => this.addToChat()),
+        btn("doc-close", "×", "Close", () => this.close())),
+      h("div", { class: "doc-main" }, this.body, this.side));
+  }
+
+  /** Opens node id (a doc) of the current model. */
+  open(id: string): void {
+    const m = this.model();
+    const n = m?.nodes.get(id);
+    if (!m || !n || n.type !== "doc") {
+      toast(`no document ${id} on this canvas`, "warn");
+      return;
+    }
+    this.nodeId = id;
+    this.server = String(n.props?.text ?? "");
+    this.title.textContent = `${n.name || id}${n.props?.language ? " · " + n.props?.language : ""}`;
+    this.el.hidden = false;
+    this.el.dataset.nodeId = id;
+    this.side.replaceChildren();
+    this.view?.destroy();
+    this.view = new EditorView({
+      parent: this.body,
+      state: EditorState.create({
+        doc: this.server,
+        extensions: [lineNumbers(), highlightActiveLineGutter(), highlightActiveLine(), drawSelection(), bracketMatching(), indentOnInput(),
+          syntaxHighlighting(defaultHighlightStyle, { fallback: true }), languageOf(String(n.props?.language || "")), recentField,
+          keymap.of([{ key: "Mod-z", run: () => { this.history("undo"); return true; } }, { key: "Mod-y", run: () => { this.history("redo"); return true; } },
+            { key: "Mod-Shift-z", run: () => { this.history("redo"); return true; } }, ...defaultKeymap]),
+          EditorView.updateListener.of((u) => { if (u.docChanged && u.transactions.some((t) => t.isUserEvent("input") || t.isUserEvent("delete") || t.isUserEvent("undo") || t.isUserEvent("move") || t.isUserEvent("paste"))) this.schedule(); }),
+          EditorView.theme({ "&": { height: "100%" }, ".cm-scroller": { fontFamily: "ui-monospace, SFMono-Regular, Menlo, monospace", fontSize: "13px" } })],
+      }),
+    });
+    const u = new URL(location.href);
+    u.searchParams.set("doc", id);
+    history.replaceState(null, "", u.pathname + u.search + u.hash);
+  }
+
+  close(): void {
+    this.flush();
+    this.view?.destroy();
+    this.view = null;
+    this.nodeId = "";
+    this.el.hidden = true;
+    const u = new URL(location.href);
+    u.searchParams.delete("doc");
+    history.replaceState(null, "", u.pathname + u.search + u.hash);
+    this.onClose();
+  }
+
+  /** The editor's text (for tests and Add to Chat). */
+  text(): string {
+    return this.view ? this.view.state.doc.toString() : "";
+  }
+
+  private schedule(): void {
+    clearTimeout(this.timer);
+    this.timer = window.setTimeout(() => this.flush(), 350);
+  }
+
+  /** Sends the editor's unsent change as one line command. */
+  private async flush(): Promise<void> {
+    clearTimeout(this.timer);
+    const m = this.model();
+    if (!this.view || !m || this.sending) return;
+    const c = lineCommand(this.nodeId, this.server, this.view.state.doc.toString());
+    if (!c) return;
+    this.sending = true;
+    let rev = 0;
+    try {
+      rev = (await this.send(c.type, c.args)).rev;
+    } catch (err: any) {
+      if (err?.status !== 409) {
+        this.sending = false;
+        toast(`${c.type} was refused: ${why(err)}`, "bad", 8000);
+        return;
+      }
+      toast("the document changed meanwhile: your edit is merged and sent again", "warn");
+      rev = err.currentRev;
+    }
+    this.sending = false;
+    // The commit arrives on the stream and moves this.server; wait for it before the next edit.
+    for (let i = 0; i < 100 && (this.model()?.rev ?? rev) < rev; i++) await new Promise((res) => setTimeout(res, 20));
+    if (this.view && lineCommand(this.nodeId, this.server, this.view.state.doc.toString())) this.schedule();
+  }
+
+  /** A commit arrived: merge the server's new text under the user's unsent edits, mark others' lines. */
+  applied(c: Commit): void {
+    if (!this.view || !this.nodeId) return;
+    const n = this.model()?.nodes.get(this.nodeId);
+    if (!c.changes.some((ch) => ch.id === this.nodeId && ch.kind === "node")) return;
+    if (!n) {
+      toast("this document was deleted", "warn");
+      this.close();
+      return;
+    }
+    const next = String(n.props?.text ?? "");
+    const prev = this.server;
+    this.server = next;
+    const local = this.view.state.doc.toString();
+    const remote = textChange(prev, next);
+    if (remote) {
+      const mine = textChange(prev, local);
+      const theirs = ChangeSet.of([remote], prev.length);
+      const mapped = mine ? theirs.map(ChangeSet.of([mine], prev.length)) : theirs;
+      if (local !== next) this.view.dispatch({ changes: mapped, userEvent: "remote" });
+    }
+    if (c.actor_id !== this.me() && !this.mine.has(c.cmd_id)) {
+      const lines: number[] = [];
+      for (const ch of c.changes) {
+        if (ch.id !== this.nodeId || ch.op !== "edit") continue;
+        let shift = 0;
+        for (const hk of ch.edit!.hunks) {
+          const ins = hk.ins ? hk.ins.split("\n").length - (hk.ins.endsWith("\n") ? 1 : 0) : 0;
+          for (let i = 0; i < Math.max(ins, 1); i++) lines.push(hk.line + shift + i);
+          shift += ins - hk.del;
+        }
+      }
+      if (lines.length) {
+        this.view.dispatch({ effects: markLines.of({ lines, actor: c.actor_id }) });
+        clearTimeout(this.fading);
+        this.fading = window.setTimeout(() => this.view?.dispatch({ effects: clearMarks.of(null) }), 15000);
+      }
+    }
+  }
+
+  /** Sends one command at the model's revision, remembered as this page's. */
+  private send(type: string, args: Record<string, unknown>): Promise<ApplyResult> {
+    const id = "cmd_ui_" + randomHex(9);
+    this.mine.add(id);
+    return this.client.applyResult(this.canvasId(), type, args, { baseRev: this.model()?.rev, cmdId: id, idempotencyKey: id });
+  }
+
+  private async history(kind: "undo" | "redo"): Promise<void> {
+    await this.flush();
+    const m = this.model();
+    if (!m) return;
+    try {
+      await this.send(kind, {});
+    } catch (err: any) {
+      toast(`${kind}: ${why(err)}`, err?.status === 422 ? "warn" : "bad");
+    }
+  }
+
+  private snapshotForm(): void {
+    const input = h("input", { id: "snapshot-label", type: "text", maxlength: 200, placeholder: "Snapshot label" });
+    const form = h("form", { class: "snapshot-form", onsubmit: async (ev: Event) => {
+      ev.preventDefault();
+      try {
+        const sn = await this.client.createSnapshot(this.canvasId(), { label: input.value.trim() || undefined });
+        toast(`snapshot ${sn.label || sn.snapshot_id} saved at rev ${sn.rev}`, "ok");
+        this.timeline();
+      } catch (err) {
+        toast(`snapshot: ${why(err)}`, "bad");
+      }
+    } }, input, h("button", { type: "submit", text: "Save" }));
+    this.side.replaceChildren(h("h3", { text: "New snapshot" }), form);
+    input.focus();
+  }
+
+  /** The revisions that changed this document (newest first), with the named snapshots between them. */
+  async timeline(): Promise<void> {
+    const m = this.model();
+    if (!m) return;
+    const cid = this.canvasId();
+    const after = Math.max(0, m.rev - 1000);
+    let commits: Commit[], snaps: { snapshot_id: string; label?: string; rev: number }[];
+    try {
+      const [ev, sn] = await Promise.all([this.client.events(cid, { afterRev: after, limit: 1000 }), this.client.listSnapshots(cid)]);
+      commits = (ev.commits || []).filter((c: Commit) => c.changes.some((ch) => ch.id === this.nodeId));
+      snaps = sn;
+    } catch (err) {
+      toast(`history: ${why(err)}`, "bad");
+      return;
+    }
+    const items: { rev: number; el: HTMLElement }[] = [];
+    for (const c of commits) {
+      const who = c.actor_id === this.me() ? "you" : c.actor_id;
+      items.push({ rev: c.rev, el: h("li", { class: "rev", "data-rev": c.rev },
+        h("button", { type: "button", class: "linkish", text: `rev ${c.rev}`, title: "Diff since the revision before this one", onclick: () => this.diff(String(c.rev - 1), "unified") }),
+        ` ${c.type} · ${who}`, h("span", { class: "muted", text: c.ts ? " · " + new Date(c.ts).toLocaleTimeString() : "" })) });
+    }
+    for (const s of snaps) {
+      items.push({ rev: s.rev + 0.5, el: h("li", { class: "snap", "data-snapshot-id": s.snapshot_id },
+        h("span", { class: "badge", text: "snapshot" }), ` ${s.label || s.snapshot_id} · rev ${s.rev} `,
+        h("button", { type: "button", class: "diff", text: "Diff", onclick: () => this.diff(s.snapshot_id, "unified") }),
+        h("button", { type: "button", class: "restore", text: "Restore", onclick: () => this.restore(s.snapshot_id, s.label || s.snapshot_id) })) });
+    }
+    items.sort((a, b) => b.rev - a.rev);
+    this.side.replaceChildren(h("h3", { text: "History" }), items.length ? h("ul", { class: "timeline" }, ...items.map((i) => i.el)) : h("p", { class: "muted", text: "No changes yet." }));
+  }
+
+  private async restore(id: string, label: string): Promise<void> {
+    await this.flush();
+    const m = this.model();
+    if (!m) return;
+    try {
+      const r = await this.send("revert_to_snapshot", { snapshot_id: id });
+      toast(`restored snapshot ${label} (rev ${r.rev})`, "ok");
+    } catch (err) {
+      toast(`restore: ${why(err)}`, "bad");
+    }
+  }
+
+  /** Shows the diff since a snapshot or revision ("" = the latest snapshot, else rev 0). */
+  async diff(since: string, format: "unified" | "split"): Promise<void> {
+    if (!this.nodeId) return;
+    await this.flush();
+    const cid = this.canvasId();
+    let d: any;
+    try {
+      if (!since) {
+        const list = await this.client.listSnapshots(cid);
+        since = list.length ? list[list.length - 1].snapshot_id : "0";
+      }
+      d = await this.client.getDocDiff(cid, this.nodeId, { since, format: "unified" });
+    } catch (err) {
+      toast(`diff: ${why(err)}`, "bad");
+      return;
+    }
+    const toggle = h("button", { type: "button", class: "diff-format", text: format === "unified" ? "Side by side" : "Unified",
+      onclick: () => this.diff(since, format === "unified" ? "split" : "unified") });
+    const head = h("div", { class: "diff-head" }, `Since ${since}: +${d.lines_added ?? 0} −${d.lines_deleted ?? 0} ~${d.lines_modified ?? 0} `, toggle);
+    let view: HTMLElement;
+    if (!d.has_changes) view = h("p", { class: "muted", text: "No changes." });
+    else if (format === "unified") {
+      view = h("pre", { class: "diff unified" }, ...String(d.diff).split("\n").map((l) =>
+        h("div", { class: l.startsWith("+") && !l.startsWith("+++") ? "add" : l.startsWith("-") && !l.startsWith("---") ? "del" : l.startsWith("@@") ? "hunk" : "", text: l })));
+    } else {
+      const rows = (d.changes || []).map((c: any) => h("tr", { class: c.type },
+        h("td", { class: "ln", text: c.type === "add" ? "" : String(c.old_line ?? c.line) }), h("td", { class: "old", text: c.type === "add" ? "" : c.before ?? "" }),
+        h("td", { class: "ln", text: c.type === "delete" ? "" : String(c.line) }), h("td", { class: "new", text: c.type === "delete" ? "" : c.after ?? "" })));
+      view = h("table", { class: "diff split" }, h("tr", {}, h("th", {}), h("th", { text: "before" }), h("th", {}), h("th", { text: "after" })), ...rows);
+    }
+    this.side.replaceChildren(h("h3", { text: "Diff" }), head, view);
+    this.side.dataset.format = format;
+  }
+
+  /** Puts the selected lines, formatted for chat by the server ("[Selected from lines S-E]:" and a fenced block), into the agent panel. */
+  private async addToChat(): Promise<void> {
+    if (!this.view) return;
+    await this.flush();
+    const sel = this.view.state.selection.main;
+    const doc = this.view.state.doc;
+    const a = doc.lineAt(sel.from).number, b = doc.lineAt(Math.max(sel.from, sel.to - (sel.to > sel.from && doc.lineAt(sel.to).from === sel.to ? 1 : 0))).number;
+    try {
+      const sel = await this.client.getDocSelection(this.canvasId(), this.nodeId, { startLine: a, endLine: b });
+      this.onAddToChat(sel.formatted_for_chat);
+    } catch (err) {
+      toast(`Add to Chat: ${why(err)}`, "bad");
+    }
+  }
+}

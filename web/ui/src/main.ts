@@ -1,0 +1,382 @@
+// canvasd's built-in UI: sign-in, the live canvas list, the canvas
+// (Excalidraw), the document panel (CodeMirror) and the agent panel, all on
+// the public API. Addresses: /?canvas={id} opens a canvas, &doc={node_id}
+// opens a document; a token handed over once as #access_token=... is kept
+// like one typed at sign-in and removed from the address bar.
+
+import "./app.css";
+import { CanvasClient, SCREENSHOT_ACTION, viewportBox, type CanvasModel, type Commit, type Gesture, type LiveCanvas, type ScreenshotRequest, type Screenshot } from "@canvasd/client";
+import { $, h, toast, why } from "./dom";
+import { CanvasView, touched } from "./canvas";
+import { DocPanel } from "./doc";
+import { AgentPanel } from "./agent";
+
+const TOKEN_KEY = "canvasd.token";
+
+interface CanvasInfo { canvas_id: string; title?: string; head_rev?: number }
+
+class App {
+  token = "";
+  client = new CanvasClient({ baseUrl: location.origin, token: () => this.token });
+  canvasId = "";
+  model: CanvasModel | null = null;
+  live: LiveCanvas | null = null;
+  private canvases: CanvasInfo[] = [];
+  private gestures: { send(g: any): void; close(): void } | null = null;
+  private me = "";
+  private sentCursors: { x: number; y: number }[] = [];
+  private conn = "idle";
+  view: CanvasView;
+  doc: DocPanel;
+  agent: AgentPanel;
+  /**
+   * For the browser benchmark: when each revision reached the screen
+   * (performance.now() at the second animation frame after its commit was
+   * applied: the frame showing it has been drawn), the last 10,000.
+   */
+  shown = new Map<number, number>();
+  /** How long opening the canvas took: from open() to its first frame (ms), and since navigation start. */
+  loadedAt = 0;
+  openedAt = 0;
+
+  constructor() {
+    const app = $("app");
+    const list = h("ul", { id: "canvas-list" });
+    const newTitle = h("input", { id: "new-canvas-title", type: "text", maxlength: 500, placeholder: "New canvas title" });
+    const openDoc = h("button", { type: "button", id: "open-doc", text: "Open document", hidden: true });
+    const stage = h("main", { id: "stage" });
+    app.append(
+      h("header", { id: "topbar" },
+        h("span", { class: "brand", text: "canvasd" }),
+        h("span", { id: "canvas-title", class: "title", text: "no canvas open" }),
+        h("span", { class: "stat" }, "rev ", h("b", { id: "rev", text: "–" })),
+        h("span", { class: "stat" }, h("b", { id: "node-count", text: "0" }), " shapes"),
+        h("span", { id: "conn", class: "conn conn-idle", text: "idle" }),
+        h("span", { id: "people", class: "people" }),
+        h("span", { id: "host", class: "badge", hidden: true, text: "host", title: "This page is the agent's eyes: its screenshots and set_viewport" }),
+        h("span", { class: "spacer" }),
+        openDoc,
+        h("button", { type: "button", id: "undo", text: "Undo", title: "Undo your last change (the server keeps each person's history)", onclick: () => this.history("undo") }),
+        h("button", { type: "button", id: "redo", text: "Redo", onclick: () => this.history("redo") }),
+        h("button", { type: "button", id: "new-note", text: "Note", title: "A sticky note in the middle of the view", onclick: () => this.newNote() }),
+        h("button", { type: "button", id: "new-doc", text: "New document", onclick: () => this.newDoc() }),
+        h("button", { type: "button", id: "signout", text: "Token…", title: "Forget the token", onclick: () => this.signOut() })),
+      h("div", { id: "layout" },
+        h("aside", { id: "sidebar" }, h("h2", { text: "Canvases" }),
+          h("form", { id: "new-canvas", autocomplete: "off", onsubmit: (ev: Event) => { ev.preventDefault(); this.createCanvas(newTitle); } },
+            newTitle, h("button", { type: "submit", text: "Create" })),
+          list, h("p", { id: "canvas-list-empty", class: "muted", hidden: true, text: "No canvases yet. Create one above." })),
+        stage,
+        h("div", { id: "right" })),
+      h("dialog", { id: "token-dialog" },
+        h("form", { id: "token-form", autocomplete: "off", onsubmit: (ev: Event) => { ev.preventDefault(); this.signIn(($("token-input") as HTMLInputElement).value.trim()); } },
+          h("h2", { text: "Sign in to canvasd" }),
+          h("p", { text: "Paste an API token (canvasd token create --role editor). It is kept in this browser's local storage." }),
+          h("input", { id: "token-input", type: "password", placeholder: "cvd_…", required: true }),
+          h("p", { id: "token-error", class: "error", hidden: true }),
+          h("div", { class: "row" }, h("button", { type: "submit", text: "Use token" })))));
+    this.view = new CanvasView(stage, this.client, () => this.canvasId);
+    this.doc = new DocPanel(this.client, () => this.canvasId, () => this.model, () => this.me, this.view.myCommands);
+    this.agent = new AgentPanel(this.client, {
+      canvasId: () => this.canvasId,
+      viewport: () => (this.model ? this.view.viewport() : null),
+      selection: () => (this.model ? this.view.selection() : []),
+      picture: async (sel) => {
+        if (!this.model) return null;
+        const ids = sel ? this.view.selection() : undefined;
+        if (sel && !ids!.length) return null;
+        return (await this.view.picture(null, null, ids)).dataUrl;
+      },
+      token: () => this.token,
+    });
+    $("right").append(this.doc.el, this.agent.el);
+    this.doc.onAddToChat = (text) => this.agent.addToPrompt(text);
+    this.view.onOpenDoc = (id) => this.doc.open(id);
+    this.view.onSelection = (ids) => {
+      const one = ids.length === 1 && this.model?.nodes.get(ids[0]);
+      openDoc.hidden = !(one && one.type === "doc");
+      openDoc.onclick = () => one && this.doc.open(one.id);
+    };
+    this.view.onPointer = (x, y) => this.postCursor(x, y);
+    setInterval(() => this.view.expireCursors(), 2000);
+    setInterval(() => { if (this.token && document.visibilityState === "visible") this.refreshCanvases(); }, 4000);
+    window.addEventListener("popstate", () => this.route());
+  }
+
+  // ---------------------------------------------------------------- token and routing
+
+  boot(): void {
+    const m = /(?:^#|&)access_token=([^&]+)/.exec(location.hash);
+    if (m) {
+      localStorage.setItem(TOKEN_KEY, decodeURIComponent(m[1]));
+      history.replaceState(null, "", location.pathname + location.search); // not in the address bar or history
+    }
+    this.token = localStorage.getItem(TOKEN_KEY) || "";
+    if (!this.token) this.askToken("");
+    else this.start();
+  }
+
+  private askToken(msg: string): void {
+    const dlg = $("token-dialog") as HTMLDialogElement;
+    $("token-error").hidden = !msg;
+    $("token-error").textContent = msg;
+    ($("token-input") as HTMLInputElement).value = "";
+    if (!dlg.open) dlg.showModal();
+  }
+
+  private signIn(tok: string): void {
+    ($("token-dialog") as HTMLDialogElement).close();
+    if (!tok) return;
+    localStorage.setItem(TOKEN_KEY, tok);
+    this.token = tok;
+    this.start();
+  }
+
+  private signOut(): void {
+    localStorage.removeItem(TOKEN_KEY);
+    this.token = "";
+    this.closeLive();
+    this.askToken("");
+  }
+
+  private async start(): Promise<void> {
+    await this.refreshCanvases();
+    this.route();
+  }
+
+  private route(): void {
+    const q = new URLSearchParams(location.search);
+    const id = q.get("canvas") || "";
+    if (id !== this.canvasId) this.open(id, q.get("doc") || "");
+    else if (q.get("doc") && q.get("doc") !== this.doc.nodeId && this.model) this.doc.open(q.get("doc")!);
+  }
+
+  private go(id: string): void {
+    history.pushState(null, "", "/?canvas=" + encodeURIComponent(id));
+    this.route();
+  }
+
+  // ---------------------------------------------------------------- canvases
+
+  private async refreshCanvases(): Promise<void> {
+    try {
+      this.canvases = await this.client.listCanvases();
+    } catch (err) {
+      this.failed("Could not list canvases", err);
+      return;
+    }
+    const ul = $("canvas-list");
+    const items = this.canvases.map((c) => {
+      const rev = c.canvas_id === this.canvasId && this.model ? this.model.rev : c.head_rev;
+      return h("li", { "data-canvas-id": c.canvas_id, class: c.canvas_id === this.canvasId ? "active" : "", onclick: () => this.go(c.canvas_id) },
+        h("span", { class: "ctitle", text: c.title || c.canvas_id }), h("span", { class: "cmeta", text: `${c.canvas_id} · rev ${rev}` }));
+    });
+    ul.replaceChildren(...items);
+    $("canvas-list-empty").hidden = this.canvases.length > 0;
+    const cur = this.canvases.find((c) => c.canvas_id === this.canvasId);
+    if (cur) $("canvas-title").textContent = cur.title || cur.canvas_id;
+  }
+
+  private async createCanvas(input: HTMLInputElement): Promise<void> {
+    let id: string;
+    try {
+      id = (await this.client.createCanvas({ title: input.value.trim() || "Untitled canvas" })).canvas_id;
+    } catch (err) {
+      this.failed("Could not create the canvas", err);
+      return;
+    }
+    input.value = "";
+    await this.refreshCanvases();
+    this.go(id);
+  }
+
+  /** A 401 asks for a token again; anything else is shown. */
+  private failed(what: string, err: unknown): void {
+    if ((err as { status?: number })?.status === 401) {
+      localStorage.removeItem(TOKEN_KEY);
+      this.closeLive();
+      this.askToken(why(err));
+    } else toast(`${what}: ${why(err)}`, "bad");
+  }
+
+  private closeLive(): void {
+    this.live?.close();
+    this.live = null;
+    this.gestures?.close();
+    this.gestures = null;
+    this.setConn(this.canvasId ? "offline" : "idle");
+  }
+
+  private async open(id: string, docId: string): Promise<void> {
+    this.closeLive();
+    if (this.doc.nodeId) this.doc.close();
+    this.canvasId = id;
+    this.model = null;
+    this.agent.reset();
+    this.shown.clear();
+    delete document.body.dataset.loaded;
+    for (const li of $("canvas-list").children) li.classList.toggle("active", (li as HTMLElement).dataset.canvasId === id);
+    const c = this.canvases.find((x) => x.canvas_id === id);
+    $("canvas-title").textContent = id ? c?.title || id : "no canvas open";
+    document.body.classList.toggle("no-canvas", !id);
+    this.status();
+    if (!id) return;
+    const t0 = performance.now();
+    let first = true;
+    this.setConn("connecting");
+    // The canvas followed live by @canvasd/client: model, stream, host election, acks, views.
+    const live = this.client.live(id, {
+      capabilities: ["screenshot", "viewport"],
+      hooks: {
+        setViewport: (box) => this.view.setViewport(box),
+        view: () => (this.model ? { viewport: this.view.viewport(), selection: this.view.selection() } : null),
+      },
+    });
+    this.live = live;
+    this.gestures = live.gestures(60);
+    const mine = () => this.live === live;
+    // Screenshots: the elected host answers; on a server that elects no host, any page does.
+    live.handle(SCREENSHOT_ACTION, (req) => {
+      if (live.hostId !== "" && !live.isHost) throw new Error(`this page is not the host of canvas ${id}`);
+      return this.screenshot(req as ScreenshotRequest);
+    });
+    live.handle("viewport", () => ({ viewport: this.view.viewport(), docVersion: String(this.model?.rev ?? 0) }));
+    live.handle("selection", () => ({ selection: this.view.selection(), docVersion: String(this.model?.rev ?? 0) }));
+    live.on("state", async (model, commit) => {
+      if (!mine()) return;
+      if (!commit) { // a snapshot: the first one, or a re-read after a reset or a gap
+        this.model = model;
+        await this.view.load(model, first);
+        if (!mine()) return;
+        if (first) {
+          first = false;
+          await new Promise((res) => requestAnimationFrame(() => res(null)));
+          this.openedAt = performance.now();
+          this.loadedAt = this.openedAt - t0;
+          document.body.dataset.loaded = id;
+          if (docId) this.doc.open(docId);
+        } else toast("re-read the canvas (the stream could not resume)", "", 3000);
+      } else this.onCommit(commit);
+      this.status();
+    });
+    live.on("ready", () => mine() && this.setConn("live"));
+    live.on("connection", (st) => mine() && this.setConn(st === "open" ? "syncing" : st === "closed" ? "offline" : st));
+    live.on("host", (_id, isHost) => { if (mine()) $("host").hidden = !isHost; });
+    live.on("gesture", (g) => mine() && this.onGesture(g));
+    live.on("agent:action", ({ envelope, actions }) => {
+      if (!mine()) return;
+      this.agent.event("agent:action", envelope);
+      if (live.hostId !== "") return; // an elected host gets set_viewport through its hook
+      for (const a of actions) {
+        const box = a.name === "set_viewport" ? viewportBox(a.params) : null;
+        if (box) this.view.setViewport(box);
+      }
+    });
+    live.on("agent:chat", (d) => mine() && this.agent.event("agent:chat", d));
+    live.on("agent:status", (d) => mine() && this.agent.event("agent:status", d));
+    live.on("agent:screenshot_request", (d) => mine() && this.agent.event("agent:screenshot_request", d));
+    live.on("error", (err) => {
+      if (!mine()) return;
+      if ((err as { status?: number })?.status === 401) this.failed("", err);
+      else console.warn("canvasd:", err);
+    });
+  }
+
+  private setConn(c: string): void {
+    this.conn = c;
+    const el = $("conn");
+    el.textContent = c;
+    el.className = "conn conn-" + c;
+  }
+
+  private onCommit(c: Commit): void {
+    if (this.view.myCommands.has(c.cmd_id)) this.me = c.actor_id;
+    this.view.me = this.me;
+    this.view.applied(c, touched(c));
+    this.doc.applied(c);
+    const rev = c.rev;
+    requestAnimationFrame(() => requestAnimationFrame(() => {
+      this.shown.set(rev, performance.now());
+      if (this.shown.size > 10000) this.shown.delete(this.shown.keys().next().value!);
+    }));
+  }
+
+  private status(): void {
+    $("rev").textContent = this.model ? String(this.model.rev) : "–";
+    $("node-count").textContent = this.model ? String(this.model.nodes.size) : "0";
+  }
+
+  // ---------------------------------------------------------------- people
+
+  private onGesture(g: Gesture): void {
+    if (!g?.actor_id || !g.cursor || g.actor_id === this.me) return;
+    const mine = this.sentCursors.find((c) => c.x === g.cursor.x && c.y === g.cursor.y);
+    if (mine && !this.view.people().includes(g.actor_id)) { this.me = g.actor_id; return; }
+    this.view.gesture(g.actor_id, g.cursor as { x: number; y: number }, Array.isArray(g.selection) ? g.selection.slice(0, 500) : []);
+    $("people").textContent = this.view.people().length ? `${this.view.people().length} here` : "";
+    $("people").dataset.actors = this.view.people().join(" ");
+  }
+
+  /** Publishes the pointer (the client's throttle sends the newest at most every 60 ms). */
+  private postCursor(x: number, y: number): void {
+    if (!this.model || this.conn !== "live" || !this.gestures) return;
+    const c = { x: Math.round(x * 10) / 10, y: Math.round(y * 10) / 10 };
+    this.sentCursors.push(c);
+    if (this.sentCursors.length > 20) this.sentCursors.shift();
+    this.gestures.send({ cursor: c, selection: this.view.selection().slice(0, 1000), viewport: this.view.viewport() });
+  }
+
+  // ---------------------------------------------------------------- agent protocol
+
+  /** The agent's screenshot (asked of the host only): Excalidraw's export of the requested bounds. */
+  private async screenshot(req: ScreenshotRequest): Promise<Screenshot> {
+    if (!this.model) throw new Error("no canvas is loaded in this page");
+    const b = req.bounds && [req.bounds.x, req.bounds.y, req.bounds.w, req.bounds.h].every((v) => typeof v === "number" && isFinite(v)) && req.bounds.w > 0 && req.bounds.h > 0 ? req.bounds : null;
+    const docVersion = String(this.model.rev);
+    const max = req.maxSize?.w && req.maxSize?.h ? { w: req.maxSize.w, h: req.maxSize.h } : null;
+    const shot = await this.view.picture(b, max);
+    return { dataUrl: shot.dataUrl, bounds: shot.bounds, viewport: this.view.viewport(), selection: this.view.selection(), docVersion } as Screenshot;
+  }
+
+  // ---------------------------------------------------------------- commands from the bar
+
+  private async history(kind: "undo" | "redo"): Promise<void> {
+    if (!this.model) return;
+    try {
+      await this.client.applyResult(this.canvasId, kind, {}, { baseRev: this.model.rev });
+    } catch (err) {
+      toast(`${kind}: ${why(err)}`, (err as { status?: number })?.status === 422 ? "warn" : "bad");
+    }
+  }
+
+  private async newNote(): Promise<void> {
+    if (!this.model) return;
+    const v = this.view.viewport();
+    try {
+      await this.client.applyResult(this.canvasId, "create_shape", { type: "note", x: Math.round(v.x + v.w / 2 - 100), y: Math.round(v.y + v.h / 2 - 100), w: 200, h: 200,
+        props: { color: "yellow", text: "" } }, { baseRev: this.model.rev });
+    } catch (err) {
+      toast(`new note: ${why(err)}`, "bad");
+    }
+  }
+
+  private async newDoc(): Promise<void> {
+    if (!this.model) return;
+    const v = this.view.viewport();
+    let r;
+    try {
+      r = await this.client.applyResult(this.canvasId, "create_shape", { type: "doc", name: "notes.md", x: Math.round(v.x + v.w / 2 - 200), y: Math.round(v.y + v.h / 2 - 150), w: 400, h: 300,
+        props: { language: "markdown", text: "# Notes\n" } }, { baseRev: this.model.rev });
+    } catch (err) {
+      toast(`new document: ${why(err)}`, "bad");
+      return;
+    }
+    const id = r.createdIds[0];
+    for (let i = 0; i < 100 && this.model && this.model.rev < r.rev; i++) await new Promise((res) => setTimeout(res, 20));
+    if (id) this.doc.open(id);
+  }
+}
+
+const app = new App();
+(window as any).canvasd = app; // for tests and the browser benchmark (read-only use)
+app.boot();
