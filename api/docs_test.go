@@ -137,17 +137,14 @@ func TestDocSnapshotsDiffsUndo(t *testing.T) {
 		t.Fatalf("undo over bob's edit: %d %s", r.Status, r.Body)
 	}
 	ops := r.json(t)["recovery_ops"].([]any)
-	opsMissing := len(ops) == 0 // filled by the engine (see the docs report)
-	if !opsMissing {
-		if last := ops[len(ops)-1].(map[string]any); last["type"] != "insert_lines" || last["actor_id"] != bobID {
-			t.Fatalf("recovery_ops = %v", ops)
-		}
+	if len(ops) == 0 {
+		t.Fatal("undo over bob's edit: no recovery_ops")
+	}
+	if last := ops[len(ops)-1].(map[string]any); last["type"] != "insert_lines" || last["actor_id"] != bobID {
+		t.Fatalf("recovery_ops = %v", ops)
 	}
 	// Revert to the snapshot: an appended command.
 	r = e.command(cid, tok, env("revert_to_snapshot", headRev(t, e, cid), map[string]any{"snapshot_id": sid, "node_id": "doc1"}))
-	if r.Status == 422 && strings.Contains(string(r.Body), "was not loaded") {
-		t.Skip("the engine does not load revert_to_snapshot targets yet (canvas.Command.Snapshot)")
-	}
 	if r.Status != 200 {
 		t.Fatalf("revert: %d %s", r.Status, r.Body)
 	}
@@ -160,8 +157,5 @@ func TestDocSnapshotsDiffsUndo(t *testing.T) {
 	r = e.command(cid, tok, env("revert_to_snapshot", headRev(t, e, cid), map[string]any{"snapshot_id": "snap_nope"}))
 	if r.Status != 422 || !strings.Contains(string(r.Body), "args.snapshot_id") {
 		t.Fatalf("revert to an unknown snapshot: %d %s", r.Status, r.Body)
-	}
-	if opsMissing {
-		t.Skip("the engine does not fill recovery_ops of an undo conflict yet")
 	}
 }
