@@ -67,7 +67,7 @@ func settings() []setting {
 	}
 	return []setting{
 		{"addr", "CANVASD_ADDR", "127.0.0.1:8080", "listen address", str(func(c *Config) *string { return &c.Addr })},
-		{"data-dir", "CANVASD_DATA_DIR", "./data", "directory for the embedded store and host files", str(func(c *Config) *string { return &c.DataDir })},
+		{"data-dir", "CANVASD_DATA_DIR", "./data", "directory of the embedded store (canvasd.db) and of image messages", str(func(c *Config) *string { return &c.DataDir })},
 		{"database-url", "CANVASD_DATABASE_URL", "", "empty: the embedded store in the data dir; postgres://...: PostgreSQL", str(func(c *Config) *string { return &c.DatabaseURL })},
 		{"admin-token", "CANVASD_ADMIN_TOKEN", "", "admin bearer token; empty: one is generated on first start and printed once", str(func(c *Config) *string { return &c.AdminToken })},
 		{"host-secret", "CANVASD_HOST_SECRET", "", "key for host page tickets; empty: a random key kept in the store (shared by every process on it)", str(func(c *Config) *string { return &c.HostSecret })},

@@ -27,7 +27,7 @@ const usage = `canvasd: a command-sourced canvas server for agents and people.
 Usage:
   canvasd [serve] [flags]        run the server (default)
   canvasd migrate [flags]        apply database migrations and exit
-  canvasd token create --role editor [--canvas ID]... [--actor-type agent] [--actor-id ID] [--name N]
+  canvasd token create --role editor [--canvas ID]... [--actor-type agent] [--actor-id ID] [--name N] [--expires-in 24h]
   canvasd agent --server URL --token T  a standalone agent worker (for servers run with --agent workers)
   canvasd host a2ui push --jsonl FILE --session S   push A2UI messages to a host session (CANVASD_URL, CANVASD_TOKEN)
   canvasd help
