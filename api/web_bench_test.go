@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -12,12 +13,20 @@ import (
 )
 
 // BenchmarkWebUI measures the built-in UI in headless Chromium against a
-// real server: opening a canvas of 5,000 shapes (navigation start → the
-// first frame showing them, and the page's own open → first frame), and
-// how long a remote commit takes to reach the screen: from just before
-// another actor's command is sent over HTTP to the second animation frame
-// after the page applied its commit (the agent protocol's apply-jitter SLO: p95 ≤
-// 50 ms). Targets: open ≤ 1 s, commit p95 ≤ 50 ms.
+// real server:
+//
+//   - open-5k-ms: opening a canvas of 5,000 shapes, from navigation start to
+//     the first animation frame after the shapes were put on stage
+//     (open-5k-app-ms: from the app's open of the canvas);
+//   - commit-p50-ms, commit-p95-ms: a remote commit on screen, from just
+//     before another actor's move of a shape in view is sent over HTTP to the
+//     animation frame presenting Excalidraw's first redraw of its canvas that
+//     shows the shape at its new place (observed at the canvas: the start of
+//     each redraw checks the scene), the agent protocol's apply-jitter SLO;
+//     commit-drawn-p95-ms stops at that redraw.
+//
+// Targets: open ≤ 1 s, commit p95 ≤ 50 ms. The machine's load average is
+// logged with the figures: on a loaded machine they measure the load too.
 func BenchmarkWebUI(b *testing.B) {
 	if _, err := os.Stat(chromiumPath); err != nil {
 		b.Skipf("no %s: %v", chromiumPath, err)
@@ -58,38 +67,87 @@ func benchWebUI(b *testing.B) {
 	p.eval(`({nav: canvasd.openedAt, own: canvasd.loadedAt})`, &open5k)
 	p.poll("live", `document.getElementById('conn').textContent === 'live'`)
 
-	// Remote commits: another actor moves random shapes, 20 a second.
-	const commits = 200
-	sent := map[int64]float64{} // rev → wall ms just before sending
-	rng := rand.New(rand.NewPCG(1, 2))
-	for i := 0; i < commits; i++ {
-		id := fmt.Sprintf("s%d", rng.IntN(shapes))
-		before := float64(time.Now().UnixNano()) / 1e6
-		m := e.must(200, "POST", "/canvas_commands/"+cid+"/command", agent, env("move", head, map[string]any{"ids": []string{id}, "dx": 5, "dy": 3}))
-		head = int64(m["current_rev"].(float64))
-		sent[head] = before
-		time.Sleep(50 * time.Millisecond)
-	}
-	p.poll("all shown", fmt.Sprintf(`canvasd.shown.has(%d)`, head))
-	var shown map[string]float64 // rev → wall ms on screen
-	p.eval(`Object.fromEntries([...canvasd.shown].map(([rev, t]) => [rev, performance.timeOrigin + t]))`, &shown)
-	var lat []float64
-	for rev, at := range sent {
-		if s, ok := shown[fmt.Sprint(rev)]; ok {
-			lat = append(lat, s-at)
+	var timing map[string]float64
+	p.eval(`canvasd.timing`, &timing)
+
+	// The page watches its static canvas: each redraw starts with a fill of
+	// the background at (0, 0); then the scene is checked for the shapes
+	// expected at a new place, and the next animation frame presents it.
+	p.eval(`(() => {
+		const b = window.__bench = { want: new Map(), drawn: {}, shown: {} };
+		const ctx = document.querySelector('canvas.excalidraw__canvas.static').getContext('2d');
+		const fill = ctx.fillRect;
+		ctx.fillRect = function (x, y, w, h) {
+			if (x === 0 && y === 0 && b.want.size) {
+				const els = canvasd.view.ex.getSceneElementsIncludingDeleted();
+				for (const [k, [id, minX]] of b.want) {
+					const el = els.find((e) => e.id === id);
+					if (!el || el.x < minX - 0.01) continue;
+					b.want.delete(k);
+					b.drawn[k] = performance.timeOrigin + performance.now();
+					requestAnimationFrame(() => { b.shown[k] = performance.timeOrigin + performance.now(); });
+				}
+			}
+			return fill.call(this, x, y, w, h);
+		};
+		b.expect = (k, id, minX) => { b.want.set(k, [id, minX]); };
+		return true;
+	})()`, nil)
+
+	// The shapes in view: remote moves of those are what the user sees.
+	var vp struct{ X, Y, W, H float64 }
+	p.eval(`canvasd.view.viewport()`, &vp)
+	var inView []int
+	for j := 0; j < shapes; j++ {
+		x, y := float64((j%100)*220), float64((j/100)*160)
+		if x >= vp.X && y >= vp.Y && x+400 <= vp.X+vp.W && y+300 <= vp.Y+vp.H { // room for the moves
+			inView = append(inView, j)
 		}
 	}
-	if len(lat) != commits {
-		b.Fatalf("%d of %d commits were seen on screen", len(lat), commits)
+	if len(inView) < 4 {
+		b.Fatalf("only %d shapes in view %+v", len(inView), vp)
+	}
+
+	// Remote commits: another actor moves shapes in view, 20 a second.
+	const commits = 200
+	sent := map[int]float64{} // k → wall ms just before sending
+	xs := map[int]float64{}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for k := 0; k < commits; k++ {
+		j := inView[rng.IntN(len(inView))]
+		if _, ok := xs[j]; !ok {
+			xs[j] = float64((j % 100) * 220)
+		}
+		xs[j] += 2
+		p.eval(fmt.Sprintf(`__bench.expect(%d, "s%d", %v)`, k, j, xs[j]), nil)
+		before := float64(time.Now().UnixNano()) / 1e6
+		m := e.must(200, "POST", "/canvas_commands/"+cid+"/command", agent, env("move", head, map[string]any{"ids": []string{fmt.Sprintf("s%d", j)}, "dx": 2, "dy": 1}))
+		head = int64(m["current_rev"].(float64))
+		sent[k] = before
+		time.Sleep(50 * time.Millisecond) // the pace of the commits, not a synchronisation
+	}
+	p.poll("all shown", fmt.Sprintf(`Object.keys(__bench.shown).length === %d`, commits))
+	var seen struct{ Drawn, Shown map[string]float64 }
+	p.eval(`({drawn: __bench.drawn, shown: __bench.shown})`, &seen)
+	lat, drawn := make([]float64, 0, commits), make([]float64, 0, commits)
+	for k, at := range sent {
+		lat = append(lat, seen.Shown[fmt.Sprint(k)]-at)
+		drawn = append(drawn, seen.Drawn[fmt.Sprint(k)]-at)
 	}
 	slices.Sort(lat)
-	pct := func(q float64) float64 { return lat[int(q*float64(len(lat)-1))] }
+	slices.Sort(drawn)
+	pct := func(l []float64, q float64) float64 { return l[int(q*float64(len(l)-1))] }
+	load, _ := os.ReadFile("/proc/loadavg")
 	p.screenshot("bench-5k")
 	b.ReportMetric(open5k.Nav, "open-5k-ms")
 	b.ReportMetric(open5k.Own, "open-5k-app-ms")
-	b.ReportMetric(pct(0.5), "commit-p50-ms")
-	b.ReportMetric(pct(0.95), "commit-p95-ms")
+	b.ReportMetric(pct(lat, 0.5), "commit-p50-ms")
+	b.ReportMetric(pct(lat, 0.95), "commit-p95-ms")
 	b.ReportMetric(lat[len(lat)-1], "commit-max-ms")
-	b.Logf("5,000 shapes open in %.0f ms from navigation (%.0f ms from the app's open); remote commit on screen p50 %.1f ms, p95 %.1f ms, max %.1f ms (%d commits; targets: open ≤ 1000 ms, p95 ≤ 50 ms)",
-		open5k.Nav, open5k.Own, pct(0.5), pct(0.95), lat[len(lat)-1], commits)
+	b.ReportMetric(pct(drawn, 0.95), "commit-drawn-p95-ms")
+	b.Logf("5,000 shapes open in %.0f ms from navigation (%.0f ms from the app's open: snapshot read at +%.0f ms, on stage at +%.0f ms); "+
+		"remote commit on screen p50 %.1f ms, p95 %.1f ms, max %.1f ms (drawn p50 %.1f ms, p95 %.1f ms; %d commits on shapes in view); "+
+		"targets: open ≤ 1000 ms, p95 ≤ 50 ms; load average %s",
+		open5k.Nav, open5k.Own, timing["snapshot"]-timing["open"], timing["staged"]-timing["open"],
+		pct(lat, 0.5), pct(lat, 0.95), lat[len(lat)-1], pct(drawn, 0.5), pct(drawn, 0.95), commits, strings.TrimSpace(string(load)))
 }

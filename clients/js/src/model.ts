@@ -41,11 +41,34 @@ const EDGE_FIELDS = new Set(["from", "to", "type"]);
 /** What CanvasModel.apply did with a commit. */
 export type ApplyOutcome = "applied" | "old" | "gap";
 
+/** z-order of nodes: index, then id (as the server sorts them). */
+function zOrder(a: Node, b: Node): number {
+  return a.index < b.index ? -1 : a.index > b.index ? 1 : a.id < b.id ? -1 : a.id > b.id ? 1 : 0;
+}
+
+/** The position of n in an array sorted by zOrder (where it is, or where it would go). */
+function zSearch(list: Node[], n: Node): number {
+  let lo = 0, hi = list.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (zOrder(list[mid]!, n) < 0) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+const GONE = Symbol("deleted");
+
 /**
  * The nodes and edges of one canvas at revision `rev`. It applies each
  * commit's effective diff (put / patch with a props merge patch / edit /
  * delete) as the server does, all-or-nothing, so a client follows the server
  * revision by revision without re-reading the snapshot.
+ *
+ * A commit costs O(its changes): the maps are updated in place (a changed
+ * node or edge is a new object, unchanged ones keep their identity), and the
+ * z-ordered list of sorted() is kept by binary search rather than re-sorted.
+ * Keep model.nodes and model.edges for reading: they change in place.
  */
 export class CanvasModel {
   readonly canvasId: string;
@@ -69,12 +92,9 @@ export class CanvasModel {
     return this.eventId || String(this.rev);
   }
 
-  /** Nodes in z-order (index, then id), as the server sorts them. */
+  /** Nodes in z-order (index, then id), as the server sorts them. Do not modify the array. */
   sorted(): Node[] {
-    if (!this.sortedCache) {
-      this.sortedCache = [...this.nodes.values()].sort((a, b) =>
-        a.index < b.index ? -1 : a.index > b.index ? 1 : a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
-    }
+    if (!this.sortedCache) this.sortedCache = [...this.nodes.values()].sort(zOrder);
     return this.sortedCache;
   }
 
@@ -86,11 +106,14 @@ export class CanvasModel {
   apply(c: Commit): ApplyOutcome {
     if (c.rev <= this.rev) return "old";
     if (c.rev !== this.rev + 1) return "gap";
-    const nodes = new Map(this.nodes);
-    const edges = new Map(this.edges);
+    // Stage the commit's results (later changes of the same id see earlier
+    // ones), then write them: nothing is written when a change throws.
+    const staged = new Map<string, any>(); // "n:" / "e:" + id → new value or GONE
     for (const ch of c.changes || []) {
-      const map = (ch.kind === "edge" ? edges : nodes) as Map<string, any>;
-      const old = map.get(ch.id);
+      const key = (ch.kind === "edge" ? "e:" : "n:") + ch.id;
+      const map = (ch.kind === "edge" ? this.edges : this.nodes) as Map<string, any>;
+      const had = staged.get(key);
+      const old = had === GONE ? undefined : had ?? map.get(ch.id);
       switch (ch.op) {
         case "put": {
           const v: any = Object.assign({}, ch.value);
@@ -100,7 +123,7 @@ export class CanvasModel {
           }
           v.updated_rev = c.rev;
           if (ch.kind === "node") v.updated_by = c.actor_id;
-          map.set(ch.id, v);
+          staged.set(key, v);
           break;
         }
         case "patch": {
@@ -112,7 +135,7 @@ export class CanvasModel {
           }
           v.updated_rev = c.rev;
           if (ch.kind === "node") v.updated_by = c.actor_id;
-          map.set(ch.id, v);
+          staged.set(key, v);
           break;
         }
         case "edit": {
@@ -123,19 +146,38 @@ export class CanvasModel {
           v.props[e.prop] = applyTextEdit(typeof v.props[e.prop] === "string" ? v.props[e.prop] : "", e.hunks);
           v.updated_rev = c.rev;
           v.updated_by = c.actor_id;
-          map.set(ch.id, v);
+          staged.set(key, v);
           break;
         }
         case "delete":
-          map.delete(ch.id);
+          staged.set(key, GONE);
           break;
         default:
           throw new Error(`unknown change op ${(ch as { op: string }).op}`);
       }
     }
-    this.nodes = nodes;
-    this.edges = edges;
-    this.sortedCache = null;
+    const list = this.sortedCache;
+    for (const [key, v] of staged) {
+      const id = key.slice(2);
+      if (key[0] === "e") {
+        if (v === GONE) this.edges.delete(id);
+        else this.edges.set(id, v);
+        continue;
+      }
+      const old = this.nodes.get(id);
+      if (v === GONE) this.nodes.delete(id);
+      else this.nodes.set(id, v);
+      if (!list) continue;
+      // Keep the z-ordered list: replace in place when the order holds, else move.
+      let at = old ? zSearch(list, old) : -1;
+      if (old && list[at] !== old) at = list.indexOf(old); // not found by order: the cache is off, find it
+      if (v !== GONE && old && at >= 0 && v.index === old.index) {
+        list[at] = v;
+        continue;
+      }
+      if (at >= 0) list.splice(at, 1);
+      if (v !== GONE) list.splice(zSearch(list, v), 0, v);
+    }
     this.rev = c.rev;
     this.eventId = c.event_id || "";
     return "applied";

@@ -40,13 +40,19 @@ export class CanvasView {
   private resolveReady!: () => void;
   model: CanvasModel | null = null;
   private cache = new Map<string, El[]>(); // node or edge id → its elements as last built
-  private order: string[] = []; // node ids in z-order
-  private orderDirty = true;
   private rendered = new Map<string, number>(); // element id → version we put in the scene
   private sent = new Map<string, number>(); // element id → version sent to the server, commit pending
   private held = new Set<string>(); // node ids whose user version stays on screen (conflict)
   private lastSceneVersion = -1;
-  private pushQueued = false;
+  private pendingNodes = new Set<string>(); // touched by commits not yet shown
+  private pendingEdges = new Set<string>();
+  private flushQueued = false;
+  private reorder = false; // a pending commit created, deleted, re-parented or re-ordered nodes
+  private flushPort: MessagePort;
+  private children = new Map<string, Set<string>>(); // parent node id → child node ids
+  private parentOf = new Map<string, string>(); // node id → parent node id
+  private edgesAt = new Map<string, Set<string>>(); // node id → ids of the edges at it
+  private ends = new Map<string, [string, string]>(); // edge id → its from and to
   private stage = new Map<string, El>(); // the elements on stage by id, as of the last push
   private queue: Promise<void> = Promise.resolve();
   private collaborators = new Map<string, any>();
@@ -65,6 +71,10 @@ export class CanvasView {
 
   constructor(private host: HTMLElement, private client: CanvasClient, private canvasId: () => string) {
     this.ready = new Promise((r) => (this.resolveReady = r));
+    // flush() runs as a task of its own: after the commits of one network read, before the next frame.
+    const ch = new MessageChannel();
+    ch.port1.onmessage = () => this.flush();
+    this.flushPort = ch.port2;
     this.conflictBox = h("div", { id: "conflicts" });
     host.append(this.conflictBox);
     const mount = h("div", { id: "excalidraw" });
@@ -104,7 +114,7 @@ export class CanvasView {
     return "";
   }
 
-  /** Shows a freshly read canvas (a snapshot). */
+  /** Shows a freshly read canvas (a snapshot): its elements built once, in z-order, and put on stage in one update. */
   async load(model: CanvasModel, fit: boolean): Promise<void> {
     await this.ready;
     this.model = model;
@@ -112,87 +122,162 @@ export class CanvasView {
     this.rendered.clear();
     this.sent.clear();
     this.held.clear();
-    this.orderDirty = true;
-    for (const n of model.nodes.values()) this.build(n.id);
-    for (const e of model.edges.values()) this.buildEdge(e.id);
+    this.pendingNodes.clear();
+    this.pendingEdges.clear();
+    this.reorder = false;
+    this.children.clear();
+    this.parentOf.clear();
+    this.edgesAt.clear();
+    this.ends.clear();
+    const raw: El[] = [];
+    const owner: string[] = []; // raw[i] belongs to node or edge owner[i]
+    for (const n of model.sorted()) {
+      this.index(n.id);
+      for (const el of nodeElements(n, model.nodes, 2 + (n.updated_rev || 0))) { raw.push(el); owner.push(n.id); }
+    }
+    for (const e of model.edges.values()) {
+      this.indexEdge(e.id);
+      const el = edgeElement(e, model.nodes, 2 + (e.updated_rev || 0));
+      if (el) { raw.push(el); owner.push(e.id); }
+    }
+    // One restore for all: the fractional indices come out valid, in z-order.
+    const ownerOf = new Map<string, string>();
+    raw.forEach((el, i) => ownerOf.set(el.id, owner[i]));
+    const els = restoreElements(raw as any, null, { refreshDimensions: false, repairBindings: false }) as unknown as El[];
+    for (const el of els) {
+      const id = ownerOf.get(el.id);
+      if (id === undefined) continue;
+      const l = this.cache.get(id);
+      if (l) l.push(el);
+      else this.cache.set(id, [el]);
+    }
+    for (const l of this.cache.values()) fitLabels(l);
     this.addImages(model.nodes.values());
     this.push(true);
     if (fit) this.fit();
   }
 
-  /** Re-renders what a commit touched. */
+  /**
+   * Takes what a commit touched. The commits that arrive before the next task
+   * (those of one network read, typically) are shown together, by flush().
+   */
   applied(c: Commit, a: Applied): void {
     if (!this.model || !this.ex) return;
-    if (!this.pushQueued && this.moveInPlace(c, a)) return;
-    const m = this.model;
-    const touched = new Set<string>();
-    for (const id of a.nodes) {
-      touched.add(id);
-      const n = m.nodes.get(id);
-      // Children show their groups and frames; edges follow their nodes.
-      if (n && (n.type === "group" || n.type === "frame")) for (const k of m.nodes.values()) if (k.parent_id === id) touched.add(k.id);
+    for (const ch of c.changes || []) {
+      if (ch.kind === "node" && (ch.op !== "patch" || (ch.patch && ("index" in ch.patch || "parent_id" in ch.patch)))) this.reorder = true;
     }
-    for (const id of a.nodes) {
-      const ch = c.changes.find((x) => x.kind === "node" && x.id === id);
-      if (!ch || ch.op === "put" || ch.op === "delete" || (ch.patch && ("index" in ch.patch || "parent_id" in ch.patch))) this.orderDirty = true;
-    }
-    for (const id of touched) this.build(id);
-    this.addImages([...a.nodes].map((id) => m.nodes.get(id)!).filter(Boolean));
-    const edgeIds = new Set(a.edges);
-    for (const e of m.edges.values()) if (touched.has(e.from) || touched.has(e.to)) edgeIds.add(e.id);
-    for (const id of edgeIds) this.buildEdge(id);
-    this.pushSoon();
+    for (const id of a.nodes) this.pendingNodes.add(id);
+    for (const id of a.edges) this.pendingEdges.add(id);
+    if (this.flushQueued) return;
+    this.flushQueued = true;
+    this.flushPort.postMessage(0);
   }
 
-  /** One push per animation frame, however many commits arrived in it. */
-  private pushSoon(): void {
-    if (this.pushQueued) return;
-    this.pushQueued = true;
-    requestAnimationFrame(() => {
-      this.pushQueued = false;
-      if (this.model && this.ex) this.push(false);
-    });
+  /** The z-order and graph indexes of node id as the model has it now. */
+  private index(id: string): void {
+    const n = this.model!.nodes.get(id);
+    const was = this.parentOf.get(id) || "";
+    const now = n?.parent_id || "";
+    if (was === now) return;
+    if (was) this.children.get(was)?.delete(id);
+    if (now) {
+      let set = this.children.get(now);
+      if (!set) this.children.set(now, (set = new Set()));
+      set.add(id);
+      this.parentOf.set(id, now);
+    } else this.parentOf.delete(id);
+  }
+
+  private indexEdge(id: string): void {
+    const e = this.model!.edges.get(id);
+    const was = this.ends.get(id);
+    if (was && e && was[0] === e.from && was[1] === e.to) return;
+    if (was) for (const n of was) this.edgesAt.get(n)?.delete(id);
+    if (!e) {
+      this.ends.delete(id);
+      return;
+    }
+    this.ends.set(id, [e.from, e.to]);
+    for (const n of [e.from, e.to]) {
+      let set = this.edgesAt.get(n);
+      if (!set) this.edgesAt.set(n, (set = new Set()));
+      set.add(id);
+    }
   }
 
   /**
-   * The fast path of a commit that only moves, resizes or rotates shapes
-   * (the common remote edit): their elements on stage, and the arrows of
-   * their edges, are updated in place, which costs Excalidraw no pass over
-   * the whole scene. Returns false when the commit needs a full push.
+   * Shows the pending commits. Costs O(what they touched): the touched
+   * nodes (with the descendants of touched groups and frames) and the edges
+   * at them are rebuilt; when each keeps its elements (same ids and types:
+   * a move, a resize, a restyle, a new text), those on stage are updated in
+   * place, which costs Excalidraw no pass over the scene. Otherwise (a shape
+   * created or deleted, a label added, a change of z-order) the cached
+   * elements go on stage in one update.
    */
-  private moveInPlace(c: Commit, a: Applied): boolean {
-    const m = this.model!;
-    if (a.edges.size) return false;
-    for (const ch of c.changes) {
-      if (ch.kind !== "node" || ch.op !== "patch" || !ch.patch) return false;
-      if (Object.keys(ch.patch).some((k) => !["x", "y", "w", "h", "rotation"].includes(k))) return false;
-      const n = m.nodes.get(ch.id);
-      if (!n || n.type === "group" || n.type === "frame" || this.held.has(ch.id)) return false;
+  private flush(): void {
+    this.flushQueued = false;
+    const m = this.model;
+    if (!m || !this.ex || (!this.pendingNodes.size && !this.pendingEdges.size)) return;
+    const nodes = new Set<string>();
+    const edges = new Set<string>(this.pendingEdges);
+    const order = this.reorder; // the z-order of elements may have changed
+    this.reorder = false;
+    const addTree = (id: string, depth: number) => {
+      nodes.add(id);
+      if (depth < 64) for (const k of this.children.get(id) || []) addTree(k, depth + 1);
+    };
+    for (const id of this.pendingNodes) {
+      const n = m.nodes.get(id);
+      // Children show their groups and frames (and move with them).
+      if (n && (n.type === "group" || n.type === "frame")) addTree(id, 0);
+      else nodes.add(id);
+      this.index(id);
     }
-    const ids = [...a.nodes];
-    for (const e of m.edges.values()) if (a.nodes.has(e.from) || a.nodes.has(e.to)) ids.push(e.id);
+    for (const id of this.pendingEdges) this.indexEdge(id);
+    this.pendingNodes.clear();
+    this.pendingEdges.clear();
+    for (const id of nodes) for (const e of this.edgesAt.get(id) || []) edges.add(e);
     const plans: [El, El][] = [];
-    for (const id of ids) {
+    let inPlace = !order;
+    for (const id of [...nodes, ...edges]) {
       const old = this.cache.get(id) || [];
-      if (old.some((el) => { const st = this.stage.get(el.id); return !st || st !== el || this.isDirty(st); })) return false;
       if (m.nodes.has(id)) this.build(id);
       else this.buildEdge(id);
+      if (!inPlace) continue;
       const next = this.cache.get(id) || [];
-      if (next.length !== old.length || next.some((el, i) => el.id !== old[i].id || el.type !== old[i].type)) {
-        this.cache.set(id, old);
-        return false;
+      if (!old.length && !next.length) continue; // a group: its shapes carry it
+      if (this.held.has(id) || !old.length || next.length !== old.length ||
+        old.some((el, i) => { const st = this.stage.get(el.id); return !st || st !== el || this.isDirty(st) || el.type !== next[i].type || el.id !== next[i].id; })) {
+        inPlace = false;
+        continue;
       }
       next.forEach((el, i) => plans.push([old[i], el]));
     }
-    plans.forEach(([st, el], i) => {
-      const up: El = { x: el.x, y: el.y, width: el.width, height: el.height, angle: el.angle };
-      if (el.points) up.points = el.points;
-      if (el.type === "text") Object.assign(up, { text: el.text, fontSize: el.fontSize });
-      mutateElement(st as any, up as any, i === plans.length - 1); // the last one redraws the scene
+    this.addImages([...nodes].map((id) => m.nodes.get(id)!).filter(Boolean));
+    if (!inPlace) {
+      this.push(false);
+      return;
+    }
+    for (const [st, el] of plans) {
+      const up: El = {};
+      for (const k in el) if (!IN_PLACE_SKIP.has(k)) up[k] = el[k];
+      // width and height always: mutateElement then drops the element's cached shape (a restyle redraws).
+      up.width = el.width;
+      up.height = el.height;
+      const ownText = (el.boundElements || []).filter((b: any) => b.type === "text");
+      const arrows = (st.boundElements || []).filter((b: any) => b.type !== "text");
+      const merged = [...ownText, ...arrows];
+      if (JSON.stringify(merged) !== JSON.stringify(st.boundElements || [])) up.boundElements = merged.length ? merged : null;
+      const before = contribution(st);
+      mutateElement(st as any, up as any, true); // Excalidraw coalesces the redraws of one task into one
+      this.lastSceneVersion = (this.lastSceneVersion - before + contribution(st)) | 0;
       this.rendered.set(st.id, st.version);
-    });
-    for (const id of ids) this.cache.set(id, (this.cache.get(id) || []).map((el) => this.stage.get(el.id) || el));
-    return true;
+    }
+    for (const [st] of plans) {
+      const id = st.containerId || partOf(st.id).node;
+      const l = this.cache.get(id);
+      if (l) this.cache.set(id, l.map((el) => this.stage.get(el.id) || el));
+    }
   }
 
   private build(id: string): void {
@@ -207,12 +292,7 @@ export class CanvasView {
     let els = nodeElements(n, m.nodes, v);
     els = restoreElements(els as any, null, { refreshDimensions: false, repairBindings: false }) as any;
     keepIndices(els, prev);
-    for (const el of els) {
-      if (el.containerId) {
-        const box = els.find((x) => x.id === el.containerId);
-        if (box) fitLabel(el, box);
-      }
-    }
+    fitLabels(els);
     this.cache.set(id, els);
   }
 
@@ -232,10 +312,6 @@ export class CanvasView {
   /** Puts the cached elements on stage, keeping the user's unsent versions. */
   private push(reset: boolean): void {
     const m = this.model!;
-    if (this.orderDirty) {
-      this.order = [...m.nodes.values()].sort((a, b) => (a.index < b.index ? -1 : a.index > b.index ? 1 : a.id < b.id ? -1 : 1)).map((n) => n.id);
-      this.orderDirty = false;
-    }
     const scene = new Map<string, El>();
     if (!reset) for (const el of this.ex.getSceneElementsIncludingDeleted()) scene.set(el.id, el);
     const out: El[] = [];
@@ -260,7 +336,7 @@ export class CanvasView {
       }
     };
     const seen = new Set<string>();
-    for (const id of this.order) for (const el of this.cache.get(id) || []) { add(el); seen.add(el.id); }
+    for (const n of m.sorted()) for (const el of this.cache.get(n.id) || []) { add(el); seen.add(el.id); }
     for (const e of m.edges.values()) for (const el of this.cache.get(e.id) || []) { add(el); seen.add(el.id); }
     // Elements the user drew whose commands are in flight stay too.
     for (const [id, el] of scene) {
@@ -279,8 +355,10 @@ export class CanvasView {
       if (arrows && !this.isDirty(el)) {
         const own = (el.boundElements || []).filter((b: any) => b.type === "text");
         const merged = [...own, ...arrows.filter((a) => !own.some((o: any) => o.id === a.id))];
-        out[i] = { ...el, boundElements: merged };
-        fresh.add(el.id);
+        if (JSON.stringify(merged) !== JSON.stringify(el.boundElements || [])) { // a copy only when they changed: Excalidraw redraws by identity
+          out[i] = { ...el, boundElements: merged };
+          fresh.add(el.id);
+        }
       }
     }
     this.ex.updateScene({ elements: out, captureUpdate: CaptureUpdateAction.NEVER });
@@ -572,7 +650,6 @@ export class CanvasView {
       return !nodes.includes(n) || this.model!.nodes.has(n) || this.model!.edges.has(n);
     });
     this.ex.updateScene({ elements: scene, captureUpdate: CaptureUpdateAction.NEVER });
-    this.orderDirty = true;
     this.push(false);
   }
 
@@ -704,6 +781,24 @@ function keepIndices(els: El[], prev: El[] | undefined): void {
   }
 }
 
+/** Element fields an in-place update leaves alone (Excalidraw's bookkeeping and the arrows bound to a shape). */
+const IN_PLACE_SKIP = new Set(["id", "type", "version", "versionNonce", "updated", "index", "seed", "boundElements", "isDeleted"]);
+
+/** An element's part of sceneVersion. */
+function contribution(el: El): number {
+  return (el.version * 31 + (el.versionNonce & 1023)) | 0;
+}
+
+/** Fits the bound labels among els into their containers. */
+function fitLabels(els: El[]): void {
+  for (const el of els) {
+    if (el.containerId) {
+      const box = els.find((x) => x.id === el.containerId);
+      if (box) fitLabel(el, box);
+    }
+  }
+}
+
 /** The groups a node is in, innermost first. */
 function groupChain(n: CanvasNode, nodes: Map<string, CanvasNode>): string[] {
   const out: string[] = [];
@@ -744,6 +839,6 @@ function fitLabel(t: El, box: El): void {
 
 function sceneVersion(els: readonly El[]): number {
   let v = 0;
-  for (const el of els) v = (v + el.version * 31 + (el.versionNonce & 1023)) | 0;
+  for (const el of els) v = (v + contribution(el)) | 0;
   return v;
 }
