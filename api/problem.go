@@ -115,9 +115,18 @@ func baseProblem(err error) Problem {
 		return newProblem(http.StatusServiceUnavailable, agent.NoHostProblem, "No host browser", err.Error(), nil)
 	case errors.Is(err, errHostLost):
 		return newProblem(http.StatusServiceUnavailable, "host-left", "The host browser left", err.Error()+"; retry: another browser is elected", nil)
+	case errors.Is(err, canvas.ErrOutcomeUnknown):
+		return newProblem(http.StatusServiceUnavailable, "outcome-unknown", "Outcome unknown",
+			"the event store stopped answering after the write was sent, so it may or may not have committed: the outcome is unknown. "+
+				"Retry the same request with the same idempotency_key (it will return the original result if it committed)",
+			map[string]any{"outcome": "unknown"})
+	case errors.Is(err, canvas.ErrNotWritten):
+		return newProblem(http.StatusServiceUnavailable, "unavailable", "Service unavailable",
+			"the event store is unreachable right now; nothing was written. Retry with backoff",
+			map[string]any{"outcome": "not_written"})
 	case errors.Is(err, canvas.ErrUnavailable):
 		return newProblem(http.StatusServiceUnavailable, "unavailable", "Service unavailable",
-			"the event store is unreachable right now; retry with backoff (nothing was written)", nil)
+			"the event store is unreachable right now; retry with backoff (a write with the same idempotency_key)", nil)
 	}
 	return newProblem(http.StatusInternalServerError, "internal", "Internal server error",
 		"the server failed to handle the request; it has been logged. Retry later", nil)

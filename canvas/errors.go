@@ -33,6 +33,15 @@ var (
 	ErrTooLarge = errors.New("too large")
 	// ErrUnavailable: the store cannot be reached right now (503).
 	ErrUnavailable = errors.New("unavailable")
+	// ErrOutcomeUnknown comes with ErrUnavailable when a write reached the
+	// store but its commit was not confirmed (the connection broke, or the
+	// operation timed out, after the statement was sent): it may have
+	// committed. A retry with the same idempotency key returns the original
+	// answer if it did (503, problem type outcome-unknown).
+	ErrOutcomeUnknown = errors.New("outcome unknown")
+	// ErrNotWritten comes with ErrUnavailable when the store knows the write
+	// did not happen (no connection, or it failed before anything was sent).
+	ErrNotWritten = errors.New("nothing was written")
 )
 
 // FieldError is a validation failure that names the offending field, for

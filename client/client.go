@@ -40,7 +40,11 @@ type Client struct {
 	http     *http.Client
 	maxBody  int64
 	userAgnt string
+	retries  int // resends of a keyed write after a 503
 }
+
+// DefaultRetries is how many times Command and Batch resend after a 503.
+const DefaultRetries = 2
 
 // Option configures a Client.
 type Option func(*Client)
@@ -53,6 +57,17 @@ func WithHTTPClient(h *http.Client) Option { return func(c *Client) { c.http = h
 // WithMaxResponseBytes bounds non-streaming response bodies.
 func WithMaxResponseBytes(n int64) Option { return func(c *Client) { c.maxBody = n } }
 
+// WithRetries sets how many times Command and Batch resend a request the
+// server answered 503 (default DefaultRetries; 0: never). They resend only
+// because their requests always carry an idempotency key (the caller's or
+// one the client fills in): the resend carries the same key, so a command
+// whose first attempt did commit (a 503 of type outcome-unknown) is answered
+// from the server's idempotency store instead of applying twice. Requests
+// without a key (creating or deleting a canvas or a token, ...) are never
+// resent. The wait before a resend is the answer's Retry-After (at most 5 s),
+// else 500 ms.
+func WithRetries(n int) Option { return func(c *Client) { c.retries = max(0, n) } }
+
 // WithUserAgent sets the User-Agent header.
 func WithUserAgent(ua string) Option { return func(c *Client) { c.userAgnt = ua } }
 
@@ -64,7 +79,8 @@ func New(baseURL, token string, opts ...Option) (*Client, error) {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("client: base URL %q must be an absolute http(s) URL: %w", baseURL, canvas.ErrInvalid)
 	}
-	c := &Client{base: u, token: token, http: &http.Client{}, maxBody: DefaultMaxResponseBytes, userAgnt: "canvasd-client/1"}
+	c := &Client{base: u, token: token, http: &http.Client{}, maxBody: DefaultMaxResponseBytes, userAgnt: "canvasd-client/1",
+		retries: DefaultRetries}
 	for _, o := range opts {
 		o(c)
 	}
@@ -125,6 +141,15 @@ func (e *ProblemError) Unwrap() error {
 		return canvas.ErrUnavailable
 	}
 	return nil
+}
+
+// Outcome returns what a 503 to a write says of it: "not_written" (nothing
+// was written), "unknown" (problem type outcome-unknown: the write reached
+// the database but was not confirmed, so it may have committed; resend it
+// with the same idempotency key), or "" when the server did not say.
+func (e *ProblemError) Outcome() string {
+	s, _ := e.Extra["outcome"].(string)
+	return s
 }
 
 // Field returns the problem's "field" member (the offending field of a 400/422), if any.
@@ -210,6 +235,28 @@ func (c *Client) do(ctx context.Context, method, p string, q url.Values, body an
 	return &response{status: res.StatusCode, header: res.Header, body: b}, nil
 }
 
+// doKeyed sends a write that carries an idempotency key, resending it (the
+// very same body, hence the same key) after a 503 up to c.retries times.
+func (c *Client) doKeyed(ctx context.Context, method, p string, body any) (*response, error) {
+	for attempt := 0; ; attempt++ {
+		r, err := c.do(ctx, method, p, nil, body)
+		if err != nil || r.status != http.StatusServiceUnavailable || attempt >= c.retries {
+			return r, err
+		}
+		wait := 500 * time.Millisecond
+		if s, err := strconv.Atoi(r.header.Get("Retry-After")); err == nil && s >= 0 {
+			wait = min(time.Duration(s)*time.Second, 5*time.Second)
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return r, nil // the 503 is the answer
+		case <-t.C:
+		}
+	}
+}
+
 // problem turns a non-2xx response into a *ProblemError.
 func problem(r *response) error {
 	pe := &ProblemError{Status: r.status}
@@ -286,7 +333,7 @@ func (c *Client) SnapshotAt(ctx context.Context, canvasID string, rev int64) (Sn
 // return a *ProblemError.
 func (c *Client) Command(ctx context.Context, canvasID string, env canvas.Envelope) (canvas.RevisionResult, error) {
 	FillEnvelope(&env)
-	r, err := c.do(ctx, http.MethodPost, "/canvas_commands/"+seg(canvasID)+"/command", nil, env)
+	r, err := c.doKeyed(ctx, http.MethodPost, "/canvas_commands/"+seg(canvasID)+"/command", env)
 	if err != nil {
 		return canvas.RevisionResult{}, err
 	}
@@ -337,21 +384,26 @@ type BatchResult struct {
 }
 
 // Batch sends commands all-or-nothing, one revision per command, with one
-// base_rev (the envelopes' own base_rev is set to it). Ids and idempotency
-// keys are filled as in Command. 409 is a *ConflictError.
+// base_rev (the envelopes' own base_rev is set to it). Command ids are filled
+// as in Command; the batch carries one fresh idempotency key (commands inside
+// a batch cannot carry their own: an envelope with one is refused). A 503 is
+// resent as in Command. 409 is a *ConflictError.
 func (c *Client) Batch(ctx context.Context, canvasID string, baseRev int64, envs []canvas.Envelope) (BatchResult, error) {
 	cmds := make([]canvas.Envelope, len(envs))
 	for i, e := range envs {
 		br := baseRev
 		e.BaseRev = &br
+		key := e.IdempotencyKey
 		FillEnvelope(&e)
+		e.IdempotencyKey = key
 		cmds[i] = e
 	}
 	body := struct {
-		BaseRev  int64             `json:"base_rev"`
-		Commands []canvas.Envelope `json:"commands"`
-	}{baseRev, cmds}
-	r, err := c.do(ctx, http.MethodPost, "/canvas_commands/"+seg(canvasID)+"/commands", nil, body)
+		BaseRev        int64             `json:"base_rev"`
+		IdempotencyKey string            `json:"idempotency_key"`
+		Commands       []canvas.Envelope `json:"commands"`
+	}{baseRev, NewID("idem_"), cmds}
+	r, err := c.doKeyed(ctx, http.MethodPost, "/canvas_commands/"+seg(canvasID)+"/commands", body)
 	if err != nil {
 		return BatchResult{}, err
 	}

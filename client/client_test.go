@@ -65,11 +65,13 @@ func cannedServer(t *testing.T) (*httptest.Server, *sync.Map) {
 	})
 	mux.HandleFunc("POST /canvas_commands/{id}/commands", func(w http.ResponseWriter, r *http.Request) {
 		var body struct {
-			BaseRev  int64             `json:"base_rev"`
-			Commands []canvas.Envelope `json:"commands"`
+			BaseRev        int64             `json:"base_rev"`
+			IdempotencyKey string            `json:"idempotency_key"`
+			Commands       []canvas.Envelope `json:"commands"`
 		}
 		_ = json.Unmarshal(mustRead(r), &body)
 		seen.Store("batch", body.Commands)
+		seen.Store("batch-key", body.IdempotencyKey)
 		fmt.Fprintf(w, `{"status":"applied","current_rev":%d,"results":[{"status":"applied","current_rev":%d,"cmd_id":"a","event_id":"x","created_ids":[]},{"status":"applied","current_rev":%d,"cmd_id":"b","event_id":"y","created_ids":[]}]}`, body.BaseRev+2, body.BaseRev+1, body.BaseRev+2)
 	})
 	mux.HandleFunc("GET /canvas_commands/c1/events", func(w http.ResponseWriter, r *http.Request) {
@@ -172,9 +174,13 @@ func TestClientCalls(t *testing.T) {
 	}
 	bv, _ := seen.Load("batch")
 	for _, e := range bv.([]canvas.Envelope) {
-		if e.BaseRev == nil || *e.BaseRev != 10 || e.IdempotencyKey == "" {
+		// One key on the batch: the server refuses commands carrying their own.
+		if e.BaseRev == nil || *e.BaseRev != 10 || e.IdempotencyKey != "" || e.ID == "" {
 			t.Fatalf("batch envelope %+v", e)
 		}
+	}
+	if k, _ := seen.Load("batch-key"); k == "" {
+		t.Fatal("the batch carries no idempotency key")
 	}
 
 	all, err := c.AllEvents(ctx, "c1", 0)
@@ -413,5 +419,76 @@ func TestSplitSSELine(t *testing.T) {
 	// a CR at the end of the buffer waits for more input (it may be CRLF)
 	if n, _, _ := splitSSELine([]byte("x\r"), false); n != 0 {
 		t.Fatal("split a trailing CR without seeing the next byte")
+	}
+}
+
+// TestRetryOnlyKeyedWrites: Command and Batch resend a 503 (their requests
+// always carry an idempotency key) with the very same key, at most
+// WithRetries times; a write without a key is sent once. The problem's
+// outcome member is readable.
+func TestRetryOnlyKeyedWrites(t *testing.T) {
+	var mu sync.Mutex
+	bodies := map[string][]string{}
+	fail := map[string]int{"command": 1, "commands": 5, "canvases": 5}
+	mux := http.NewServeMux()
+	handle := func(name string, ok string) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) {
+			b := string(mustRead(r))
+			mu.Lock()
+			bodies[name] = append(bodies[name], b)
+			n := len(bodies[name])
+			mu.Unlock()
+			if n <= fail[name] {
+				w.Header().Set("Content-Type", "application/problem+json")
+				w.Header().Set("Retry-After", "0")
+				w.WriteHeader(503)
+				io.WriteString(w, `{"type":"https://canvasd.dev/problems/outcome-unknown","title":"Outcome unknown","status":503,"detail":"retry with the same idempotency_key","outcome":"unknown"}`)
+				return
+			}
+			io.WriteString(w, ok)
+		}
+	}
+	mux.HandleFunc("POST /canvas_commands/c1/command", handle("command", `{"status":"applied","current_rev":1,"cmd_id":"x","event_id":"1-a","created_ids":[]}`))
+	mux.HandleFunc("POST /canvas_commands/c1/commands", handle("commands", `{}`))
+	mux.HandleFunc("POST /api/canvases", handle("canvases", `{}`))
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	c, err := New(srv.URL, "tok", WithRetries(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	base := int64(0)
+	if _, err := c.Command(ctx, "c1", canvas.Envelope{Type: "create_node", BaseRev: &base}); err != nil {
+		t.Fatalf("command after one 503: %v", err)
+	}
+	_, err = c.Batch(ctx, "c1", 0, []canvas.Envelope{{Type: "create_node"}})
+	var pe *ProblemError
+	if !errors.As(err, &pe) || pe.Status != 503 || pe.Outcome() != "unknown" || !errors.Is(err, canvas.ErrUnavailable) {
+		t.Fatalf("batch after three 503s: %v, want the 503 with outcome unknown", err)
+	}
+	if _, err := c.CreateCanvas(ctx, "c2", ""); !errors.Is(err, canvas.ErrUnavailable) {
+		t.Fatalf("create canvas: %v", err)
+	}
+	key := func(b string) string {
+		var m struct {
+			Key string `json:"idempotency_key"`
+		}
+		_ = json.Unmarshal([]byte(b), &m)
+		return m.Key
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for name, want := range map[string]int{"command": 2, "commands": 3, "canvases": 1} {
+		got := bodies[name]
+		if len(got) != want {
+			t.Errorf("%s sent %d times, want %d", name, len(got), want)
+			continue
+		}
+		for _, b := range got[1:] {
+			if b != got[0] || (name != "canvases" && key(b) == "") {
+				t.Errorf("%s resent %s, want the same body with its key as %s", name, b, got[0])
+			}
+		}
 	}
 }

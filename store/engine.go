@@ -45,6 +45,12 @@ type EngineConfig struct {
 	// IdempotencyTTL is how long idempotency records are kept (default 48 h;
 	// the contract promises at least 24 h). Older ones are pruned hourly.
 	IdempotencyTTL time.Duration
+	// WriteTimeout bounds a command from its arrival to its answer, the wait
+	// behind the canvas's earlier writes included: one still queued then is
+	// answered canvas.ErrUnavailable (nothing written), and the append of a
+	// group ends by the deadline of its oldest command. Default: the
+	// store's OpTimeout (see OpTimeouter), else none.
+	WriteTimeout time.Duration
 }
 
 // Engine is the one path every write takes: per canvas it keeps the
@@ -88,6 +94,9 @@ func NewEngine(st Store, cfg EngineConfig) *Engine {
 	}
 	if cfg.IdempotencyTTL <= 0 {
 		cfg.IdempotencyTTL = 48 * time.Hour
+	}
+	if ot, ok := st.(OpTimeouter); ok && cfg.WriteTimeout <= 0 {
+		cfg.WriteTimeout = ot.OpTimeout()
 	}
 	return &Engine{st: st, cfg: cfg, log: cfg.Logger, lives: map[string]*live{}, snaps: make(chan snapJob, snapshotQueue)}
 }
@@ -202,6 +211,7 @@ type live struct {
 	state       *canvas.State
 	headEventID string
 	retired     bool             // unloaded while idle: callers holding this live must get a fresh one
+	unsure      bool             // an append's outcome is unknown: catch up before the next decision
 	recent      []*canvas.Commit // the last commits, ascending, at most cfg.RecentCommits
 	idem        map[string]*IdempotencyRecord
 	idemOrder   []string
@@ -237,7 +247,7 @@ func (e *Engine) get(ctx context.Context, canvasID string) (*live, error) {
 	if !ok {
 		if e.ctx == nil || e.ctx.Err() != nil {
 			e.mu.Unlock()
-			return nil, fmt.Errorf("engine not running: %w", canvas.ErrUnavailable)
+			return nil, fmt.Errorf("engine not running: %w: %w", canvas.ErrUnavailable, canvas.ErrNotWritten)
 		}
 		lctx, cancel := context.WithCancel(e.ctx)
 		l = &live{id: canvasID, reqs: make(chan *request, 1024), wake: make(chan struct{}, 1),
@@ -287,9 +297,14 @@ func (e *Engine) run(ctx context.Context, l *live) {
 			}
 		case <-l.wake:
 			l.mu.Lock()
-			if err := e.catchUp(ctx, l); err != nil {
+			cctx, cancel := ctx, context.CancelFunc(func() {})
+			if e.cfg.WriteTimeout > 0 { // commands queued meanwhile wait at most this long
+				cctx, cancel = context.WithTimeout(ctx, e.cfg.WriteTimeout)
+			}
+			if err := e.catchUp(cctx, l); err != nil {
 				e.log.Warn("catch-up failed", "canvas", l.id, "err", err)
 			}
+			cancel()
 			l.mu.Unlock()
 		case r := <-l.reqs:
 			group = append(group[:0], r)
@@ -354,7 +369,7 @@ func (e *Engine) drain(l *live) {
 	for {
 		select {
 		case r := <-l.reqs:
-			r.err = fmt.Errorf("server shutting down: %w", canvas.ErrUnavailable)
+			r.err = fmt.Errorf("server shutting down: %w: %w", canvas.ErrUnavailable, canvas.ErrNotWritten)
 			close(r.done)
 		default:
 			return

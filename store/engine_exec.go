@@ -80,6 +80,9 @@ func (e *Engine) submit(ctx context.Context, canvasID string, r *request) (Answe
 	for {
 		l, err := e.get(ctx, canvasID)
 		if err != nil {
+			if errors.Is(err, canvas.ErrUnavailable) && !errors.Is(err, canvas.ErrNotWritten) {
+				err = fmt.Errorf("%w: %w", canvas.ErrNotWritten, err) // the canvas did not load: the command never ran
+			}
 			return Answer{}, err
 		}
 		select {
@@ -109,7 +112,7 @@ func (e *Engine) submit(ctx context.Context, canvasID string, r *request) (Answe
 			if l.isRetired() {
 				continue
 			}
-			return Answer{}, fmt.Errorf("canvas %s is shutting down or was deleted: %w", canvasID, canvas.ErrUnavailable)
+			return Answer{}, fmt.Errorf("canvas %s is shutting down or was deleted: %w: %w", canvasID, canvas.ErrUnavailable, canvas.ErrNotWritten)
 		}
 	}
 }
@@ -132,6 +135,42 @@ type pending struct {
 func (e *Engine) process(ctx context.Context, l *live, group []*request) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if d := e.cfg.WriteTimeout; d > 0 {
+		// Bound the whole write by the timeout, the wait behind this
+		// canvas's earlier groups included: commands that waited it out
+		// are answered without running, and the group's store operations
+		// end by the deadline of its oldest command.
+		now := time.Now()
+		var oldest time.Time
+		kept := group[:0:0]
+		for _, r := range group {
+			if now.Sub(r.start) >= d {
+				e.failAll([]*request{r}, fmt.Errorf("canvas %s: the command waited %v behind earlier writes (the write timeout is %v): %w: %w",
+					l.id, now.Sub(r.start).Round(time.Millisecond), d, canvas.ErrUnavailable, canvas.ErrNotWritten))
+				continue
+			}
+			if oldest.IsZero() || r.start.Before(oldest) {
+				oldest = r.start
+			}
+			kept = append(kept, r)
+		}
+		if len(kept) == 0 {
+			return
+		}
+		group = kept
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, oldest.Add(d))
+		defer cancel()
+	}
+	if l.unsure {
+		// An append whose outcome is unknown may have committed: read the
+		// log before deciding anything new.
+		if err := e.catchUp(ctx, l); err != nil {
+			e.failAll(group, err)
+			return
+		}
+		l.unsure = false
+	}
 	// A base_rev ahead of the in-memory head may have been committed by
 	// another process we have not heard from yet: read the log first.
 	for _, r := range group {
@@ -192,6 +231,11 @@ func (e *Engine) process(ctx context.Context, l *live, group []*request) {
 const contendedTimeout = 3 * time.Second
 
 func (e *Engine) failAll(group []*request, err error) {
+	if errors.Is(err, canvas.ErrUnavailable) && !errors.Is(err, canvas.ErrOutcomeUnknown) && !errors.Is(err, canvas.ErrNotWritten) {
+		// Only an append can write, and the store says when it may have
+		// (ErrOutcomeUnknown): any other failure wrote nothing.
+		err = fmt.Errorf("%w: %w", canvas.ErrNotWritten, err)
+	}
 	for _, r := range group {
 		r.err = err
 		close(r.done)
@@ -328,6 +372,9 @@ func (e *Engine) tryGroup(ctx context.Context, l *live, group []*request) ([]*pe
 	}
 	if err := e.st.Append(ctx, l.id, headBefore, commits, idems); err != nil {
 		j.rollback(l.state, 0)
+		if errors.Is(err, canvas.ErrOutcomeUnknown) {
+			l.unsure = true
+		}
 		return nil, err
 	}
 	for i := range commits {

@@ -17,6 +17,13 @@ import (
 // reached returns an error wrapping canvas.ErrUnavailable. The message of a
 // not-found or already-exists error names what was asked for (`canvas "x":
 // not found`) and nothing of the backend: the API shows it to the client.
+// OpTimeouter is a Store that bounds each operation by a timeout (a remote
+// database). The engine bounds a whole write by it, the wait behind the
+// canvas's earlier writes included (EngineConfig.WriteTimeout).
+type OpTimeouter interface {
+	OpTimeout() time.Duration
+}
+
 type Store interface {
 	// CreateCanvas stores a new canvas with head 0. An existing id is canvas.ErrAlreadyExists.
 	CreateCanvas(ctx context.Context, c canvas.Canvas) error

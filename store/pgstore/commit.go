@@ -12,6 +12,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/canvasd/canvasd/canvas"
 	"github.com/canvasd/canvasd/store"
@@ -86,8 +87,8 @@ func newCommitter(s *Store, maxConns int32) *committer {
 // own outcome. It gives up only while j is still unqueued.
 func (c *committer) submit(ctx context.Context, j *appendJob) error {
 	if err := c.gc.Do(ctx, j); err != nil {
-		if errors.Is(err, canvas.ErrUnavailable) {
-			return fmt.Errorf("pgstore: append to %q: %w", j.canvasID, err)
+		if errors.Is(err, canvas.ErrUnavailable) { // the store is closed: never queued
+			return fmt.Errorf("pgstore: append to %q: %w: %w", j.canvasID, canvas.ErrNotWritten, err)
 		}
 		return c.s.wrap(ctx, "append to "+j.canvasID+" (not queued)", err)
 	}
@@ -187,9 +188,9 @@ func (r *appendResult) outcome(j *appendJob) error {
 
 // execBatch runs jobs (sorted by canvas id) as one pipelined implicit
 // transaction and fills res. On error nothing was committed, unless the
-// error wraps canvas.ErrUnavailable (outcome unknown). culprit ≥ 0 names
-// the job whose statement the server refused; err is then that job's own
-// error and the others may be run again. culprit < 0: err is every job's.
+// error wraps canvas.ErrOutcomeUnknown (sent, not confirmed). culprit ≥ 0
+// names the job whose statement the server refused; err is then that job's
+// own error and the others may be run again. culprit < 0: err is every job's.
 func (s *Store) execBatch(jobs []*appendJob, res []appendResult) (culprit int, err error) {
 	ctx, cancel := s.batchCtx(jobs)
 	defer cancel()
@@ -197,9 +198,14 @@ func (s *Store) execBatch(jobs []*appendJob, res []appendResult) (culprit int, e
 	for _, j := range jobs {
 		b.Queue(appendSQL, j.args()...)
 	}
+	sent := false // the statements may have reached the server
 	for attempt := 0; attempt < 2; attempt++ {
 		culprit = -1
-		br := s.pool.SendBatch(ctx, b)
+		var conn *pgxpool.Conn
+		if conn, err = s.pool.Acquire(ctx); err != nil {
+			break // no connection: nothing was sent
+		}
+		br := conn.SendBatch(ctx, b)
 		for i := range jobs {
 			r := &res[i]
 			if err = br.QueryRow().Scan(&r.updated, &r.exists, &r.dupKey); err != nil {
@@ -211,22 +217,23 @@ func (s *Store) execBatch(jobs []*appendJob, res []appendResult) (culprit int, e
 		if cerr := br.Close(); err == nil {
 			err = cerr
 		}
+		conn.Release()
+		sent = err != nil && !pgconn.SafeToRetry(err)
 		// A pooled connection that died while idle fails before sending
 		// anything: nothing can have been written, so try a fresh one.
-		if err == nil || !pgconn.SafeToRetry(err) || ctx.Err() != nil {
+		if err == nil || sent || ctx.Err() != nil {
 			break
 		}
 	}
 	if err == nil {
 		return -1, nil
 	}
-	if ctx.Err() != nil {
-		// The batch ran out of time (the server may report that as a
-		// canceled statement): the database did not answer in time.
-		return -1, fmt.Errorf("pgstore: append: %w: %w", canvas.ErrUnavailable, err)
-	}
 	var pgErr *pgconn.PgError
-	if culprit < 0 || !errors.As(err, &pgErr) || isUnavailable(err) {
+	isPg := errors.As(err, &pgErr)
+	if ctx.Err() != nil || !isPg || isUnavailable(err) {
+		return -1, s.appendFailed(ctx, err, sent && !isPg)
+	}
+	if culprit < 0 {
 		return -1, s.wrap(ctx, "append", err)
 	}
 	j := jobs[culprit]
@@ -238,13 +245,31 @@ func (s *Store) execBatch(jobs []*appendJob, res []appendResult) (culprit int, e
 	return culprit, s.wrap(ctx, "append to "+j.canvasID, err)
 }
 
+// appendFailed is the error of a batch that failed for want of the
+// database. A batch that may have reached the server (sent) has an unknown
+// outcome: the statements may have committed before the connection broke
+// or the time ran out. An error the server reported (a PgError) means the
+// transaction was rolled back, and an error before anything was sent (no
+// connection) means it never ran: nothing was written.
+func (s *Store) appendFailed(ctx context.Context, err error, sent bool) error {
+	if sent {
+		return fmt.Errorf("pgstore: append: sent but not confirmed: %w: %w: %w", canvas.ErrUnavailable, canvas.ErrOutcomeUnknown, err)
+	}
+	if ctx.Err() != nil || isUnavailable(err) {
+		// The batch ran out of time (the server may report that as a
+		// canceled statement) or the database could not be reached.
+		return fmt.Errorf("pgstore: append: %w: %w: %w", canvas.ErrUnavailable, canvas.ErrNotWritten, err)
+	}
+	return s.wrap(ctx, "append", err)
+}
+
 // execCombined runs jobs (sorted by canvas id) as one batchSQL statement,
 // and fills res. done is false when it did not run them: their canvases are
 // not distinct, or the server refused the statement (which then wrote
 // nothing, say for an idempotency key a concurrent transaction inserted):
 // the caller runs them one statement each. done with err means the batch
-// failed as a whole (err wraps canvas.ErrUnavailable when the outcome is
-// unknown).
+// failed as a whole (err wraps canvas.ErrOutcomeUnknown when it may have
+// committed).
 func (s *Store) execCombined(jobs []*appendJob, res []appendResult) (done bool, err error) {
 	for i := 1; i < len(jobs); i++ {
 		if jobs[i].canvasID == jobs[i-1].canvasID {
@@ -278,30 +303,36 @@ func (s *Store) execCombined(jobs []*appendJob, res []appendResult) (done bool, 
 	args := append(append(append([]any{ids, heads, counts, cols.canvas}, cols.commitArgs()...), cols.idemCanvas), cols.idemArgs()...)
 	ctx, cancel := s.batchCtx(jobs)
 	defer cancel()
+	sent := false // the statement may have reached the server
 	for attempt := 0; attempt < 2; attempt++ {
-		err = s.queryCombined(ctx, args, res)
+		var conn *pgxpool.Conn
+		if conn, err = s.pool.Acquire(ctx); err != nil {
+			break // no connection: nothing was sent
+		}
+		err = queryCombined(ctx, conn, args, res)
+		conn.Release()
+		sent = err != nil && !pgconn.SafeToRetry(err)
 		// A pooled connection that died while idle fails before sending
 		// anything: nothing can have been written, so try a fresh one.
-		if err == nil || !pgconn.SafeToRetry(err) || ctx.Err() != nil {
+		if err == nil || sent || ctx.Err() != nil {
 			break
 		}
 	}
 	var pgErr *pgconn.PgError
+	isPg := errors.As(err, &pgErr)
 	switch {
 	case err == nil:
 		return true, nil
-	case ctx.Err() != nil:
-		return true, fmt.Errorf("pgstore: append: %w: %w", canvas.ErrUnavailable, err)
-	case !errors.As(err, &pgErr) || isUnavailable(err):
-		return true, s.wrap(ctx, "append", err)
+	case ctx.Err() != nil || !isPg || isUnavailable(err):
+		return true, s.appendFailed(ctx, err, sent && !isPg)
 	}
 	s.commit.refused.Add(1)
 	return false, nil
 }
 
-// queryCombined runs batchSQL and reads one result per Append into res.
-func (s *Store) queryCombined(ctx context.Context, args []any, res []appendResult) error {
-	rows, err := s.pool.Query(ctx, batchSQL, args...)
+// queryCombined runs batchSQL on conn and reads one result per Append into res.
+func queryCombined(ctx context.Context, conn *pgxpool.Conn, args []any, res []appendResult) error {
+	rows, err := conn.Query(ctx, batchSQL, args...)
 	if err != nil {
 		return err
 	}

@@ -19,16 +19,19 @@ import (
 // tcpProxy forwards TCP connections to a PostgreSQL server. Cut closes every
 // forwarded connection and refuses new ones (a crashed database or a
 // dropped network); Stall keeps connections open but forwards nothing (a
-// black hole); Restore forwards again.
+// black hole); Deaf forwards what the client sends but drops the server's
+// answers (a partition after the request went out: the server commits, the
+// client never hears); Restore forwards again.
 type tcpProxy struct {
 	ln     net.Listener
 	target string
 
 	mu      sync.Mutex
-	mode    string // "open", "cut", "stall"
+	mode    string // "open", "cut", "stall", "deaf"
 	resumed chan struct{}
 	conns   map[net.Conn]struct{}
 	wg      sync.WaitGroup
+	held    chan struct{} // signalled when the proxy holds back or drops data
 }
 
 func startProxy(t *testing.T, target string) *tcpProxy {
@@ -37,7 +40,8 @@ func startProxy(t *testing.T, target string) *tcpProxy {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &tcpProxy{ln: ln, target: target, mode: "open", resumed: make(chan struct{}), conns: map[net.Conn]struct{}{}}
+	p := &tcpProxy{ln: ln, target: target, mode: "open", resumed: make(chan struct{}), conns: map[net.Conn]struct{}{},
+		held: make(chan struct{}, 1)}
 	p.wg.Add(1)
 	go p.accept()
 	t.Cleanup(p.close)
@@ -87,8 +91,8 @@ func (p *tcpProxy) serve(c net.Conn) {
 	p.mu.Unlock()
 	defer p.forget(up)
 	done := make(chan struct{}, 2)
-	go func() { p.pipe(up, c); done <- struct{}{} }()
-	go func() { p.pipe(c, up); done <- struct{}{} }()
+	go func() { p.pipe(up, c, false); done <- struct{}{} }()
+	go func() { p.pipe(c, up, true); done <- struct{}{} }()
 	<-done
 	c.Close()
 	up.Close()
@@ -102,7 +106,7 @@ func (p *tcpProxy) gate() bool {
 		mode, resumed := p.mode, p.resumed
 		p.mu.Unlock()
 		switch mode {
-		case "open":
+		case "open", "deaf":
 			return true
 		case "cut":
 			return false
@@ -111,13 +115,31 @@ func (p *tcpProxy) gate() bool {
 	}
 }
 
-func (p *tcpProxy) pipe(dst, src net.Conn) {
+// signalHeld tells a test waiting on p.held that data is being held back.
+func (p *tcpProxy) signalHeld() {
+	select {
+	case p.held <- struct{}{}:
+	default:
+	}
+}
+
+func (p *tcpProxy) pipe(dst, src net.Conn, toClient bool) {
 	buf := make([]byte, 32<<10)
 	for {
 		n, err := src.Read(buf)
 		if n > 0 {
+			p.mu.Lock()
+			mode := p.mode
+			p.mu.Unlock()
+			if mode == "stall" {
+				p.signalHeld()
+			}
 			if !p.gate() {
 				return
+			}
+			if toClient && mode == "deaf" {
+				p.signalHeld()
+				continue // the answer is lost
 			}
 			if _, werr := dst.Write(buf[:n]); werr != nil {
 				return
@@ -153,6 +175,7 @@ func (p *tcpProxy) setMode(mode string) {
 
 func (p *tcpProxy) cut()     { p.setMode("cut") }
 func (p *tcpProxy) stall()   { p.setMode("stall") }
+func (p *tcpProxy) deaf()    { p.setMode("deaf") }
 func (p *tcpProxy) restore() { p.setMode("open") }
 
 func (p *tcpProxy) close() {

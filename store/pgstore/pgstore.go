@@ -190,6 +190,10 @@ func Open(ctx context.Context, databaseURL string, opts ...Option) (*Store, erro
 	return s, nil
 }
 
+// OpTimeout is the operation timeout (WithOpTimeout): the engine bounds a
+// whole write by it (store.OpTimeouter).
+func (s *Store) OpTimeout() time.Duration { return s.cfg.opTimeout }
+
 // Channel returns the NOTIFY channel this store announces appends on.
 func (s *Store) Channel() string { return s.channel }
 

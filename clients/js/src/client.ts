@@ -169,8 +169,9 @@ interface Answer {
  * times with exponential backoff and jitter (honouring Retry-After). A 503
  * whose commit outcome is unknown is therefore safe: the resend carries the
  * same key, so the server answers it from its idempotency store. Writes
- * without a key (creating a canvas, starting an agent run, ...) are never
- * resent.
+ * without a key (creating or deleting a canvas or a token, starting an agent
+ * run, ...) are never resent: after a 503 they may have happened
+ * (`CanvasError.outcome`).
  */
 export class CanvasClient {
   readonly baseUrl: string;
@@ -311,9 +312,9 @@ export class CanvasClient {
     return this.call("GET", "/api/canvases/" + seg(canvasId), { retry: true });
   }
 
-  /** Deletes a canvas with its history (admin role). */
+  /** Deletes a canvas with its history (admin role). Not retried (it carries no idempotency key). */
   async deleteCanvas(canvasId: string): Promise<void> {
-    await this.call("DELETE", "/api/canvases/" + seg(canvasId), { retry: true });
+    await this.call("DELETE", "/api/canvases/" + seg(canvasId));
   }
 
   /** Creates a token (admin role, or a scoped admin within its scope). Not retried. */
@@ -322,7 +323,7 @@ export class CanvasClient {
   }
 
   async revokeToken(actorId: string): Promise<void> {
-    await this.call("DELETE", "/api/tokens/" + seg(actorId), { retry: true });
+    await this.call("DELETE", "/api/tokens/" + seg(actorId));
   }
 
   // ------------------------------------------------------------ state, events, time travel

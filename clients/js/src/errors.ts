@@ -24,6 +24,17 @@ export class CanvasError extends Error {
     this.idempotencyKey = init.idempotencyKey;
   }
 
+  /**
+   * On a 503 to a write: "not_written" (nothing was written) or "unknown"
+   * (problem type outcome-unknown: the write reached the database but was not
+   * confirmed, so it may have committed; resend it with the same idempotency
+   * key, which returns the original result if it did). Undefined otherwise.
+   */
+  get outcome(): "not_written" | "unknown" | undefined {
+    const o = this.problem?.["outcome"];
+    return o === "not_written" || o === "unknown" ? o : undefined;
+  }
+
   /** The field the problem names (`field` of a 400/422 problem), if any. */
   get field(): string | undefined {
     const f = this.problem?.["field"];

@@ -1010,8 +1010,9 @@ export interface components {
         /**
          * @description RFC 9457 problem document. `type` is `https://canvasd.dev/problems/<slug>` (slugs: invalid,
          *     unprocessable, unauthorized, forbidden, not-found, already-exists, conflict, too-large,
-         *     unsupported-media-type, unavailable, timeout, internal). Extra members may follow, e.g. `field`
-         *     (the JSON path of the offending field, such as `args.ids[1]`).
+         *     unsupported-media-type, unavailable, outcome-unknown, timeout, internal). Extra members may
+         *     follow, e.g. `field` (the JSON path of the offending field, such as `args.ids[1]`) or, on a
+         *     503, `outcome`.
          */
         Problem: {
             /** @description A URI naming the problem kind. */
@@ -1023,6 +1024,12 @@ export interface components {
             instance?: string;
             /** @description The offending field, e.g. `args.transform.w`. */
             field?: string;
+            /**
+             * @description On a 503 of a write: `not_written` (nothing was written) or `unknown` (it may have
+             *     committed; retry with the same `idempotency_key`). Absent when the server cannot say.
+             * @enum {string}
+             */
+            outcome?: "not_written" | "unknown";
         } & {
             [key: string]: unknown;
         };
@@ -2280,7 +2287,17 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
-        /** @description The store cannot be reached right now; retry with backoff (header `Retry-After`). Nothing was written. */
+        /**
+         * @description The store cannot be reached right now; retry with backoff (header `Retry-After`). For a write
+         *     the problem says what became of it: type `unavailable` with `outcome: "not_written"` when
+         *     the server knows nothing was written; type `outcome-unknown` with `outcome: "unknown"` when
+         *     the write reached the database but its commit was never confirmed (the connection broke or
+         *     the operation timeout ran out after it was sent), so it may have committed: retry the same
+         *     request with the same `idempotency_key`, which returns the original answer (with
+         *     `Idempotent-Replayed: true`) if it did, and applies it once if it did not. A write waits at
+         *     most the store's operation timeout (2 s on PostgreSQL), the wait behind the canvas's earlier
+         *     writes included.
+         */
         Unavailable: {
             headers: {
                 "Retry-After"?: string;

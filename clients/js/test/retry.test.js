@@ -46,12 +46,24 @@ test("writes without an idempotency key are never resent; reads are", async () =
   let s = scripted([503]);
   await assert.rejects(new CanvasClient(opts(s.fetch)).createCanvas({ title: "x" }), (err) => err.status === 503);
   assert.equal(s.calls.length, 1);
+  s = scripted([503]);
+  await assert.rejects(new CanvasClient(opts(s.fetch)).deleteCanvas("c1"), (err) => err.status === 503);
+  assert.equal(s.calls.length, 1);
+  s = scripted([503]);
+  await assert.rejects(new CanvasClient(opts(s.fetch)).revokeToken("a1"), (err) => err.status === 503);
+  assert.equal(s.calls.length, 1);
   s = scripted(["network"]);
   await assert.rejects(new CanvasClient(opts(s.fetch)).runAgent({ roomId: "c1", message: "m" }), (err) => err.status === 0);
   assert.equal(s.calls.length, 1);
   s = scripted([502, 504, 200]);
   await new CanvasClient(opts(s.fetch)).getCanvas("c1");
   assert.equal(s.calls.length, 3);
+});
+
+test("a 503 says whether the write may have happened", async () => {
+  const fetch = async () => new Response(JSON.stringify({ type: "https://canvasd.dev/problems/outcome-unknown", title: "Outcome unknown", status: 503, detail: "retry with the same idempotency_key", outcome: "unknown" }),
+    { status: 503, headers: { "Content-Type": "application/problem+json" } });
+  await assert.rejects(new CanvasClient({ ...opts(fetch), retries: 0 }).apply("c1", "move", {}, { baseRev: 0 }), (err) => err.status === 503 && err.outcome === "unknown" && !!err.idempotencyKey);
 });
 
 test("a 4xx is not retried and carries the problem document", async () => {

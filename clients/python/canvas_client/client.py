@@ -92,8 +92,11 @@ class CanvasAgentClient:
         token: the bearer token (``Authorization: Bearer <token>``), or None.
         timeout: seconds to connect and to wait for each answer.
         retries: how many times a request that is safe to repeat (reads, and
-            commands, which always carry an idempotency key) is retried after a
-            connection error or a 502/503/504, with exponential backoff and jitter.
+            commands and batches, which always carry an idempotency key) is
+            retried after a connection error or a 502/503/504, with exponential
+            backoff and jitter. Other writes (creating or deleting a canvas or
+            a token) carry no key and are never retried: after a 503 whose
+            outcome is unknown they may have happened (``ServerError.outcome``).
         backoff: the first retry delay in seconds (doubled each retry).
         max_backoff: the cap on one retry delay in seconds.
         ssl_context: for https URLs; the default context when None.
@@ -303,7 +306,7 @@ class CanvasAgentClient:
 
     def delete_canvas(self, canvas_id: str) -> None:
         """Deletes a canvas with its history (admin role)."""
-        self._call("DELETE", "/api/canvases/" + _seg(canvas_id), retry=True)
+        self._call("DELETE", "/api/canvases/" + _seg(canvas_id))
 
     def create_token(
         self,
@@ -328,7 +331,7 @@ class CanvasAgentClient:
 
     def revoke_token(self, actor_id: str) -> None:
         """Revokes the token of an actor (admin role)."""
-        self._call("DELETE", "/api/tokens/" + _seg(actor_id), retry=True)
+        self._call("DELETE", "/api/tokens/" + _seg(actor_id))
 
     # ------------------------------------------------------------------ state
 

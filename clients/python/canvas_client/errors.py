@@ -94,6 +94,15 @@ class ValidationError(CanvasError):
 class ServerError(CanvasError):
     """A 5xx answer that the client did not (or could no longer) retry."""
 
+    @property
+    def outcome(self) -> Optional[str]:
+        """On a 503 to a write: ``"not_written"`` (nothing was written) or
+        ``"unknown"`` (problem type ``outcome-unknown``: the write reached the
+        database but was not confirmed, so it may have committed; retry it
+        with the same idempotency key, which returns the original result if it
+        did). None when the server did not say."""
+        return self._field("outcome")
+
 
 class CanvasConnectionError(CanvasError, ConnectionError):
     """The server could not be reached (or the connection broke) and the

@@ -311,6 +311,18 @@ class IdempotencyTest(E2E):
         self.assertEqual(len(proxy.requests), 3)
         self.assertEqual(self.c.get_state(self.cid)["head_rev"], 0)
 
+    def test_503_of_a_write_without_key_is_not_retried(self):
+        # Deleting carries no idempotency key: after a 503 it may have
+        # happened, so the client must not send it again on its own.
+        proxy = _support.FaultProxy(SERVER.port, actions=["503"] * 5)
+        self.addCleanup(proxy.close)
+        pc = CanvasAgentClient(proxy.url, token=SERVER.admin_token, retries=3, backoff=0.001)
+        self.addCleanup(pc.close)
+        with self.assertRaises(ServerError) as cm:
+            pc.delete_canvas(self.cid)
+        self.assertEqual(cm.exception.status, 503)
+        self.assertEqual(len(proxy.requests), 1, "a write without a key is sent once")
+
     def test_unreachable_server_raises_connection_error(self):
         dead = CanvasAgentClient("http://127.0.0.1:%d" % _support.free_port(), token="x", retries=1, backoff=0.001)
         with self.assertRaises(CanvasConnectionError) as cm:

@@ -1,0 +1,240 @@
+package pgstore
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/canvasd/canvasd/canvas"
+	"github.com/canvasd/canvasd/store"
+)
+
+// TestAppendOutcomeKnownOrUnknown: a failed Append says whether it may have
+// committed. With the database cut before the append, nothing was sent:
+// canvas.ErrNotWritten, and indeed nothing is stored. When the answer is
+// lost after the statements went out (a partition that drops the server's
+// replies), the commit may well be stored: canvas.ErrOutcomeUnknown, and
+// here it is. A black hole is also unknown. Each fails within the operation
+// timeout.
+func TestAppendOutcomeKnownOrUnknown(t *testing.T) {
+	t.Parallel()
+	dbURL := testURL(t)
+	schema := newSchema(t, dbURL)
+	target, rewrite := proxied(t, dbURL)
+	p := startProxy(t, target)
+	const op = 500 * time.Millisecond
+	s := openIn(t, rewrite(p.addr()), schema, WithOpTimeout(op), WithMaxConns(2))
+	direct := openIn(t, dbURL, schema)
+	ctx := context.Background()
+	mustCreateCanvas(t, s, "c1")
+	head := func() int64 {
+		t.Helper()
+		c, err := direct.GetCanvas(ctx, "c1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c.HeadRev
+	}
+	appendOne := func(phase string) error {
+		t.Helper()
+		h := head()
+		return within(t, phase+" Append", op+400*time.Millisecond, func() error {
+			return s.Append(ctx, "c1", h, mkCommits("c1", h, 1, phase), nil)
+		})
+	}
+	if err := appendOne("open"); err != nil {
+		t.Fatal(err)
+	}
+	recover := func() {
+		t.Helper()
+		p.restore()
+		deadline := time.Now().Add(10 * time.Second)
+		for s.Ping(ctx) != nil {
+			if time.Now().After(deadline) {
+				t.Fatal("store did not recover within 10 s")
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+
+	p.cut()
+	before := head()
+	err := appendOne("cut")
+	if !errors.Is(err, canvas.ErrUnavailable) || !errors.Is(err, canvas.ErrNotWritten) || errors.Is(err, canvas.ErrOutcomeUnknown) {
+		t.Errorf("cut: Append = %v, want ErrUnavailable and ErrNotWritten, not ErrOutcomeUnknown", err)
+	}
+	if h := head(); h != before {
+		t.Errorf("cut: head moved %d → %d although the error said nothing was written", before, h)
+	}
+	recover()
+
+	prepareAppend(t, s)
+	before = head()
+	p.deaf()
+	err = appendOne("deaf")
+	if !errors.Is(err, canvas.ErrUnavailable) || !errors.Is(err, canvas.ErrOutcomeUnknown) || errors.Is(err, canvas.ErrNotWritten) {
+		t.Errorf("deaf: Append = %v, want ErrUnavailable and ErrOutcomeUnknown", err)
+	}
+	if h := head(); h != before+1 {
+		t.Errorf("deaf: head %d → %d: the lost answer's commit should have been stored (the case the error must not deny)", before, h)
+	}
+	recover()
+
+	p.stall()
+	err = appendOne("stall")
+	if !errors.Is(err, canvas.ErrOutcomeUnknown) {
+		t.Errorf("stall: Append = %v, want ErrOutcomeUnknown (the statements were sent)", err)
+	}
+	recover()
+	if err := appendOne("after"); err != nil {
+		t.Fatalf("after recovery: %v", err)
+	}
+}
+
+// TestEngineWriteBoundedByOpTimeout: in a partition, a command queued behind
+// another of the same canvas is answered within the operation timeout of
+// its arrival, not after the first one's timeout plus its own. After an
+// unknown outcome that did commit, a retry with the same idempotency key
+// returns the original answer and writes nothing more.
+func TestEngineWriteBoundedByOpTimeout(t *testing.T) {
+	t.Parallel()
+	dbURL := testURL(t)
+	schema := newSchema(t, dbURL)
+	target, rewrite := proxied(t, dbURL)
+	p := startProxy(t, target)
+	const op = 600 * time.Millisecond
+	s := openIn(t, rewrite(p.addr()), schema, WithOpTimeout(op), WithMaxConns(2))
+	direct := openIn(t, dbURL, schema)
+	ctx := context.Background()
+	mustCreateCanvas(t, s, "c1")
+	e := store.NewEngine(s, store.EngineConfig{Logger: quietLogger()})
+	if err := e.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(e.Stop)
+	actor := canvas.Actor{ID: "u", Type: canvas.ActorHuman}
+	env := func(i int) canvas.Envelope {
+		base := int64(0)
+		args, _ := json.Marshal(map[string]any{"id": fmt.Sprintf("n%d", i), "name": "x"})
+		return canvas.Envelope{Type: "create_node", BaseRev: &base, Args: args, IdempotencyKey: fmt.Sprintf("k%d", i)}
+	}
+	if _, err := e.Execute(ctx, "c1", actor, env(0)); err != nil {
+		t.Fatal(err)
+	}
+	drain := func() {
+		select {
+		case <-p.held:
+		default:
+		}
+	}
+
+	// A black hole: the first command's store operation hangs; the second
+	// queues behind it and must not wait for two timeouts. Each is answered
+	// within the timeout of its arrival.
+	drain()
+	p.stall()
+	first := make(chan error, 1)
+	go func() {
+		start := time.Now()
+		_, err := e.Execute(ctx, "c1", actor, env(1))
+		if took := time.Since(start); took > op+300*time.Millisecond {
+			t.Errorf("first command answered after %v, want ≤ the op timeout %v (+300 ms)", took, op)
+		}
+		first <- err
+	}()
+	select {
+	case <-p.held: // a store operation of the engine is on the wire
+	case <-time.After(5 * time.Second):
+		t.Fatal("nothing reached the proxy")
+	}
+	start := time.Now()
+	_, err := e.Execute(ctx, "c1", actor, env(2))
+	took := time.Since(start)
+	if !errors.Is(err, canvas.ErrUnavailable) {
+		t.Errorf("queued command: %v, want ErrUnavailable", err)
+	}
+	if took > op+300*time.Millisecond {
+		t.Errorf("queued command answered after %v, want ≤ the op timeout %v (+300 ms)", took, op)
+	}
+	if err := <-first; !errors.Is(err, canvas.ErrUnavailable) {
+		t.Errorf("first command: %v, want ErrUnavailable", err)
+	}
+	p.restore()
+
+	// The answer is lost, the commit is not.
+	waitPing := func() {
+		deadline := time.Now().Add(10 * time.Second)
+		for s.Ping(ctx) != nil {
+			if time.Now().After(deadline) {
+				t.Fatal("store did not recover within 10 s")
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	waitPing()
+	// A command that gets through: the engine has caught up with whatever
+	// the black hole let through.
+	if _, err := e.Execute(ctx, "c1", actor, env(4)); err != nil {
+		t.Fatalf("after recovery: %v", err)
+	}
+	prepareAppend(t, s)
+	p.deaf()
+	if _, err := e.Execute(ctx, "c1", actor, env(3)); !errors.Is(err, canvas.ErrOutcomeUnknown) {
+		t.Errorf("deaf: %v, want ErrOutcomeUnknown", err)
+	}
+	p.restore()
+	waitPing()
+	c, err := direct.GetCanvas(ctx, "c1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ans, err := e.Execute(ctx, "c1", actor, env(3))
+	if err != nil || !ans.Replayed || ans.Outcome != store.OutcomeApplied {
+		t.Fatalf("retry with the same key after an unknown outcome: %+v %v, want the replayed original answer", ans, err)
+	}
+	c2, err := direct.GetCanvas(ctx, "c1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c2.HeadRev != c.HeadRev {
+		t.Errorf("the retry wrote again: head %d → %d", c.HeadRev, c2.HeadRev)
+	}
+	// The engine's state caught up with the commit whose answer was lost.
+	if err := e.View(ctx, "c1", -1, func(st *canvas.State, _ string) error {
+		if st.Rev != c2.HeadRev {
+			return fmt.Errorf("engine state at rev %d, store head %d", st.Rev, c2.HeadRev)
+		}
+		return nil
+	}); err != nil {
+		t.Error(err)
+	}
+}
+
+// prepareAppend prepares the append statements on every connection of s's
+// pool, so that an Append sends them at once: with answers lost, a statement
+// still to be prepared would wait for the prepare's answer and never run.
+func prepareAppend(t *testing.T, s *Store) {
+	t.Helper()
+	ctx := context.Background()
+	var conns []*pgxpool.Conn
+	for range s.pool.Config().MaxConns {
+		c, err := s.pool.Acquire(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		conns = append(conns, c)
+	}
+	for _, c := range conns {
+		for _, sql := range []string{appendSQL, batchSQL} {
+			if _, err := c.Conn().Prepare(ctx, sql, sql); err != nil {
+				t.Fatal(err)
+			}
+		}
+		c.Release()
+	}
+}
