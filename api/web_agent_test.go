@@ -132,7 +132,9 @@ func near(c color.Color, rgb uint32, tol int) bool {
 // command, and "Send canvas" posts the canvas as an image message.
 func TestWebUIAgent(t *testing.T) {
 	open := uiBrowser(t, 90*time.Second)
-	model := newFakeOpenAI(t, scriptedReply{chunks: chunked(actionsJSON(`{"name":"think","params":{"text":"I see a blue box and a note."}}`), 16)})
+	model := newFakeOpenAI(t, scriptedReply{chunks: chunked(actionsJSON(`{"name":"think","params":{"text":"I see a blue box and a note."}}`,
+		`{"name":"todo","params":{"text":"Compare the colours"}}`, `{"name":"todo","params":{"text":"Read the note"}}`,
+		`{"name":"todo","params":{"text":"Read the note","status":"done"}}`), 16)})
 	var broker *host.Broker
 	svc := &lateAgent{}
 	// The agent's sessions live in the server's store, as with canvasd serve.
@@ -164,6 +166,9 @@ func TestWebUIAgent(t *testing.T) {
 	cfg.OpenAIAPIKey, cfg.OpenAIBaseURL = "sk-test", model.srv.URL+"/v1"
 	cfg.LowActionThreshold = 0 // no follow-up turns: one model call per run
 	cfg.Watchdog = 20 * time.Second
+	// The page exports the picture in Chromium: on a loaded machine (make test
+	// runs packages in parallel under the race detector) that takes seconds.
+	cfg.ScreenshotTimeout = 30 * time.Second
 	runner, err := agent.NewRunner(agent.Deps{Config: cfg, Client: ac, ActorID: agentID, Events: e.api.hub, Store: sessions,
 		Screenshots: AgentScreenshotter{Hub: e.api.hub, Broker: broker}})
 	if err != nil {
@@ -198,10 +203,12 @@ func TestWebUIAgent(t *testing.T) {
 		return math.Abs(a.X-b.X) < 0.02 && math.Abs(a.Y-b.Y) < 0.02 && math.Abs(a.W-b.W) < 0.02 && math.Abs(a.H-b.H) < 0.02
 	}
 
-	// invoke: the page answers the fixed actions and refuses the rest.
+	// invoke: the page answers the fixed actions and refuses the rest. The
+	// timeout is generous: an answer only has to come, and a loaded machine
+	// delays it by seconds.
 	invoke := func(action string, payload any) (ok bool, result json.RawMessage, errText string) {
 		t.Helper()
-		r := e.do("POST", "/api/invoke", editor, map[string]any{"canvas_id": cid, "action": action, "payload": payload, "timeout_ms": 5000})
+		r := e.do("POST", "/api/invoke", editor, map[string]any{"canvas_id": cid, "action": action, "payload": payload, "timeout_ms": 30000})
 		var a struct {
 			OK     bool            `json:"ok"`
 			Result json.RawMessage `json:"result"`
@@ -223,9 +230,15 @@ func TestWebUIAgent(t *testing.T) {
 	if ok, res, _ := invoke("selection", nil); !ok || json.Unmarshal(res, &selAns) != nil || len(selAns.Selection) != 1 || selAns.Selection[0] != "shape:blue" {
 		t.Fatalf("selection answer %v %s", ok, res)
 	}
+	// eval is no action of the page: no answer (the invoke times out) and no
+	// effect. The invoke that follows reaches the page after it on the same
+	// stream: once it is answered, the page has seen the eval.
 	r := e.do("POST", "/api/invoke", editor, map[string]any{"canvas_id": cid, "action": "eval", "payload": map[string]any{"code": "document.title = 'pwned'"}, "timeout_ms": 1500})
 	if r.Status == 200 && strings.Contains(string(r.Body), `"ok":true`) {
 		t.Fatalf("eval was answered: %s", r.Body)
+	}
+	if ok, _, msg := invoke("viewport", nil); !ok {
+		t.Fatalf("viewport after eval: %s", msg)
 	}
 	var title string
 	p.eval(`document.title`, &title)
@@ -268,9 +281,15 @@ func TestWebUIAgent(t *testing.T) {
 			time.Sleep(50 * time.Millisecond)
 		}
 	}
-	if s := waitSession(r.json(t)["session_id"].(string)); s["state"] != client.AgentDone {
+	visionID := r.json(t)["session_id"].(string)
+	if s := waitSession(visionID); s["state"] != client.AgentDone {
 		t.Fatalf("vision session %v", s)
 	}
+	// The panel, with no run of its own, followed that run: its todos with their status.
+	p.poll("the run's todos", `(() => { const li = [...document.querySelectorAll('#agent-todos li')];
+		return document.getElementById('agent-panel').dataset.sessionId === '`+visionID+`' && li.length === 2 &&
+			li[0].dataset.status === 'open' && li[0].textContent.includes('Compare the colours') &&
+			li[1].dataset.status === 'done' && li[1].textContent.includes('✓ Read the note'); })()`)
 	reqs := model.requests()
 	if len(reqs) != 1 {
 		t.Fatalf("%d model calls", len(reqs))
@@ -297,7 +316,7 @@ func TestWebUIAgent(t *testing.T) {
 	// The prompt box: a debug/fake run with the page's viewport and selection.
 	p.do(chromedp.SendKeys(chromedp.CSS(`#agent-prompt`), "Draft a brutalist poster concept"))
 	p.clickCSS(`#agent-run`)
-	p.poll("session started", `!!document.getElementById('agent-panel').dataset.sessionId`)
+	p.poll("session started", `(document.getElementById('agent-panel').dataset.sessionId || '`+visionID+`') !== '`+visionID+`'`)
 	var sid string
 	p.eval(`document.getElementById('agent-panel').dataset.sessionId`, &sid)
 	sess := waitSession(sid)
@@ -332,7 +351,7 @@ func TestWebUIAgent(t *testing.T) {
 	// Review: revert the whole run as one command.
 	p.poll("review after the image turn", `!!document.getElementById('agent-revert')`)
 	p.clickCSS(`#agent-revert`)
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for agentNodes() != 0 && time.Now().Before(deadline) {
 		time.Sleep(50 * time.Millisecond)
 	}

@@ -497,7 +497,7 @@ func TestWebUICanvas(t *testing.T) {
 	p.tool("arrow")
 	p.drag(597, 240, 770, 80) // from the diamond's outline (Excalidraw binds a start near the outline)
 	var edges []any
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(20 * time.Second) // as waitNodes
 	for {
 		edges = e.snapshot(cid)["state"].(map[string]any)["edges"].([]any)
 		if len(edges) == 2 || time.Now().After(deadline) {
@@ -769,4 +769,18 @@ func TestWebUITwoBrowsers(t *testing.T) {
 	time.Sleep(200 * time.Millisecond)
 	a.screenshot("two-browsers-alice")
 	b.screenshot("two-browsers-bob")
+
+	// The canvas list is live, with titles (as text): a canvas Alice creates
+	// from the form opens for her and shows up in Bob's list.
+	a.do(chromedp.SendKeys(chromedp.CSS(`#new-canvas-title`), "Plan <b>B</b>"))
+	a.clickCSS(`#new-canvas button[type=submit]`)
+	a.poll("alice opened her new canvas", `!!document.body.dataset.loaded && document.body.dataset.loaded !== '`+cid+`' &&
+		document.getElementById('canvas-title').textContent === 'Plan <b>B</b>'`)
+	var created string
+	a.eval(`document.body.dataset.loaded`, &created)
+	if c := e.must(200, "GET", "/api/canvases/"+created, bob, nil); c["title"] != "Plan <b>B</b>" {
+		t.Errorf("created canvas %v", c)
+	}
+	b.poll("bob's list shows it with its title", `(() => { const li = document.querySelector('#canvas-list li[data-canvas-id="`+created+`"]');
+		return !!li && li.querySelector('.ctitle').textContent === 'Plan <b>B</b>' && !li.querySelector('.ctitle b'); })()`)
 }

@@ -186,6 +186,11 @@ export class AgentPanel {
     const sid = String(d?.sessionId || "");
     const short = sid.slice(0, 8);
     if (topic === "agent:status") {
+      // A page without a run of its own follows the one going on on the canvas: its todos, then its review.
+      if (sid && !this.session && !TERMINAL.has(d.state)) {
+        this.session = sid;
+        this.el.dataset.sessionId = sid;
+      }
       this.status.textContent = String(d.state);
       this.status.className = "badge " + String(d.state);
       const detail = typeof d.detail === "string" ? d.detail : d.detail ? JSON.stringify(d.detail) : "";

@@ -47,6 +47,7 @@ export class CanvasView {
   private pendingNodes = new Set<string>(); // touched by commits not yet shown
   private pendingEdges = new Set<string>();
   private flushQueued = false;
+  private waiters = new Set<{ rev: number; resolve: () => void }>(); // caughtUp() calls
   private reorder = false; // a pending commit created, deleted, re-parented or re-ordered nodes
   private flushPort: MessagePort;
   private children = new Map<string, Set<string>>(); // parent node id → child node ids
@@ -155,6 +156,7 @@ export class CanvasView {
     this.addImages(model.nodes.values());
     this.push(true);
     if (fit) this.fit();
+    this.wake();
   }
 
   /**
@@ -162,6 +164,7 @@ export class CanvasView {
    * (those of one network read, typically) are shown together, by flush().
    */
   applied(c: Commit, a: Applied): void {
+    if (this.waiters.size) this.wake();
     if (!this.model || !this.ex) return;
     for (const ch of c.changes || []) {
       if (ch.kind === "node" && (ch.op !== "patch" || (ch.patch && ("index" in ch.patch || "parent_id" in ch.patch)))) this.reorder = true;
@@ -627,9 +630,27 @@ export class CanvasView {
     this.conflictBox.append(box);
   }
 
-  /** Waits until the model reached rev (its commits come over the stream). */
-  private async caughtUp(rev: number): Promise<void> {
-    for (let i = 0; i < 100 && this.model && this.model.rev < rev; i++) await new Promise((r) => setTimeout(r, 30));
+  /**
+   * Waits until the model reached rev (its commits come over the stream),
+   * at most 15 s (a slow stream: the server's 409 then tells again).
+   */
+  caughtUp(rev: number): Promise<void> {
+    if (!this.model || this.model.rev >= rev) return Promise.resolve();
+    return new Promise((resolve) => {
+      const w = { rev, resolve: () => { clearTimeout(timer); resolve(); } };
+      const timer = setTimeout(() => { this.waiters.delete(w); resolve(); }, 15000);
+      this.waiters.add(w);
+    });
+  }
+
+  /** Wakes the caughtUp() waiters the model reached (all of them when it is gone). */
+  private wake(): void {
+    for (const w of this.waiters) {
+      if (!this.model || this.model.rev >= w.rev) {
+        this.waiters.delete(w);
+        w.resolve();
+      }
+    }
   }
 
   /** Drops the user's versions of nodes and shows the server's. */

@@ -122,7 +122,7 @@ export class DocPanel {
    * canvas view): their commits are not "changed by others".
    */
   constructor(private client: CanvasClient, private canvasId: () => string, private model: () => CanvasModel | null, private me: () => string,
-    private mine: Set<string>) {
+    private mine: Set<string>, private caughtUp: (rev: number) => Promise<void>) {
     this.title = h("span", { class: "doc-title" });
     const btn = (id: string, text: string, title: string, fn: () => void) => h("button", { type: "button", id, text, title, onclick: fn });
     this.body = h("div", { class: "doc-editor" });
@@ -215,7 +215,7 @@ export class DocPanel {
     }
     this.sending = false;
     // The commit arrives on the stream and moves this.server; wait for it before the next edit.
-    for (let i = 0; i < 100 && (this.model()?.rev ?? rev) < rev; i++) await new Promise((res) => setTimeout(res, 20));
+    await this.caughtUp(rev);
     if (this.view && lineCommand(this.nodeId, this.server, this.view.state.doc.toString())) this.schedule();
   }
 

@@ -76,7 +76,7 @@ class App {
           h("p", { id: "token-error", class: "error", hidden: true }),
           h("div", { class: "row" }, h("button", { type: "submit", text: "Use token" })))));
     this.view = new CanvasView(stage, this.client, () => this.canvasId);
-    this.doc = new DocPanel(this.client, () => this.canvasId, () => this.model, () => this.me, this.view.myCommands);
+    this.doc = new DocPanel(this.client, () => this.canvasId, () => this.model, () => this.me, this.view.myCommands, (rev) => this.view.caughtUp(rev));
     this.agent = new AgentPanel(this.client, {
       canvasId: () => this.canvasId,
       viewport: () => (this.model ? this.view.viewport() : null),
@@ -372,8 +372,8 @@ class App {
       return;
     }
     const id = r.createdIds[0];
-    for (let i = 0; i < 100 && this.model && this.model.rev < r.rev; i++) await new Promise((res) => setTimeout(res, 20));
-    if (id) this.doc.open(id);
+    await this.view.caughtUp(r.rev);
+    if (id && this.model?.nodes.has(id)) this.doc.open(id);
   }
 }
 
