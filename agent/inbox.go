@@ -235,7 +235,44 @@ func (r *Runner) PostMessage(ctx context.Context, sessionID string, m UserMessag
 	if !m.Principal.CanAccess(rec.CanvasID, canvas.RoleEditor) {
 		return fmt.Errorf("%w: sending a message to agent session %q needs the editor role on canvas %q", canvas.ErrForbidden, sessionID, rec.CanvasID)
 	}
-	return r.post(ctx, sessionID, t, entry)
+	return elsewhere(r.post(ctx, sessionID, t, entry), m)
+}
+
+// PostIfRunning posts m to session sessionID as PostMessage does, but only
+// when the session runs in this runner; running is false (and nothing is
+// done) otherwise. A server uses it for messages relayed from another
+// process that found the session running elsewhere (RunningElsewhereError).
+func (r *Runner) PostIfRunning(ctx context.Context, sessionID string, m UserMessage) (running bool, err error) {
+	if _, err := r.liveSession(sessionID); err != nil {
+		return false, nil
+	}
+	return true, r.PostMessage(ctx, sessionID, m)
+}
+
+// RunningElsewhereError is the error (wrapping canvas.ErrConflict) of a
+// message for a session that runs in another process's runner (the stored
+// session is running and was updated within the watchdog). It carries the
+// session and the message, so that the server can relay the message to the
+// process running the session (which takes it with PostIfRunning).
+type RunningElsewhereError struct {
+	SessionID string
+	Message   UserMessage
+	Err       error
+}
+
+// Error returns the store's refusal.
+func (e *RunningElsewhereError) Error() string { return e.Err.Error() }
+
+// Unwrap returns the store's refusal (canvas.ErrConflict).
+func (e *RunningElsewhereError) Unwrap() error { return e.Err }
+
+// elsewhere sets m as the message of a RunningElsewhereError.
+func elsewhere(err error, m UserMessage) error {
+	var re *RunningElsewhereError
+	if errors.As(err, &re) {
+		re.Message = m
+	}
+	return err
 }
 
 // PostToCanvas delivers m (typically an A2UI userAction from the host
@@ -263,7 +300,7 @@ func (r *Runner) PostToCanvas(ctx context.Context, canvasID string, m UserMessag
 	if err != nil || started {
 		return id, err
 	}
-	return id, r.post(ctx, id, t, entry)
+	return id, elsewhere(r.post(ctx, id, t, entry), m)
 }
 
 // sessionFor returns the most recent session of canvasID (started false:
@@ -398,6 +435,10 @@ func (r *Runner) reopen(ctx context.Context, id string, tasks []task, entry stri
 	rec.State, rec.Detail, rec.UpdatedAt = client.AgentWaitingContext, "", now
 	rec.ActorID = r.d.ActorID
 	if err := r.d.Store.ReopenAgentSession(ctx, rec, now.Add(-r.d.Config.Watchdog)); err != nil {
+		if errors.Is(err, canvas.ErrConflict) && prev != canvas.AgentQueued {
+			// Live in another process's runner (or reopened by one just now).
+			return &RunningElsewhereError{SessionID: id, Err: err}
+		}
 		return err
 	}
 	r.log.Info("agent: session reopened by a message", "session_id", id, "canvas_id", rec.CanvasID, "previous_state", prev, "turns", len(tasks))

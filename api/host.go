@@ -49,7 +49,11 @@ func newHostAPI(s *Server, o HostOptions) *hostAPI {
 	if b == nil {
 		b = host.NewBroker(o.Host.HostDeliverer(CanvasInvokeDeliverer(s.hub)))
 	}
-	return &hostAPI{s: s, host: o.Host, broker: b, inbox: o.Inbox}
+	h := &hostAPI{s: s, host: o.Host, broker: b}
+	if o.Inbox != nil {
+		h.inbox = forwardingInbox{next: o.Inbox, hub: s.hub}
+	}
+	return h
 }
 
 // authorizedSession validates the {session} URL parameter and checks the

@@ -33,7 +33,8 @@ type Hub struct {
 	hostMu  sync.Mutex
 	hosts   map[string]*hostState // canvas id → elected host; absent: none
 
-	input atomic.Pointer[BrowserInput] // the agent service taking acks and views here (browsers.go)
+	input    atomic.Pointer[BrowserInput]  // the agent service taking acks and views here (browsers.go)
+	messages atomic.Pointer[AgentMessages] // and messages relayed from other processes (relay_messages.go)
 }
 
 // frame is one encoded SSE event; rev > 0 for commits.

@@ -150,6 +150,8 @@ type relayAck struct {
 	Req    string `json:"req"`
 	Result string `json:"r"`
 	Detail string `json:"detail,omitempty"`
+	Status int    `json:"st,omitempty"`   // ackError: the problem's status
+	Slug   string `json:"slug,omitempty"` // and type (last path segment)
 }
 
 // enableRelay starts the hub's relay over b (once per hub; the same b again
@@ -508,6 +510,8 @@ func (r *relay) receive(topic string, payload []byte) {
 			defer r.wg.Done()
 			_ = r.send(r.ctx, topicAck, relayAck{To: m.From, Req: m.Req, Result: res, Detail: detail})
 		}()
+	case topicMessage:
+		r.receiveMessage(payload)
 	case topicAck:
 		var a relayAck
 		if err := json.Unmarshal(payload, &a); err != nil || a.To != r.id {

@@ -82,6 +82,9 @@ func New(cfg Config) (*Server, error) {
 	if bi, ok := cfg.Agent.(BrowserInput); ok {
 		cfg.Hub.setBrowserInput(bi)
 	}
+	if am, ok := cfg.Agent.(AgentMessages); ok {
+		cfg.Hub.setAgentMessages(am)
+	}
 	if cfg.Broadcaster != nil {
 		if err := cfg.Hub.enableRelay(cfg.Broadcaster, cfg.Logger); err != nil {
 			return nil, err

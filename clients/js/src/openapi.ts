@@ -617,7 +617,9 @@ export interface paths {
          * @description **(stable path)** `imageData` is a `data:image/(png|jpeg|gif|webp);base64,...` URL whose bytes must
          *     match its declared type; it reaches a vision-capable model as an image part. Malformed → 400,
          *     too large → 413 (limit in `detail`), other types → 415. The image is stored by its SHA-256;
-         *     `delivered` says whether an agent took the message.
+         *     `delivered` says whether an agent took the message. With several processes the message
+         *     reaches the session in whichever process runs it; 409 when the session is marked running but
+         *     no process running it answered within 6 s.
          */
         post: operations["postMessage"];
         delete?: never;

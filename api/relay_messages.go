@@ -1,0 +1,185 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"path"
+	"time"
+
+	"github.com/canvasd/canvasd/agent"
+	"github.com/canvasd/canvasd/canvas"
+	"github.com/canvasd/canvasd/host"
+)
+
+// Agent messages across processes. A message or userAction posted to a
+// process whose runner finds the session running in another process's
+// runner (agent.RunningElsewhereError) is relayed to the other processes;
+// the one running the session posts it there (agent.Runner.PostIfRunning)
+// and acknowledges with the outcome, which the first process answers the
+// sender with. No acknowledgement within messageForwardWait leaves the
+// first process's answer (409: running on another server) in place.
+
+// AgentMessages is implemented by agent services whose sessions run in this
+// process (*agent.Runner): they take messages relayed from other processes.
+type AgentMessages interface {
+	// PostIfRunning posts m to the session when it runs here; running is
+	// false when it does not (the message is then not this process's).
+	PostIfRunning(ctx context.Context, sessionID string, m agent.UserMessage) (running bool, err error)
+}
+
+var _ AgentMessages = (*agent.Runner)(nil)
+
+const (
+	topicMessage = "canvasd.agent.message"
+	// messageForwardWait bounds the wait for the running process's answer;
+	// messagePostWait (shorter) bounds that process's posting, so that its
+	// answer arrives while the sender still waits.
+	messageForwardWait = 6 * time.Second
+	messagePostWait    = 4 * time.Second
+	ackError           = "error"
+)
+
+type agentMessageMsg struct {
+	From      string            `json:"from"`
+	Req       string            `json:"req"`
+	SessionID string            `json:"s"`
+	Message   agent.UserMessage `json:"m"`
+}
+
+// setAgentMessages makes am the receiver of relayed agent messages here.
+func (h *Hub) setAgentMessages(am AgentMessages) { h.messages.Store(&am) }
+
+// forwardingInbox is the host.Inbox the API delivers to: next, and when next
+// says the agent session runs in another process, that process (relayed).
+type forwardingInbox struct {
+	next host.Inbox
+	hub  *Hub
+}
+
+// Deliver implements host.Inbox.
+func (f forwardingInbox) Deliver(ctx context.Context, m host.Message) error {
+	err := f.next.Deliver(ctx, m)
+	var re *agent.RunningElsewhereError
+	if !errors.As(err, &re) {
+		return err
+	}
+	r := f.hub.relay.Load()
+	if r == nil {
+		return err
+	}
+	if running, ferr := r.forwardMessage(ctx, re.SessionID, re.Message); running {
+		return ferr
+	}
+	return err
+}
+
+// forwardMessage relays m for sessionID to the other processes and waits
+// for the answer of the one running it; running is false when none answered
+// within messageForwardWait.
+func (r *relay) forwardMessage(ctx context.Context, sessionID string, m agent.UserMessage) (running bool, err error) {
+	ctx, cancel := context.WithTimeout(ctx, messageForwardWait)
+	defer cancel()
+	req := randomHex(8)
+	ch := make(chan relayAck, 1)
+	r.mu.Lock()
+	r.waiters[req] = ch
+	r.mu.Unlock()
+	defer func() {
+		r.mu.Lock()
+		delete(r.waiters, req)
+		r.mu.Unlock()
+	}()
+	payload, err := json.Marshal(agentMessageMsg{From: r.id, Req: req, SessionID: sessionID, Message: m})
+	if err != nil {
+		return false, err
+	}
+	if err := r.b.Broadcast(ctx, topicMessage, payload); err != nil {
+		r.log.Warn("relay: forwarding an agent message failed", "session_id", sessionID, "err", err)
+		return false, nil
+	}
+	select {
+	case a := <-ch:
+		if a.Result == ackAccepted {
+			return true, nil
+		}
+		return true, &relayedProblem{status: a.Status, slug: a.Slug, detail: a.Detail}
+	case <-ctx.Done():
+		return false, nil
+	}
+}
+
+// receiveMessage posts a relayed message when its session runs here and
+// acknowledges the outcome to the sender (in a goroutine: posting reads the
+// store).
+func (r *relay) receiveMessage(payload []byte) {
+	var m agentMessageMsg
+	if err := json.Unmarshal(payload, &m); err != nil || m.From == r.id || m.SessionID == "" {
+		return
+	}
+	p := r.hub.messages.Load()
+	if p == nil {
+		return
+	}
+	am := *p
+	r.wg.Add(1) // the listener's own count is held, so Add cannot race Wait
+	go func() {
+		defer r.wg.Done()
+		ctx, cancel := context.WithTimeout(r.ctx, messagePostWait)
+		defer cancel()
+		running, err := am.PostIfRunning(ctx, m.SessionID, m.Message)
+		if !running {
+			return
+		}
+		ack := relayAck{To: m.From, Req: m.Req, Result: ackAccepted}
+		if err != nil {
+			pr := problemFor(err)
+			ack.Result, ack.Status, ack.Slug, ack.Detail = ackError, pr.Status, path.Base(pr.Type), pr.Detail
+		}
+		_ = r.send(r.ctx, topicAck, ack)
+	}()
+}
+
+// relayedProblem is the refusal of a message by the process running its
+// session, answered as that process would have answered it.
+type relayedProblem struct {
+	status       int
+	slug, detail string
+}
+
+func (e *relayedProblem) Error() string { return e.detail }
+
+// ProblemStatus implements TypedProblem.
+func (e *relayedProblem) ProblemStatus() int {
+	if e.status < 400 || e.status > 599 {
+		return http.StatusBadGateway
+	}
+	return e.status
+}
+
+// ProblemSlug implements TypedProblem.
+func (e *relayedProblem) ProblemSlug() string {
+	if e.slug == "" || e.slug == "." || e.slug == "/" {
+		return "relayed"
+	}
+	return e.slug
+}
+
+// Unwrap gives errors.Is the canvas error of the status.
+func (e *relayedProblem) Unwrap() error {
+	switch e.status {
+	case http.StatusBadRequest:
+		return canvas.ErrInvalid
+	case http.StatusForbidden:
+		return canvas.ErrForbidden
+	case http.StatusNotFound:
+		return canvas.ErrNotFound
+	case http.StatusConflict:
+		return canvas.ErrConflict
+	case http.StatusServiceUnavailable:
+		return canvas.ErrUnavailable
+	}
+	return fmt.Errorf("status %d", e.status)
+}
