@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 func TestDecodeEnvelope(t *testing.T) {
@@ -56,6 +58,16 @@ func FuzzDecodeEnvelope(f *testing.F) {
 		"{\"type\":\"create_node\",\"base_rev\":0,\"args\":{\"name\":\"\xff\"}}",
 		`{"type":"create_node","base_rev":0,"args":{"name":"\ud800"}}`,
 		`{"type":"create_node","base_rev":0,"args":{"props":` + strings.Repeat(`[`, 70) + strings.Repeat(`]`, 70) + `}}`,
+		// At the depth limit (the body, args and props are three levels) and one past it.
+		`{"type":"create_node","base_rev":0,"args":{"props":{"d":` + strings.Repeat(`[`, MaxJSONDepth-3) + strings.Repeat(`]`, MaxJSONDepth-3) + `}}}`,
+		`{"type":"create_node","base_rev":0,"args":{"props":{"d":` + strings.Repeat(`[`, MaxJSONDepth-2) + strings.Repeat(`]`, MaxJSONDepth-2) + `}}}`,
+		`{"type":"create_node","base_rev":0,"args":{"name":"a\u0000b"}}`,
+		"{\"type\":\"create_node\",\"base_rev\":0,\"args\":{\"name\":\"a\x00b\"}}",
+		`{"type":"create_node","base_rev":0,"args":{"props":{"k\u0000":1}}}`,
+		`{"type":"create_node","base_rev":0,"args":{"name":"\ud83d\ude00","props":{"s":"\udc00"}}}`,
+		"{\"type\":\"create_node\",\"base_rev\":0,\"args\":{\"props\":{\"\xed\xa0\x80\":1}}}",
+		`{"type":"create_node","base_rev":0,"args":{"props":{"n":[-9007199254740993,12345678901234567890123456789,1E+2,-0,0.10,1e-400]}}}`,
+		`{"type":"create_node","base_rev":18446744073709551616,"args":{}}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -81,11 +93,31 @@ func FuzzDecodeEnvelope(f *testing.F) {
 		if err := CheckJSONText(e.Args); err != nil {
 			t.Fatalf("accepted args fail the text check: %v", err)
 		}
+		// The limits hold for what was accepted: valid UTF-8, no NUL, within
+		// the depth limit (the args sit one level inside the body).
+		if !utf8.Valid(e.Args) {
+			t.Fatalf("accepted args hold invalid UTF-8: %q", e.Args)
+		}
+		if v, err := decodeNumbers(e.Args); err == nil {
+			if depthOf(v) > MaxJSONDepth-1 {
+				t.Fatalf("accepted args nest %d levels", depthOf(v))
+			}
+			walkStrings(v, func(s string) {
+				if strings.ContainsRune(s, 0) {
+					t.Fatalf("accepted args hold NUL: %q", e.Args)
+				}
+			})
+		}
 		e2, err := DecodeEnvelope(b)
 		if err != nil {
 			t.Fatalf("re-decoding %s: %v", b, err)
 		}
-		if !bytes.Equal(compactJSON(t, e.Args), compactJSON(t, e2.Args)) {
+		// Every number comes back as the literal sent (1795461385736852721,
+		// not ...700), every string as sent (escapes such as \u0026 for & may
+		// differ: json.Marshal escapes HTML characters).
+		a1, err1 := decodeNumbers(e.Args)
+		a2, err2 := decodeNumbers(e2.Args)
+		if err1 != nil || err2 != nil || !reflect.DeepEqual(a1, a2) {
 			t.Fatalf("args changed across decode→encode→decode: %s → %s", e.Args, e2.Args)
 		}
 		if e.Fingerprint() != e2.Fingerprint() {

@@ -52,12 +52,20 @@ func TestCheckJSONText(t *testing.T) {
 	}
 }
 
-// FuzzCheckJSONText: text that passes the check and is JSON decodes to a
-// value within the depth limit whose strings hold valid UTF-8 without NUL,
-// and decode → encode → decode is stable; refusals are 400/422 FieldErrors.
+// FuzzCheckJSONText: text that passes the check and is JSON is valid UTF-8,
+// decodes to a value within the depth limit whose strings hold neither NUL
+// nor a lone surrogate (which Go's decoder would silently turn into U+FFFD),
+// and decode → encode → decode keeps every number exactly (json.Number: the
+// literal text, so 1795461385736852721 does not become ...700); refusals are
+// 400/422 FieldErrors.
 func FuzzCheckJSONText(f *testing.F) {
 	for _, s := range []string{`{"a":[1,{"b":"c"}]}`, `{"a":"\ud83d\ude00"}`, `{"a":"\u0000"}`, "[\"\xff\"]",
-		strings.Repeat("[", 70) + strings.Repeat("]", 70), `{"n":1795461385736852721}`} {
+		strings.Repeat("[", 70) + strings.Repeat("]", 70), `{"n":1795461385736852721}`,
+		strings.Repeat("[", MaxJSONDepth) + strings.Repeat("]", MaxJSONDepth),
+		strings.Repeat("[", MaxJSONDepth+1) + strings.Repeat("]", MaxJSONDepth+1),
+		`{"n":-9007199254740993,"f":1e400,"t":1E-400,"d":0.10,"z":-0,"e":12345678901234567890123456789}`,
+		"{\"a\":\"x\x00y\"}", `{"a":"\udc00"}`, `{"a":"\ud800\u0041"}`, "{\"a\":\"\xed\xa0\x80\"}",
+		`{"a":"\ufffd"}`, "{\"\xc3\x28\":1}"} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
@@ -72,27 +80,45 @@ func FuzzCheckJSONText(f *testing.F) {
 		if !json.Valid(data) {
 			return
 		}
-		var v any
-		if err := json.Unmarshal(data, &v); err != nil {
+		if !utf8.Valid(data) {
+			t.Fatalf("invalid UTF-8 passed the check: %q", data)
+		}
+		v, err := decodeNumbers(data)
+		if err != nil {
 			t.Fatalf("checked valid JSON does not decode: %v", err)
 		}
 		if d := depthOf(v); d > MaxJSONDepth {
 			t.Fatalf("depth %d passed the check", d)
 		}
+		lower := strings.ToLower(string(data))
+		hasFFFD := strings.Contains(lower, `\ufffd`) || strings.ContainsRune(string(data), utf8.RuneError)
 		walkStrings(v, func(s string) {
-			if !utf8.ValidString(s) || strings.ContainsRune(s, 0) {
-				t.Fatalf("string %q passed the check", s)
+			if strings.ContainsRune(s, 0) {
+				t.Fatalf("string %q with NUL passed the check", s)
+			}
+			if strings.ContainsRune(s, utf8.RuneError) && !hasFFFD {
+				t.Fatalf("string %q decodes with U+FFFD from %q: a lone surrogate or bad byte passed the check", s, data)
 			}
 		})
 		b, err := json.Marshal(v)
 		if err != nil {
 			t.Fatal(err)
 		}
-		var v2 any
-		if err := json.Unmarshal(b, &v2); err != nil || !reflect.DeepEqual(v, v2) {
+		v2, err := decodeNumbers(b)
+		if err != nil || !reflect.DeepEqual(v, v2) {
 			t.Fatalf("decode→encode→decode changed %s: %v", data, err)
 		}
 	})
+}
+
+// decodeNumbers decodes the first JSON value of data keeping numbers as
+// their literal text.
+func decodeNumbers(data []byte) (any, error) {
+	d := json.NewDecoder(strings.NewReader(string(data)))
+	d.UseNumber()
+	var v any
+	err := d.Decode(&v)
+	return v, err
 }
 
 func depthOf(v any) int {

@@ -84,7 +84,49 @@ func fuzzSeeds() []string {
 		`move {"ids":["a"],"dx":"1"}`,
 		`nonsense {}`,
 		`create_node {"id":"n1"} x`,
+		// The text limits and exact numbers (the API checks the text first:
+		// canvas.CheckJSONText; the reducer must keep numbers as sent).
+		`create_node {"id":"big","props":{"n":1795461385736852721,"neg":-9007199254740993,"f":1e400,"t":1e-400,"d":0.10,"z":-0,"e":1E+2}}`,
+		`update_node {"id":"a","props":{"n":12345678901234567890123456789,"l":[9007199254740993,{"x":-1795461385736852721}]}}`,
+		`update_edge {"id":"e2","props":{"w":18446744073709551617}}`,
+		`create_shape {"type":"geo","x":1,"y":2,"props":{"n":9223372036854775808}}`,
+		`create_node {"name":"deep","props":{"d":` + strings.Repeat("[", canvas.MaxJSONDepth-3) + strings.Repeat("]", canvas.MaxJSONDepth-3) + `}}`,
+		`create_node {"name":"deeper","props":{"d":` + strings.Repeat("[", canvas.MaxJSONDepth) + strings.Repeat("]", canvas.MaxJSONDepth) + `}}`,
+		`create_node {"name":"a\u0000b"}`,
+		"create_node {\"name\":\"\xff\"}",
+		`create_node {"name":"\udc00","props":{"\ud83d\ude00":"\ud83d"}}`,
 	}
+}
+
+// propNumbers returns the literal text of every number inside args.props,
+// as the last of duplicate keys leaves it (nil: no props object).
+func propNumbers(args string) []string {
+	d := json.NewDecoder(strings.NewReader(args))
+	d.UseNumber()
+	var a struct {
+		Props map[string]any `json:"props"`
+	}
+	if d.Decode(&a) != nil {
+		return nil
+	}
+	var out []string
+	var walk func(v any)
+	walk = func(v any) {
+		switch t := v.(type) {
+		case json.Number:
+			out = append(out, t.String())
+		case map[string]any:
+			for _, x := range t {
+				walk(x)
+			}
+		case []any:
+			for _, x := range t {
+				walk(x)
+			}
+		}
+	}
+	walk(a.Props)
+	return out
 }
 
 func splitLine(line string) (typ, args string) {
@@ -167,6 +209,27 @@ func FuzzDecide(f *testing.F) {
 		}
 		checkInvariants(t, live)
 		checkRoundTrip(t, live)
+		// Client data comes back exactly as sent: every number of the props
+		// of text that passes the API's check is in the state as its literal
+		// (1795461385736852721, not ...700), and so in the changes of a create.
+		if canvas.CheckJSONText([]byte(args)) == nil {
+			enc, err := EncodeState(live)
+			if err != nil {
+				t.Fatalf("EncodeState: %v", err)
+			}
+			ch, err := json.Marshal(dec.Changes)
+			if err != nil {
+				t.Fatalf("encoding changes: %v", err)
+			}
+			for _, n := range propNumbers(args) {
+				if !strings.Contains(string(enc), n) {
+					t.Fatalf("props number %s is not in the state as sent", n)
+				}
+				if strings.HasPrefix(typ, "create_") && !strings.Contains(string(ch), n) {
+					t.Fatalf("props number %s is not in the changes as sent: %s", n, ch)
+				}
+			}
+		}
 		// Every written entity is touched.
 		touched := map[canvas.Ref]bool{}
 		for _, r := range dec.Touched {
