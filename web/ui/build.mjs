@@ -24,24 +24,43 @@ for (const f of readdirSync(fonts)) {
 }
 for (const f of ["index.html", "boot.js"]) writeFileSync(join(out, f), readFileSync(join(here, f)));
 
-// Excalidraw lists a CDN as the fallback source of every font; the page's CSP
-// refuses it (and logs each refusal), so the fallback becomes our own path.
-const noCDN = {
-  name: "excalidraw-fonts-from-self",
+// Two patches of Excalidraw's production build:
+// - it lists a CDN as the fallback source of every font; the page's CSP
+//   refuses it (and logs each refusal), so the fallback becomes our own path;
+// - it never caches the bounds of a text bound to a container (a shape's
+//   label), so every redraw recomputes them for every label of the scene (its
+//   visibility test): on a canvas of 5,000 shapes, thousands per frame. The
+//   cache entry of a label is keyed by the container's version too.
+const CDN = /`https:\/\/esm\.sh\/\$\{[^`]*`[^`]*`[^}]*\}\/dist\/prod\/`/g;
+const BOUNDS = /static getBounds\((\w+),(\w+)\)\{let (\w+)=([\w$]+)\.boundsCache\.get\(\1\);if\(\3\?\.version&&\3\.version===\1\.version&&!([\w$]+)\(\1\)\)return \3\.bounds;let (\w+)=\4\.calculateBounds\(\1,\2\);return \4\.boundsCache\.set\(\1,\{version:\1\.version,bounds:\6\}\),\6\}/g;
+const BOUNDS_CACHED = "static getBounds($1,$2){let $3=$4.boundsCache.get($1),cv=$5($1)?$2?.get($1.containerId)?.version??-1:0;" +
+  "if($3?.version&&$3.version===$1.version&&$3.cv===cv)return $3.bounds;let $6=$4.calculateBounds($1,$2);" +
+  "return $4.boundsCache.set($1,{version:$1.version,cv,bounds:$6}),$6}";
+const patched = { cdn: 0, bounds: 0 };
+const patchExcalidraw = {
+  name: "excalidraw-patches",
   setup(build) {
     build.onLoad({ filter: /@excalidraw[\\/]excalidraw[\\/]dist[\\/]prod[\\/]chunk-[^\\/]*\.js$/ }, (args) => {
-      const src = readFileSync(args.path, "utf8");
-      const cdn = /`https:\/\/esm\.sh\/\$\{[^`]*`[^`]*`[^}]*\}\/dist\/prod\/`/g;
-      const n = (src.match(cdn) || []).length;
-      if (!n) return undefined;
-      if (n !== 1) throw new Error(`${args.path}: expected one font CDN URL, found ${n}`);
-      return { contents: src.replace(cdn, 'location.origin+"/ui/"'), loader: "js" };
+      let src = readFileSync(args.path, "utf8");
+      const cdn = (src.match(CDN) || []).length;
+      const bounds = (src.match(BOUNDS) || []).length;
+      if (!cdn && !bounds) return undefined;
+      patched.cdn += cdn;
+      patched.bounds += bounds;
+      src = src.replace(CDN, 'location.origin+"/ui/"').replace(BOUNDS, BOUNDS_CACHED);
+      return { contents: src, loader: "js" };
+    });
+    build.onEnd(() => {
+      // Production builds only (watch mode uses Excalidraw's development build).
+      if (!watch && (patched.cdn !== 1 || patched.bounds !== 1)) {
+        throw new Error(`Excalidraw patches: expected one font CDN URL and one getBounds, found ${patched.cdn} and ${patched.bounds} (a new Excalidraw version? see build.mjs)`);
+      }
     });
   },
 };
 
 const options = {
-  plugins: [noCDN],
+  plugins: [patchExcalidraw],
   // @canvasd/client (a file: dependency on clients/js) is bundled from its TypeScript source.
   alias: { "@canvasd/client": join(here, "..", "..", "clients", "js", "src", "index.ts") },
   entryPoints: { app: join(here, "src/main.ts") },

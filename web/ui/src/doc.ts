@@ -6,43 +6,35 @@
 // named snapshots, snapshot creation and restore, the server's per-actor
 // undo/redo, highlights of lines others changed recently, and "Add to Chat".
 
-import { EditorState, StateEffect, StateField, ChangeSet, RangeSetBuilder, type Extension } from "@codemirror/state";
+import { Compartment, EditorState, StateEffect, StateField, ChangeSet, RangeSetBuilder, type Extension } from "@codemirror/state";
 import { EditorView, Decoration, lineNumbers, highlightActiveLine, highlightActiveLineGutter, keymap, drawSelection, type DecorationSet } from "@codemirror/view";
 import { defaultKeymap } from "@codemirror/commands";
 import { syntaxHighlighting, defaultHighlightStyle, bracketMatching, indentOnInput } from "@codemirror/language";
-import { javascript } from "@codemirror/lang-javascript";
-import { python } from "@codemirror/lang-python";
-import { go } from "@codemirror/lang-go";
-import { markdown } from "@codemirror/lang-markdown";
-import { json } from "@codemirror/lang-json";
-import { css } from "@codemirror/lang-css";
-import { html } from "@codemirror/lang-html";
-import { sql } from "@codemirror/lang-sql";
-import { yaml } from "@codemirror/lang-yaml";
-import { rust } from "@codemirror/lang-rust";
-import { cpp } from "@codemirror/lang-cpp";
-import { java } from "@codemirror/lang-java";
 import { randomHex, type ApplyResult, type CanvasClient, type CanvasModel, type Commit } from "@canvasd/client";
 import { actorColor, h, toast, why } from "./dom";
 
-/** The CodeMirror language for a document's props.language. */
-export function languageOf(lang: string): Extension {
+/**
+ * The CodeMirror language for a document's props.language. The grammars are
+ * loaded when a document needs one (code-split chunks): the page opens
+ * without parsing them.
+ */
+export async function languageOf(lang: string): Promise<Extension> {
   switch (lang.toLowerCase()) {
-    case "js": case "javascript": case "mjs": return javascript();
-    case "jsx": return javascript({ jsx: true });
-    case "ts": case "typescript": return javascript({ typescript: true });
-    case "tsx": return javascript({ typescript: true, jsx: true });
-    case "py": case "python": return python();
-    case "go": case "golang": return go();
-    case "md": case "markdown": return markdown();
-    case "json": return json();
-    case "css": return css();
-    case "html": case "htm": return html();
-    case "sql": return sql();
-    case "yaml": case "yml": return yaml();
-    case "rs": case "rust": return rust();
-    case "c": case "cpp": case "c++": case "h": case "hpp": return cpp();
-    case "java": return java();
+    case "js": case "javascript": case "mjs": return (await import("@codemirror/lang-javascript")).javascript();
+    case "jsx": return (await import("@codemirror/lang-javascript")).javascript({ jsx: true });
+    case "ts": case "typescript": return (await import("@codemirror/lang-javascript")).javascript({ typescript: true });
+    case "tsx": return (await import("@codemirror/lang-javascript")).javascript({ typescript: true, jsx: true });
+    case "py": case "python": return (await import("@codemirror/lang-python")).python();
+    case "go": case "golang": return (await import("@codemirror/lang-go")).go();
+    case "md": case "markdown": return (await import("@codemirror/lang-markdown")).markdown();
+    case "json": return (await import("@codemirror/lang-json")).json();
+    case "css": return (await import("@codemirror/lang-css")).css();
+    case "html": case "htm": return (await import("@codemirror/lang-html")).html();
+    case "sql": return (await import("@codemirror/lang-sql")).sql();
+    case "yaml": case "yml": return (await import("@codemirror/lang-yaml")).yaml();
+    case "rs": case "rust": return (await import("@codemirror/lang-rust")).rust();
+    case "c": case "cpp": case "c++": case "h": case "hpp": return (await import("@codemirror/lang-cpp")).cpp();
+    case "java": return (await import("@codemirror/lang-java")).java();
   }
   return [];
 }
@@ -106,6 +98,7 @@ export class DocPanel {
   el: HTMLElement;
   nodeId = "";
   private view: EditorView | null = null;
+  private language = new Compartment(); // the document's language, loaded after the editor opens
   private server = ""; // the text as of the model's revision
   private sending = false;
   private timer = 0;
@@ -159,13 +152,17 @@ export class DocPanel {
       state: EditorState.create({
         doc: this.server,
         extensions: [lineNumbers(), highlightActiveLineGutter(), highlightActiveLine(), drawSelection(), bracketMatching(), indentOnInput(),
-          syntaxHighlighting(defaultHighlightStyle, { fallback: true }), languageOf(String(n.props?.language || "")), recentField,
+          syntaxHighlighting(defaultHighlightStyle, { fallback: true }), this.language.of([]), recentField,
           keymap.of([{ key: "Mod-z", run: () => { this.history("undo"); return true; } }, { key: "Mod-y", run: () => { this.history("redo"); return true; } },
             { key: "Mod-Shift-z", run: () => { this.history("redo"); return true; } }, ...defaultKeymap]),
           EditorView.updateListener.of((u) => { if (u.docChanged && u.transactions.some((t) => t.isUserEvent("input") || t.isUserEvent("delete") || t.isUserEvent("undo") || t.isUserEvent("move") || t.isUserEvent("paste"))) this.schedule(); }),
           EditorView.theme({ "&": { height: "100%" }, ".cm-scroller": { fontFamily: "ui-monospace, SFMono-Regular, Menlo, monospace", fontSize: "13px" } })],
       }),
     });
+    const view = this.view;
+    languageOf(String(n.props?.language || "")).then((ext) => {
+      if (this.view === view) view.dispatch({ effects: this.language.reconfigure(ext) });
+    }, (err) => toast(`no highlighting: ${why(err)}`, "warn"));
     const u = new URL(location.href);
     u.searchParams.set("doc", id);
     history.replaceState(null, "", u.pathname + u.search + u.hash);
