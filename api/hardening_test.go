@@ -325,3 +325,72 @@ func (z *authzEnv) fingerprint() string {
 	}
 	return b.String()
 }
+
+// TestHostilePathsAndQueries sends every route of the table (GET and DELETE
+// included) hostile path parameters (invalid UTF-8, NUL, traversal, CR LF,
+// a 5,000-byte id) and every GET route junk query parameters (negative,
+// overflowing, non-numeric, invalid UTF-8), with the admin token. No answer
+// is a 5xx, every 4xx is a problem document, and nothing changes.
+func TestHostilePathsAndQueries(t *testing.T) {
+	z, _ := newAuthzEnv(t)
+	hostile := []string{"%ff%fe", "%00", "..", "%2e%2e", "..%2f..%2fetc", "a%0d%0aSet-Cookie:%20x=1", strings.Repeat("a", 5000),
+		"%e2%80%ae", "%ed%a0%80", "~", "%25"}
+	junk := "after_rev=-1&limit=99999999999999999999999&at_rev=%ff&since=x&start_line=-5&end_line=1e9" +
+		"&since_rev=18446744073709551616&access_token=%00&after=%2e%2e"
+	check := func(route, what string, rq authzReq) {
+		t.Helper()
+		rq.stream = strings.HasPrefix(rq.path, "/sse/")
+		status, hdr, body := z.send(rq, testAdmin)
+		if rq.after != nil {
+			rq.after()
+		}
+		switch {
+		case status >= 500:
+			t.Errorf("%s, %s: %s %.120s: %d %.300s", route, what, rq.method, rq.path, status, body)
+		case status >= 400 && rq.method != "HEAD" && !strings.HasPrefix(hdr.Get("Content-Type"), "application/problem+json"):
+			t.Errorf("%s, %s: %d without a problem document: %.200s", route, what, status, body)
+		case status >= 400 && rq.method != "HEAD" && !utf8.Valid(body):
+			t.Errorf("%s, %s: the problem echoes invalid UTF-8: %q", route, what, body)
+		}
+	}
+	for _, route := range walkRoutes(t, z.api.Routes()) {
+		method, pattern, _ := strings.Cut(route, " ")
+		rows := rowsFor(authzRows(), route)
+		if len(rows) == 0 || rows[0].method == "*" {
+			continue
+		}
+		// The row's request (its fixtures, such as a file to delete, are
+		// made now, before the fingerprint), sent with hostile paths.
+		base := rows[0].req(z)
+		send := base
+		send.after = nil
+		before := z.fingerprint()
+		if strings.ContainsAny(pattern, "{*") {
+			for _, h := range hostile {
+				path := pattern
+				for strings.Contains(path, "{") {
+					i, j := strings.Index(path, "{"), strings.Index(path, "}")
+					path = path[:i] + h + path[j+1:]
+				}
+				rq := send
+				rq.path = strings.ReplaceAll(path, "*", h)
+				check(route, "path "+h[:min(len(h), 20)], rq)
+			}
+		}
+		if method == "GET" {
+			rq := send
+			sep := "?"
+			if strings.Contains(rq.path, "?") {
+				sep = "&"
+			}
+			rq.path += sep + junk
+			check(route, "junk query", rq)
+		}
+		if base.after != nil {
+			base.after()
+		}
+		if after := z.fingerprint(); after != before {
+			t.Errorf("%s with hostile paths or queries changed the server:\nbefore %s\nafter  %s", route, before, after)
+		}
+	}
+}

@@ -37,8 +37,8 @@ func (h *hostAPI) handleMessage(w http.ResponseWriter, r *http.Request) {
 		h.s.problem(w, r, fmt.Errorf("%w: sending a message needs the editor role; your token has %s", canvas.ErrForbidden, describeScope(p)))
 		return
 	}
-	if id == "" || len(id) > 200 {
-		h.s.problem(w, r, canvas.Invalid("id", "must be 1 to 200 characters"))
+	if !validSessionID(id) {
+		h.s.problem(w, r, canvas.Invalid("id", "must be 1 to 200 letters, digits or _ . : - (a session_id of POST /api/canvas-agent/run)"))
 		return
 	}
 	body, err := readBody(r)
@@ -70,4 +70,20 @@ func (h *hostAPI) handleMessage(w http.ResponseWriter, r *http.Request) {
 		out.Delivered = true
 	}
 	writeJSON(w, http.StatusAccepted, out)
+}
+
+// validSessionID reports whether id can name an agent session: 1 to 200
+// bytes of [A-Za-z0-9_.:-] (session ids are made of these; anything else,
+// such as "../x" or invalid UTF-8, is refused before it reaches an inbox).
+func validSessionID(id string) bool {
+	if id == "" || len(id) > 200 {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '.' || c == ':' || c == '-') {
+			return false
+		}
+	}
+	return true
 }
