@@ -10,7 +10,9 @@ import (
 	"image"
 	"image/color"
 	"image/png"
+	"io"
 	"math"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -259,6 +261,36 @@ func TestWebUIAgent(t *testing.T) {
 	if shot.Bounds != (client.Box{X: 100, Y: 100, W: 160, H: 100}) || !sameBox(shot.Viewport, pageVP) || len(shot.Selection) != 1 {
 		t.Fatalf("screenshot fields %+v %+v %v", shot.Bounds, shot.Viewport, shot.Selection)
 	}
+
+	// The Pages tab shows the host session named after the canvas in a
+	// frame: an A2UI surface pushed to it renders there, and follows updates.
+	pushA2UI := func(jsonl string) {
+		t.Helper()
+		req, _ := http.NewRequest("POST", e.srv.URL+"/api/host/"+cid+"/a2ui", strings.NewReader(jsonl))
+		req.Header.Set("Content-Type", "application/jsonl")
+		req.Header.Set("Authorization", "Bearer "+editor)
+		resp, err := e.srv.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		checkResponse(t, e.spec, req, resp, out)
+		if resp.StatusCode != 200 {
+			t.Fatalf("push A2UI: %d %s", resp.StatusCode, out)
+		}
+	}
+	pushA2UI(hostSurface)
+	p.clickCSS(`#tab-pages`)
+	frameText := func(want string) string {
+		return `(() => { const d = document.getElementById('host-frame').contentDocument;
+			const el = d && d.querySelector('[data-component-id="title"]'); return !!el && el.textContent === '` + want + `'; })()`
+	}
+	p.poll("A2UI surface in the Pages tab", frameText("Hello from A2UI"))
+	pushA2UI(`{"dataModelUpdate":{"surfaceId":"main","contents":[{"key":"greeting","valueString":"Updated live"}]}}` + "\n")
+	p.poll("A2UI update in the Pages tab", frameText("Updated live"))
+	p.screenshot("agent-pages")
+	p.clickCSS(`[data-tab="chat"]`)
 
 	// A vision run while the page is open: the runner asks the host for a
 	// screenshot of the run's viewport and the model gets it as an image part.

@@ -514,6 +514,14 @@ func TestWebUICanvas(t *testing.T) {
 		t.Fatalf("arrow connect: edges %v", edges)
 	}
 
+	// An arrow drawn in the open (bound to no shape) is an arrow shape.
+	p.tool("arrow")
+	p.drag(600, 650, 760, 700)
+	e.waitNodes(cid, "drawn arrow", mine("arrow", func(n map[string]any) bool {
+		p := n["props"].(map[string]any)
+		return p["start_binding"] == nil && p["end_binding"] == nil
+	}))
+
 	// Move s:dia by dragging it; resize s:img by its bottom-right handle.
 	p.tool("selection")
 	p.do(chromedp.KeyEvent(kb.Escape))
