@@ -19,7 +19,7 @@ import (
 type flakyStore struct {
 	*sqlitestore.Store
 	mu   sync.Mutex
-	next string // "", "not-written", "committed-unknown", "unknown"
+	next string // "", "not-written", "committed-unknown", "unknown", "unmarked"
 }
 
 func (f *flakyStore) failNext(mode string) {
@@ -36,6 +36,8 @@ func (f *flakyStore) Append(ctx context.Context, canvasID string, head int64, co
 	switch mode {
 	case "not-written":
 		return fmt.Errorf("test: connection refused: %w: %w", canvas.ErrUnavailable, canvas.ErrNotWritten)
+	case "unmarked": // an I/O error at commit: the store cannot say
+		return fmt.Errorf("test: disk I/O error: %w", canvas.ErrUnavailable)
 	case "unknown":
 		return fmt.Errorf("test: answer lost: %w: %w", canvas.ErrUnavailable, canvas.ErrOutcomeUnknown)
 	case "committed-unknown":
@@ -92,6 +94,10 @@ func TestUnavailableSaysWhatItKnows(t *testing.T) {
 	if h := head(); h != before {
 		t.Fatalf("head %v → %v after an unknown outcome that did not commit", before, h)
 	}
+	// A store that cannot say whether its append happened: unknown, never
+	// "nothing was written".
+	f.failNext("unmarked")
+	check(e.command(id, testAdmin, cmd("k2", "b")), "outcome-unknown", "unknown", "same idempotency_key")
 	// It did commit, the answer was lost: the retry replays it.
 	f.failNext("committed-unknown")
 	check(e.command(id, testAdmin, cmd("k3", "c")), "outcome-unknown", "unknown", "outcome is unknown")

@@ -232,8 +232,9 @@ const contendedTimeout = 3 * time.Second
 
 func (e *Engine) failAll(group []*request, err error) {
 	if errors.Is(err, canvas.ErrUnavailable) && !errors.Is(err, canvas.ErrOutcomeUnknown) && !errors.Is(err, canvas.ErrNotWritten) {
-		// Only an append can write, and the store says when it may have
-		// (ErrOutcomeUnknown): any other failure wrote nothing.
+		// Only an append can write, and its failures are marked unknown
+		// unless the store knows better (tryGroup): any other failure
+		// wrote nothing.
 		err = fmt.Errorf("%w: %w", canvas.ErrNotWritten, err)
 	}
 	for _, r := range group {
@@ -372,6 +373,11 @@ func (e *Engine) tryGroup(ctx context.Context, l *live, group []*request) ([]*pe
 	}
 	if err := e.st.Append(ctx, l.id, headBefore, commits, idems); err != nil {
 		j.rollback(l.state, 0)
+		if errors.Is(err, canvas.ErrUnavailable) && !errors.Is(err, canvas.ErrNotWritten) && !errors.Is(err, canvas.ErrOutcomeUnknown) {
+			// The store does not say the append never happened (an I/O
+			// error at commit, say): it may have.
+			err = fmt.Errorf("%w: %w", canvas.ErrOutcomeUnknown, err)
+		}
 		if errors.Is(err, canvas.ErrOutcomeUnknown) {
 			l.unsure = true
 		}

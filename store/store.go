@@ -42,7 +42,11 @@ type Store interface {
 	// If the stored head is not expectedHead it writes nothing and returns
 	// canvas.ErrHeadMismatch; if any record's key is already stored for the
 	// canvas it writes nothing and returns canvas.ErrDuplicateIdempotencyKey;
-	// a missing canvas is canvas.ErrNotFound.
+	// a missing canvas is canvas.ErrNotFound. An error wrapping
+	// canvas.ErrUnavailable also wraps canvas.ErrNotWritten when the store
+	// knows nothing was written, or canvas.ErrOutcomeUnknown when the
+	// transaction may have committed; unmarked, the engine takes it as
+	// unknown.
 	Append(ctx context.Context, canvasID string, expectedHead int64, commits []canvas.Commit, idem []IdempotencyRecord) error
 	// ReadCommits returns up to limit commits with rev > afterRev in ascending
 	// order (an empty slice past the head); a missing canvas is canvas.ErrNotFound.

@@ -90,9 +90,17 @@ func (c *committer) submit(ctx context.Context, j *appendJob) error {
 		if errors.Is(err, canvas.ErrUnavailable) { // the store is closed: never queued
 			return fmt.Errorf("pgstore: append to %q: %w: %w", j.canvasID, canvas.ErrNotWritten, err)
 		}
-		return c.s.wrap(ctx, "append to "+j.canvasID+" (not queued)", err)
+		return markNotWritten(c.s.wrap(ctx, "append to "+j.canvasID+" (not queued)", err))
 	}
 	return j.err
+}
+
+// markNotWritten marks an unavailability error of an Append that never ran.
+func markNotWritten(err error) error {
+	if errors.Is(err, canvas.ErrUnavailable) && !errors.Is(err, canvas.ErrNotWritten) {
+		return fmt.Errorf("%w: %w", canvas.ErrNotWritten, err)
+	}
+	return err
 }
 
 // put returns a finished job to the pool.
@@ -132,7 +140,7 @@ func (s *Store) runBatch(batch []*appendJob) {
 	live := make([]*appendJob, 0, len(batch))
 	for _, j := range batch {
 		if err := j.ctx.Err(); err != nil {
-			j.err = s.wrap(j.ctx, "append to "+j.canvasID+" (canceled before it ran)", err)
+			j.err = markNotWritten(s.wrap(j.ctx, "append to "+j.canvasID+" (canceled before it ran)", err))
 			continue
 		}
 		j.err = nil

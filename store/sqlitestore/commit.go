@@ -57,7 +57,7 @@ func (s *Store) submit(ctx context.Context, j *job) error {
 	if err == nil {
 		err = j.err
 	} else if errors.Is(err, canvas.ErrUnavailable) {
-		err = errClosed("write")
+		err = fmt.Errorf("%w: %w", canvas.ErrNotWritten, errClosed("write")) // never queued
 	} else {
 		err = fmt.Errorf("sqlitestore: write not queued: %w", err)
 	}
