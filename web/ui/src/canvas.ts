@@ -47,6 +47,10 @@ export class CanvasView {
   private pendingNodes = new Set<string>(); // touched by commits not yet shown
   private pendingEdges = new Set<string>();
   private flushQueued = false;
+  private loads = 0; // load() calls: a newer one supersedes an older one still waiting
+  private loading = false; // a snapshot is being built: commits wait for it
+  /** How the last load went (ms from its start): elements built, Excalidraw ready, on stage. */
+  timing: Record<string, number> = {};
   private waiters = new Set<{ rev: number; resolve: () => void }>(); // caughtUp() calls
   private reorder = false; // a pending commit created, deleted, re-parented or re-ordered nodes
   private flushPort: MessagePort;
@@ -115,29 +119,24 @@ export class CanvasView {
     return "";
   }
 
-  /** Shows a freshly read canvas (a snapshot): its elements built once, in z-order, and put on stage in one update. */
+  /**
+   * Shows a freshly read canvas (a snapshot): its elements built once, in
+   * z-order (while Excalidraw may still be starting), and put on stage in one
+   * update. Commits that arrive meanwhile are shown right after.
+   */
   async load(model: CanvasModel, fit: boolean): Promise<void> {
-    await this.ready;
-    this.model = model;
-    this.cache.clear();
-    this.rendered.clear();
-    this.sent.clear();
-    this.held.clear();
+    const t0 = performance.now();
+    const gen = ++this.loads;
+    this.loading = true;
     this.pendingNodes.clear();
     this.pendingEdges.clear();
     this.reorder = false;
-    this.children.clear();
-    this.parentOf.clear();
-    this.edgesAt.clear();
-    this.ends.clear();
     const raw: El[] = [];
     const owner: string[] = []; // raw[i] belongs to node or edge owner[i]
     for (const n of model.sorted()) {
-      this.index(n.id);
       for (const el of nodeElements(n, model.nodes, 2 + (n.updated_rev || 0))) { raw.push(el); owner.push(n.id); }
     }
     for (const e of model.edges.values()) {
-      this.indexEdge(e.id);
       const el = edgeElement(e, model.nodes, 2 + (e.updated_rev || 0));
       if (el) { raw.push(el); owner.push(e.id); }
     }
@@ -145,18 +144,39 @@ export class CanvasView {
     const ownerOf = new Map<string, string>();
     raw.forEach((el, i) => ownerOf.set(el.id, owner[i]));
     const els = restoreElements(raw as any, null, { refreshDimensions: false, repairBindings: false }) as unknown as El[];
+    const built = new Map<string, El[]>();
     for (const el of els) {
       const id = ownerOf.get(el.id);
       if (id === undefined) continue;
-      const l = this.cache.get(id);
+      const l = built.get(id);
       if (l) l.push(el);
-      else this.cache.set(id, [el]);
+      else built.set(id, [el]);
     }
-    for (const l of this.cache.values()) fitLabels(l);
+    for (const l of built.values()) fitLabels(l);
+    const tBuilt = performance.now();
+    await this.ready;
+    if (gen !== this.loads) return; // a newer snapshot is being shown
+    const tReady = performance.now();
+    this.loading = false;
+    this.model = model;
+    this.cache = built;
+    this.rendered.clear();
+    this.sent.clear();
+    this.held.clear();
+    this.children.clear();
+    this.parentOf.clear();
+    this.edgesAt.clear();
+    this.ends.clear();
+    for (const n of model.nodes.values()) this.index(n.id);
+    for (const e of model.edges.values()) this.indexEdge(e.id);
     this.addImages(model.nodes.values());
     this.push(true);
     if (fit) this.fit();
     this.wake();
+    // What changed while Excalidraw was starting.
+    for (const id of this.pendingNodes) if (!model.nodes.has(id)) this.cache.delete(id);
+    if (this.pendingNodes.size || this.pendingEdges.size) this.flush();
+    this.timing = { built: tBuilt - t0, ready: tReady - t0, staged: performance.now() - t0 };
   }
 
   /**
@@ -165,13 +185,13 @@ export class CanvasView {
    */
   applied(c: Commit, a: Applied): void {
     if (this.waiters.size) this.wake();
-    if (!this.model || !this.ex) return;
+    if (!this.ex || (!this.model && !this.loading)) return;
     for (const ch of c.changes || []) {
       if (ch.kind === "node" && (ch.op !== "patch" || (ch.patch && ("index" in ch.patch || "parent_id" in ch.patch)))) this.reorder = true;
     }
     for (const id of a.nodes) this.pendingNodes.add(id);
     for (const id of a.edges) this.pendingEdges.add(id);
-    if (this.flushQueued) return;
+    if (this.flushQueued || this.loading) return; // load() shows them when it is done
     this.flushQueued = true;
     this.flushPort.postMessage(0);
   }
