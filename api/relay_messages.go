@@ -19,8 +19,9 @@ import (
 // runner (agent.RunningElsewhereError) is relayed to the other processes;
 // the one running the session posts it there (agent.Runner.PostIfRunning)
 // and acknowledges with the outcome, which the first process answers the
-// sender with. No acknowledgement within messageForwardWait leaves the
-// first process's answer (409: running on another server) in place.
+// sender with. With no acknowledgement within messageForwardWait the first
+// process tries once more itself (the session may have ended meanwhile);
+// a session whose process died stays 409 (running on another server).
 
 // AgentMessages is implemented by agent services whose sessions run in this
 // process (*agent.Runner): they take messages relayed from other processes.
@@ -73,7 +74,10 @@ func (f forwardingInbox) Deliver(ctx context.Context, m host.Message) error {
 	if running, ferr := r.forwardMessage(ctx, re.SessionID, re.Message); running {
 		return ferr
 	}
-	return err
+	// No process runs it (any more): it may have ended meanwhile, so that
+	// this process can reopen it now; otherwise its process died (409 until
+	// the watchdog lets a process take it over).
+	return f.next.Deliver(ctx, m)
 }
 
 // forwardMessage relays m for sessionID to the other processes and waits
