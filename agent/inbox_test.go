@@ -423,3 +423,35 @@ func (s *syncWriter) String() string {
 	defer s.mu.Unlock()
 	return s.w.String()
 }
+
+// A session stored as running and fresh but not live in this runner runs in
+// another process: a message for it (or a userAction for its canvas) is a
+// RunningElsewhereError carrying the session and the message, for the server
+// to relay; PostIfRunning leaves it alone. A live session takes it.
+func TestMessageForSessionRunningElsewhere(t *testing.T) {
+	e := newInboxEnv(t, nil)
+	e.canvas("c1")
+	ctx := context.Background()
+	now := time.Now().UTC()
+	other := canvas.AgentSession{ID: "as_elsewhere", CanvasID: "c1", ActorID: "agent-other", State: client.AgentStreaming, Model: "debug/fake",
+		Message: "draw", Transcript: []client.TranscriptEntry{}, CreatedAt: now, UpdatedAt: now}
+	if err := e.sessions.CreateAgentSession(ctx, other); err != nil {
+		t.Fatal(err)
+	}
+	m := agent.UserMessage{Principal: editor("c1"), Prompt: "over there?"}
+	var re *agent.RunningElsewhereError
+	if err := e.runner.PostMessage(ctx, other.ID, m); !errors.As(err, &re) || !errors.Is(err, canvas.ErrConflict) ||
+		re.SessionID != other.ID || re.Message.Prompt != m.Prompt {
+		t.Fatalf("message for a session of another process: %v (%+v)", err, re)
+	}
+	re = nil
+	if id, err := e.runner.PostToCanvas(ctx, "c1", m); id != other.ID || !errors.As(err, &re) || re.SessionID != other.ID {
+		t.Fatalf("userAction for the canvas of a session of another process: %q %v", id, err)
+	}
+	if running, err := e.runner.PostIfRunning(ctx, other.ID, m); running || err != nil {
+		t.Fatalf("PostIfRunning of a session not running here: %v %v", running, err)
+	}
+	if s, _ := e.sessions.GetAgentSession(ctx, other.ID); s.ActorID != "agent-other" || s.State != client.AgentStreaming {
+		t.Fatalf("the other process's session was taken over: %+v", s)
+	}
+}
