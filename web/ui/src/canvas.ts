@@ -239,6 +239,7 @@ export class CanvasView {
    */
   private flush(): void {
     this.flushQueued = false;
+    if (this.loading) return; // load() shows the pending commits when it is done
     const m = this.model;
     if (!m || !this.ex || (!this.pendingNodes.size && !this.pendingEdges.size)) return;
     const nodes = new Set<string>();
