@@ -24,6 +24,14 @@ type Envelope struct {
 // DecodeEnvelope strictly decodes one envelope: unknown top-level fields,
 // trailing data, a missing type or base_rev, or a non-object args are ErrInvalid.
 func DecodeEnvelope(data []byte) (Envelope, error) {
+	if e, ok := decodeEnvelopeFast(data); ok {
+		return e, e.Validate()
+	}
+	return decodeEnvelopeSlow(data)
+}
+
+// decodeEnvelopeSlow is DecodeEnvelope with encoding/json, for every body.
+func decodeEnvelopeSlow(data []byte) (Envelope, error) {
 	var e Envelope
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()

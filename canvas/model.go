@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strconv"
 	"time"
+	"unsafe"
 )
 
 // Shape types a node may have: TLDraw's shape types, plus "doc" for a
@@ -253,8 +254,9 @@ type Commit struct {
 	TS        time.Time       `json:"ts"`
 	Changes   []Change        `json:"changes"`
 
-	encoded   []byte // the commit's JSON once Encode ran
-	changesAt int    // where the changes array starts in encoded
+	encoded         []byte // the commit's JSON once Encode ran
+	argsAt, argsEnd int    // where the (compacted) args are in encoded
+	changesAt       int    // where the changes array starts in encoded
 }
 
 // Encode encodes the commit as JSON once and keeps the encoding, which
@@ -267,16 +269,19 @@ func (c *Commit) Encode() error {
 		return nil
 	}
 	b, at, err := c.encode()
-	c.encoded, c.changesAt = b, at
+	c.encoded, c.argsAt, c.argsEnd, c.changesAt = b, at.args, at.argsEnd, at.changes
 	return err
 }
 
+// encodedAt is where the parts of an encoded commit that the stores keep start.
+type encodedAt struct{ args, argsEnd, changes int }
+
 // encode writes the commit's JSON object: the same members as
 // json.Marshal would write (args compacted), without reflection.
-func (c *Commit) encode() (b []byte, changesAt int, err error) {
+func (c *Commit) encode() (b []byte, at encodedAt, err error) {
 	changes, err := c.ChangesJSON()
 	if err != nil {
-		return nil, 0, err
+		return nil, at, err
 	}
 	b = make([]byte, 0, 192+len(c.CanvasID)+len(c.EventID)+len(c.CmdID)+len(c.Type)+len(c.Args)+len(c.ActorID)+len(changes))
 	b = appendJSONString(append(b, `{"canvas_id":`...), c.CanvasID)
@@ -285,22 +290,24 @@ func (c *Commit) encode() (b []byte, changesAt int, err error) {
 	b = appendJSONString(append(b, `,"cmd_id":`...), c.CmdID)
 	b = appendJSONString(append(b, `,"type":`...), c.Type)
 	b = append(b, `,"args":`...)
+	at.args = len(b)
 	if c.Args == nil {
 		b = append(b, "null"...)
 	} else {
 		buf := bytes.NewBuffer(b)
 		if err := json.Compact(buf, c.Args); err != nil {
-			return nil, 0, fmt.Errorf("encoding commit %d: args: %w", c.Rev, err)
+			return nil, at, fmt.Errorf("encoding commit %d: args: %w", c.Rev, err)
 		}
 		b = buf.Bytes()
 	}
+	at.argsEnd = len(b)
 	b = appendJSONString(append(b, `,"actor_id":`...), c.ActorID)
 	b = appendJSONString(append(b, `,"actor_type":`...), string(c.ActorType))
 	b = c.TS.AppendFormat(append(b, `,"ts":`...), `"`+time.RFC3339Nano+`"`)
 	b = append(b, `,"changes":`...)
-	changesAt = len(b)
+	at.changes = len(b)
 	b = append(append(b, changes...), '}')
-	return b, changesAt, nil
+	return b, at, nil
 }
 
 // appendJSONString appends s as a JSON string: as is when it holds nothing
@@ -342,6 +349,29 @@ func (c *Commit) ChangesJSON() ([]byte, error) {
 		return nil, fmt.Errorf("encoding the changes of commit %d: %w", c.Rev, err)
 	}
 	return b, nil
+}
+
+// StoredText returns what a store keeps of the commit besides its scalar
+// fields, as text: its args (ok false when it has none) and its changes
+// (ChangesJSON). Once Encode ran they share the encoding's memory, which
+// never changes, so a store binds them without copying: the stored text and
+// the SSE event are the same bytes.
+func (c *Commit) StoredText() (args string, ok bool, changes string, err error) {
+	if c.encoded != nil {
+		if c.Args != nil {
+			args, ok = unsafe.String(&c.encoded[c.argsAt], c.argsEnd-c.argsAt), true
+		}
+		ch := c.encoded[c.changesAt : len(c.encoded)-1]
+		return args, ok, unsafe.String(unsafe.SliceData(ch), len(ch)), nil
+	}
+	if c.Args != nil {
+		args, ok = string(c.Args), true
+	}
+	ch, err := c.ChangesJSON()
+	if err != nil {
+		return "", false, "", err
+	}
+	return args, ok, string(ch), nil
 }
 
 // MarshalJSON implements json.Marshaler (see JSON).

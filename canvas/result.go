@@ -1,5 +1,10 @@
 package canvas
 
+import (
+	"encoding/json"
+	"strconv"
+)
+
 // Statuses in RevisionResult.Status.
 const (
 	StatusApplied  = "applied"
@@ -35,3 +40,40 @@ func (e *ConflictError) Error() string { return "conflict: " + e.Result.Suggesti
 
 // Unwrap makes errors.Is(err, ErrConflict) true.
 func (e *ConflictError) Unwrap() error { return ErrConflict }
+
+// MarshalJSON encodes the result as encoding/json would encode its fields,
+// without reflection for all but Result: it is the body of every applied
+// command.
+func (r RevisionResult) MarshalJSON() ([]byte, error) { return r.AppendJSON(nil) }
+
+// AppendJSON appends the result's JSON (see MarshalJSON) to b.
+func (r *RevisionResult) AppendJSON(b []byte) ([]byte, error) {
+	b = appendJSONString(append(b, `{"status":`...), r.Status)
+	b = strconv.AppendInt(append(b, `,"current_rev":`...), r.CurrentRev, 10)
+	b = appendJSONString(append(b, `,"cmd_id":`...), r.CmdID)
+	b = appendJSONString(append(b, `,"event_id":`...), r.EventID)
+	b = append(b, `,"created_ids":`...)
+	if r.CreatedIDs == nil {
+		b = append(b, "null"...)
+	} else {
+		b = append(b, '[')
+		for i, id := range r.CreatedIDs {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendJSONString(b, id)
+		}
+		b = append(b, ']')
+	}
+	if r.Rebased {
+		b = append(b, `,"rebased":true`...)
+	}
+	if r.Result != nil {
+		v, err := json.Marshal(r.Result)
+		if err != nil {
+			return nil, err
+		}
+		b = append(append(b, `,"result":`...), v...)
+	}
+	return append(b, '}'), nil
+}

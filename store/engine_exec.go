@@ -351,7 +351,11 @@ func (e *Engine) tryGroup(ctx context.Context, l *live, group []*request) ([]*pe
 			p.resp = Answer{Outcome: OutcomeApplied, Result: mustJSON(BatchResult{Status: canvas.StatusApplied,
 				CurrentRev: l.state.Rev, Results: p.results})}
 		} else {
-			p.resp = Answer{Outcome: OutcomeApplied, Result: mustJSON(p.results[0])}
+			res, err := p.results[0].AppendJSON(make([]byte, 0, 192))
+			if err != nil {
+				panic(fmt.Sprintf("encoding response: %v", err)) // our own types always encode
+			}
+			p.resp = Answer{Outcome: OutcomeApplied, Result: res}
 		}
 		if r.idemKey != "" {
 			p.idem = &IdempotencyRecord{CanvasID: l.id, Key: r.idemKey, Fingerprint: r.fp,
@@ -462,8 +466,7 @@ func (e *Engine) decideOne(ctx context.Context, l *live, r *request, k int, reqS
 				why+": re-read the state (or apply recovery_ops), re-plan, and resend with the new base_rev")
 		}
 	}
-	var undoConflict *canvas.ConflictError
-	if errors.As(err, &undoConflict) && len(undoConflict.Result.RecoveryOps) == 0 {
+	if undoConflict := conflictOf(err); undoConflict != nil && len(undoConflict.Result.RecoveryOps) == 0 {
 		// docs: undo/redo refused because others changed what it would restore;
 		// recovery_ops are the commits after the entry's revision that touched them.
 		ids := map[string]bool{}
@@ -505,6 +508,19 @@ func (e *Engine) decideOne(ctx context.Context, l *live, r *request, k int, reqS
 	}
 	return c, canvas.RevisionResult{Status: canvas.StatusApplied, CurrentRev: rev, CmdID: cmdID,
 		EventID: c.EventID, CreatedIDs: created, Rebased: stale, Result: dec.Result}, nil
+}
+
+// conflictOf returns err's *canvas.ConflictError, or nil (without
+// allocating when err is nil, as it is on the hot path).
+func conflictOf(err error) *canvas.ConflictError {
+	if err == nil {
+		return nil
+	}
+	var ce *canvas.ConflictError
+	if errors.As(err, &ce) {
+		return ce
+	}
+	return nil
 }
 
 // conflict builds the 409 answer: the commits after base_rev that touched

@@ -151,18 +151,17 @@ func (a *appendCols) add(canvasID string, expectedHead int64, commits []canvas.C
 		if c.CanvasID != "" && c.CanvasID != canvasID {
 			return fmt.Errorf("pgstore: append to %q: commit %d belongs to canvas %q: %w", canvasID, i, c.CanvasID, canvas.ErrInvalid)
 		}
-		var args *string
-		if len(c.Args) > 0 {
-			s := string(c.Args)
-			args = &s
-		}
-		b, err := c.ChangesJSON()
+		text, ok, changes, err := c.StoredText()
 		if err != nil {
 			return fmt.Errorf("pgstore: append to %q: encode changes of rev %d: %v: %w", canvasID, c.Rev, err, canvas.ErrInvalid)
 		}
+		var args *string
+		if ok && len(c.Args) > 0 {
+			args = &text
+		}
 		a.canvas, a.revs, a.eventIDs, a.cmdIDs = append(a.canvas, canvasID), append(a.revs, c.Rev), append(a.eventIDs, c.EventID), append(a.cmdIDs, c.CmdID)
 		a.types, a.args, a.actorIDs = append(a.types, c.Type), append(a.args, args), append(a.actorIDs, c.ActorID)
-		a.actorTypes, a.tss, a.changes = append(a.actorTypes, string(c.ActorType)), append(a.tss, c.TS), append(a.changes, string(b))
+		a.actorTypes, a.tss, a.changes = append(a.actorTypes, string(c.ActorType)), append(a.tss, c.TS), append(a.changes, changes)
 	}
 	for i := range idem {
 		r := &idem[i]

@@ -29,16 +29,16 @@ type job struct {
 	canvasID     string
 	expectedHead int64
 	commits      []canvas.Commit
-	changes      []string // commits[i].Changes as JSON, encoded by the caller
+	args         []any    // commits[i]'s args as text (nil: none), sharing the commit's encoding
+	changes      []string // commits[i].Changes as JSON, sharing the commit's encoding
 	idem         []store.IdempotencyRecord
 }
 
 func (s *Store) putJob(j *job) {
 	j.ctx, j.fn, j.err, j.commits, j.idem = nil, nil, nil, nil, nil
-	for i := range j.changes {
-		j.changes[i] = ""
-	}
-	j.changes = j.changes[:0]
+	clear(j.args)
+	clear(j.changes)
+	j.args, j.changes = j.args[:0], j.changes[:0]
 	s.jobPool.Put(j)
 }
 
@@ -634,11 +634,7 @@ func (w *writer) flush() error {
 	for _, j := range w.pending {
 		for i := range j.commits {
 			c := &j.commits[i]
-			var a any
-			if c.Args != nil {
-				a = string(c.Args)
-			}
-			args = append(args, j.canvasID, c.Rev, c.EventID, c.CmdID, c.Type, a,
+			args = append(args, j.canvasID, c.Rev, c.EventID, c.CmdID, c.Type, j.args[i],
 				c.ActorID, string(c.ActorType), c.TS.UnixMicro(), j.changes[i])
 			if rows++; rows == maxRows {
 				if err := insert(&w.insCommits, insCommitSQL, commitRow); err != nil {

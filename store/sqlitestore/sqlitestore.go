@@ -519,7 +519,7 @@ func (s *Store) Append(ctx context.Context, canvasID string, expectedHead int64,
 	j := s.jobPool.Get().(*job)
 	j.fn = nil
 	j.canvasID, j.expectedHead, j.commits, j.idem = canvasID, expectedHead, commits, idem
-	j.changes = j.changes[:0]
+	j.args, j.changes = j.args[:0], j.changes[:0]
 	for i := range commits {
 		c := &commits[i]
 		if c.Rev != expectedHead+1+int64(i) || (c.CanvasID != "" && c.CanvasID != canvasID) {
@@ -527,12 +527,16 @@ func (s *Store) Append(ctx context.Context, canvasID string, expectedHead int64,
 			return fmt.Errorf("sqlitestore: append to canvas %q at head %d: commit %d has canvas %q rev %d, want rev %d: %w",
 				canvasID, expectedHead, i, c.CanvasID, c.Rev, expectedHead+1+int64(i), canvas.ErrInvalid)
 		}
-		b, err := c.ChangesJSON()
+		args, ok, changes, err := c.StoredText()
 		if err != nil {
 			s.putJob(j)
 			return fmt.Errorf("sqlitestore: append to canvas %q: encode changes of rev %d: %v: %w", canvasID, c.Rev, err, canvas.ErrInvalid)
 		}
-		j.changes = append(j.changes, string(b))
+		var a any
+		if ok {
+			a = args
+		}
+		j.args, j.changes = append(j.args, a), append(j.changes, changes)
 	}
 	return s.submit(ctx, j)
 }
