@@ -31,7 +31,7 @@ func TestMigrationMergesDuplicateTodos(t *testing.T) {
 	for _, m := range ms[:3] {
 		exec(m.Up)
 	}
-	exec(`INSERT INTO canvases (id, title, head_rev, created_at, created_by) VALUES ('c', '', 0, 0, '')`)
+	exec(`INSERT INTO canvases (id, title, created_at, created_by) VALUES ('c', '', 0, '')`)
 	exec(`INSERT INTO canvas_agent_sessions (id, canvas_id, actor_id, state) VALUES ('s', 'c', 'agent-1', 'done')`)
 	for i, text := range []string{"footer", "header", "footer", "footer"} {
 		exec(`INSERT INTO canvas_agent_todos (session_id, text, position) VALUES ('s', ?, ?)`, text, i)

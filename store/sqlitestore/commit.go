@@ -71,14 +71,14 @@ type writer struct {
 	conn                           *sql.Conn
 	begin, commit, rollback        *sql.Stmt
 	savepoint, release, rollbackTo *sql.Stmt
-	updHead, headOf, has           *sql.Stmt
+	headOf, has                    *sql.Stmt
 
 	// Multi-row statements, prepared on first use: insCommits[k] inserts
 	// k+1 rows, readHeads[k] reads k+1 heads, and so on. One statement per
 	// chunk of up to maxRows rows costs far less than one per row.
-	insCommits, insIdems           [maxRows]*sql.Stmt
-	readHeads, findKeys, moveHeads [maxRows]*sql.Stmt
-	args                           []any // reused argument buffer
+	insCommits, insIdems [maxRows]*sql.Stmt
+	readHeads, findKeys  [maxRows]*sql.Stmt
+	args                 []any // reused argument buffer
 
 	pending []*job               // checked Appends whose rows flush inserts
 	keys    map[idemKey]struct{} // idempotency keys taken by this batch's Appends
@@ -92,8 +92,7 @@ type idemKey struct{ canvasID, key string }
 // write between them) is checked against: the heads and the stored
 // idempotency keys of all of them, read with a few multi-row queries before
 // the first one is checked. Each check then moves the head in ids/heads
-// only; flush writes the moved heads with one UPDATE per chunk, which also
-// verifies that each canvas's stored head is still the one read.
+// only; the rows flush inserts move the heads in the database.
 type segment struct {
 	end     int                  // index in the batch of the first job past the run
 	batched bool                 // the run's Appends are checked against this segment (else one by one)
@@ -122,13 +121,21 @@ const (
 	idemRow      = `(?, ?, ?, ?, ?, ?, ?)`
 	// The lookups join a VALUES list (each row probes the index) rather
 	// than test IN (...), for which SQLite first builds a temporary b-tree.
-	readHeadsSQL = `SELECT c.id, c.head_rev FROM (VALUES `
+	readHeadsSQL = `SELECT c.id, ` + headOfC + ` FROM (VALUES `
 	readHeadsEnd = `) AS v JOIN canvases AS c ON c.id = v.column1`
 	findKeysSQL  = `SELECT i.canvas_id, i.key FROM (VALUES `
 	findKeysEnd  = `) AS v JOIN idempotency AS i ON i.canvas_id = v.column1 AND i.key = v.column2`
-	moveHeadsSQL = `UPDATE canvases SET head_rev = v.column3 FROM (VALUES `
-	moveHeadsEnd = `) AS v WHERE canvases.id = v.column1 AND canvases.head_rev = v.column2`
 )
+
+// headOfC is the head of canvas c (a canvases row): the last revision in its
+// log, 0 for none, read from the end of the unique (canvas_id, rev) index.
+// An Append moves it by inserting its commits and writes no canvases row,
+// which saves every group commit a statement and a page written to the log
+// (migration 0007 dropped the head_rev column that Appends used to move).
+// Only the writer connection appends, inside its transaction, so a head it
+// read cannot move before its rows are in; the unique index would refuse a
+// revision appended twice regardless.
+const headOfC = `coalesce((SELECT max(rev) FROM commits WHERE canvas_id = c.id), 0)`
 
 // The INSERTs are OR FAIL and the two tables have no foreign key, so SQLite
 // keeps no statement journal for them: a failed INSERT may leave some of its
@@ -163,8 +170,7 @@ func newWriter(ctx context.Context, conn *sql.Conn) (*writer, error) {
 		{&w.savepoint, `SAVEPOINT job`},
 		{&w.release, `RELEASE job`},
 		{&w.rollbackTo, `ROLLBACK TO job`},
-		{&w.updHead, `UPDATE canvases SET head_rev = ? WHERE id = ? AND head_rev = ?`},
-		{&w.headOf, `SELECT head_rev FROM canvases WHERE id = ?`},
+		{&w.headOf, `SELECT ` + headOfC + ` FROM canvases AS c WHERE id = ?`},
 		{&w.has, `SELECT 1 FROM canvases WHERE id = ?`},
 	} {
 		st, err := conn.PrepareContext(ctx, p.q)
@@ -178,8 +184,8 @@ func newWriter(ctx context.Context, conn *sql.Conn) (*writer, error) {
 }
 
 func (w *writer) close() {
-	sts := []*sql.Stmt{w.begin, w.commit, w.rollback, w.savepoint, w.release, w.rollbackTo, w.updHead, w.headOf, w.has}
-	for _, c := range []*[maxRows]*sql.Stmt{&w.insCommits, &w.insIdems, &w.readHeads, &w.findKeys, &w.moveHeads} {
+	sts := []*sql.Stmt{w.begin, w.commit, w.rollback, w.savepoint, w.release, w.rollbackTo, w.headOf, w.has}
+	for _, c := range []*[maxRows]*sql.Stmt{&w.insCommits, &w.insIdems, &w.readHeads, &w.findKeys} {
 		sts = append(sts, c[:]...)
 	}
 	for _, st := range sts {
@@ -226,9 +232,9 @@ func (s *Store) commitBatch(batch []*job) {
 // consecutive Appends is checked together: one query reads the heads of all
 // their canvases, one the idempotency keys among theirs that are stored
 // (per chunk of up to maxRows), and each Append is then decided in memory,
-// in batch order. The heads of the Appends that passed are moved, and their
-// rows inserted, together at the end of the run: a few multi-row statements
-// for the whole batch. Any other write runs in its own savepoint, after the
+// in batch order. The rows of the Appends that passed are inserted (which
+// moves their heads) together at the end of the run: a few multi-row
+// statements for the whole batch. Any other write runs in its own savepoint, after the
 // pending rows are flushed.
 //
 // If that fast path meets an unexpected error (say a row that violates a
@@ -469,7 +475,7 @@ func (w *writer) scan(st *sql.Stmt, fn func(*sql.Rows) error) error {
 
 // checkInSegment decides an Append of a batched segment, in memory: err is
 // the Append's own failure (nothing written), fatal an error that breaks
-// the transaction. The head it moves is written by flush.
+// the transaction. The rows flush inserts move the head in the database.
 func (w *writer) checkInSegment(j *job) (err, fatal error) {
 	g := &w.seg
 	for i := range j.idem {
@@ -498,7 +504,7 @@ func (w *writer) checkInSegment(j *job) (err, fatal error) {
 }
 
 // checkAppend decides an Append inside the batch's transaction with its own
-// statements, writing nothing but the new head: err is the Append's own
+// statements, writing nothing (flush inserts its rows): err is the Append's own
 // failure (nothing written), fatal an error that breaks the transaction.
 func (w *writer) checkAppend(j *job) (err, fatal error) {
 	for i := range j.idem {
@@ -528,22 +534,13 @@ func (w *writer) checkAppend(j *job) (err, fatal error) {
 			return nil, mapErr("append to "+j.canvasID, err)
 		}
 	}
-	newHead := j.expectedHead + int64(len(j.commits))
-	res, err := w.updHead.ExecContext(bg, newHead, j.canvasID, j.expectedHead)
-	if err != nil {
+	var head int64
+	switch err := w.headOf.QueryRowContext(bg, j.canvasID).Scan(&head); {
+	case errors.Is(err, sql.ErrNoRows):
+		return fmt.Errorf("canvas %q: %w", j.canvasID, canvas.ErrNotFound), nil
+	case err != nil:
 		return nil, mapErr("append to "+j.canvasID, err)
-	}
-	if n, err := res.RowsAffected(); err != nil {
-		return nil, mapErr("append to "+j.canvasID, err)
-	} else if n == 0 {
-		var head int64
-		err := w.headOf.QueryRowContext(bg, j.canvasID).Scan(&head)
-		if errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("canvas %q: %w", j.canvasID, canvas.ErrNotFound), nil
-		}
-		if err != nil {
-			return nil, mapErr("append to "+j.canvasID, err)
-		}
+	case head != j.expectedHead:
 		return fmt.Errorf("sqlitestore: append to canvas %q: expected head %d, stored head is %d: %w",
 			j.canvasID, j.expectedHead, head, canvas.ErrHeadMismatch), nil
 	}
@@ -553,9 +550,9 @@ func (w *writer) checkAppend(j *job) (err, fatal error) {
 	return nil, nil
 }
 
-// flush writes what the pending (checked) Appends decided: the heads a
-// batched segment moved, then the idempotency records, then the commits, up
-// to maxRows rows per statement. It ends the segment. An error here is
+// flush writes what the pending (checked) Appends decided: the idempotency
+// records, then the commits (which move the heads), up to maxRows rows per
+// statement. It ends the segment. An error here is
 // unexpected (the checks passed) and breaks the transaction.
 func (w *writer) flush() error {
 	defer func() {
@@ -579,37 +576,6 @@ func (w *writer) flush() error {
 		}
 		_, err = exec(st)
 		return err
-	}
-	move := func() error {
-		st, err := w.cached(&w.moveHeads, rows, moveHeadsSQL, "(?, ?, ?)", ", ", moveHeadsEnd)
-		if err != nil {
-			return err
-		}
-		want := int64(rows)
-		n, err := exec(st)
-		if err == nil && n != want {
-			// Only this connection writes, inside this transaction: the
-			// heads read for the segment cannot have changed.
-			err = fmt.Errorf("sqlitestore: append: %d of %d canvas heads were not where the segment read them", want-n, want)
-		}
-		return err
-	}
-	g := &w.seg
-	for k, id := range g.ids {
-		if g.heads[k] == g.read[k] {
-			continue
-		}
-		args = append(args, id, g.read[k], g.heads[k])
-		if rows++; rows == maxRows {
-			if err := move(); err != nil {
-				return err
-			}
-		}
-	}
-	if rows > 0 {
-		if err := move(); err != nil {
-			return err
-		}
 	}
 	for _, j := range w.pending {
 		for i := range j.idem {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"testing"
 	"time"
@@ -184,5 +185,95 @@ func TestMigration0003TypedOutcomes(t *testing.T) {
 	}
 	if statuses != `no=409:{"b"} ok=200:{"a"}` {
 		t.Fatalf("after 0003 down: %s", statuses)
+	}
+}
+
+// TestMigration0007HeadFromLog builds a version-6 database whose canvases
+// carry head_rev, opens it (which applies 0007), and checks that each head
+// is now its log's (0 without commits), that appends are checked against
+// it, and that 0007's down script brings head_rev back, set from the log.
+func TestMigration0007HeadFromLog(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "v6.db")
+	ms, err := migrations.Load(sqlitestore.Dialect)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ms) < 7 || ms[6].Name != "head_from_log" {
+		t.Fatalf("migrations: %d, want 0007_head_from_log", len(ms))
+	}
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	db.SetMaxOpenConns(1)
+	mustExec := func(q string, args ...any) {
+		t.Helper()
+		if _, err := db.ExecContext(ctx, q, args...); err != nil {
+			t.Fatalf("%.60s: %v", q, err)
+		}
+	}
+	mustExec(migrations.SchemaMigrationsDDL)
+	for _, m := range ms[:6] {
+		mustExec(m.Up)
+		mustExec(`INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, 0)`, m.Version, m.Name)
+	}
+	mustExec(`INSERT INTO canvases (id, head_rev, created_at) VALUES ('c', 2, 1), ('empty', 0, 2)`)
+	mustExec(`INSERT INTO commits (canvas_id, rev, event_id, cmd_id, type, args, actor_id, actor_type, ts, changes) VALUES
+		('c', 1, '1-a', 'cmd_1', 'create_node', '{}', 'human-1', 'human', 10, '[]'),
+		('c', 2, '2-a', 'cmd_2', 'create_node', '{}', 'human-1', 'human', 11, '[]')`)
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	s := openAt(t, path)
+	heads := func() map[string]int64 {
+		t.Helper()
+		cs, err := s.ListCanvases(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := map[string]int64{}
+		for _, c := range cs {
+			m[c.ID] = c.HeadRev
+			if g, err := s.GetCanvas(ctx, c.ID); err != nil || g.HeadRev != c.HeadRev {
+				t.Fatalf("GetCanvas(%s) = %+v, %v; listed with head %d", c.ID, g, err, c.HeadRev)
+			}
+		}
+		return m
+	}
+	if h := heads(); h["c"] != 2 || h["empty"] != 0 || len(h) != 2 {
+		t.Fatalf("heads after the migration: %v, want c:2 empty:0", h)
+	}
+	commit := func(rev int64) []canvas.Commit {
+		return []canvas.Commit{{Rev: rev, EventID: fmt.Sprintf("%d-b", rev), Type: "move", ActorID: "human-1", ActorType: canvas.ActorHuman, TS: time.Now()}}
+	}
+	if err := s.Append(ctx, "c", 1, commit(2), nil); !errors.Is(err, canvas.ErrHeadMismatch) {
+		t.Fatalf("Append behind the log's head: %v, want ErrHeadMismatch", err)
+	}
+	if err := s.Append(ctx, "c", 2, commit(3), nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Append(ctx, "empty", 0, commit(1), nil); err != nil {
+		t.Fatal(err)
+	}
+	if h := heads(); h["c"] != 3 || h["empty"] != 1 {
+		t.Fatalf("heads after appends: %v, want c:3 empty:1", h)
+	}
+	s.Close()
+
+	db, err = sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	mustExec(ms[6].Down)
+	var got string
+	if err := db.QueryRowContext(ctx, `SELECT group_concat(id || ':' || head_rev, ' ') FROM (SELECT * FROM canvases ORDER BY id)`).Scan(&got); err != nil {
+		t.Fatal(err)
+	}
+	if got != "c:3 empty:1" {
+		t.Fatalf("after 0007 down: %s, want c:3 empty:1", got)
 	}
 }

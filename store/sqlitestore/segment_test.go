@@ -168,7 +168,7 @@ func TestBatchedAppendChecks(t *testing.T) {
 }
 
 // TestBatchedAppendsPoisoned checks the retry: an Append that passes the
-// checks but whose INSERT fails (a planted row) makes the fast path roll
+// checks but whose INSERT fails (a planted trigger) makes the fast path roll
 // back, and the isolated rerun fails it alone, in a batch of checked runs.
 func TestBatchedAppendsPoisoned(t *testing.T) {
 	ctx := context.Background()
@@ -183,7 +183,7 @@ func TestBatchedAppendsPoisoned(t *testing.T) {
 		}
 	}
 	if err := s.write(ctx, func(w *writer) error {
-		_, err := w.conn.ExecContext(bg, `INSERT INTO commits (canvas_id, rev, event_id, type, actor_id, actor_type, ts) VALUES ('bad', 1, 'x', 't', 'a', 'human', 0)`)
+		_, err := w.conn.ExecContext(bg, `CREATE TRIGGER poison BEFORE INSERT ON commits WHEN NEW.canvas_id = 'bad' BEGIN SELECT RAISE(ABORT, 'poisoned'); END`)
 		return err
 	}); err != nil {
 		t.Fatal(err)

@@ -343,8 +343,8 @@ func (s *Store) prepareReads(ctx context.Context) error {
 		dst **sql.Stmt
 		q   string
 	}{
-		{&s.getCanvas, `SELECT title, head_rev, created_at, created_by FROM canvases WHERE id = ?`},
-		{&s.listCanvases, `SELECT id, title, head_rev, created_at, created_by FROM canvases ORDER BY created_at, id`},
+		{&s.getCanvas, `SELECT title, ` + headOfC + `, created_at, created_by FROM canvases AS c WHERE id = ?`},
+		{&s.listCanvases, `SELECT id, title, ` + headOfC + `, created_at, created_by FROM canvases AS c ORDER BY created_at, id`},
 		{&s.canvasExists, `SELECT 1 FROM canvases WHERE id = ?`},
 		{&s.readCommits, `SELECT rev, event_id, cmd_id, type, args, actor_id, actor_type, ts, changes
 			FROM commits WHERE canvas_id = ? AND rev > ? ORDER BY rev LIMIT ?`},
@@ -425,8 +425,8 @@ func (s *Store) CreateCanvas(ctx context.Context, c canvas.Canvas) error {
 		return fmt.Errorf("sqlitestore: create canvas: %w", canvas.Invalid("canvas_id", "must not be empty"))
 	}
 	return s.write(ctx, func(w *writer) error {
-		res, err := w.conn.ExecContext(bg, `INSERT INTO canvases (id, title, head_rev, created_at, created_by)
-			VALUES (?, ?, 0, ?, ?) ON CONFLICT DO NOTHING`, c.ID, c.Title, c.CreatedAt.UnixMicro(), c.CreatedBy)
+		res, err := w.conn.ExecContext(bg, `INSERT INTO canvases (id, title, created_at, created_by)
+			VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING`, c.ID, c.Title, c.CreatedAt.UnixMicro(), c.CreatedBy)
 		if err != nil {
 			return mapErr("create canvas "+c.ID, err)
 		}

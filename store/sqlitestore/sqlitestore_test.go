@@ -588,9 +588,10 @@ func BenchmarkEngineExecute(b *testing.B) {
 	}
 }
 
-// TestPoisonedAppendFailsAlone plants a commit row beyond a canvas's head
-// (as only corruption or a manual edit could), so every Append to that
-// canvas fails on insert, and checks that the Appends batched with it in the
+// TestPoisonedAppendFailsAlone plants a trigger that refuses the commit
+// rows of one canvas (a failure the Append's checks cannot see, as only
+// corruption or a manual edit could cause), so every Append to that canvas
+// fails on insert, and checks that the Appends batched with it in the
 // same transactions still succeed.
 func TestPoisonedAppendFailsAlone(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "p.db")
@@ -610,7 +611,7 @@ func TestPoisonedAppendFailsAlone(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.Exec(`INSERT INTO commits (canvas_id, rev, event_id, type, actor_id, actor_type, ts) VALUES ('bad', 1, 'x', 't', 'a', 'human', 0)`); err != nil {
+	if _, err := db.Exec(`CREATE TRIGGER poison BEFORE INSERT ON commits WHEN NEW.canvas_id = 'bad' BEGIN SELECT RAISE(ABORT, 'poisoned'); END`); err != nil {
 		t.Fatal(err)
 	}
 	db.Close()
