@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"sort"
 	"strconv"
 	"time"
@@ -340,15 +341,65 @@ func (c *Commit) ChangesJSON() ([]byte, error) {
 	if c.encoded != nil {
 		return c.encoded[c.changesAt : len(c.encoded)-1], nil
 	}
-	ch := c.Changes
-	if ch == nil {
-		ch = []Change{}
-	}
-	b, err := json.Marshal(ch)
+	b, err := appendChanges(make([]byte, 0, 64+256*len(c.Changes)), c.Changes)
 	if err != nil {
 		return nil, fmt.Errorf("encoding the changes of commit %d: %w", c.Rev, err)
 	}
 	return b, nil
+}
+
+// appendChanges appends changes as a JSON array (an empty one for none),
+// byte for byte what json.Marshal writes, with reflection only for patches
+// and text edits.
+func appendChanges(b []byte, changes []Change) ([]byte, error) {
+	b = append(b, '[')
+	for i := range changes {
+		ch := &changes[i]
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendJSONString(append(b, `{"op":`...), string(ch.Op))
+		b = appendJSONString(append(b, `,"kind":`...), string(ch.Kind))
+		b = appendJSONString(append(b, `,"id":`...), ch.ID)
+		if len(ch.Value) > 0 {
+			b = append(b, `,"value":`...)
+			var err error
+			if b, err = appendRawJSON(b, ch.Value); err != nil {
+				return nil, err
+			}
+		}
+		if len(ch.Patch) > 0 {
+			p, err := json.Marshal(ch.Patch)
+			if err != nil {
+				return nil, err
+			}
+			b = append(append(b, `,"patch":`...), p...)
+		}
+		if ch.Edit != nil {
+			e, err := json.Marshal(ch.Edit)
+			if err != nil {
+				return nil, err
+			}
+			b = append(append(b, `,"edit":`...), e...)
+		}
+		b = append(b, '}')
+	}
+	return append(b, ']'), nil
+}
+
+// appendRawJSON appends raw compacted, as json.Marshal writes a
+// json.RawMessage (which also escapes <, >, & and U+2028/U+2029: for those
+// rare values it is json.Marshal that writes it).
+func appendRawJSON(b []byte, raw json.RawMessage) ([]byte, error) {
+	if bytes.ContainsAny(raw, "<>&\u2028\u2029") {
+		m, err := json.Marshal(raw)
+		return append(b, m...), err
+	}
+	buf := bytes.NewBuffer(b)
+	if err := json.Compact(buf, raw); err != nil {
+		return nil, &json.MarshalerError{Type: reflect.TypeFor[json.RawMessage](), Err: err}
+	}
+	return buf.Bytes(), nil
 }
 
 // StoredText returns what a store keeps of the commit besides its scalar

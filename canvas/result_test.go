@@ -35,3 +35,36 @@ func TestRevisionResultJSONMatchesReflection(t *testing.T) {
 		}
 	}
 }
+
+// The commit's hand-written changes encoding must be what encoding/json
+// writes for them.
+func TestChangesJSONMatchesReflection(t *testing.T) {
+	type plain Change // the same fields
+	for _, changes := range [][]Change{
+		nil,
+		{},
+		{{Op: OpPut, Kind: KindNode, ID: "n1", Value: json.RawMessage(`{ "id": "n1", "x": 1.50, "props": {"a": [1, 2]} }`)}},
+		{{Op: OpPut, Kind: KindNode, ID: "n<1>", Value: json.RawMessage(`{"label":"a<b>&c \u2028 é"}`)},
+			{Op: OpPatch, Kind: KindEdge, ID: "e1", Patch: map[string]any{"z": nil, "a": json.Number("1"), "props": map[string]any{"<": "&"}}},
+			{Op: OpDelete, Kind: KindNode, ID: "gone", Patch: map[string]any{}},
+			{Op: OpEdit, Kind: KindNode, ID: "d", Edit: &TextEdit{Prop: "text", Hunks: []TextHunk{{Line: 1, Del: 1, Ins: "x\n"}}}}},
+	} {
+		ps := make([]plain, len(changes))
+		for i, c := range changes {
+			ps[i] = plain(c)
+		}
+		want, err := json.Marshal(ps)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := &Commit{Rev: 1, Changes: changes}
+		got, err := c.ChangesJSON()
+		if err != nil || string(got) != string(want) {
+			t.Errorf("ChangesJSON(%+v)\n got %s, %v\nwant %s", changes, got, err, want)
+		}
+	}
+	bad := &Commit{Rev: 1, Changes: []Change{{Op: OpPut, Kind: KindNode, ID: "n", Value: json.RawMessage(`{"x":`)}}}
+	if _, err := bad.ChangesJSON(); err == nil {
+		t.Error("ChangesJSON of an invalid value: no error")
+	}
+}

@@ -231,7 +231,8 @@ type request struct {
 	ctx     context.Context
 	actor   canvas.Actor
 	envs    []canvas.Envelope
-	baseRev int64 // batch base; single commands use envs[0].BaseRev
+	one     [1]canvas.Envelope // envs of a single command
+	baseRev int64              // batch base; single commands use envs[0].BaseRev
 	batch   bool
 	idemKey string // the key that answers this request (command key or batch key)
 	fp      string

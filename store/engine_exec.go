@@ -33,8 +33,9 @@ func (e *Engine) Execute(ctx context.Context, canvasID string, actor canvas.Acto
 	if err := env.Validate(); err != nil {
 		return Answer{}, err
 	}
-	r := &request{ctx: ctx, actor: actor, envs: []canvas.Envelope{env}, baseRev: *env.BaseRev,
+	r := &request{ctx: ctx, actor: actor, one: [1]canvas.Envelope{env}, baseRev: *env.BaseRev,
 		idemKey: env.IdempotencyKey}
+	r.envs = r.one[:]
 	if r.idemKey != "" { // the fingerprint only tells replays from misuse of a key
 		r.fp = env.Fingerprint()
 	}
@@ -430,7 +431,10 @@ func (e *Engine) decideOne(ctx context.Context, l *live, r *request, k int, reqS
 	_, _ = rand.Read(seed[:])
 	cmdID := env.ID
 	if cmdID == "" {
-		cmdID = "cmd_" + hex.EncodeToString(seed[8:])
+		var b [4 + 12]byte
+		copy(b[:], "cmd_")
+		hex.Encode(b[4:], seed[8:])
+		cmdID = string(b[:])
 	}
 	rev := l.state.Rev + 1
 	cmd := canvas.Command{CanvasID: l.id, ID: cmdID, Type: env.Type, BaseRev: base, Strict: env.Strict,
@@ -488,7 +492,10 @@ func (e *Engine) decideOne(ctx context.Context, l *live, r *request, k int, reqS
 	}
 	var seedEvt [6]byte
 	_, _ = rand.Read(seedEvt[:])
-	c := &canvas.Commit{CanvasID: l.id, EventID: strconv.FormatInt(rev, 10) + "-" + hex.EncodeToString(seedEvt[:]),
+	var evt [20 + 1 + 12]byte
+	eventID := strconv.AppendInt(evt[:0], rev, 10)
+	eventID = hex.AppendEncode(append(eventID, '-'), seedEvt[:])
+	c := &canvas.Commit{CanvasID: l.id, EventID: string(eventID),
 		Rev: rev, CmdID: cmdID, Type: env.Type, Args: env.Args, ActorID: r.actor.ID, ActorType: r.actor.Type,
 		TS: cmd.TS, Changes: dec.Changes}
 	if c.Changes == nil {
