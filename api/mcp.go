@@ -9,6 +9,7 @@ package api
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -398,6 +399,11 @@ func (s *Server) mcpCommand(ctx context.Context, canvasID, typ string, args map[
 		return nil, nil, mcpError(err)
 	}
 	resp, err := s.engine.Execute(ctx, canvasID, principalFrom(ctx).Actor, env)
+	if errors.Is(err, canvas.ErrOutcomeUnknown) && env.IdempotencyKey == "" {
+		// The problem's advice (retry with the same key) needs a key this
+		// call did not carry.
+		return nil, nil, fmt.Errorf("%w; this call carried no idempotency_key, so read the canvas (canvas_get_state) to see whether it applied before calling again, and pass an idempotency_key next time", mcpError(err))
+	}
 	if err != nil {
 		return nil, nil, mcpError(err)
 	}

@@ -118,4 +118,25 @@ func TestUnavailableSaysWhatItKnows(t *testing.T) {
 	if h := head(); h != before+3 {
 		t.Fatalf("head %v, want %v", h, before+3)
 	}
+
+	// An MCP tool call: the tool error carries the advice, and when the call
+	// had no idempotency_key it says to read the canvas first instead.
+	e.must(200, "POST", "/canvas_commands/"+id+"/command", testAdmin,
+		map[string]any{"type": "create_node", "base_rev": 0, "args": map[string]any{"id": "doc", "type": "doc", "props": map[string]any{"text": "one\n"}}})
+	insert := func(key string) string {
+		f.failNext("unknown")
+		extra := ""
+		if key != "" {
+			extra = `,"idempotency_key":"` + key + `"`
+		}
+		_, _, body := mcpPost(t, e, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"canvas_insert_lines","arguments":{"canvas_id":"`+id+
+			`","node_id":"doc","insert_after_line":0,"content":"zero"`+extra+`}}}`, "application/json", "application/json, text/event-stream", "")
+		return string(body)
+	}
+	if b := insert(""); !strings.Contains(b, `"isError":true`) || !strings.Contains(b, "carried no idempotency_key") || !strings.Contains(b, "canvas_get_state") {
+		t.Errorf("MCP without a key after an unknown outcome: %s", b)
+	}
+	if b := insert("mk1"); !strings.Contains(b, `"isError":true`) || !strings.Contains(b, "same idempotency_key") || strings.Contains(b, "carried no idempotency_key") {
+		t.Errorf("MCP with a key after an unknown outcome: %s", b)
+	}
 }
