@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sort"
 	"strings"
 	"time"
 
@@ -309,9 +308,9 @@ func (r *Runner) PostToCanvas(ctx context.Context, canvasID string, m UserMessag
 func (r *Runner) sessionFor(ctx context.Context, canvasID string, t task, entry string) (id string, started bool, err error) {
 	r.inboxMu.Lock() // one new session per canvas, even for concurrent userActions
 	defer r.inboxMu.Unlock()
-	if id := r.latestLive(canvasID); id != "" {
-		return id, false, nil
-	}
+	// The store knows every process's sessions: a newer session running in
+	// another process's runner gets the message (relayed), not an older one
+	// that runs here.
 	latest, err := r.d.Store.LatestAgentSession(ctx, canvasID)
 	switch {
 	case err == nil:
@@ -333,31 +332,6 @@ func (r *Runner) sessionFor(ctx context.Context, canvasID string, t task, entry 
 	}
 	r.log.Info("agent: session started by a message", "session_id", rec.ID, "canvas_id", canvasID)
 	return rec.ID, true, r.launchTasks(rec, false, []task{t})
-}
-
-// latestLive returns the id of the most recently created session of
-// canvasID running in this runner, or "".
-func (r *Runner) latestLive(canvasID string) string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	var live []client.AgentSession
-	for _, s := range r.sessions {
-		s.mu.Lock()
-		if s.rec.CanvasID == canvasID && !s.ended && !s.canceled {
-			live = append(live, client.AgentSession{ID: s.rec.ID, CreatedAt: s.rec.CreatedAt})
-		}
-		s.mu.Unlock()
-	}
-	if len(live) == 0 {
-		return ""
-	}
-	sort.Slice(live, func(i, j int) bool {
-		if !live[i].CreatedAt.Equal(live[j].CreatedAt) {
-			return live[i].CreatedAt.After(live[j].CreatedAt)
-		}
-		return live[i].ID > live[j].ID
-	})
-	return live[0].ID
 }
 
 // post queues t on the live session id or reopens the session with it.

@@ -455,3 +455,41 @@ func TestMessageForSessionRunningElsewhere(t *testing.T) {
 		t.Fatalf("the other process's session was taken over: %+v", s)
 	}
 }
+
+// A userAction goes to the canvas's newest session even when that session
+// runs in another process and an older one runs here.
+func TestPostToCanvasPrefersTheNewestSessionOfAnyProcess(t *testing.T) {
+	gate, called := make(chan struct{}), make(chan struct{}, 1)
+	fake := &agent.FakeProvider{Reply: func(req agent.ModelRequest) string {
+		select {
+		case called <- struct{}{}:
+		default:
+		}
+		<-gate
+		return `{"actions":[]}`
+	}}
+	e := newInboxEnv(t, fake)
+	e.canvas("c1")
+	ctx := context.Background()
+	local, err := e.runner.Run(ctx, client.AgentRunRequest{RoomID: "c1", Message: "older, here"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { close(gate); e.wait(local) }()
+	select {
+	case <-called: // the local session is live, in its model call
+	case <-time.After(20 * time.Second):
+		t.Fatal("the local session never called the model")
+	}
+	now := time.Now().UTC().Add(time.Second) // created after the local one
+	other := canvas.AgentSession{ID: "as_newer_elsewhere", CanvasID: "c1", ActorID: "agent-other", State: client.AgentStreaming, Model: "debug/fake",
+		Message: "newer, elsewhere", Transcript: []client.TranscriptEntry{}, CreatedAt: now, UpdatedAt: time.Now().UTC()}
+	if err := e.sessions.CreateAgentSession(ctx, other); err != nil {
+		t.Fatal(err)
+	}
+	var re *agent.RunningElsewhereError
+	id, err := e.runner.PostToCanvas(ctx, "c1", agent.UserMessage{Principal: editor("c1"), Prompt: "for the newest"})
+	if id != other.ID || !errors.As(err, &re) || re.SessionID != other.ID {
+		t.Fatalf("userAction went to %q (%v), want the newest session %q, running elsewhere", id, err, other.ID)
+	}
+}
