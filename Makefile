@@ -61,30 +61,30 @@ js-test: ## the TypeScript client: npm ci, generated types current, build, tests
 	cd clients/js && npm ci --no-audit --no-fund && npm run check-generated && npm run build && npm test
 
 .PHONY: bench
-bench: ui ## run the benchmarks of the performance targets (docs/architecture.md) and print their figures
+bench: ui ## run the benchmarks of the performance targets (docs/architecture.md) and print their figures (a failing one is reported and the rest still run)
 	@echo "== writes against the write floor (bare HTTP + JSON + SQLite insert, group commit, built in this run):"
 	@echo "   10,000 commands, 8 clients, one canvas; x-floor = canvasd/floor (>= 1.0), big/empty = 50k-shape canvas/empty (>= 0.9)"
-	$(GO) test -run '^$$' -bench '^BenchmarkWrites$$' -benchtime 1x -timeout 20m ./api/ | grep -E '^Benchmark'
+	-$(GO) test -run '^$$' -bench '^BenchmarkWrites$$' -benchtime 1x -timeout 20m ./api/ | grep -E '^Benchmark|FAIL|^panic|_test\.go:[0-9]+:'
 	@echo "== commit -> SSE fan-out against a bare Go SSE broadcaster (x-floor = p99 ratio, <= 1.1 at 1k and 5k; p99 <= 160 ms at 10k)"
-	$(GO) test -run '^$$' -bench '^BenchmarkSSEDelivery$$' -benchtime 1x -timeout 20m ./api/ | grep -E '^Benchmark'
+	-$(GO) test -run '^$$' -bench '^BenchmarkSSEDelivery$$' -benchtime 1x -timeout 20m ./api/ | grep -E '^Benchmark|FAIL|^panic|_test\.go:[0-9]+:'
 	@echo "== command apply over HTTP (latency, throughput), resume of 1k missed commits"
-	$(GO) test -run '^$$' -bench '^Benchmark(CommandApplyHTTP|SSEResume)$$' -benchtime 1x -timeout 20m ./api/ | grep -E '^Benchmark'
+	-$(GO) test -run '^$$' -bench '^Benchmark(CommandApplyHTTP|SSEResume)$$' -benchtime 1x -timeout 20m ./api/ | grep -E '^Benchmark|FAIL|^panic|_test\.go:[0-9]+:'
 	@echo "== engine throughput on the embedded store (no HTTP), cold load of a 100k-shape canvas and heap per shape"
-	$(GO) test -run '^$$' -bench 'EngineExecute' -benchtime 40000x ./store/sqlitestore/ | grep -E '^Benchmark'
-	$(GO) test -run '^$$' -bench 'ColdLoad' -benchtime 1x -timeout 20m ./store/ | grep -E '^Benchmark'
+	-$(GO) test -run '^$$' -bench 'EngineExecute' -benchtime 40000x ./store/sqlitestore/ | grep -E '^Benchmark|FAIL|^panic|_test\.go:[0-9]+:'
+	-$(GO) test -run '^$$' -bench 'ColdLoad' -benchtime 1x -timeout 20m ./store/ | grep -E '^Benchmark|FAIL|^panic|_test\.go:[0-9]+:'
 	@echo "== documents: line edit on 10k lines (reducer, engine, HTTP), diff of 10k lines with 100 changed"
-	$(GO) test -run '^$$' -bench 'LineEdit10k|Diff10k100' -benchtime 2000x ./reducer/ | grep -E '^Benchmark'
-	$(GO) test -run '^$$' -bench 'DocLineEdit' -benchtime 2000x ./api/ | grep -E '^Benchmark'
+	-$(GO) test -run '^$$' -bench 'LineEdit10k|Diff10k100' -benchtime 2000x ./reducer/ | grep -E '^Benchmark|FAIL|^panic|_test\.go:[0-9]+:'
+	-$(GO) test -run '^$$' -bench 'DocLineEdit' -benchtime 2000x ./api/ | grep -E '^Benchmark|FAIL|^panic|_test\.go:[0-9]+:'
 	@echo "== web UI in Chromium: open a canvas of 5,000 shapes (target <= 1 s), remote commit on screen (target p95 <= 50 ms)"
-	$(GO) test -run '^$$' -bench '^BenchmarkWebUI$$' -benchtime 1x -timeout 10m ./api/ | grep -E '^Benchmark|web_bench'
+	-$(GO) test -run '^$$' -bench '^BenchmarkWebUI$$' -benchtime 1x -timeout 10m ./api/ | grep -E '^Benchmark|web_bench|FAIL|^panic|_test\.go:[0-9]+:'
 	@echo "== agent: complete action in the model stream -> its commit (fake model)"
-	$(GO) test -run '^$$' -bench 'AgentActionToCommit' -benchtime 40x ./api/ | grep -E '^Benchmark'
+	-$(GO) test -run '^$$' -bench 'AgentActionToCommit' -benchtime 40x ./api/ | grep -E '^Benchmark|FAIL|^panic|_test\.go:[0-9]+:'
 	@echo "== agent SLOs with a host browser and a plain subscriber: model's first token -> first action, screenshot, apply jitter"
-	$(GO) test -run '^$$' -bench 'AgentBrowserSLOs' -benchtime 20x ./api/ | grep -E '^Benchmark'
+	-$(GO) test -run '^$$' -bench 'AgentBrowserSLOs' -benchtime 20x ./api/ | grep -E '^Benchmark|FAIL|^panic|_test\.go:[0-9]+:'
 	@echo "== PostgreSQL (needs CANVASD_TEST_DATABASE_URL): durable appends, HTTP apply (target >= 5,000 commits/s across 16 canvases), cross-process SSE"
-	@if [ -n "$$CANVASD_TEST_DATABASE_URL" ]; then \
-	  $(GO) test -run '^$$' -bench 'Append' -benchtime 3s ./store/pgstore/ | grep -E '^Benchmark'; \
-	  $(GO) test -run '^$$' -bench 'PG' -benchtime 1x -timeout 20m ./api/ | grep -E '^Benchmark' | \
+	-@if [ -n "$$CANVASD_TEST_DATABASE_URL" ]; then \
+	  $(GO) test -run '^$$' -bench 'Append' -benchtime 3s ./store/pgstore/ | grep -E '^Benchmark|FAIL|^panic|_test\.go:[0-9]+:'; \
+	  $(GO) test -run '^$$' -bench 'PG' -benchtime 1x -timeout 20m ./api/ | grep -E '^Benchmark|FAIL|^panic|_test\.go:[0-9]+:' | \
 	    awk '{ print } /16-canvases-16-clients/ { for (i = 1; i < NF; i++) if ($$(i+1) == "cmds/s") sum = sprintf("PostgreSQL over HTTP, 16 clients on 16 canvases: %.0f commits/s (target >= 5000: %s)", $$i, ($$i >= 5000 ? "met" : "missed")) } END { if (sum != "") print sum }'; \
 	else echo "skipped: set CANVASD_TEST_DATABASE_URL=postgres://postgres@127.0.0.1:5432/test?sslmode=disable"; fi
 
