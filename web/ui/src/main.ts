@@ -71,7 +71,7 @@ class App {
       h("dialog", { id: "token-dialog" },
         h("form", { id: "token-form", autocomplete: "off", onsubmit: (ev: Event) => { ev.preventDefault(); this.signIn(($("token-input") as HTMLInputElement).value.trim()); } },
           h("h2", { text: "Sign in to canvasd" }),
-          h("p", { text: "Paste an API token (canvasd token create --role editor). It is kept in this browser's local storage." }),
+          h("p", { text: "Paste an API token: the admin token printed by make run, or one from bin/canvasd token create --role editor. It is kept in this browser's local storage." }),
           h("input", { id: "token-input", type: "password", placeholder: "cvd_…", required: true }),
           h("p", { id: "token-error", class: "error", hidden: true }),
           h("div", { class: "row" }, h("button", { type: "submit", text: "Use token" })))));
