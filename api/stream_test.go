@@ -74,7 +74,9 @@ func TestStreamLiveAndResume(t *testing.T) {
 }
 
 func TestStreamGestureAndHeartbeat(t *testing.T) {
-	e := newTestEnv(t, func(c *Config) { c.Heartbeat = 50 * time.Millisecond })
+	// The throttle interval is long, so the second gesture falls within it
+	// however slowly the machine serves the first.
+	e := newTestEnv(t, func(c *Config) { c.Heartbeat = 50 * time.Millisecond; c.GestureInterval = time.Hour })
 	id := e.canvas("c_gesture")
 	s := e.stream("/sse/canvas/"+id+"?access_token="+testAdmin, "", nil)
 	s.next() // caught_up
