@@ -4,7 +4,7 @@
 // `node build.mjs --watch` rebuilds on change.
 import * as esbuild from "esbuild";
 import { cpSync, mkdirSync, rmSync, readFileSync, writeFileSync, readdirSync } from "node:fs";
-import { dirname, join, relative, sep } from "node:path";
+import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -86,30 +86,5 @@ if (watch) {
 } else {
   const res = await esbuild.build({ ...options, metafile: true });
   const bytes = Object.values(res.metafile.outputs).reduce((n, o) => n + o.bytes, 0);
-  preloadChunks(res.metafile);
   console.log(`web UI built into ${out} (${(bytes / 1e6).toFixed(1)} MB of scripts and styles)`);
-}
-
-// The chunks the entry imports statically (directly or through each other)
-// are listed in index.html as modulepreloads: the browser fetches and
-// compiles them alongside app.js instead of discovering them level by level.
-function preloadChunks(metafile) {
-  const outputs = metafile.outputs;
-  const entry = Object.keys(outputs).find((p) => outputs[p].entryPoint && p.endsWith("app.js"));
-  const seen = new Set();
-  const walk = (p) => {
-    for (const i of outputs[p].imports) {
-      if (i.kind === "import-statement" && !seen.has(i.path)) {
-        seen.add(i.path);
-        walk(i.path);
-      }
-    }
-  };
-  walk(entry);
-  const links = [...seen].map((p) => `<link rel="modulepreload" href="/ui/${relative(out, p).split(sep).join("/")}">`).join("\n");
-  const file = join(out, "index.html");
-  const html = readFileSync(file, "utf8");
-  const tag = '<script type="module" src="/ui/app.js"></script>';
-  if (!html.includes(tag)) throw new Error(`index.html lost ${tag}: the preloads have no place`);
-  writeFileSync(file, html.replace(tag, `${links}\n${tag}`));
 }
