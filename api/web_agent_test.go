@@ -129,9 +129,11 @@ func near(c color.Color, rgb uint32, tol int) bool {
 // a real agent runner whose screenshots go through the invoke broker to the
 // page: the page is elected host, answers the fixed invoke actions
 // (screenshots drawn by Excalidraw's exporter, checked pixel by pixel;
-// anything else is refused), a vision run gets its picture, the prompt box
-// runs the debug/fake model's poster, the review reverts the run as one
-// command, and "Send canvas" posts the canvas as an image message.
+// anything else is refused), a vision run gets its picture, "Send
+// selection" gives the model a picture of the selected shapes, the prompt
+// box runs the debug/fake model's poster, "Send canvas" posts the canvas as
+// an image message (a second turn), and the review reverts one turn, then
+// the rest.
 func TestWebUIAgent(t *testing.T) {
 	open := uiBrowser(t, 90*time.Second)
 	model := newFakeOpenAI(t, scriptedReply{chunks: chunked(actionsJSON(`{"name":"think","params":{"text":"I see a blue box and a note."}}`,
@@ -345,6 +347,53 @@ func TestWebUIAgent(t *testing.T) {
 		}
 	}
 
+	// "Send selection": the blue box and the note, selected, go as one image
+	// into the session the panel follows (the vision run's, which reopens):
+	// the model gets an image part of those shapes only (the red ellipse,
+	// inside their bounds, is not drawn).
+	p.poll("panel idle on the vision run", `document.getElementById('agent-panel').dataset.sessionId === '`+visionID+`' && !document.getElementById('agent-run').disabled`)
+	p.do(chromedp.KeyEvent(kb.Escape))
+	p.click(180, 150)
+	p.click(420, 200, chromedp.ModifierShift)
+	p.poll("blue box and note selected", `canvasd.view.selection().slice().sort().join() === 'shape:blue,shape:note'`)
+	p.clickCSS(`#send-selection`)
+	deadline := time.Now().Add(40 * time.Second)
+	for len(model.requests()) < 2 && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if reqs = model.requests(); len(reqs) != 2 {
+		t.Fatalf("%d model calls after Send selection, want 2", len(reqs))
+	}
+	text, url := reqs[1].last()
+	if !strings.Contains(text, "What do you see in these shapes?") || url == "" {
+		t.Fatalf("Send selection reached the model as %q with image %.40q", text, url)
+	}
+	img = decodePNGDataURL(t, url)
+	if err := os.WriteFile(filepath.Join(artifactDir(t), "agent-selection-image.png"), mustBase64(t, url), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// The picture spans the two shapes' bounds, 10 units around: x 90–530, y 90–310.
+	b := img.Bounds()
+	if math.Abs(float64(b.Dx())/float64(b.Dy())-2) > 0.05 {
+		t.Fatalf("selection image %v, want 2:1 (440×220 canvas units)", b)
+	}
+	at := func(x, y float64) color.Color {
+		return img.At(int((x-90)*float64(b.Dx())/440), int((y-90)*float64(b.Dy())/220))
+	}
+	for _, c := range []struct {
+		what string
+		x, y float64
+		rgb  uint32
+	}{{"blue box", 180, 150, 0x1971c2}, {"note", 500, 280, 0xffec99}, {"no red ellipse (not selected)", 180, 295, 0xfafaf8}, {"background", 290, 250, 0xfafaf8}} {
+		if !near(at(c.x, c.y), c.rgb, 30) {
+			t.Errorf("selection image: %s at (%v, %v) is %v, want #%06x", c.what, c.x, c.y, at(c.x, c.y), c.rgb)
+		}
+	}
+	if s := waitSession(visionID); s["state"] != client.AgentDone {
+		t.Fatalf("vision session after Send selection %v", s)
+	}
+	p.poll("panel idle after Send selection", `!document.getElementById('agent-run').disabled`)
+
 	// The prompt box: a debug/fake run with the page's viewport and selection.
 	p.do(chromedp.SendKeys(chromedp.CSS(`#agent-prompt`), "Draft a brutalist poster concept"))
 	p.clickCSS(`#agent-run`)
@@ -380,17 +429,43 @@ func TestWebUIAgent(t *testing.T) {
 	p.clickCSS(`#send-canvas`)
 	p.pollFor(45*time.Second, "image reached the agent", `[...document.querySelectorAll('#agent-log li')].some(li => /I received an image\/png image of \d+ bytes/.test(li.textContent))`)
 
-	// Review: revert the whole run as one command.
-	p.poll("review after the image turn", `!!document.getElementById('agent-revert')`)
+	// Review: the run has two turns that changed the canvas, the poster
+	// (turn 1) and the image message's note. Revert turn 1 alone: the poster
+	// goes, the note stays; then "Revert the rest" takes back the note.
+	p.poll("review of two turns", `document.querySelectorAll('#agent-review li[data-turn] button.revert-turn').length === 2`)
+	if n := agentNodes(); n != 7 {
+		t.Fatalf("%d agent shapes before the revert, want 7", n)
+	}
+	var firstTurn string
+	p.eval(`document.querySelector('#agent-review li[data-turn]').dataset.turn`, &firstTurn)
+	p.clickCSS(`#agent-review li[data-turn="` + firstTurn + `"] button.revert-turn`)
+	posterGone := func(nodes map[string]map[string]any) bool {
+		left := 0
+		for _, n := range nodes {
+			if n["created_by"] == agentID {
+				left++
+				if n["type"] != "note" || !strings.Contains(fmt.Sprint(n["props"].(map[string]any)["text"]), "What is on the canvas?") {
+					return false
+				}
+			}
+		}
+		return left == 1 && len(nodes) == 4
+	}
+	e.waitNodesFor(30*time.Second, cid, "turn "+firstTurn+" reverted, the other turn kept", posterGone)
+	p.poll("turn reverted on screen", `canvasd.model.nodes.size === 4 && canvasd.view.ex.getSceneElements().filter(e => canvasd.model.nodes.get(e.id)).length === 4 &&
+		document.querySelector('#agent-review li[data-turn="`+firstTurn+`"]').classList.contains('reverted') &&
+		document.querySelectorAll('#agent-review button.revert-turn').length === 1 && document.getElementById('agent-revert').textContent === 'Revert the rest'`)
+	p.screenshot("agent-turn-reverted")
 	p.clickCSS(`#agent-revert`)
-	deadline := time.Now().Add(30 * time.Second)
-	for agentNodes() != 0 && time.Now().Before(deadline) {
-		time.Sleep(50 * time.Millisecond)
-	}
-	if n := agentNodes(); n != 0 {
-		t.Fatalf("%d agent shapes after the revert", n)
-	}
-	p.poll("reverted on screen", `canvasd.model.nodes.size === 3`)
+	e.waitNodesFor(30*time.Second, cid, "the rest reverted", func(nodes map[string]map[string]any) bool {
+		for _, n := range nodes {
+			if n["created_by"] == agentID {
+				return false
+			}
+		}
+		return len(nodes) == 3
+	})
+	p.poll("reverted on screen", `canvasd.model.nodes.size === 3 && document.getElementById('agent-review').textContent.includes('Reverted.')`)
 }
 
 func mustBase64(t *testing.T, url string) []byte {

@@ -319,7 +319,13 @@ func (e *testEnv) nodes(cid string) map[string]map[string]any {
 // waitNodes polls the server's snapshot until ok accepts its nodes.
 func (e *testEnv) waitNodes(cid, what string, ok func(nodes map[string]map[string]any) bool) map[string]map[string]any {
 	e.t.Helper()
-	deadline := time.Now().Add(20 * time.Second) // generous: the suite runs in parallel under the race detector
+	return e.waitNodesFor(20*time.Second, cid, what, ok) // generous: the suite runs in parallel under the race detector
+}
+
+// waitNodesFor is waitNodes with a deadline of d.
+func (e *testEnv) waitNodesFor(d time.Duration, cid, what string, ok func(nodes map[string]map[string]any) bool) map[string]map[string]any {
+	e.t.Helper()
+	deadline := time.Now().Add(d)
 	for {
 		nodes := e.nodes(cid)
 		if ok(nodes) {
@@ -361,8 +367,8 @@ const holdStreamScript = `(() => {
 // TestWebUICanvas drives the canvas in Chromium as a user does: every
 // canvasd shape type seeded through the API renders; the user creates
 // shapes with Excalidraw's tools, moves, resizes and rotates them, connects
-// two with an arrow, groups and deletes; each edit arrives on the server as
-// the matching command; live commits from another actor show up; a stale
+// two with an arrow, groups and deletes, drops a PNG file onto the canvas;
+// each edit arrives on the server as the matching command; live commits from another actor show up; a stale
 // edit whose fields do not overlap is re-applied, an overlapping one stays
 // visible with the conflict explained until the user keeps it.
 func TestWebUICanvas(t *testing.T) {
@@ -578,6 +584,39 @@ func TestWebUICanvas(t *testing.T) {
 	// A note from the bar.
 	p.clickCSS(`#new-note`)
 	e.waitNodes(cid, "note", mine("note", nil))
+
+	// An image dropped from the desktop onto the canvas: a PNG file, made in
+	// the page, in a drop event's DataTransfer, as the browser builds it for
+	// a file dragged in. The server gets an image node whose url is the
+	// file's data URL.
+	p.do(chromedp.KeyEvent(kb.Escape))
+	dx, dy := p.screen(1060, 660)
+	var dropURL string
+	p.eval(fmt.Sprintf(`(async () => {
+		const c = document.createElement('canvas'); c.width = 48; c.height = 32;
+		const g = c.getContext('2d'); g.fillStyle = '#2f9e44'; g.fillRect(0, 0, 48, 32); g.fillStyle = '#f08c00'; g.fillRect(8, 8, 16, 16);
+		const blob = await new Promise((r) => c.toBlob(r, 'image/png'));
+		const file = new File([blob], 'dropped.png', { type: 'image/png' });
+		const url = await new Promise((r) => { const fr = new FileReader(); fr.onload = () => r(fr.result); fr.readAsDataURL(file); });
+		const dt = new DataTransfer(); dt.items.add(file);
+		const target = document.elementFromPoint(%[1]v, %[2]v);
+		for (const type of ['dragenter', 'dragover', 'drop'])
+			target.dispatchEvent(new DragEvent(type, { bubbles: true, cancelable: true, composed: true, clientX: %[1]v, clientY: %[2]v, dataTransfer: dt }));
+		return url; })()`, dx, dy), &dropURL)
+	if !strings.HasPrefix(dropURL, "data:image/png;base64,") {
+		t.Fatalf("the page made no PNG: %.60q", dropURL)
+	}
+	nodes = e.waitNodes(cid, "dropped image", mine("image", func(n map[string]any) bool { return n["props"].(map[string]any)["url"] == dropURL }))
+	for id, n := range nodes {
+		if n["created_by"] == editorID && n["type"] == "image" {
+			if x, y, w, h := n["x"].(float64), n["y"].(float64), n["w"].(float64), n["h"].(float64); id == "s:img" ||
+				x > 1060 || x+w < 1060 || y > 660 || y+h < 660 || math.Abs(w/h-1.5) > 0.05 {
+				t.Errorf("dropped image %s at (%v, %v) %v×%v, want a 3:2 image over (1060, 660)", id, x, y, w, h)
+			}
+		}
+	}
+	p.poll("dropped image on screen", `canvasd.view.ex.getSceneElements().some(el => el.type === 'image' && el.id !== 's:img' &&
+		canvasd.model.nodes.has(el.id) && canvasd.view.ex.getFiles()[el.fileId]?.dataURL === '`+dropURL+`')`)
 	p.screenshot("canvas-edited")
 
 	// A stale edit: the page does not see another actor recolour s:dia, then

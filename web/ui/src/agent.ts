@@ -30,6 +30,7 @@ export class AgentPanel {
   private frame: HTMLIFrameElement;
   private hostName: HTMLInputElement;
   private ended = new Set<string>();
+  private reverted = new Map<string, Set<number>>(); // session → turns reverted from the review
   private refreshTimer = 0;
 
   constructor(private client: CanvasClient, private ctx: AgentContext) {
@@ -243,25 +244,51 @@ export class AgentPanel {
       this.review.replaceChildren();
       return;
     }
+    // Turns already reverted from this review: a turn is reverted once, and
+    // "Revert all" then takes back the turns that are left.
+    let reverted = this.reverted.get(sid);
+    if (!reverted) this.reverted.set(sid, (reverted = new Set<number>()));
+    const done = reverted;
+    const changing = turns.filter((t) => revsOf(t).length).map((t, i) => ({ n: typeof t.turn === "number" ? t.turn : i + 1, revs: revsOf(t) }));
+    let whole = false; // the whole run was reverted (also when the session lists no turns)
+    const render = () => {
+      if (whole || (changing.length && changing.every((t) => done.has(t.n)))) {
+        this.review.replaceChildren(h("p", { class: "muted", text: "Reverted." }));
+        return;
+      }
+      const rows = changing.map(({ n, revs }) => h("li", { "data-turn": String(n), class: done.has(n) ? "reverted" : "" },
+        `turn ${n}: ${revs.length} revision${revs.length === 1 ? ` (rev ${revs[0]}) ` : `s (rev ${Math.min(...revs)}–${Math.max(...revs)}) `}`,
+        done.has(n) ? h("span", { class: "muted", text: "reverted" }) : h("button", { type: "button", class: "revert-turn", text: "Revert", onclick: () => revert(n) })));
+      this.review.replaceChildren(h("div", { class: "review" },
+        h("b", { text: "Review: " }), `the agent made ${all.length || applied} change${(all.length || applied) === 1 ? "" : "s"}. `,
+        h("button", { type: "button", id: "agent-accept", text: "Accept", onclick: () => this.review.replaceChildren(h("p", { class: "muted", text: "Accepted." })) }),
+        h("button", { type: "button", id: "agent-revert", text: done.size ? "Revert the rest" : "Revert all", onclick: () => revert() }),
+        rows.length ? h("ul", {}, ...rows) : null));
+    };
     const revert = async (turn?: number) => {
       try {
-        await this.client.revertAgent(sid, turn === undefined ? {} : { turn });
-        toast(turn === undefined ? "the agent's changes were reverted" : `turn ${turn} was reverted`, "ok");
-        this.review.replaceChildren(h("p", { class: "muted", text: "Reverted." }));
+        if (turn !== undefined) {
+          await this.client.revertAgent(sid, { turn });
+          done.add(turn);
+          toast(`turn ${turn} was reverted`, "ok");
+        } else if (!done.size) {
+          await this.client.revertAgent(sid, {});
+          for (const t of changing) done.add(t.n);
+          whole = true;
+          toast("the agent's changes were reverted", "ok");
+        } else {
+          // The whole run would revert the reverted turns again: the turns left, newest first.
+          for (const t of changing.filter((t) => !done.has(t.n)).reverse()) {
+            await this.client.revertAgent(sid, { turn: t.n });
+            done.add(t.n);
+          }
+          toast("the agent's other changes were reverted", "ok");
+        }
       } catch (err: any) {
         toast(`revert: ${why(err)}`, err?.status === 409 ? "warn" : "bad", 8000);
       }
+      if (sid === this.session) render();
     };
-    const rows = turns.filter((t) => revsOf(t).length).map((t, i) => {
-      const n = typeof t.turn === "number" ? t.turn : i + 1;
-      const revs = revsOf(t);
-      return h("li", {}, `turn ${n}: ${revs.length} revision${revs.length === 1 ? "" : "s"} (rev ${Math.min(...revs)}–${Math.max(...revs)}) `,
-        h("button", { type: "button", class: "revert-turn", text: "Revert", onclick: () => revert(n) }));
-    });
-    this.review.replaceChildren(h("div", { class: "review" },
-      h("b", { text: "Review: " }), `the agent made ${all.length || applied} change${(all.length || applied) === 1 ? "" : "s"}. `,
-      h("button", { type: "button", id: "agent-accept", text: "Accept", onclick: () => this.review.replaceChildren(h("p", { class: "muted", text: "Accepted." })) }),
-      h("button", { type: "button", id: "agent-revert", text: "Revert all", onclick: () => revert() }),
-      rows.length ? h("ul", {}, ...rows) : null));
+    render();
   }
 }
