@@ -615,6 +615,24 @@ func TestWebUICanvas(t *testing.T) {
 			}
 		}
 	}
+	// Created once, with its picture: never as an empty image while the file was read.
+	var log struct {
+		Commits []struct {
+			Type string `json:"type"`
+			Args struct {
+				Type  string         `json:"type"`
+				Props map[string]any `json:"props"`
+			} `json:"args"`
+		} `json:"commits"`
+	}
+	if r := e.do("GET", "/canvas_commands/"+cid+"/events?after_rev=0&limit=1000", editor, nil); r.Status != 200 || json.Unmarshal(r.Body, &log) != nil {
+		t.Fatalf("events: %d %.200s", r.Status, r.Body)
+	}
+	for _, c := range log.Commits {
+		if c.Type == "create_shape" && c.Args.Type == "image" && c.Args.Props["url"] == nil {
+			t.Errorf("an image was created without its picture: %+v", c.Args)
+		}
+	}
 	p.poll("dropped image on screen", `canvasd.view.ex.getSceneElements().some(el => el.type === 'image' && el.id !== 's:img' &&
 		canvasd.model.nodes.has(el.id) && canvasd.view.ex.getFiles()[el.fileId]?.dataURL === '`+dropURL+`')`)
 	p.screenshot("canvas-edited")

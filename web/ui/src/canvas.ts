@@ -482,6 +482,9 @@ export class CanvasView {
       if (prev?.type === "doc" && partOf(el.id).part) continue;
       const d = draftOf(el, byId, prev, files);
       if (!d) continue;
+      // A dropped or picked image is on stage before its file is read: it is
+      // created once its data URL is there (the next change), not empty first.
+      if (!prev && d.type === "image" && !d.props.url) continue;
       if (!prev) {
         const args: any = { id, type: d.type, x: d.x, y: d.y, w: d.w, h: d.h, props: d.props };
         if (d.rotation) args.rotation = d.rotation;
