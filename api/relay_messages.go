@@ -173,17 +173,8 @@ func (e *relayedProblem) ProblemSlug() string {
 
 // Unwrap gives errors.Is the canvas error of the status.
 func (e *relayedProblem) Unwrap() error {
-	switch e.status {
-	case http.StatusBadRequest:
-		return canvas.ErrInvalid
-	case http.StatusForbidden:
-		return canvas.ErrForbidden
-	case http.StatusNotFound:
-		return canvas.ErrNotFound
-	case http.StatusConflict:
-		return canvas.ErrConflict
-	case http.StatusServiceUnavailable:
-		return canvas.ErrUnavailable
+	if err := canvas.ErrForStatus(e.status, e.slug); err != nil {
+		return err
 	}
 	return fmt.Errorf("status %d", e.status)
 }

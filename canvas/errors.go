@@ -3,6 +3,8 @@ package canvas
 import (
 	"errors"
 	"fmt"
+	"net/http"
+	"strings"
 )
 
 // Sentinel errors. Stores and the reducer wrap these with %w; the API maps
@@ -65,4 +67,33 @@ func Unprocessable(field, format string, a ...any) error {
 // Invalid returns a FieldError of kind ErrInvalid (HTTP 400).
 func Invalid(field, format string, a ...any) error {
 	return &FieldError{Field: field, Reason: fmt.Sprintf(format, a...), Kind: ErrInvalid}
+}
+
+// ErrForStatus is the sentinel error of the same meaning as an HTTP status
+// of canvasd's (problemType tells an already-exists 409 from a conflict),
+// or nil when no sentinel has that meaning. Clients and relays use it so
+// errors.Is works on an answer that crossed the network.
+func ErrForStatus(status int, problemType string) error {
+	switch status {
+	case http.StatusBadRequest:
+		return ErrInvalid
+	case http.StatusUnauthorized:
+		return ErrUnauthorized
+	case http.StatusForbidden:
+		return ErrForbidden
+	case http.StatusNotFound:
+		return ErrNotFound
+	case http.StatusConflict:
+		if strings.HasSuffix(problemType, "already-exists") {
+			return ErrAlreadyExists
+		}
+		return ErrConflict
+	case http.StatusRequestEntityTooLarge:
+		return ErrTooLarge
+	case http.StatusUnprocessableEntity:
+		return ErrUnprocessable
+	case http.StatusServiceUnavailable:
+		return ErrUnavailable
+	}
+	return nil
 }

@@ -118,30 +118,7 @@ func (e *ProblemError) Error() string {
 }
 
 // Unwrap maps the status to the canvas sentinel error of the same meaning.
-func (e *ProblemError) Unwrap() error {
-	switch e.Status {
-	case http.StatusBadRequest:
-		return canvas.ErrInvalid
-	case http.StatusUnauthorized:
-		return canvas.ErrUnauthorized
-	case http.StatusForbidden:
-		return canvas.ErrForbidden
-	case http.StatusNotFound:
-		return canvas.ErrNotFound
-	case http.StatusConflict:
-		if strings.HasSuffix(e.Type, "already-exists") {
-			return canvas.ErrAlreadyExists
-		}
-		return canvas.ErrConflict
-	case http.StatusRequestEntityTooLarge:
-		return canvas.ErrTooLarge
-	case http.StatusUnprocessableEntity:
-		return canvas.ErrUnprocessable
-	case http.StatusServiceUnavailable:
-		return canvas.ErrUnavailable
-	}
-	return nil
-}
+func (e *ProblemError) Unwrap() error { return canvas.ErrForStatus(e.Status, e.Type) }
 
 // Outcome returns what a 503 to a write says of it: "not_written" (nothing
 // was written), "unknown" (problem type outcome-unknown: the write reached
