@@ -611,16 +611,8 @@ func (r *relay) forwardAnswer(ctx context.Context, id string, a host.Answer, p c
 	}
 	ctx, cancel := context.WithTimeout(ctx, answerForwardWait)
 	defer cancel()
-	req := randomHex(8)
-	ch := make(chan relayAck, 1)
-	r.mu.Lock()
-	r.waiters[req] = ch
-	r.mu.Unlock()
-	defer func() {
-		r.mu.Lock()
-		delete(r.waiters, req)
-		r.mu.Unlock()
-	}()
+	req, ch, done := r.awaitAck()
+	defer done()
 	payload, err := json.Marshal(answerMsg{From: r.id, Req: req, InvokeID: id, Answer: a, Principal: p})
 	if err != nil {
 		return false, err
@@ -633,6 +625,21 @@ func (r *relay) forwardAnswer(ctx context.Context, id string, a host.Answer, p c
 		return ackToResult(id, ack)
 	case <-ctx.Done():
 		return false, fmt.Errorf("invoke %q is unknown or expired (no process claimed it within %v): %w", id, answerForwardWait, canvas.ErrNotFound)
+	}
+}
+
+// awaitAck registers a request id whose acknowledgement from another
+// process arrives on ch; done unregisters it.
+func (r *relay) awaitAck() (req string, ch chan relayAck, done func()) {
+	req = randomHex(8)
+	ch = make(chan relayAck, 1)
+	r.mu.Lock()
+	r.waiters[req] = ch
+	r.mu.Unlock()
+	return req, ch, func() {
+		r.mu.Lock()
+		delete(r.waiters, req)
+		r.mu.Unlock()
 	}
 }
 

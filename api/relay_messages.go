@@ -86,16 +86,8 @@ func (f forwardingInbox) Deliver(ctx context.Context, m host.Message) error {
 func (r *relay) forwardMessage(ctx context.Context, sessionID string, m agent.UserMessage) (running bool, err error) {
 	ctx, cancel := context.WithTimeout(ctx, messageForwardWait)
 	defer cancel()
-	req := randomHex(8)
-	ch := make(chan relayAck, 1)
-	r.mu.Lock()
-	r.waiters[req] = ch
-	r.mu.Unlock()
-	defer func() {
-		r.mu.Lock()
-		delete(r.waiters, req)
-		r.mu.Unlock()
-	}()
+	req, ch, done := r.awaitAck()
+	defer done()
 	payload, err := json.Marshal(agentMessageMsg{From: r.id, Req: req, SessionID: sessionID, Message: m})
 	if err != nil {
 		return false, err
