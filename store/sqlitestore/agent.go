@@ -184,10 +184,7 @@ func (s *Store) agentTodos(ctx context.Context, sessionID string) ([]canvas.Agen
 			return nil, agentErr("list agent todos", err)
 		}
 		t.CreatedAt = fromMicros(created)
-		if resolved.Valid {
-			r := fromMicros(resolved.Int64)
-			t.ResolvedAt = &r
-		}
+		t.ResolvedAt = optMicros(resolved)
 		out = append(out, t)
 	}
 	return out, agentErr("list agent todos", rows.Err())
@@ -216,10 +213,7 @@ func (s *Store) agentTurns(ctx context.Context, sessionID string) ([]canvas.Agen
 			t.Revs = []int64{}
 		}
 		t.StartedAt = fromMicros(started)
-		if ended.Valid {
-			e := fromMicros(ended.Int64)
-			t.EndedAt = &e
-		}
+		t.EndedAt = optMicros(ended)
 		out = append(out, t)
 	}
 	return out, agentErr("list agent turns", rows.Err())
@@ -310,10 +304,7 @@ func (s *Store) insertTodo(w *writer, t *canvas.AgentTodo, now time.Time, change
 // differs (and t.Status is set), and fills t with the stored row.
 func (s *Store) updateTodo(w *writer, t *canvas.AgentTodo, now time.Time, old string, created int64, resolved sql.NullInt64, changed *bool) error {
 	t.CreatedAt = fromMicros(created)
-	if resolved.Valid {
-		r := fromMicros(resolved.Int64)
-		t.ResolvedAt = &r
-	}
+	t.ResolvedAt = optMicros(resolved)
 	if t.Status == "" || t.Status == old {
 		t.Status = old
 		return nil

@@ -884,6 +884,15 @@ func (s *Store) PruneTokens(ctx context.Context, now time.Time) (int64, error) {
 
 func fromMicros(us int64) time.Time { return time.UnixMicro(us).UTC() }
 
+// optMicros is a nullable Unix-microseconds column as a time, nil for NULL.
+func optMicros(us sql.NullInt64) *time.Time {
+	if !us.Valid {
+		return nil
+	}
+	t := fromMicros(us.Int64)
+	return &t
+}
+
 // nullMicros is t in Unix microseconds, or NULL for the zero time.
 func nullMicros(t time.Time) any {
 	if t.IsZero() {
