@@ -159,16 +159,22 @@ export class AgentPanel {
       if (!sid) return;
       this.started(sid);
     }
+    // Running before the request: the turn it starts may end (agent:status
+    // on the stream) before the request's answer is read here.
+    this.setRunning(true);
     try {
       const r = await this.client.sendMessage(sid, { prompt, imageData, source: selectionOnly ? "selection" : "canvas" });
-      if (!r.delivered) toast("the image was stored, but no agent on this server takes messages", "warn", 8000);
+      if (!r.delivered) {
+        toast("the image was stored, but no agent on this server takes messages", "warn", 8000);
+        this.setRunning(false);
+      }
     } catch (err) {
       toast(`the image was not sent: ${why(err)}`, "bad");
+      this.setRunning(false);
       return;
     }
     this.prompt.value = "";
     this.line("mine image", "you: ", `${prompt} [image of the ${selectionOnly ? "selection" : "canvas"}, ${Math.round(imageData.length / 1024)} KiB]`);
-    this.setRunning(true);
   }
 
   private async stop(): Promise<void> {
@@ -277,11 +283,10 @@ export class AgentPanel {
           whole = true;
           toast("the agent's changes were reverted", "ok");
         } else {
-          // The whole run would revert the reverted turns again: the turns left, newest first.
-          for (const t of changing.filter((t) => !done.has(t.n)).reverse()) {
-            await this.client.revertAgent(sid, { turn: t.n });
-            done.add(t.n);
-          }
+          // The whole run would revert the reverted turns again: the turns left, as one command.
+          const left = changing.filter((t) => !done.has(t.n)).map((t) => t.n);
+          await this.client.revertAgent(sid, { turns: left });
+          for (const n of left) done.add(n);
           toast("the agent's other changes were reverted", "ok");
         }
       } catch (err: any) {
