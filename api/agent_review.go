@@ -14,10 +14,25 @@ import (
 )
 
 // agentRevertRequest is the body of POST
-// /api/canvas-agent/sessions/{session_id}/revert; no body (or no turn)
-// reverts every turn of the session.
+// /api/canvas-agent/sessions/{session_id}/revert: one turn, or several
+// (turns), reverted together; no body (neither) reverts every turn of the
+// session.
 type agentRevertRequest struct {
-	Turn *int `json:"turn,omitempty"`
+	Turn  *int  `json:"turn,omitempty"`
+	Turns []int `json:"turns,omitempty"`
+}
+
+// selected returns the turns the request names, nil for every turn.
+func (req agentRevertRequest) selected() ([]int, error) {
+	switch {
+	case req.Turn != nil && req.Turns != nil:
+		return nil, canvas.Invalid("turns", "cannot be sent with turn: name one turn in turn, or several in turns")
+	case req.Turn != nil:
+		return []int{*req.Turn}, nil
+	case req.Turns != nil && len(req.Turns) == 0:
+		return nil, canvas.Invalid("turns", "is empty: name at least one turn, or send no body to revert every turn")
+	}
+	return req.Turns, nil
 }
 
 // handleAgentRevert serves POST /api/canvas-agent/sessions/{session_id}/revert
@@ -44,7 +59,12 @@ func (s *Server) handleAgentRevert(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	revs, err := turnRevs(sess, req.Turn)
+	turns, err := req.selected()
+	if err != nil {
+		s.problem(w, r, err)
+		return
+	}
+	revs, err := turnRevs(sess, turns)
 	if err != nil {
 		s.problem(w, r, err)
 		return
@@ -54,7 +74,7 @@ func (s *Server) handleAgentRevert(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if len(revs) == 0 {
-		s.problem(w, r, canvas.Unprocessable("turn", "nothing to revert: the agent made no change in %s", turnName(req.Turn)))
+		s.problem(w, r, canvas.Unprocessable("turn", "nothing to revert: the agent made no change in %s", turnName(turns)))
 		return
 	}
 	head, _, err := s.engine.Head(r.Context(), sess.CanvasID)
@@ -62,32 +82,38 @@ func (s *Server) handleAgentRevert(w http.ResponseWriter, r *http.Request) {
 		s.problem(w, r, err)
 		return
 	}
-	args, _ := json.Marshal(map[string]any{"revs": revs, "reason": fmt.Sprintf("revert of %s of agent session %s", turnName(req.Turn), sess.ID)})
+	args, _ := json.Marshal(map[string]any{"revs": revs, "reason": fmt.Sprintf("revert of %s of agent session %s", turnName(turns), sess.ID)})
 	env := canvas.Envelope{Type: reducer.CmdRevertCommits, BaseRev: &head, Args: args}
 	resp, err := s.engine.Execute(r.Context(), sess.CanvasID, principalFrom(r.Context()).Actor, env)
 	s.writeAnswer(w, r, resp, err)
 }
 
-func turnName(turn *int) string {
-	if turn == nil {
+func turnName(turns []int) string {
+	switch len(turns) {
+	case 0:
 		return "every turn"
+	case 1:
+		return fmt.Sprintf("turn %d", turns[0])
 	}
-	return fmt.Sprintf("turn %d", *turn)
+	return fmt.Sprintf("turns %v", turns)
 }
 
-// turnRevs returns the revisions of one turn of sess (nil: of every turn),
-// ascending.
-func turnRevs(sess canvas.AgentSession, turn *int) ([]int64, error) {
+// turnRevs returns the revisions of the given turns of sess (nil: of every
+// turn), ascending.
+func turnRevs(sess canvas.AgentSession, turns []int) ([]int64, error) {
+	want := map[int]bool{}
+	for _, n := range turns {
+		want[n] = true
+	}
 	var revs []int64
-	found := false
 	for _, t := range sess.Turns {
-		if turn == nil || t.Turn == *turn {
+		if turns == nil || want[t.Turn] {
 			revs = append(revs, t.Revs...)
-			found = true
+			delete(want, t.Turn)
 		}
 	}
-	if turn != nil && !found {
-		return nil, canvas.Unprocessable("turn", "agent session %s has no turn %d (it has %d turns, numbered from 1)", sess.ID, *turn, len(sess.Turns))
+	for n := range want {
+		return nil, canvas.Unprocessable("turn", "agent session %s has no turn %d (it has %d turns, numbered from 1)", sess.ID, n, len(sess.Turns))
 	}
 	sort.Slice(revs, func(i, j int) bool { return revs[i] < revs[j] })
 	return revs, nil

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"strings"
 	"testing"
 
@@ -106,8 +107,7 @@ func TestAgentRevertTurn(t *testing.T) {
 	}
 	head := e.snapshot("rv").HeadRev
 
-	two := 2
-	res, err := e.human.RevertAgentTurn(ctx, sess.ID, &two)
+	res, err := e.human.RevertAgentTurns(ctx, sess.ID, 2)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,8 +128,7 @@ func TestAgentRevertTurn(t *testing.T) {
 		Args: []byte(`{"id":"` + after["b"].ID + `","x":700,"y":0}`)}); err != nil {
 		t.Fatal(err)
 	}
-	one := 1
-	_, err = e.human.RevertAgentTurn(ctx, sess.ID, &one)
+	_, err = e.human.RevertAgentTurns(ctx, sess.ID, 1)
 	var ce *client.ConflictError
 	if !errors.As(err, &ce) || len(ce.Result.ConflictingIDs) != 1 || ce.Result.ConflictingIDs[0] != after["b"].ID || len(ce.Result.RecoveryOps) == 0 {
 		t.Fatalf("revert after a change by someone else: %v", err)
@@ -137,9 +136,23 @@ func TestAgentRevertTurn(t *testing.T) {
 	if n := len(e.snapshot("rv").State.Nodes); n != 3 {
 		t.Fatalf("a refused revert changed the canvas: %d nodes", n)
 	}
-	nine := 9
-	if _, err := e.human.RevertAgentTurn(ctx, sess.ID, &nine); !errors.Is(err, canvas.ErrUnprocessable) {
+	if _, err := e.human.RevertAgentTurns(ctx, sess.ID, 1, 9); !errors.Is(err, canvas.ErrUnprocessable) {
 		t.Fatalf("revert of a missing turn: %v", err)
+	}
+	if n := len(e.snapshot("rv").State.Nodes); n != 3 {
+		t.Fatalf("a refused revert changed the canvas: %d nodes", n)
+	}
+	// turn and turns together are refused.
+	req, _ := http.NewRequest("POST", e.srv.URL+"/api/canvas-agent/sessions/"+sess.ID+"/revert", strings.NewReader(`{"turn":1,"turns":[1]}`))
+	req.Header.Set("Authorization", "Bearer "+testAdmin)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadRequest || resp.Header.Get("Content-Type") != "application/problem+json" {
+		t.Fatalf("turn with turns: %d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
 	}
 }
 

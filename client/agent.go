@@ -71,13 +71,13 @@ func (c *Client) PublishAgentEvent(ctx context.Context, ev AgentEvent) error {
 	return c.call(ctx, http.MethodPost, "/api/canvas-agent/events", nil, ev, nil)
 }
 
-// RevertAgentTurn reverts the commits of one turn of an agent session (turn
-// nil: of every turn) as one command; a 409 (someone changed those shapes
-// since) is a *ConflictError.
-func (c *Client) RevertAgentTurn(ctx context.Context, sessionID string, turn *int) (canvas.RevisionResult, error) {
+// RevertAgentTurns reverts the commits of the given turns of an agent
+// session (none given: of every turn) as one revert_commits command by the
+// caller. A conflict is a *ConflictError with recovery_ops.
+func (c *Client) RevertAgentTurns(ctx context.Context, sessionID string, turns ...int) (canvas.RevisionResult, error) {
 	body := map[string]any{}
-	if turn != nil {
-		body["turn"] = *turn
+	if len(turns) > 0 {
+		body["turns"] = turns
 	}
 	r, err := c.do(ctx, http.MethodPost, "/api/canvas-agent/sessions/"+seg(sessionID)+"/revert", nil, body)
 	if err != nil {

@@ -473,9 +473,10 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Revert one turn of an agent session, or all of them, as one command (editor).
-         * @description Reverts the commits the session's turn `turn` made (see `turns` of the session), or, without
-         *     `turn`, those of every turn, as ONE `revert_commits` command by the caller, answered like
+         * Revert one turn of an agent session, several, or all of them, as one command (editor).
+         * @description Reverts the commits the session's turn `turn` made (see `turns` of the session), or those of
+         *     the turns listed in `turns`, or, with neither, those of every turn, as ONE `revert_commits`
+         *     command by the caller, answered like
          *     `POST /canvas_commands/{canvas_id}/command`: 200 with the new revision, or 409 with
          *     `recovery_ops` when someone changed those shapes or documents since (nothing is reverted then).
          *     A turn that changed nothing is a 422. The caller can `undo` the revert.
@@ -1956,8 +1957,10 @@ export interface components {
             revs: number[];
         };
         AgentRevertRequest: {
-            /** @description The turn to revert; absent: every turn of the session. */
+            /** @description The turn to revert; absent (and no `turns`): every turn of the session. */
             turn?: number;
+            /** @description Several turns reverted together as one command (not with `turn`), e.g. those a reviewer has not reverted yet. */
+            turns?: number[];
         };
         /**
          * @description One turn of the session (one model call): why it ran and the revisions of the commits it
