@@ -3,6 +3,7 @@ package agent
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -82,6 +83,13 @@ type Config struct {
 	TTFBSLO time.Duration
 	// MaxOutputBytes bounds one model reply.
 	MaxOutputBytes int
+	// MaxTokens bounds the tokens one model call may generate
+	// (--agent-max-tokens, CANVASD_AGENT_MAX_TOKENS, set by cmd/canvasd):
+	// Anthropic's max_tokens (0: 8192, as the Messages API requires a
+	// bound), an OpenAI-compatible max_tokens (max_completion_tokens for
+	// OpenAI's reasoning models) and Gemini's maxOutputTokens, which with 0
+	// are not sent. 0..math.MaxInt32.
+	MaxTokens int
 	// QueueDepth bounds pending tasks per session.
 	QueueDepth int
 }
@@ -303,6 +311,9 @@ func (c Config) Validate() error {
 	if c.Watchdog <= 0 {
 		errs = append(errs, "watchdog must be > 0")
 	}
+	if c.MaxTokens < 0 || c.MaxTokens > math.MaxInt32 {
+		errs = append(errs, fmt.Sprintf("max tokens must be 0 (the provider's default) or 1..%d", math.MaxInt32))
+	}
 	if c.AnthropicCacheTTL != "5m" && c.AnthropicCacheTTL != "1h" {
 		errs = append(errs, fmt.Sprintf("ANTHROPIC_CACHE_TTL %q must be 5m or 1h", c.AnthropicCacheTTL))
 	}
@@ -339,6 +350,7 @@ func (c Config) String() string {
 		"shape_state_limit": c.ShapeStateLimit, "screenshot_timeout_ms": c.ScreenshotTimeout.Milliseconds(),
 		"screenshot_retries": c.ScreenshotRetries, "screenshot_cache_ttl_ms": c.ScreenshotCacheTTL.Milliseconds(),
 		"ack_timeout_ms": c.AckTimeout.Milliseconds(), "ack_retries": c.AckRetries, "watchdog_ms": c.Watchdog.Milliseconds(), "prompt_cache": !c.DisablePromptCache,
+		"max_tokens": c.MaxTokens,
 	})
 	return string(b)
 }

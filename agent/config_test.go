@@ -2,6 +2,7 @@ package agent
 
 import (
 	"errors"
+	"math"
 	"strings"
 	"testing"
 
@@ -70,6 +71,18 @@ func TestParseModel(t *testing.T) {
 	for _, spec := range []string{"", "openai:", "claude", "mistral:large", "debug/other"} {
 		if _, _, err := ParseModel(spec); err == nil {
 			t.Errorf("%q accepted", spec)
+		}
+	}
+}
+
+// TestValidateMaxTokens: MaxTokens is 0 (each provider's default) or a
+// positive count that fits Gemini's int32 maxOutputTokens.
+func TestValidateMaxTokens(t *testing.T) {
+	for n, ok := range map[int]bool{0: true, 1: true, 4096: true, math.MaxInt32: true, -1: false, math.MaxInt32 + 1: false} {
+		cfg := DefaultConfig()
+		cfg.MaxTokens = n
+		if err := cfg.Validate(); (err == nil) != ok || (err != nil && !strings.Contains(err.Error(), "max tokens")) {
+			t.Errorf("MaxTokens %d: %v, want ok %v", n, err, ok)
 		}
 	}
 }

@@ -22,6 +22,7 @@ type Metrics struct {
 	jitter       prometheus.Histogram
 	resends      prometheus.Counter
 	acksMissed   prometheus.Counter
+	tokens       *prometheus.CounterVec
 }
 
 // NewMetrics registers the runner's collectors on reg (nil: unregistered).
@@ -54,12 +55,29 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Envelopes resent to the host browser for want of its ack."}),
 		acksMissed: prometheus.NewCounter(prometheus.CounterOpts{Name: "canvas_agent_acks_missed_total",
 			Help: "Envelopes the host browser never acked, resends included."}),
+		tokens: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "canvas_agent_model_tokens_total",
+			Help: "Model tokens by provider (anthropic, openai, google) and kind (input: prompt tokens at the full price, cache_read, cache_creation, output)."},
+			[]string{"provider", "kind"}),
 	}
 	if reg != nil {
 		reg.MustRegister(m.ttfa, m.modelLatency, m.actionCommit, m.actions, m.conflicts, m.followups, m.sessions,
-			m.screenshot, m.screenshots, m.ack, m.jitter, m.resends, m.acksMissed)
+			m.screenshot, m.screenshots, m.ack, m.jitter, m.resends, m.acksMissed, m.tokens)
 	}
 	return m
+}
+
+// addUsage counts a model call's tokens (u.nonNegative) under its provider
+// (the model spec's prefix, a fixed small set).
+func (m *Metrics) addUsage(provider string, u Usage) {
+	if m == nil {
+		return
+	}
+	for _, k := range []struct {
+		kind string
+		n    int64
+	}{{"input", u.Input}, {"output", u.Output}, {"cache_read", u.CacheRead}, {"cache_creation", u.CacheCreation}} {
+		m.tokens.WithLabelValues(provider, k.kind).Add(float64(k.n))
+	}
 }
 
 func (m *Metrics) observeTTFA(d time.Duration) {

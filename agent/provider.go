@@ -59,6 +59,41 @@ type ModelStream interface {
 	Close() error
 }
 
+// Usage is the token usage of one model call, in the same terms for every
+// provider: Input counts the prompt tokens processed at the full price
+// (OpenAI-compatible endpoints and Gemini report prompt tokens with the
+// cached ones included: those are subtracted), CacheRead the prompt tokens
+// read from the provider's prompt cache, CacheCreation those written to it
+// (Anthropic's cache_creation_input_tokens), Output the generated tokens
+// (Gemini's thinking tokens included). A whole prompt is Input + CacheRead +
+// CacheCreation tokens.
+type Usage struct {
+	Input, Output, CacheRead, CacheCreation int64
+}
+
+// nonNegative is u with negative counts, which no provider should report,
+// as 0: what the metrics and a session's stats count.
+func (u Usage) nonNegative() Usage {
+	return Usage{Input: max(u.Input, 0), Output: max(u.Output, 0), CacheRead: max(u.CacheRead, 0), CacheCreation: max(u.CacheCreation, 0)}
+}
+
+// UsageReporter is a ModelStream that knows its call's token usage. Usage
+// returns what the provider reported so far: the whole call's once Recv has
+// returned io.EOF; for a stream that failed or was closed before, what had
+// arrived (possibly nothing). It may be called after Close.
+type UsageReporter interface {
+	Usage() Usage
+}
+
+// TruncationReporter is a ModelStream that knows whether the reply was cut
+// off at the output-token bound (Config.MaxTokens, or the provider's own):
+// Anthropic's stop_reason "max_tokens", an OpenAI-compatible finish_reason
+// "length", Gemini's finishReason MAX_TOKENS. Truncated is final once Recv
+// has returned io.EOF.
+type TruncationReporter interface {
+	Truncated() bool
+}
+
 // Provider is a streaming chat model.
 type Provider interface {
 	Stream(ctx context.Context, req ModelRequest) (ModelStream, error)
@@ -101,7 +136,7 @@ func (p *Providers) Get(spec string) (Provider, string, error) {
 			cc.BaseURL = strings.TrimRight(p.cfg.OpenAIBaseURL, "/")
 		}
 		cc.HTTPClient = temperatureDoer{p.http}
-		return &OpenAIProvider{client: openai.NewClientWithConfig(cc), vision: true}, model, nil
+		return &OpenAIProvider{client: openai.NewClientWithConfig(cc), vision: true, maxTokens: p.cfg.MaxTokens}, model, nil
 	case "anthropic":
 		return newAnthropicProvider(p.cfg, p.http), model, nil
 	case "google":
@@ -114,16 +149,29 @@ func (p *Providers) Get(spec string) (Provider, string, error) {
 // OpenAIProvider streams chat completions from any OpenAI-compatible
 // endpoint through go-openai.
 type OpenAIProvider struct {
-	client *openai.Client
-	vision bool
+	client    *openai.Client
+	vision    bool
+	maxTokens int // > 0: the output bound of every call (see Stream)
 }
 
 // Vision reports true: image parts are sent as image_url content parts.
 func (o *OpenAIProvider) Vision() bool { return o.vision }
 
-// Stream starts a streaming chat completion.
+// Stream starts a streaming chat completion. With an output bound it sends
+// max_tokens, which OpenAI-compatible servers widely accept, except to
+// OpenAI's reasoning models (names starting with o1, o3, o4 or gpt-5),
+// which refuse max_tokens and get max_completion_tokens instead.
 func (o *OpenAIProvider) Stream(ctx context.Context, req ModelRequest) (ModelStream, error) {
-	cr := openai.ChatCompletionRequest{Model: req.Model, Stream: true}
+	// include_usage: the last chunk carries the call's usage (cached prompt
+	// tokens included); without it a streamed completion reports none.
+	cr := openai.ChatCompletionRequest{Model: req.Model, Stream: true, StreamOptions: &openai.StreamOptions{IncludeUsage: true}}
+	if o.maxTokens > 0 {
+		if openaiReasoningModel(req.Model) {
+			cr.MaxCompletionTokens = o.maxTokens
+		} else {
+			cr.MaxTokens = o.maxTokens
+		}
+	}
 	if req.Temperature != nil {
 		ctx = context.WithValue(ctx, temperatureKey{}, *req.Temperature)
 	}
@@ -144,6 +192,17 @@ func (o *OpenAIProvider) Stream(ctx context.Context, req ModelRequest) (ModelStr
 		return nil, fmt.Errorf("openai stream: %w", err)
 	}
 	return &openaiStream{s: s}, nil
+}
+
+// openaiReasoningModel reports whether model is one of OpenAI's reasoning
+// models, which take max_completion_tokens and refuse max_tokens.
+func openaiReasoningModel(model string) bool {
+	for _, p := range []string{"o1", "o3", "o4", "gpt-5"} {
+		if strings.HasPrefix(model, p) {
+			return true
+		}
+	}
+	return false
 }
 
 // temperatureKey carries a request's temperature to temperatureDoer.
@@ -177,9 +236,15 @@ func (d temperatureDoer) Do(req *http.Request) (*http.Response, error) {
 	return d.hc.Do(req)
 }
 
-type openaiStream struct{ s *openai.ChatCompletionStream }
+type openaiStream struct {
+	s         *openai.ChatCompletionStream
+	usage     Usage
+	truncated bool // a choice finished with "length"
+}
 
-// Recv returns the next non-empty content delta, or io.EOF at the end.
+// Recv returns the next non-empty content delta, or io.EOF at the end. A
+// chunk's usage (the last one's, with include_usage) is kept for Usage, a
+// finish_reason "length" for Truncated.
 func (o *openaiStream) Recv() (string, error) {
 	for {
 		r, err := o.s.Recv()
@@ -189,9 +254,17 @@ func (o *openaiStream) Recv() (string, error) {
 			}
 			return "", fmt.Errorf("openai stream: %w", err)
 		}
+		if u := r.Usage; u != nil {
+			var cached int64
+			if d := u.PromptTokensDetails; d != nil {
+				cached = int64(d.CachedTokens)
+			}
+			o.usage = Usage{Input: max(int64(u.PromptTokens)-cached, 0), Output: int64(u.CompletionTokens), CacheRead: cached}
+		}
 		var b strings.Builder
 		for _, c := range r.Choices {
 			b.WriteString(c.Delta.Content)
+			o.truncated = o.truncated || c.FinishReason == openai.FinishReasonLength
 		}
 		if b.Len() > 0 {
 			return b.String(), nil
@@ -201,6 +274,14 @@ func (o *openaiStream) Recv() (string, error) {
 
 // Close closes the HTTP stream.
 func (o *openaiStream) Close() error { return o.s.Close() }
+
+// Truncated reports whether the reply stopped at the output bound
+// (finish_reason "length").
+func (o *openaiStream) Truncated() bool { return o.truncated }
+
+// Usage is the usage the endpoint reported (usage.prompt_tokens_details.cached_tokens
+// counts as CacheRead), or zero if it reported none.
+func (o *openaiStream) Usage() Usage { return o.usage }
 
 // FakeProvider is the deterministic, offline debug/fake model. For a task
 // mentioning a brutalist poster it drafts a hero headline, a supporting

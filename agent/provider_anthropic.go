@@ -12,9 +12,10 @@ import (
 	"github.com/anthropics/anthropic-sdk-go/packages/ssestream"
 )
 
-// anthropicMaxTokens bounds one reply (the Messages API requires a bound);
-// current Claude models accept it, and it is far above what a turn needs.
-const anthropicMaxTokens = 8192
+// anthropicDefaultMaxTokens bounds one reply when Config.MaxTokens is 0
+// (the Messages API requires a bound); current Claude models accept it, and
+// it is far above what a turn needs.
+const anthropicDefaultMaxTokens = 8192
 
 // anthropicMaxBreakpoints is the API's limit of cache_control blocks per request.
 const anthropicMaxBreakpoints = 4
@@ -26,13 +27,15 @@ const anthropicMaxBreakpoints = 4
 // that prefix from Anthropic's cache. The screenshot and the turn's
 // instruction come after the breakpoints and are never cached.
 type AnthropicProvider struct {
-	client anthropic.Client
-	ttl    anthropic.CacheControlEphemeralTTL // "": no breakpoints
+	client    anthropic.Client
+	ttl       anthropic.CacheControlEphemeralTTL // "": no breakpoints
+	maxTokens int64                              // max_tokens of every call
 }
 
 // newAnthropicProvider builds the provider from cfg (key, base URL, cache
-// TTL; no breakpoints when cfg.DisablePromptCache). The SDK reads nothing
-// from the process environment: cfg is the only source.
+// TTL; no breakpoints when cfg.DisablePromptCache; max_tokens
+// cfg.MaxTokens, or anthropicDefaultMaxTokens when 0). The SDK reads
+// nothing from the process environment: cfg is the only source.
 func newAnthropicProvider(cfg Config, hc *http.Client) *AnthropicProvider {
 	opts := []option.RequestOption{option.WithoutEnvironmentDefaults(), option.WithHTTPClient(hc)}
 	if cfg.AnthropicAPIKey != "" {
@@ -41,7 +44,10 @@ func newAnthropicProvider(cfg Config, hc *http.Client) *AnthropicProvider {
 	if cfg.AnthropicBaseURL != "" {
 		opts = append(opts, option.WithBaseURL(cfg.AnthropicBaseURL))
 	}
-	p := &AnthropicProvider{client: anthropic.NewClient(opts...)}
+	p := &AnthropicProvider{client: anthropic.NewClient(opts...), maxTokens: anthropicDefaultMaxTokens}
+	if cfg.MaxTokens > 0 {
+		p.maxTokens = int64(cfg.MaxTokens)
+	}
 	if !cfg.DisablePromptCache {
 		p.ttl = anthropic.CacheControlEphemeralTTL(cfg.AnthropicCacheTTL)
 	}
@@ -54,7 +60,7 @@ func (a *AnthropicProvider) Vision() bool { return true }
 // Stream starts a streaming Messages API call. System messages become the
 // system blocks; consecutive messages of one role become one turn.
 func (a *AnthropicProvider) Stream(ctx context.Context, req ModelRequest) (ModelStream, error) {
-	p := anthropic.MessageNewParams{Model: anthropic.Model(req.Model), MaxTokens: anthropicMaxTokens}
+	p := anthropic.MessageNewParams{Model: anthropic.Model(req.Model), MaxTokens: a.maxTokens}
 	if req.Temperature != nil {
 		p.Temperature = anthropic.Float(float64(*req.Temperature))
 	}
@@ -113,8 +119,10 @@ func (a *AnthropicProvider) Stream(ctx context.Context, req ModelRequest) (Model
 func ptr[T any](v T) *T { return &v }
 
 type anthropicStream struct {
-	s       *ssestream.Stream[anthropic.MessageStreamEventUnion]
-	stopped bool // message_stop arrived
+	s         *ssestream.Stream[anthropic.MessageStreamEventUnion]
+	stopped   bool // message_stop arrived
+	truncated bool // message_delta's stop_reason was max_tokens
+	usage     Usage
 }
 
 // Recv returns the next text delta, or io.EOF after message_stop. An error
@@ -127,6 +135,17 @@ func (a *anthropicStream) Recv() (string, error) {
 		case "content_block_delta":
 			if ev.Delta.Type == "text_delta" && ev.Delta.Text != "" {
 				return ev.Delta.Text, nil
+			}
+		case "message_start":
+			u := ev.Message.Usage
+			a.usage = Usage{Input: u.InputTokens, Output: u.OutputTokens, CacheRead: u.CacheReadInputTokens, CacheCreation: u.CacheCreationInputTokens}
+		case "message_delta":
+			// Cumulative counts; the input ones only when the API sends them.
+			a.truncated = a.truncated || ev.Delta.StopReason == anthropic.StopReasonMaxTokens
+			u := ev.Usage
+			a.usage.Output = u.OutputTokens
+			if u.InputTokens > 0 || u.CacheReadInputTokens > 0 || u.CacheCreationInputTokens > 0 {
+				a.usage.Input, a.usage.CacheRead, a.usage.CacheCreation = u.InputTokens, u.CacheReadInputTokens, u.CacheCreationInputTokens
 			}
 		case "message_stop":
 			a.stopped = true
@@ -143,3 +162,11 @@ func (a *anthropicStream) Recv() (string, error) {
 
 // Close closes the HTTP stream.
 func (a *anthropicStream) Close() error { return a.s.Close() }
+
+// Truncated reports whether the reply stopped at max_tokens (stop_reason
+// "max_tokens").
+func (a *anthropicStream) Truncated() bool { return a.truncated }
+
+// Usage is the usage of message_start, updated by message_delta: input,
+// output, cache_read_input_tokens and cache_creation_input_tokens.
+func (a *anthropicStream) Usage() Usage { return a.usage }

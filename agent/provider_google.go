@@ -16,11 +16,13 @@ import (
 // GoogleProvider streams Gemini models through the Gemini API's
 // streamGenerateContent (server-sent events) with google.golang.org/genai.
 type GoogleProvider struct {
-	client *genai.Client
+	client    *genai.Client
+	maxTokens int32 // > 0: maxOutputTokens of every call
 }
 
-// newGoogleProvider builds the provider from cfg's key and base URL; the
-// Gemini API refuses calls without a key, so a missing one is an error here.
+// newGoogleProvider builds the provider from cfg's key, base URL and
+// MaxTokens (Validate keeps it within int32); the Gemini API refuses calls
+// without a key, so a missing one is an error here.
 func newGoogleProvider(cfg Config, hc *http.Client) (*GoogleProvider, error) {
 	if cfg.GoogleAPIKey == "" {
 		return nil, errors.New("google: no API key: set GOOGLE_API_KEY or GEMINI_API_KEY")
@@ -30,7 +32,7 @@ func newGoogleProvider(cfg Config, hc *http.Client) (*GoogleProvider, error) {
 	if err != nil {
 		return nil, fmt.Errorf("google: %w", err)
 	}
-	return &GoogleProvider{client: c}, nil
+	return &GoogleProvider{client: c, maxTokens: int32(cfg.MaxTokens)}, nil
 }
 
 // Vision reports true: images are sent as inline data parts.
@@ -41,7 +43,7 @@ func (g *GoogleProvider) Vision() bool { return true }
 // content. A message's image goes between its static prefix and the rest,
 // as for Anthropic, so the prompt's stable part comes first.
 func (g *GoogleProvider) Stream(ctx context.Context, req ModelRequest) (ModelStream, error) {
-	cfg := &genai.GenerateContentConfig{Temperature: req.Temperature}
+	cfg := &genai.GenerateContentConfig{Temperature: req.Temperature, MaxOutputTokens: g.maxTokens} // 0: omitted
 	var contents []*genai.Content
 	for i, m := range req.Messages {
 		static, rest := m.split()
@@ -86,9 +88,11 @@ func geminiRole(role string) string {
 }
 
 type googleStream struct {
-	next     func() (*genai.GenerateContentResponse, error, bool)
-	stop     func()
-	finished bool // a candidate carried a finish reason
+	next      func() (*genai.GenerateContentResponse, error, bool)
+	stop      func()
+	finished  bool // a candidate carried a finish reason
+	truncated bool // that reason was MAX_TOKENS
+	usage     Usage
 }
 
 // Recv returns the next text (thought parts are skipped), or io.EOF when
@@ -107,6 +111,11 @@ func (g *googleStream) Recv() (string, error) {
 		if err != nil {
 			return "", fmt.Errorf("google stream: %w", err)
 		}
+		if u := resp.UsageMetadata; u != nil { // cumulative: the last chunk's is the call's
+			cached := int64(u.CachedContentTokenCount)
+			g.usage = Usage{Input: max(int64(u.PromptTokenCount)-cached, 0), CacheRead: cached,
+				Output: int64(u.CandidatesTokenCount) + int64(u.ThoughtsTokenCount)}
+		}
 		if pf := resp.PromptFeedback; pf != nil && pf.BlockReason != "" {
 			return "", fmt.Errorf("google: the prompt was blocked (%s) %s", pf.BlockReason, pf.BlockReasonMessage)
 		}
@@ -114,6 +123,7 @@ func (g *googleStream) Recv() (string, error) {
 		for _, c := range resp.Candidates {
 			if c.FinishReason != "" && c.FinishReason != genai.FinishReasonUnspecified {
 				g.finished = true
+				g.truncated = g.truncated || c.FinishReason == genai.FinishReasonMaxTokens
 			}
 			if c.Content == nil {
 				continue
@@ -135,3 +145,11 @@ func (g *googleStream) Close() error {
 	g.stop()
 	return nil
 }
+
+// Truncated reports whether the reply stopped at maxOutputTokens
+// (finishReason MAX_TOKENS).
+func (g *googleStream) Truncated() bool { return g.truncated }
+
+// Usage is the last usageMetadata: cachedContentTokenCount is CacheRead,
+// candidates and thoughts are Output.
+func (g *googleStream) Usage() Usage { return g.usage }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"maps"
 	"net/http"
 	"strings"
 	"testing"
@@ -100,7 +101,7 @@ func TestAnthropicRequestCachingAndStream(t *testing.T) {
 		t.Fatalf("streamed %q, %v; want the reply", got, err)
 	}
 	req := srv.Requests()[0]
-	if req.Model != "claude-test" || req.Version == "" || req.MaxTokens != anthropicMaxTokens || req.Temperature == nil || *req.Temperature != 0 {
+	if req.Model != "claude-test" || req.Version == "" || req.MaxTokens != anthropicDefaultMaxTokens || req.Temperature == nil || *req.Temperature != 0 {
 		t.Fatalf("model %q version %q max_tokens %d temperature %v", req.Model, req.Version, req.MaxTokens, req.Temperature)
 	}
 	cached := func(b providertest.AnthropicBlock) bool {
@@ -276,4 +277,138 @@ func TestImageThatIsNotADataURL(t *testing.T) {
 			t.Fatalf("%s: %v", spec, err)
 		}
 	}
+}
+
+// TestProviderUsage: each provider's stream reports the call's token usage
+// in the same terms (Usage): Anthropic's input, cache read and cache
+// creation counts as sent; the cached tokens OpenAI-compatible endpoints
+// and Gemini count within their prompt tokens as CacheRead, the rest as
+// Input. The OpenAI request asks for the usage (stream_options.include_usage).
+func TestProviderUsage(t *testing.T) {
+	ant := providertest.NewAnthropic(t, "k", func(providertest.AnthropicRequest) providertest.Reply { return providertest.Reply{Text: reply} })
+	gem := providertest.NewGemini(t, "k", func(providertest.GeminiRequest) providertest.Reply { return providertest.Reply{Text: reply} })
+	oai := providertest.NewOpenAI(t, "k", func(providertest.OpenAIRequest) providertest.Reply { return providertest.Reply{Text: reply} })
+	cfg := DefaultConfig()
+	cfg.AnthropicAPIKey, cfg.AnthropicBaseURL, cfg.GoogleAPIKey, cfg.GoogleBaseURL = "k", ant.URL, "k", gem.URL
+	cfg.OpenAIAPIKey, cfg.OpenAIBaseURL = "k", oai.URL+"/v1"
+	p := testProviders(t, cfg)
+	out := int64(providertest.OutputTokens(reply))
+	for _, c := range []struct {
+		spec string
+		want Usage
+	}{
+		{"anthropic:m", Usage{Input: providertest.InputTokens, Output: out, CacheRead: providertest.CacheReadTokens, CacheCreation: providertest.CacheCreationTokens}},
+		{"openai:m", Usage{Input: providertest.InputTokens, Output: out, CacheRead: providertest.CacheReadTokens}},
+		{"google:m", Usage{Input: providertest.InputTokens, Output: out, CacheRead: providertest.CacheReadTokens}},
+	} {
+		s := streamOf(t, p, c.spec)
+		if got, err := drain(t, s); err != nil || got != reply {
+			t.Fatalf("%s: streamed %q, %v", c.spec, got, err)
+		}
+		ur, ok := s.(UsageReporter)
+		if !ok {
+			t.Fatalf("%s: the stream %T reports no usage", c.spec, s)
+		}
+		if got := ur.Usage(); got != c.want {
+			t.Errorf("%s: usage %+v, want %+v", c.spec, got, c.want)
+		}
+	}
+	if r := oai.Requests(); len(r) != 1 || r[0].StreamOptions == nil || !r[0].StreamOptions.IncludeUsage {
+		t.Fatalf("%d openai requests, the first's stream_options %+v: want one asking for the usage", len(r), r[0].StreamOptions)
+	}
+}
+
+// TestProviderMaxTokens: Config.MaxTokens is every call's output bound on
+// the wire: Anthropic's max_tokens (8192 when 0), an OpenAI-compatible
+// max_tokens (max_completion_tokens for OpenAI's reasoning models, o1, o3,
+// o4 and gpt-5), Gemini's generationConfig.maxOutputTokens (neither of the
+// two sent when 0). A reply the bound cut off reports Truncated (the
+// protocol servers end it with max_tokens, length, MAX_TOKENS); one within
+// it does not.
+func TestProviderMaxTokens(t *testing.T) {
+	ok := func(string) providertest.Reply { return providertest.Reply{Text: reply} }
+	ant := providertest.NewAnthropic(t, "k", func(r providertest.AnthropicRequest) providertest.Reply { return ok(r.Model) })
+	gem := providertest.NewGemini(t, "k", func(r providertest.GeminiRequest) providertest.Reply { return ok(r.Model) })
+	oai := providertest.NewOpenAI(t, "k", func(r providertest.OpenAIRequest) providertest.Reply { return ok(r.Model) })
+	// sent is the bound fields of the last request to spec's server, by wire name.
+	sent := func(spec string) map[string]int {
+		out := map[string]int{}
+		switch {
+		case strings.HasPrefix(spec, "anthropic:"):
+			r := ant.Requests()
+			out["max_tokens"] = r[len(r)-1].MaxTokens
+		case strings.HasPrefix(spec, "openai:"):
+			r := oai.Requests()[len(oai.Requests())-1]
+			if r.MaxTokens != nil {
+				out["max_tokens"] = *r.MaxTokens
+			}
+			if r.MaxCompletionTokens != nil {
+				out["max_completion_tokens"] = *r.MaxCompletionTokens
+			}
+		default:
+			r := gem.Requests()
+			if m := r[len(r)-1].MaxOutputTokens(); m != nil {
+				out["maxOutputTokens"] = *m
+			}
+		}
+		return out
+	}
+	reasoning := []string{"openai:o1", "openai:o3-mini", "openai:o4-mini", "openai:gpt-5-mini"}
+	for _, c := range []struct {
+		maxTokens int
+		want      map[string]map[string]int // spec → bound fields
+	}{
+		{0, map[string]map[string]int{"anthropic:m": {"max_tokens": 8192}, "openai:m": {}, "openai:o3-mini": {}, "google:m": {}}},
+		{4096, map[string]map[string]int{"anthropic:m": {"max_tokens": 4096}, "openai:m": {"max_tokens": 4096},
+			"openai:gpt-4o": {"max_tokens": 4096}, "google:m": {"maxOutputTokens": 4096}}},
+		{5, map[string]map[string]int{"anthropic:m": {"max_tokens": 5}, "openai:m": {"max_tokens": 5}, "google:m": {"maxOutputTokens": 5}}},
+	} {
+		if c.maxTokens > 0 {
+			for _, spec := range reasoning {
+				c.want[spec] = map[string]int{"max_completion_tokens": c.maxTokens}
+			}
+		}
+		cfg := DefaultConfig()
+		cfg.MaxTokens = c.maxTokens
+		cfg.AnthropicAPIKey, cfg.AnthropicBaseURL, cfg.GoogleAPIKey, cfg.GoogleBaseURL = "k", ant.URL, "k", gem.URL
+		cfg.OpenAIAPIKey, cfg.OpenAIBaseURL = "k", oai.URL+"/v1"
+		p := testProviders(t, cfg)
+		for spec, want := range c.want {
+			s := streamOf(t, p, spec)
+			got, err := drain(t, s)
+			if err != nil {
+				t.Fatalf("max tokens %d, %s: %v", c.maxTokens, spec, err)
+			}
+			if b := sent(spec); !maps.Equal(b, want) {
+				t.Errorf("max tokens %d, %s: bound fields %v on the wire, want %v", c.maxTokens, spec, b, want)
+			}
+			wantText, wantOut, cut := providertest.Bounded(reply, c.maxTokens)
+			if got != wantText {
+				t.Errorf("max tokens %d, %s: streamed %q, want %q", c.maxTokens, spec, got, wantText)
+			}
+			tr, isTR := s.(TruncationReporter)
+			if !isTR || tr.Truncated() != cut {
+				t.Errorf("max tokens %d, %s: stream %T truncated %v, want %v", c.maxTokens, spec, s, isTR && tr.Truncated(), cut)
+			}
+			if u := s.(UsageReporter).Usage(); u.Output != int64(wantOut) {
+				t.Errorf("max tokens %d, %s: %d output tokens, want %d", c.maxTokens, spec, u.Output, wantOut)
+			}
+		}
+	}
+}
+
+// streamOf starts the test prompt's stream on spec's provider and model.
+func streamOf(t *testing.T, p *Providers, spec string) ModelStream {
+	t.Helper()
+	prov, model, err := p.Get(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := testPrompt(nil)
+	req.Model = model
+	s, err := prov.Stream(context.Background(), req)
+	if err != nil {
+		t.Fatalf("%s: %v", spec, err)
+	}
+	return s
 }

@@ -202,7 +202,9 @@ func (r *Runner) launchTasks(rec client.AgentSession, remote bool, tasks []task)
 }
 
 // Session returns a session with its transcript, todos and stats: the live
-// view while it runs, the stored one afterwards (also after a restart).
+// view while it runs, the stored one afterwards (also after a restart). The
+// todos and each turn's RevertedRev are always the stored ones (a revert is
+// recorded by the server, not by the run).
 func (r *Runner) Session(ctx context.Context, id string) (client.AgentSession, error) {
 	r.mu.Lock()
 	s := r.sessions[id]
@@ -215,9 +217,14 @@ func (r *Runner) Session(ctx context.Context, id string) (client.AgentSession, e
 		s.mu.Lock()
 		live := s.rec
 		live.Transcript = append([]client.TranscriptEntry(nil), s.rec.Transcript...)
+		reverted := make(map[int]*int64, len(stored.Turns))
+		for _, t := range stored.Turns {
+			reverted[t.Turn] = t.RevertedRev
+		}
 		live.Turns = make([]canvas.AgentTurn, len(s.rec.Turns))
 		for i, t := range s.rec.Turns {
 			t.Revs = append([]int64{}, t.Revs...)
+			t.RevertedRev = reverted[t.Turn]
 			live.Turns[i] = t
 		}
 		s.mu.Unlock()

@@ -133,15 +133,20 @@ func (s *session) endReason() (string, string) {
 	return client.AgentCanceled, "runner stopped"
 }
 
+// finish saves the session's final state. A session claimed from the
+// shared queue and canceled through the store as it ended is saved as
+// canceled: its canceler (Queue.Cancel) waits for this save.
 func (s *session) finish(state, detail string) {
-	s.mu.Lock()
-	s.rec.State, s.rec.Detail = state, detail
-	s.rec.UpdatedAt = s.r.d.Now().UTC()
-	rec := s.rec
-	s.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if err := s.r.d.Store.SaveAgentSession(ctx, rec); err != nil && !errors.Is(err, canvas.ErrConflict) {
+	rec, err := s.saveFinal(ctx, state, detail)
+	if errors.Is(err, canvas.ErrConflict) && s.remote && state != client.AgentCanceled {
+		if st, _ := s.r.d.Store.AgentSessionState(ctx, rec.ID); st == client.AgentCanceled {
+			state, detail = client.AgentCanceled, "canceled"
+			rec, err = s.saveFinal(ctx, state, detail)
+		}
+	}
+	if err != nil && !errors.Is(err, canvas.ErrConflict) {
 		s.r.log.Error("agent: saving session failed", "session_id", rec.ID, "err", err)
 	}
 	s.r.publish(rec.CanvasID, client.EventAgentStatus, StatusEvent{Type: "agent:status", SessionID: rec.ID, State: state, Detail: detailOrNil(detail)})
@@ -149,6 +154,16 @@ func (s *session) finish(state, detail string) {
 	s.r.log.Info("agent: session ended", "session_id", rec.ID, "canvas_id", rec.CanvasID, "state", state, "detail", detail,
 		"turns", rec.Stats.Turns, "applied", rec.Stats.ActionsApplied, "dropped", rec.Stats.ActionsDropped,
 		"conflicts", rec.Stats.Conflicts, "followups", rec.Stats.FollowUps)
+}
+
+// saveFinal stores the session with its final state.
+func (s *session) saveFinal(ctx context.Context, state, detail string) (client.AgentSession, error) {
+	s.mu.Lock()
+	s.rec.State, s.rec.Detail = state, detail
+	s.rec.UpdatedAt = s.r.d.Now().UTC()
+	rec := s.rec
+	s.mu.Unlock()
+	return rec, s.r.d.Store.SaveAgentSession(ctx, rec)
 }
 
 func detailOrNil(s string) any {
@@ -199,6 +214,15 @@ func (s *session) stats(f func(st *client.AgentStats)) {
 	s.mu.Lock()
 	f(&s.rec.Stats)
 	s.mu.Unlock()
+}
+
+// countTokens adds a model call's usage (u.nonNegative) to the session's
+// token counts.
+func countTokens(st *client.AgentStats, u Usage) {
+	st.InputTokens += u.Input
+	st.OutputTokens += u.Output
+	st.CacheReadTokens += u.CacheRead
+	st.CacheCreationTokens += u.CacheCreation
 }
 
 // nextEnvelope numbers an agent:action envelope (seq strictly increasing per session).

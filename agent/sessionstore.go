@@ -20,7 +20,7 @@ type SessionStore interface {
 	ReopenAgentSession(ctx context.Context, s canvas.AgentSession, staleBefore time.Time) error
 	ClaimAgentSession(ctx context.Context, actorID string) (canvas.AgentSession, error)
 	AgentSessionState(ctx context.Context, id string) (string, error)
-	CancelAgentSession(ctx context.Context, id string) (bool, error)
+	CancelAgentSession(ctx context.Context, id string) (was string, at time.Time, err error)
 	GetAgentSession(ctx context.Context, id string) (canvas.AgentSession, error)
 	LatestAgentSession(ctx context.Context, canvasID string) (canvas.AgentSession, error)
 	SaveAgentTurn(ctx context.Context, sessionID string, t canvas.AgentTurn) error

@@ -26,6 +26,7 @@ type turnState struct {
 	lastPrev   string
 	completeN  int
 	overflowed bool // the reply exceeded Config.MaxOutputBytes
+	truncated  bool // the reply stopped at the output-token bound (TruncationReporter)
 }
 
 // runTurn runs one model turn: read the canvas, call the model, apply its
@@ -247,6 +248,15 @@ func (s *session) streamReply(provider Provider, req ModelRequest) (*turnState, 
 		return nil, fmt.Errorf("model %s: %w", s.spec, err)
 	}
 	defer stream.Close()
+	if ur, ok := stream.(UsageReporter); ok {
+		// What the call used, also when it failed or was stopped early.
+		prov, _, _ := ParseModel(s.spec)
+		defer func() {
+			u := ur.Usage().nonNegative()
+			r.d.Metrics.addUsage(prov, u)
+			s.stats(func(st *client.AgentStats) { countTokens(st, u) })
+		}()
+	}
 
 	p := NewParser(cfg.MaxOutputBytes)
 	ts := &turnState{touched: map[string]bool{}}
@@ -292,6 +302,9 @@ func (s *session) streamReply(provider Provider, req ModelRequest) (*turnState, 
 		}
 	}
 	ts.overflowed = p.Overflowed()
+	if tr, ok := stream.(TruncationReporter); ok {
+		ts.truncated = tr.Truncated()
+	}
 	r.d.Metrics.observeModel(r.d.Now().Sub(callStart))
 	s.stats(func(st *client.AgentStats) { st.ModelLatencyMS += ms(r.d.Now().Sub(callStart)) })
 	if cfg.Debug {
@@ -312,8 +325,14 @@ func (s *session) streamReply(provider Provider, req ModelRequest) (*turnState, 
 
 // planNext queues what the finished turn calls for: a re-plan after a
 // conflict, or (once, after the first turn on the canvas) a low-action
-// follow-up.
+// follow-up. A reply cut off at the output-token bound is logged and said
+// in the session's chat.
 func (s *session) planNext(t task, v turnView, ts *turnState) {
+	if ts.truncated {
+		s.r.log.Warn("agent: the model reply hit the output-token bound and was cut off", "session_id", s.rec.ID, "turn", s.turn,
+			"model", s.spec, "max_tokens", s.r.d.Config.MaxTokens)
+		s.chat("system", "The model's reply hit the output-token bound (--agent-max-tokens) and was cut off; what came after the cut is missing.")
+	}
 	if ts.completeN == 0 {
 		s.r.log.Warn("agent: the model reply held no actions", "session_id", s.rec.ID, "turn", s.turn, "overflow", ts.overflowed)
 		s.note("system", "The model's reply contained no valid actions.")

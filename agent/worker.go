@@ -15,9 +15,8 @@ import (
 
 // Queue is the agent endpoints' service on a server without an in-process
 // runner: Run stores the session as queued (a worker sharing the database
-// claims it), Cancel marks it canceled in the store (the worker notices
-// within its poll interval and stops applying). It implements the same
-// methods as Runner.
+// claims it), Cancel marks it canceled in the store and waits until the
+// worker running it has stopped. It implements the same methods as Runner.
 type Queue struct {
 	cfg    Config
 	store  SessionStore
@@ -77,20 +76,47 @@ func (q *Queue) Wait(ctx context.Context, id string) (client.AgentSession, error
 	}
 }
 
-// Cancel marks the session canceled; its worker stops within its poll interval.
+// Cancel stops a session as Runner.Cancel does: no further action is
+// applied once it returns. It marks the session canceled in the store; when
+// a worker was running it, Cancel then waits until that worker has stopped,
+// its command in flight answered, and saved the session's final state (its
+// worker notices the cancel within its poll interval), up to 10 s: longer is
+// an error wrapping canvas.ErrUnavailable. A queued session is never claimed
+// once canceled; canceling a finished session changes nothing.
 func (q *Queue) Cancel(ctx context.Context, id string) error {
 	s, err := q.store.GetAgentSession(ctx, id)
 	if err != nil {
 		return err
 	}
-	changed, err := q.store.CancelAgentSession(ctx, id)
-	if err != nil {
+	was, at, err := q.store.CancelAgentSession(ctx, id)
+	if err != nil || was == "" {
 		return err
 	}
-	if changed {
-		q.publish(s.CanvasID, StatusEvent{Type: "agent:status", SessionID: id, State: client.AgentCanceled, Detail: "canceled"})
+	q.publish(s.CanvasID, StatusEvent{Type: "agent:status", SessionID: id, State: client.AgentCanceled, Detail: "canceled"})
+	if was == canvas.AgentQueued {
+		return nil
 	}
-	return nil
+	t := time.NewTicker(50 * time.Millisecond)
+	defer t.Stop()
+	timeout := time.NewTimer(10 * time.Second)
+	defer timeout.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-timeout.C:
+			return fmt.Errorf("agent session %q: canceled, but its worker did not confirm that it stopped within 10 s: %w", id, canvas.ErrUnavailable)
+		case <-t.C:
+		}
+		// The worker's final save is the only one over the cancel's.
+		cur, err := q.store.GetAgentSession(ctx, id)
+		if err != nil {
+			return err
+		}
+		if !cur.UpdatedAt.Equal(at) {
+			return nil
+		}
+	}
 }
 
 // Catalog returns the action catalog JSON.

@@ -8,21 +8,24 @@ import (
 	"io"
 	"net/http"
 	"sort"
+	"strings"
 
 	"github.com/canvasd/canvasd/canvas"
 	"github.com/canvasd/canvasd/reducer"
+	"github.com/canvasd/canvasd/store"
 )
 
 // agentRevertRequest is the body of POST
 // /api/canvas-agent/sessions/{session_id}/revert: one turn, or several
 // (turns), reverted together; no body (neither) reverts every turn of the
-// session.
+// session not reverted yet.
 type agentRevertRequest struct {
 	Turn  *int  `json:"turn,omitempty"`
 	Turns []int `json:"turns,omitempty"`
 }
 
-// selected returns the turns the request names, nil for every turn.
+// selected returns the turns the request names, nil for every turn not
+// reverted yet.
 func (req agentRevertRequest) selected() ([]int, error) {
 	switch {
 	case req.Turn != nil && req.Turns != nil:
@@ -30,20 +33,29 @@ func (req agentRevertRequest) selected() ([]int, error) {
 	case req.Turn != nil:
 		return []int{*req.Turn}, nil
 	case req.Turns != nil && len(req.Turns) == 0:
-		return nil, canvas.Invalid("turns", "is empty: name at least one turn, or send no body to revert every turn")
+		return nil, canvas.Invalid("turns", "is empty: name at least one turn, or send no body to revert every turn not reverted yet")
 	}
 	return req.Turns, nil
 }
 
 // handleAgentRevert serves POST /api/canvas-agent/sessions/{session_id}/revert
-// (editor on the session's canvas): it reverts the commits of one turn of
-// the session, or of all its turns, as one revert_commits command by the
-// caller, answered like POST .../command (200 with the new revision, or 409
-// with recovery_ops when someone changed those shapes since).
+// (editor on the session's canvas): it reverts the commits of the named
+// turns of the session, or of every turn not reverted yet, as one
+// revert_commits command by the caller, answered like POST .../command (200
+// with the new revision, or 409 with recovery_ops when someone changed those
+// shapes since). The turns it reverted then carry reverted_rev, the new
+// revision, in the session; a turn is reverted once: naming a reverted turn,
+// or sending no body when every turn is reverted, is a 422 that commits
+// nothing.
 func (s *Server) handleAgentRevert(w http.ResponseWriter, r *http.Request) {
 	sess, err := s.agentSession(r, canvas.RoleEditor)
 	if err != nil {
 		s.problem(w, r, err)
+		return
+	}
+	as, ok := s.st.(store.AgentStore)
+	if !ok {
+		s.problem(w, r, fmt.Errorf("the store %T keeps no agent turns: %w", s.st, canvas.ErrUnavailable))
 		return
 	}
 	var req agentRevertRequest
@@ -59,12 +71,12 @@ func (s *Server) handleAgentRevert(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	turns, err := req.selected()
+	named, err := req.selected()
 	if err != nil {
 		s.problem(w, r, err)
 		return
 	}
-	revs, err := turnRevs(sess, turns)
+	turns, revs, err := turnRevs(sess, named)
 	if err != nil {
 		s.problem(w, r, err)
 		return
@@ -85,7 +97,26 @@ func (s *Server) handleAgentRevert(w http.ResponseWriter, r *http.Request) {
 	args, _ := json.Marshal(map[string]any{"revs": revs, "reason": fmt.Sprintf("revert of %s of agent session %s", turnName(turns), sess.ID)})
 	env := canvas.Envelope{Type: reducer.CmdRevertCommits, BaseRev: &head, Args: args}
 	resp, err := s.engine.Execute(r.Context(), sess.CanvasID, principalFrom(r.Context()).Actor, env)
+	if err == nil && resp.Outcome == store.OutcomeApplied {
+		s.markReverted(r.Context(), as, sess.ID, turns, resp.Result)
+	}
 	s.writeAnswer(w, r, resp, err)
+}
+
+// markReverted records on turns that the revert answered by result (a
+// canvas.RevisionResult) reverted them. The revert is committed by then:
+// a failure is logged, not answered, and leaves those turns unmarked (a
+// second revert of them is then refused by revert_commits with a 409, as
+// their shapes changed since).
+func (s *Server) markReverted(ctx context.Context, as store.AgentStore, sessionID string, turns []int, result []byte) {
+	var res canvas.RevisionResult
+	err := json.Unmarshal(result, &res)
+	if err == nil {
+		_, err = as.MarkAgentTurnsReverted(context.WithoutCancel(ctx), sessionID, turns, res.CurrentRev)
+	}
+	if err != nil {
+		s.log.Error("agent revert: committed, but recording the reverted turns failed", "session_id", sessionID, "turns", turns, "err", err)
+	}
 }
 
 func turnName(turns []int) string {
@@ -98,25 +129,54 @@ func turnName(turns []int) string {
 	return fmt.Sprintf("turns %v", turns)
 }
 
-// turnRevs returns the revisions of the given turns of sess (nil: of every
-// turn), ascending.
-func turnRevs(sess canvas.AgentSession, turns []int) ([]int64, error) {
+// turnRevs returns the numbers of the turns of sess a revert takes, in turn
+// order, and the revisions of their commits, ascending: those of the named
+// turns, or with named nil those of every turn not reverted yet. A named
+// turn the session lacks, a named turn already reverted, and (named nil)
+// a session whose turns are all reverted are canvas.ErrUnprocessable.
+func turnRevs(sess canvas.AgentSession, named []int) ([]int, []int64, error) {
 	want := map[int]bool{}
-	for _, n := range turns {
+	for _, n := range named {
 		want[n] = true
 	}
+	var turns []int
 	var revs []int64
+	var done []string // the turns taken that were reverted already
 	for _, t := range sess.Turns {
-		if turns == nil || want[t.Turn] {
-			revs = append(revs, t.Revs...)
-			delete(want, t.Turn)
+		if named != nil && !want[t.Turn] {
+			continue
 		}
+		delete(want, t.Turn)
+		if t.RevertedRev != nil {
+			done = append(done, fmt.Sprintf("turn %d by revision %d", t.Turn, *t.RevertedRev))
+			if named == nil {
+				continue
+			}
+		}
+		turns = append(turns, t.Turn)
+		revs = append(revs, t.Revs...)
 	}
+	missing := make([]int, 0, len(want))
 	for n := range want {
-		return nil, canvas.Unprocessable("turn", "agent session %s has no turn %d (it has %d turns, numbered from 1)", sess.ID, n, len(sess.Turns))
+		missing = append(missing, n)
+	}
+	sort.Ints(missing)
+	field := "turns"
+	if len(named) == 1 {
+		field = "turn"
+	}
+	switch {
+	case len(missing) > 0:
+		return nil, nil, canvas.Unprocessable(field, "agent session %s has no turn %d (it has %d turns, numbered from 1)", sess.ID, missing[0], len(sess.Turns))
+	case named != nil && len(done) > 0:
+		return nil, nil, canvas.Unprocessable(field, "agent session %s: %s was already reverted (%s); a turn is reverted once, and no body reverts the turns not reverted yet",
+			sess.ID, turnName(named), strings.Join(done, ", "))
+	case named == nil && len(sess.Turns) > 0 && len(turns) == 0:
+		return nil, nil, canvas.Unprocessable("turn", "agent session %s: every turn was already reverted (%s); there is nothing left to revert",
+			sess.ID, strings.Join(done, ", "))
 	}
 	sort.Slice(revs, func(i, j int) bool { return revs[i] < revs[j] })
-	return revs, nil
+	return turns, revs, nil
 }
 
 // changingRevs keeps the revisions whose commits changed something (a

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/canvasd/canvasd/agent"
 	"github.com/canvasd/canvasd/canvas"
@@ -121,6 +122,13 @@ func TestAgentRevertTurn(t *testing.T) {
 	commits, err := e.admin.AllEvents(ctx, "rv", head)
 	if err != nil || len(commits) != 1 || commits[0].Type != "revert_commits" || commits[0].ActorID != e.humanActor {
 		t.Fatalf("revert commits %+v %v", commits, err)
+	}
+	if s, err := e.human.AgentSession(ctx, sess.ID); err != nil || s.Turns[0].RevertedRev != nil ||
+		s.Turns[1].RevertedRev == nil || *s.Turns[1].RevertedRev != res.CurrentRev {
+		t.Fatalf("the session after reverting turn 2: turns %+v, %v; want turn 2 reverted at %d", s.Turns, err, res.CurrentRev)
+	}
+	if _, err := e.human.RevertAgentTurns(ctx, sess.ID, 2); !errors.Is(err, canvas.ErrUnprocessable) {
+		t.Fatalf("turn 2 reverted again: %v, want a 422", err)
 	}
 
 	// Someone moves b: turn 1 (which created b) can no longer be reverted.
@@ -280,5 +288,96 @@ func TestAgentLintFollowUpFixesOverlap(t *testing.T) {
 	nodes := e.snapshot("li").State.Nodes
 	if len(nodes) != 2 || len(overlapping(nodes, nodes)) > 0 {
 		t.Fatalf("after the fix: %d nodes, overlaps %v", len(nodes), overlapping(nodes, nodes))
+	}
+}
+
+// The server records which turns a revert took (reverted_rev, on both
+// stores): a turn is reverted once, a revert without a body takes the turns
+// left, and reverting a reverted turn, or with none left, is a 422 that
+// commits nothing.
+func TestAgentRevertRecordsRevertedTurns(t *testing.T) {
+	t.Run("sqlite", func(t *testing.T) { testAgentRevertRecordsRevertedTurns(t, newTestEnv(t, withAgentQueue)) })
+	t.Run("postgres", func(t *testing.T) {
+		url, schema := pgTestSchema(t)
+		testAgentRevertRecordsRevertedTurns(t, newPGTestEnv(t, url, schema, withAgentQueue))
+	})
+}
+
+// withAgentQueue serves the agent endpoints from the store (an agent.Queue),
+// as a server whose agents run as separate workers.
+func withAgentQueue(c *Config) {
+	c.Agent = agent.NewQueue(agent.DefaultConfig(), c.Store.(agent.SessionStore), nil)
+}
+
+func testAgentRevertRecordsRevertedTurns(t *testing.T, e *testEnv) {
+	ctx := context.Background()
+	as := e.st.(agent.SessionStore)
+	cid := e.canvas("rr")
+	// Three turns of a finished session, one shape each (revisions 1, 2, 3).
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	if err := as.CreateAgentSession(ctx, canvas.AgentSession{ID: "as_rr", CanvasID: cid, ActorID: "agent", State: canvas.AgentDone,
+		Model: "debug/fake", Message: "three notes", CreatedAt: now, UpdatedAt: now}); err != nil {
+		t.Fatal(err)
+	}
+	for n := int64(1); n <= 3; n++ {
+		e.must(200, "POST", "/canvas_commands/"+cid+"/command", testAdmin,
+			env("create_node", n-1, map[string]any{"id": fmt.Sprintf("n%d", n), "name": "note"}))
+		if err := as.SaveAgentTurn(ctx, "as_rr", canvas.AgentTurn{Turn: int(n), Kind: "initial", Revs: []int64{n}, StartedAt: now, EndedAt: &now}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	path := "/api/canvas-agent/sessions/as_rr"
+	// reverted reads the session and returns each turn's reverted_rev (0: none).
+	reverted := func() map[int]int64 {
+		t.Helper()
+		var sess canvas.AgentSession
+		if err := json.Unmarshal(e.do("GET", path, testAdmin, nil).Body, &sess); err != nil {
+			t.Fatal(err)
+		}
+		out := map[int]int64{}
+		for _, tr := range sess.Turns {
+			out[tr.Turn] = 0
+			if tr.RevertedRev != nil {
+				out[tr.Turn] = *tr.RevertedRev
+			}
+		}
+		return out
+	}
+	nodes := func() int { return len(e.snapshot(cid)["state"].(map[string]any)["nodes"].([]any)) }
+	refused := func(what string, body any, wantDetail string) {
+		t.Helper()
+		head := e.snapshot(cid)["head_rev"]
+		r := e.do("POST", path+"/revert", testAdmin, body)
+		if r.Status != http.StatusUnprocessableEntity || !strings.Contains(string(r.Body), wantDetail) {
+			t.Fatalf("%s: %d %s, want a 422 saying %q", what, r.Status, r.Body, wantDetail)
+		}
+		if h := e.snapshot(cid)["head_rev"]; h != head {
+			t.Fatalf("%s: the refused revert moved the head from %v to %v", what, head, h)
+		}
+	}
+	if got := reverted(); fmt.Sprint(got) != "map[1:0 2:0 3:0]" {
+		t.Fatalf("before any revert: reverted_rev %v", got)
+	}
+
+	if m := e.must(200, "POST", path+"/revert", testAdmin, map[string]any{"turn": 2}); m["current_rev"] != float64(4) {
+		t.Fatalf("revert of turn 2: %v, want revision 4", m)
+	}
+	if got := reverted(); fmt.Sprint(got) != "map[1:0 2:4 3:0]" || nodes() != 2 {
+		t.Fatalf("after reverting turn 2: reverted_rev %v, %d nodes", got, nodes())
+	}
+	refused("turn 2 again", map[string]any{"turn": 2}, "turn 2 was already reverted (turn 2 by revision 4)")
+	refused("turns 1 and 2", map[string]any{"turns": []int{1, 2}}, "already reverted (turn 2 by revision 4)")
+
+	// No body: the turns left (1 and 3), as one command.
+	if m := e.must(200, "POST", path+"/revert", testAdmin, nil); m["current_rev"] != float64(5) {
+		t.Fatalf("revert of the rest: %v, want revision 5", m)
+	}
+	if got := reverted(); fmt.Sprint(got) != "map[1:5 2:4 3:5]" || nodes() != 0 {
+		t.Fatalf("after reverting the rest: reverted_rev %v, %d nodes", got, nodes())
+	}
+	refused("no body with every turn reverted", nil, "every turn was already reverted")
+	refused("turn 3 again", map[string]any{"turn": 3}, "turn 3 was already reverted (turn 3 by revision 5)")
+	if got := reverted(); fmt.Sprint(got) != "map[1:5 2:4 3:5]" {
+		t.Fatalf("after the refused reverts: reverted_rev %v", got)
 	}
 }

@@ -932,6 +932,83 @@ func TestAgentStandaloneWorker(t *testing.T) {
 	}
 }
 
+// TestAgentQueueCancelWaitsForTheWorker: with agents in workers, Cancel
+// answers only once the worker running the session has stopped and saved
+// it, so nothing is committed after the answer: here the worker's second
+// command is in flight (held by its transport) when the cancel arrives, and
+// the worker polls for cancels only every 1.5 s while the model keeps
+// sending actions.
+func TestAgentQueueCancelWaitsForTheWorker(t *testing.T) {
+	var acts []string
+	for i := 0; i < 400; i++ {
+		acts = append(acts, fmt.Sprintf(`{"name":"create_shape","params":{"type":"note","x":%d,"y":0,"props":{"text":"n%d"}}}`, i*10, i))
+	}
+	model := newFakeOpenAI(t, scriptedReply{chunks: chunked(actionsJSON(acts...), 40), delay: 10 * time.Millisecond})
+	e := newAgentEnvFull(t, model, func(c *agent.Config) { c.Model = "openai:gpt-test" }, true, false) // the server queues
+	e.newCanvas("wc")
+	id := e.start(client.AgentRunRequest{RoomID: "wc", Message: "many notes"})
+
+	// The worker: a runner working the queue with its own client.
+	hold := &holdSecondCommand{held: make(chan struct{}), release: make(chan struct{}), lateSend: make(chan struct{}), sentLate: make(chan struct{})}
+	tok, _ := e.admin.CreateToken(context.Background(), canvas.TokenRequest{Role: canvas.RoleEditor, ActorType: canvas.ActorAgent})
+	ac, _ := client.New(e.srv.URL, tok.Token, client.WithHTTPClient(&http.Client{Transport: hold}))
+	cfg := agent.DefaultConfig()
+	cfg.Model, cfg.OpenAIAPIKey, cfg.OpenAIBaseURL, cfg.LowActionThreshold = "openai:gpt-test", "sk-test", model.srv.URL+"/v1", 0
+	r, err := agent.NewRunner(agent.Deps{Config: cfg, Client: ac, ActorID: tok.ActorID, Events: agent.HTTPEvents{Client: ac}, Store: e.sessions})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const poll = 1500 * time.Millisecond
+	ctx, stop := context.WithCancel(context.Background())
+	r.Start(ctx)
+	worked := make(chan struct{})
+	go func() { defer close(worked); r.Work(ctx, agent.WorkerOptions{Poll: poll}) }()
+	defer func() {
+		stop()
+		<-worked
+		r.Stop()
+	}()
+	select {
+	case <-hold.held:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the worker's second command was never sent")
+	}
+
+	type answer struct {
+		err  error
+		head int64
+	}
+	canceled := make(chan answer, 1)
+	go func() {
+		err := e.human.CancelAgent(context.Background(), id)
+		canceled <- answer{err, e.snapshot("wc").HeadRev}
+	}()
+	var got answer
+	select {
+	case got = <-canceled: // answered while the command is still in flight: it lands after
+		close(hold.release)
+	case <-time.After(300 * time.Millisecond):
+		close(hold.release)
+		got = <-canceled
+	}
+	if got.err != nil {
+		t.Fatal(got.err)
+	}
+	time.Sleep(2 * poll)
+	snap := e.snapshot("wc")
+	if snap.HeadRev != got.head {
+		t.Fatalf("the worker committed after Cancel returned: head %d → %d", got.head, snap.HeadRev)
+	}
+	s, err := e.human.AgentSession(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The worker's final save landed over the cancel, with its stats.
+	if s.State != client.AgentCanceled || s.Stats.ActionsApplied != len(snap.State.Nodes) || len(snap.State.Nodes) >= len(acts) {
+		t.Fatalf("session %s %q, %d actions applied, %d nodes", s.State, s.Detail, s.Stats.ActionsApplied, len(snap.State.Nodes))
+	}
+}
+
 // holdSecondCommand passes commands through, except that it holds the second
 // one until release. When the request's context ends while it is held, the
 // command still reaches the server, but only once lateSend is closed (as a

@@ -41,7 +41,8 @@ func principalFrom(ctx context.Context) canvas.Principal {
 type authenticator struct {
 	st        store.Store
 	adminHash []byte           // SHA-256 of the configured admin token; nil when the store holds it
-	now       func() time.Time // the clock of the cache
+	now       func() time.Time // the clock of the cache and of throttle
+	throttle  *authThrottle    // failed token attempts per client address
 
 	mu    sync.RWMutex
 	cache map[[sha256.Size]byte]verifiedToken // by the token's hash
@@ -61,8 +62,9 @@ type verifiedToken struct {
 	until time.Time
 }
 
-func newAuthenticator(st store.Store, adminToken string) *authenticator {
-	a := &authenticator{st: st, now: time.Now, cache: map[[sha256.Size]byte]verifiedToken{}}
+func newAuthenticator(st store.Store, adminToken string, maxFailures int) *authenticator {
+	a := &authenticator{st: st, now: time.Now, cache: map[[sha256.Size]byte]verifiedToken{},
+		throttle: newAuthThrottle(maxFailures, authFailureWindow)}
 	if adminToken != "" {
 		a.adminHash = HashToken(adminToken)
 	}
@@ -108,11 +110,27 @@ func tokenFrom(r *http.Request) string {
 	return r.URL.Query().Get("access_token")
 }
 
+// authenticate returns the principal of r's token. A request without a token
+// is a 401; one with a token from an address the throttle refuses is a 429
+// (the token unchecked); a token that is malformed, unknown, revoked or
+// expired is a 401 and counts as a failure of r's address.
 func (a *authenticator) authenticate(r *http.Request) (canvas.Principal, error) {
 	tok := tokenFrom(r)
 	if tok == "" {
 		return canvas.Principal{}, fmt.Errorf("%w: send Authorization: Bearer <token> (or ?access_token= for SSE and pages); an admin creates tokens with POST /api/tokens or `canvasd token create`", canvas.ErrUnauthorized)
 	}
+	if err := a.throttle.check(r, a.now); err != nil {
+		return canvas.Principal{}, err
+	}
+	p, err := a.verify(r, tok)
+	if err != nil && errors.Is(err, canvas.ErrUnauthorized) {
+		a.throttle.fail(r, a.now())
+	}
+	return p, err
+}
+
+// verify checks the token tok of r.
+func (a *authenticator) verify(r *http.Request, tok string) (canvas.Principal, error) {
 	if len(tok) > 512 {
 		return canvas.Principal{}, fmt.Errorf("%w: the token is malformed", canvas.ErrUnauthorized)
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -314,7 +315,7 @@ func (z *authzEnv) pendingInvoke() authzReq {
 	}}
 }
 
-func newAuthzEnv(t *testing.T) (*authzEnv, []authzCaller) {
+func newAuthzEnv(t *testing.T, opts ...envOption) (*authzEnv, []authzCaller) {
 	ctx := context.Background()
 	dbPath := filepath.Join(t.TempDir(), "canvasd.db")
 	st, err := sqlitestore.Open(ctx, dbPath)
@@ -323,7 +324,8 @@ func newAuthzEnv(t *testing.T) (*authzEnv, []authzCaller) {
 	}
 	// Every optional part is wired, as `canvasd serve` does (the agent
 	// endpoints are served by a queue, as with separate agent workers).
-	z := &authzEnv{testEnv: newTestEnvOn(t, st, func(c *Config) { c.Agent = agent.NewQueue(agent.DefaultConfig(), st, c.Hub) }), t: t}
+	opts = append([]envOption{func(c *Config) { c.Agent = agent.NewQueue(agent.DefaultConfig(), st, c.Hub) }}, opts...)
+	z := &authzEnv{testEnv: newTestEnvOn(t, st, opts...), t: t}
 	for _, id := range []string{authzA, authzB, authzD} {
 		z.canvas(id)
 	}
@@ -466,6 +468,55 @@ func TestAuthorizationMatrix(t *testing.T) {
 				var p map[string]any
 				if json.Unmarshal(body, &p) != nil || p["detail"] == "" {
 					t.Errorf("%s %s as %s: %d without a detail: %s", rq.method, rq.path, c.name, status, body)
+				}
+			}
+		}
+	}
+}
+
+// TestAuthorizationMatrixThrottled: from a client address the failed-token
+// throttle refuses, every route that checks a token answers 429 to every
+// caller that sends one, valid or not, and public routes answer as always.
+// (The fixtures are made over loopback, which is never throttled.)
+func TestAuthorizationMatrixThrottled(t *testing.T) {
+	z, callers := newAuthzEnv(t, func(c *Config) { c.MaxAuthFailures = 1 })
+	addr := throttleClient{z.testEnv, "203.0.113.5:5555"}
+	addr.want(401, "GET", "/api/canvases", TokenPrefix+"not-a-token")
+	noToken := callers[0]
+	for _, r := range authzRows() {
+		for _, c := range callers {
+			if c.token == "" {
+				continue
+			}
+			rq := r.req(z)
+			// A stream that is wrongly let through ends with its context.
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			req := httptest.NewRequestWithContext(ctx, rq.method, rq.path, strings.NewReader(rq.body))
+			req.RemoteAddr = addr.addr
+			for k, v := range rq.header {
+				req.Header.Set(k, v)
+			}
+			req.Header.Set("Authorization", "Bearer "+c.token)
+			rec := httptest.NewRecorder()
+			z.api.Handler().ServeHTTP(rec, req)
+			cancel()
+			if rq.after != nil {
+				rq.after()
+			}
+			want := r.expect(c)
+			if r.expect(noToken) == http.StatusUnauthorized {
+				want = http.StatusTooManyRequests
+			}
+			if rec.Code != want {
+				t.Errorf("%s %s [%s] as %s from a throttled address: %d, want %d: %.300s", rq.method, rq.path, r.name, c.name, rec.Code, want, rec.Body)
+				continue
+			}
+			if want == http.StatusTooManyRequests {
+				resp := rec.Result()
+				req.Body = io.NopCloser(strings.NewReader(rq.body))
+				checkResponse(t, z.spec, req, resp, rec.Body.Bytes())
+				if resp.Header.Get("Retry-After") == "" {
+					t.Errorf("%s %s as %s: 429 without Retry-After", rq.method, rq.path, c.name)
 				}
 			}
 		}

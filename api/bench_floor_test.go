@@ -21,6 +21,7 @@ import (
 
 	_ "modernc.org/sqlite"
 
+	"github.com/canvasd/canvasd/store"
 	"github.com/canvasd/canvasd/store/sqlitestore"
 )
 
@@ -227,10 +228,12 @@ func reportSpread(b *testing.B, xs []float64, unit string) {
 var writeCommand = []byte(`{"type":"create_node","base_rev":0,"args":{"name":"n","transform":{"x":1,"y":2}}}`)
 
 // BenchmarkWrites measures the write targets (docs/architecture.md) against the write floor
-// in the same run: rounds of 10,000 commands from 8 keep-alive clients on
+// in the same run: five rounds of 10,000 commands from 8 keep-alive clients on
 // one canvas, sent to the floor, to canvasd on an empty canvas, and to
 // canvasd on a canvas already holding 50,000 shapes (and more each round),
-// interleaved so that the machine's noise falls on all three alike.
+// interleaved (in an order reversed every other round) so that the machine's
+// noise falls on all three alike. The process collects garbage as canvasd
+// does (store.TuneGC).
 // canvasd's clients use an editor token (the hot path authenticates through
 // the store as a real client would). It reports each figure's median over
 // the rounds with its range, and the median of the per-round ratios:
@@ -238,7 +241,8 @@ var writeCommand = []byte(`{"type":"create_node","base_rev":0,"args":{"name":"n"
 // cpu-µs/cmd is the CPU time the whole process (server and load generator)
 // spent per command, which the machine's load moves less than rates do.
 func BenchmarkWrites(b *testing.B) {
-	const rounds, total, clients, bigShapes = 3, 10000, 8, 50000
+	const rounds, total, clients, bigShapes = 5, 10000, 8, 50000
+	store.TuneGC() // as the server runs
 	floor := newWriteFloor(b)
 	e := newTestEnv(b)
 	editor, _ := e.token("editor", "human")
@@ -257,12 +261,25 @@ func BenchmarkWrites(b *testing.B) {
 	sq := e.st.(*sqlitestore.Store)
 	floorTx0, st0 := floor.txs.Load(), sq.Stats()
 	for round := range rounds {
-		runtime.GC()
-		f := sendCommands(b, c, floor.srv.URL, "", writeCommand, clients, total)
 		id := fmt.Sprintf("empty%d", round)
 		e.canvas(id)
-		em := sendCommands(b, c, e.srv.URL+"/canvas_commands/"+id+"/command", editor, writeCommand, clients, total)
-		bg := sendCommands(b, c, e.srv.URL+"/canvas_commands/big/command", editor, writeCommand, clients, total)
+		var f, em, bg writeRun
+		runs := []func(){
+			func() { f = sendCommands(b, c, floor.srv.URL, "", writeCommand, clients, total) },
+			func() {
+				em = sendCommands(b, c, e.srv.URL+"/canvas_commands/"+id+"/command", editor, writeCommand, clients, total)
+			},
+			func() {
+				bg = sendCommands(b, c, e.srv.URL+"/canvas_commands/big/command", editor, writeCommand, clients, total)
+			},
+		}
+		if round%2 == 1 { // the order alternates, so that neither drift nor what ran before favours one
+			slices.Reverse(runs)
+		}
+		for _, run := range runs {
+			runtime.GC()
+			run()
+		}
 		floorRate, emptyRate, bigRate = append(floorRate, f.rate), append(emptyRate, em.rate), append(bigRate, bg.rate)
 		floorP99 = append(floorP99, ms(f.p99))
 		emptyP99, bigP99 = append(emptyP99, ms(em.p99)), append(bigP99, ms(bg.p99))

@@ -16,6 +16,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/canvasd/canvasd/store"
 )
 
 // benchClient is a keep-alive client that skips the test harness's
@@ -43,6 +45,7 @@ const benchTotal = 8000
 // embedded store: latency of sequential commands, then throughput with
 // concurrent clients on one canvas and across canvases.
 func BenchmarkCommandApplyHTTP(b *testing.B) {
+	store.TuneGC() // as the server runs
 	e := newTestEnv(b)
 	c := benchClient()
 	mk := func(id string) {
@@ -325,14 +328,16 @@ func eventRev(line []byte) int {
 }
 
 // startCanvasd builds and starts canvasd as a child process on a free port
-// (admin token testAdmin) and returns its base URL and a stop function
-// (also called at cleanup).
+// (admin token testAdmin, streams per token not capped) and returns its
+// base URL and a stop function (also called at cleanup).
 func startCanvasd(b *testing.B) (string, func()) {
 	bin := filepath.Join(b.TempDir(), "canvasd")
 	if out, err := exec.Command("go", "build", "-o", bin, "../cmd/canvasd").CombinedOutput(); err != nil {
 		b.Fatalf("build canvasd: %v\n%s", err, out)
 	}
-	return startChild(b, bin, "serve", "--data-dir", filepath.Join(b.TempDir(), "data"), "--admin-token", testAdmin, "--agent", "off")
+	// The benchmark's subscribers share one token: no cap on its streams.
+	return startChild(b, bin, "serve", "--data-dir", filepath.Join(b.TempDir(), "data"), "--admin-token", testAdmin, "--agent", "off",
+		"--max-streams-per-token", "0")
 }
 
 // buildSSEFloor builds the fan-out floor (testdata/ssefloor).

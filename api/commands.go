@@ -176,6 +176,7 @@ func (s *Server) handleGesture(w http.ResponseWriter, r *http.Request) {
 	}
 	actor := principalFrom(r.Context()).Actor
 	if !s.allowGesture(id+"\x00"+actor.ID, time.Now()) {
+		s.cfg.Metrics.Gesture("throttled")
 		writeJSON(w, http.StatusAccepted, map[string]any{"ok": true, "delivered": false, "reason": "throttled"})
 		return
 	}
@@ -185,6 +186,7 @@ func (s *Server) handleGesture(w http.ResponseWriter, r *http.Request) {
 		ev.Viewport = req.Viewport
 	}
 	s.hub.PublishEvent(id, canvas.EventGesture, ev)
+	s.cfg.Metrics.Gesture("forwarded")
 	writeJSON(w, http.StatusAccepted, map[string]any{"ok": true, "delivered": true})
 }
 

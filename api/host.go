@@ -339,12 +339,19 @@ func (h *hostAPI) handleDeleteFile(w http.ResponseWriter, r *http.Request) {
 // (host.Subscription.Admit keeps a2ui messages from being missed or doubled).
 // A subscriber that falls behind, or missed another process's push, gets
 // "reset" and the stream ends; the browser reconnects and receives the
-// surfaces again.
+// surfaces again. Its slot counts against Config.MaxStreamsPerToken like a
+// canvas stream's (429 when the token has none left).
 func (h *hostAPI) handleStream(w http.ResponseWriter, r *http.Request) {
 	session, ok := h.authorizedSession(w, r, canvas.RoleViewer)
 	if !ok {
 		return
 	}
+	actor := principalFrom(r.Context()).Actor.ID
+	if err := h.s.streams.acquire(actor); err != nil {
+		h.s.problem(w, r, err)
+		return
+	}
+	defer h.s.streams.release(actor)
 	sub, snapshot, err := h.host.Subscribe(r.Context(), session)
 	if err != nil {
 		h.s.problem(w, r, err)

@@ -10,9 +10,12 @@ import (
 )
 
 // Hub fans commits and ephemeral events out to the SSE subscribers of each
-// canvas. Publishing never blocks: each subscriber has a bounded queue, and a
-// subscriber whose queue is full is kicked (it gets a reset event and
-// reconnects with Last-Event-ID). A commit is encoded once for all subscribers.
+// canvas. Publishing never blocks: each subscriber has a bounded queue. A
+// commit that finds it full is not queued; the subscriber is told it lags
+// and its stream reads the commits it missed from the engine (they are
+// durable). An ephemeral event that finds it full kicks the subscriber (it
+// gets a reset event and reconnects with Last-Event-ID). A commit is encoded
+// once for all subscribers.
 //
 // With a relay (Config.Broadcaster, relay.go) ephemeral events also reach the
 // subscribers of the other processes sharing the store, and Subscribers
@@ -46,12 +49,21 @@ type frame struct {
 
 type subscriber struct {
 	ch     chan *frame
+	lagged chan struct{} // holds a signal while commits were left out of a full ch
 	kicked chan struct{}
 	once   sync.Once
 	client *browserClient // nil: the stream declared no browser
 }
 
 func (s *subscriber) kick() { s.once.Do(func() { close(s.kicked) }) }
+
+// lag records that a commit was left out of the subscriber's full queue.
+func (s *subscriber) lag() {
+	select {
+	case s.lagged <- struct{}{}:
+	default: // already signalled
+	}
+}
 
 // NewHub returns a hub whose subscribers each queue at most queueSize events.
 // onCount, if not nil, is told of every subscriber added (+1) or removed (-1).
@@ -119,7 +131,11 @@ func (h *Hub) send(canvasID string, f *frame) {
 		select {
 		case s.ch <- f:
 		default:
-			s.kick()
+			if f.rev > 0 {
+				s.lag()
+			} else {
+				s.kick()
+			}
 		}
 	}
 }
@@ -127,7 +143,7 @@ func (h *Hub) send(canvasID string, f *frame) {
 // subscribe registers a stream; b is the browser it declared, or nil. A
 // declared browser's queue starts with the canvas's current host.
 func (h *Hub) subscribe(canvasID string, b *browserClient) *subscriber {
-	s := &subscriber{ch: make(chan *frame, h.queueSize), kicked: make(chan struct{}), client: b}
+	s := &subscriber{ch: make(chan *frame, h.queueSize), lagged: make(chan struct{}, 1), kicked: make(chan struct{}), client: b}
 	h.mu.Lock()
 	set := h.subs[canvasID]
 	if set == nil {

@@ -15,6 +15,7 @@ type Metrics struct {
 	replays        prometheus.Counter
 	sseSubscribers prometheus.Gauge
 	gestures       *prometheus.CounterVec
+	refused        *prometheus.CounterVec
 }
 
 // NewMetrics creates the collectors and registers them on reg.
@@ -35,8 +36,10 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Open SSE streams."}),
 		gestures: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "canvas_gestures_total",
 			Help: "Gestures received, by whether they were forwarded or throttled."}, []string{"result"}),
+		refused: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "canvas_http_too_many_requests_total",
+			Help: "Requests answered 429, by problem type (too-many-streams, too-many-auth-failures)."}, []string{"type"}),
 	}
-	reg.MustRegister(m.commands, m.applySeconds, m.conflicts, m.replays, m.sseSubscribers, m.gestures)
+	reg.MustRegister(m.commands, m.applySeconds, m.conflicts, m.replays, m.sseSubscribers, m.gestures, m.refused)
 	return m
 }
 
@@ -54,3 +57,9 @@ func (m *Metrics) CommandDone(cmdType, outcome string, d time.Duration) {
 
 // SubscriberDelta adjusts the open-stream gauge (the Hub's onCount).
 func (m *Metrics) SubscriberDelta(delta int) { m.sseSubscribers.Add(float64(delta)) }
+
+// Gesture counts one gesture, forwarded or throttled (result).
+func (m *Metrics) Gesture(result string) { m.gestures.WithLabelValues(result).Inc() }
+
+// TooManyRequests counts one request answered 429 with problem type slug.
+func (m *Metrics) TooManyRequests(slug string) { m.refused.WithLabelValues(slug).Inc() }

@@ -525,6 +525,9 @@ func TestOpenAPIContractRules(t *testing.T) {
 			if !isPublic && op.Responses.Status(http.StatusUnauthorized) == nil {
 				t.Errorf("%s: authenticated operation without a 401 response", name)
 			}
+			if !isPublic && op.Responses.Status(http.StatusTooManyRequests) == nil {
+				t.Errorf("%s: authenticated operation without a 429 response (the failed-token throttle refuses any of them)", name)
+			}
 			acceptsQueryToken := op.Security != nil && slices.ContainsFunc(*op.Security, func(r openapi3.SecurityRequirement) bool {
 				_, ok := r["accessTokenQuery"]
 				return ok

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"time"
 
 	"github.com/canvasd/canvasd/agent"
 	"github.com/canvasd/canvasd/canvas"
@@ -147,6 +148,10 @@ func writeProblem(w http.ResponseWriter, r *http.Request, log *slog.Logger, err 
 	}
 	if p.Status == http.StatusServiceUnavailable {
 		w.Header().Set("Retry-After", "1")
+	}
+	var ra interface{ RetryAfter() time.Duration }
+	if errors.As(err, &ra) {
+		w.Header().Set("Retry-After", retryAfterSeconds(ra.RetryAfter()))
 	}
 	writeJSONType(w, p.Status, "application/problem+json", p)
 }

@@ -38,17 +38,27 @@ type Config struct {
 	// nil (SQLite, one process): they stay in this process. New starts the
 	// Hub's relay over it; Hub.StopRelay stops it.
 	Broadcaster store.Broadcaster
+	// MaxStreamsPerToken caps the streams (/sse/canvas/..., /sse/host/...)
+	// one token, by its actor id, holds open at once in this process; more
+	// are refused with 429. 0: no cap.
+	MaxStreamsPerToken int
+	// MaxAuthFailures is how many requests with a bad token (unknown,
+	// revoked, expired, malformed) one client address may make within a
+	// minute; after that its requests that carry a token are refused with
+	// 429 until the minute since its first failure has passed. 0: no limit.
+	MaxAuthFailures int
 }
 
 // Server is canvasd's HTTP API.
 type Server struct {
-	cfg    Config
-	log    *slog.Logger
-	engine *store.Engine
-	st     store.Store
-	hub    *Hub
-	auth   *authenticator
-	router chi.Router
+	cfg     Config
+	log     *slog.Logger
+	engine  *store.Engine
+	st      store.Store
+	hub     *Hub
+	auth    *authenticator
+	streams *streamSlots // open streams per token
+	router  chi.Router
 
 	gestureMu   sync.Mutex
 	lastGesture map[string]time.Time
@@ -78,7 +88,8 @@ func New(cfg Config) (*Server, error) {
 		cfg.GestureInterval = 30 * time.Millisecond
 	}
 	s := &Server{cfg: cfg, log: cfg.Logger, engine: cfg.Engine, st: cfg.Store, hub: cfg.Hub,
-		auth: newAuthenticator(cfg.Store, cfg.AdminToken), lastGesture: map[string]time.Time{}, closing: make(chan struct{})}
+		auth: newAuthenticator(cfg.Store, cfg.AdminToken, cfg.MaxAuthFailures), streams: newStreamSlots(cfg.MaxStreamsPerToken),
+		lastGesture: map[string]time.Time{}, closing: make(chan struct{})}
 	if bi, ok := cfg.Agent.(BrowserInput); ok {
 		cfg.Hub.setBrowserInput(bi)
 	}
@@ -108,7 +119,12 @@ func (s *Server) Handler() http.Handler { return s.router }
 // Routes returns the route table (for tests that walk it).
 func (s *Server) Routes() chi.Routes { return s.router }
 
+// problem answers err as a problem document, counting 429s in the metrics.
 func (s *Server) problem(w http.ResponseWriter, r *http.Request, err error) {
+	var tooMany *tooManyError
+	if errors.As(err, &tooMany) {
+		s.cfg.Metrics.TooManyRequests(tooMany.slug)
+	}
 	writeProblem(w, r, s.log, err)
 }
 

@@ -13,7 +13,9 @@ import (
 // handleCanvasStream serves GET /sse/canvas/{canvas_id}: replay after
 // Last-Event-ID, caught_up, then live commits and ephemeral events, with no
 // gap and no duplicate. It registers for live events before reading the
-// head and the replay, and drops live commits already sent.
+// head and the replay, and drops live commits already sent. A token that
+// already holds Config.MaxStreamsPerToken streams is refused with 429 before
+// anything is subscribed; the slot the stream takes is freed however it ends.
 func (s *Server) handleCanvasStream(w http.ResponseWriter, r *http.Request) {
 	id := chi.URLParam(r, "canvas_id")
 	if err := authorize(r, id, canvas.RoleViewer); err != nil {
@@ -29,6 +31,11 @@ func (s *Server) handleCanvasStream(w http.ResponseWriter, r *http.Request) {
 		s.problem(w, r, err)
 		return
 	}
+	actor := principalFrom(r.Context()).Actor.ID
+	if err := s.streams.acquire(actor); err != nil {
+		s.problem(w, r, err)
+		return
+	}
 	ctx := r.Context()
 	// Register before reading the head: a commit made in between is then in
 	// the queue (and dropped as a duplicate if the head already has it).
@@ -36,15 +43,17 @@ func (s *Server) handleCanvasStream(w http.ResponseWriter, r *http.Request) {
 	head, _, err := s.engine.Head(ctx, id)
 	if err != nil {
 		s.hub.unsubscribe(id, sub)
+		s.streams.release(actor)
 		s.problem(w, r, err)
 		return
 	}
 	out := openSSE(w)
-	live := false // once the live loop owns sub and out, this handler must not release them
+	live := false // once the live loop owns sub, out and the slot, this handler must not release them
 	defer func() {
 		if !live {
 			out.close()
 			s.hub.unsubscribe(id, sub)
+			s.streams.release(actor)
 		}
 	}()
 	reset := func(head int64, reason string) {
@@ -90,16 +99,19 @@ func (s *Server) handleCanvasStream(w http.ResponseWriter, r *http.Request) {
 	if out.conn != nil {
 		// The connection is ours: return, so net/http frees the request, its
 		// buffers and this deep stack, and follow the canvas on a small goroutine.
-		go s.streamLive(context.Background(), id, sub, out, last)
+		go s.streamLive(context.Background(), id, actor, sub, out, last)
 		return
 	}
-	s.streamLive(ctx, id, sub, out, last)
+	s.streamLive(ctx, id, actor, sub, out, last)
 }
 
 // streamLive sends live commits and events from sub until the client goes
-// away, it falls behind, or the server closes streams; then it releases sub
-// and out. last is the revision the client has.
-func (s *Server) streamLive(ctx context.Context, id string, sub *subscriber, out *sseOut, last int64) {
+// away, it is kicked (an ephemeral event found its queue full) or falls
+// more than Config.MaxReplay commits behind, or the server closes streams;
+// then it releases sub, out and actor's stream slot. Commits left out of a
+// full queue are read from the engine. last is the revision the client has.
+func (s *Server) streamLive(ctx context.Context, id, actor string, sub *subscriber, out *sseOut, last int64) {
+	defer s.streams.release(actor)
 	defer s.hub.unsubscribe(id, sub)
 	defer out.close()
 	// The heartbeat timer is not reset on every event (a timer update per
@@ -117,8 +129,13 @@ func (s *Server) streamLive(ctx context.Context, id string, sub *subscriber, out
 		case <-out.done():
 			return
 		case <-sub.kicked:
-			out.write(sseEvent(canvas.EventReset, "", canvas.ResetInfo{HeadRev: last, Reason: "this subscriber fell too far behind; reconnect with Last-Event-ID or re-read the snapshot"}))
+			out.write(behindReset(last))
 			return
+		case <-sub.lagged:
+			if !s.sendLive(ctx, id, sub, nil, &last, out) {
+				return
+			}
+			lastSent = time.Now()
 		case now := <-hb.C:
 			if idle := now.Sub(lastSent); idle < s.cfg.Heartbeat {
 				hb.Reset(s.cfg.Heartbeat - idle)
@@ -131,23 +148,47 @@ func (s *Server) streamLive(ctx context.Context, id string, sub *subscriber, out
 			lastSent = now
 			hb.Reset(s.cfg.Heartbeat)
 		case f := <-sub.ch:
-			// Write everything queued, then flush once.
-			for f != nil {
-				if !s.emit(ctx, id, f, &last, out.write) {
-					return
-				}
-				select {
-				case f = <-sub.ch:
-				default:
-					f = nil
-				}
-			}
-			if !out.flush() {
+			if !s.sendLive(ctx, id, sub, f, &last, out) {
 				return
 			}
 			lastSent = time.Now()
 		}
 	}
+}
+
+// sendLive writes first (when not nil) and every frame queued after it,
+// then flushes once. With first nil it was called because commits were
+// left out of the full queue: after the queue it also writes the commits up
+// to the head, from the engine, or a reset when the client is more than
+// Config.MaxReplay commits behind. It reports whether the stream goes on.
+func (s *Server) sendLive(ctx context.Context, id string, sub *subscriber, first *frame, last *int64, out *sseOut) bool {
+	if first != nil && !s.emit(ctx, id, first, last, out.write) {
+		return false
+	}
+	for queued := true; queued; {
+		select {
+		case f := <-sub.ch:
+			if !s.emit(ctx, id, f, last, out.write) {
+				return false
+			}
+		default:
+			queued = false
+		}
+	}
+	if first == nil {
+		head, _, err := s.engine.Head(ctx, id)
+		if err != nil || head-*last > s.cfg.MaxReplay || !s.fillGap(ctx, id, last, head+1, out.write) {
+			out.write(behindReset(*last))
+			return false
+		}
+	}
+	return out.flush()
+}
+
+// behindReset is the reset event of a stream that fell too far behind.
+func behindReset(last int64) []byte {
+	return sseEvent(canvas.EventReset, "", canvas.ResetInfo{HeadRev: last,
+		Reason: "this subscriber fell too far behind; reconnect with Last-Event-ID or re-read the snapshot"})
 }
 
 // emit writes one live frame, skipping commits already sent and filling any
@@ -169,7 +210,7 @@ func (s *Server) emit(ctx context.Context, id string, f *frame, last *int64, wri
 // engine, should a live commit ever arrive ahead of the stream.
 func (s *Server) fillGap(ctx context.Context, id string, last *int64, upTo int64, write func([]byte) bool) bool {
 	for *last < upTo-1 {
-		commits, _, err := s.engine.CommitsAfter(ctx, id, *last, int(upTo-1-*last))
+		commits, _, err := s.engine.CommitsAfter(ctx, id, *last, int(min(upTo-1-*last, 1000)))
 		if err != nil || len(commits) == 0 {
 			return false
 		}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/canvasd/canvasd/canvas"
 	"github.com/canvasd/canvasd/store"
@@ -98,9 +99,16 @@ func TestUnavailableSaysWhatItKnows(t *testing.T) {
 	// "nothing was written".
 	f.failNext("unmarked")
 	check(e.command(id, testAdmin, cmd("k2", "b")), "outcome-unknown", "unknown", "same idempotency_key")
-	// It did commit, the answer was lost: the retry replays it.
+	// It did commit, the answer was lost: readers see the commit once the
+	// canvas has read its log again (with no further write), and the retry
+	// replays it.
 	f.failNext("committed-unknown")
 	check(e.command(id, testAdmin, cmd("k3", "c")), "outcome-unknown", "unknown", "outcome is unknown")
+	for deadline := time.Now().Add(10 * time.Second); head() != before+1; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("head %v 10 s after an unknown outcome that committed, want %v", head(), before+1)
+		}
+	}
 	r := e.command(id, testAdmin, cmd("k3", "c"))
 	if r.Status != 200 || r.Header.Get("Idempotent-Replayed") != "true" {
 		t.Fatalf("retry after a committed unknown outcome: %d %s (Idempotent-Replayed %q), want the replayed answer", r.Status, r.Body, r.Header.Get("Idempotent-Replayed"))

@@ -131,9 +131,11 @@ func near(c color.Color, rgb uint32, tol int) bool {
 // (screenshots drawn by Excalidraw's exporter, checked pixel by pixel;
 // anything else is refused), a vision run gets its picture, "Send
 // selection" gives the model a picture of the selected shapes, the prompt
-// box runs the debug/fake model's poster, "Send canvas" posts the canvas as
-// an image message (a second turn), and the review reverts one turn, then
-// the rest.
+// box runs the debug/fake model's poster (accepted: the session leaves the
+// address), "Send canvas" posts the canvas as an image message (a second
+// turn), and the review reverts one turn, shows it reverted after a reload
+// (the server records it), then reverts the rest; the chat's status lines
+// are sentences, a missed ack a warning.
 func TestWebUIAgent(t *testing.T) {
 	open := uiBrowser(t, 90*time.Second)
 	model := newFakeOpenAI(t, scriptedReply{chunks: chunked(actionsJSON(`{"name":"think","params":{"text":"I see a blue box and a note."}}`,
@@ -352,10 +354,16 @@ func TestWebUIAgent(t *testing.T) {
 	// the model gets an image part of those shapes only (the red ellipse,
 	// inside their bounds, is not drawn).
 	p.poll("panel idle on the vision run", `document.getElementById('agent-panel').dataset.sessionId === '`+visionID+`' && !document.getElementById('agent-run').disabled`)
-	p.do(chromedp.KeyEvent(kb.Escape))
+	// A click on empty canvas, between the box and the note, clears the
+	// selection (Escape would only if the keyboard focus were inside
+	// Excalidraw) and with it the style panel that a selection opens over
+	// the canvas's left edge, where the blue box is.
+	p.click(290, 150)
+	p.pollSelection("empty canvas clicked")
 	p.click(180, 150)
+	p.pollSelection("the blue box clicked", "shape:blue")
 	p.click(420, 200, chromedp.ModifierShift)
-	p.poll("blue box and note selected", `canvasd.view.selection().slice().sort().join() === 'shape:blue,shape:note'`)
+	p.pollSelection("the note shift-clicked", "shape:blue", "shape:note")
 	p.clickCSS(`#send-selection`)
 	deadline := time.Now().Add(40 * time.Second)
 	for len(model.requests()) < 2 && time.Now().Before(deadline) {
@@ -419,6 +427,23 @@ func TestWebUIAgent(t *testing.T) {
 	p.poll("poster on screen, run reviewed", `canvasd.model.nodes.size === 9 && canvasd.view.ex.getSceneElements().filter(e => canvasd.model.nodes.get(e.id)).length === 9 &&
 		!!document.getElementById('agent-revert') && document.getElementById('agent-status').textContent === 'done' &&
 		[...document.querySelectorAll('#agent-log li')].some(li => li.textContent.includes('Drafting a brutalist poster'))`)
+	// The run's status lines are short sentences, never raw status data.
+	statusLinesReadable := func() {
+		t.Helper()
+		var raw []string
+		p.eval(`[...document.querySelectorAll('#agent-log li.status')].map(li => li.textContent).filter(t => /[{}"]/.test(t))`, &raw)
+		if len(raw) > 0 {
+			t.Fatalf("status lines with raw data: %q", raw)
+		}
+	}
+	p.poll("a turn's start as a sentence", `[...document.querySelectorAll('#agent-log li.status')].some(li => li.textContent === 'agent: Turn 1 started.') &&
+		[...document.querySelectorAll('#agent-log li.status')].some(li => li.textContent === 'agent: Done.')`)
+	statusLinesReadable()
+	// Accept ends the review and takes the session out of the address, so a
+	// reload does not review the run again; the next turn puts it back (the
+	// reload below finds it there).
+	p.clickCSS(`#agent-accept`)
+	p.poll("run accepted", `document.getElementById('agent-review').textContent === 'Accepted.' && !new URLSearchParams(location.search).has('agent')`)
 	p.do(chromedp.KeyEvent(kb.Escape))
 	p.eval(`canvasd.view.fit(true)`, nil)
 	time.Sleep(300 * time.Millisecond)
@@ -436,7 +461,7 @@ func TestWebUIAgent(t *testing.T) {
 	if n := agentNodes(); n != 7 {
 		t.Fatalf("%d agent shapes before the revert, want 7", n)
 	}
-	var firstTurn string
+	var firstTurn, search string
 	p.eval(`document.querySelector('#agent-review li[data-turn]').dataset.turn`, &firstTurn)
 	p.clickCSS(`#agent-review li[data-turn="` + firstTurn + `"] button.revert-turn`)
 	posterGone := func(nodes map[string]map[string]any) bool {
@@ -456,6 +481,17 @@ func TestWebUIAgent(t *testing.T) {
 		document.querySelector('#agent-review li[data-turn="`+firstTurn+`"]').classList.contains('reverted') &&
 		document.querySelectorAll('#agent-review button.revert-turn').length === 1 && document.getElementById('agent-revert').textContent === 'Revert the rest'`)
 	p.screenshot("agent-turn-reverted")
+	// The server records the reverted turn: after a reload (the session is
+	// in the address) the review shows it reverted, and the rest left.
+	p.eval(`location.search`, &search)
+	if !strings.Contains(search, "agent="+sid) {
+		t.Fatalf("the address %q does not keep the session %s", search, sid)
+	}
+	p.do(chromedp.Reload())
+	p.poll("turn still reverted after a reload", `!!window.canvasd && canvasd.model && canvasd.model.nodes.size === 4 &&
+		document.getElementById('agent-panel').dataset.sessionId === '`+sid+`' &&
+		!!document.querySelector('#agent-review li[data-turn="`+firstTurn+`"].reverted') &&
+		document.querySelectorAll('#agent-review button.revert-turn').length === 1 && document.getElementById('agent-revert').textContent === 'Revert the rest'`)
 	p.clickCSS(`#agent-revert`)
 	e.waitNodesFor(30*time.Second, cid, "the rest reverted", func(nodes map[string]map[string]any) bool {
 		for _, n := range nodes {
@@ -466,6 +502,14 @@ func TestWebUIAgent(t *testing.T) {
 		return len(nodes) == 3
 	})
 	p.poll("reverted on screen", `canvasd.model.nodes.size === 3 && document.getElementById('agent-review').textContent.includes('Reverted.')`)
+
+	// Status lines are sentences, not raw data: a missed ack is a warning.
+	e.must(202, "POST", "/api/canvas-agent/events", agentTok, map[string]any{"canvas_id": cid, "event": "agent:status",
+		"data": map[string]any{"type": "agent:status", "sessionId": sid, "state": "streaming",
+			"detail": map[string]any{"ack_missed": map[string]any{"seq": 7, "client_id": "c1", "resends": 1}}}})
+	p.poll("missed ack as a sentence", `[...document.querySelectorAll('#agent-log li.status.warn')].some(li =>
+		li.textContent === "agent: The host browser never confirmed one of the agent's actions (sent again 1 time): the canvas may be missing it.")`)
+	statusLinesReadable()
 }
 
 func mustBase64(t *testing.T, url string) []byte {

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -220,6 +221,29 @@ func (p *uiPage) pollFor(d time.Duration, what, expr string) {
 	}
 }
 
+// pollSelection waits until the page's selection is want (node ids, sorted),
+// or fails with the selection it has, its view and a screenshot.
+func (p *uiPage) pollSelection(what string, want ...string) {
+	p.t.Helper()
+	deadline := time.Now().Add(20 * time.Second) // generous, as poll
+	for {
+		var got []string
+		p.eval(`canvasd.view.selection().slice().sort()`, &got)
+		if slices.Equal(got, want) {
+			return
+		}
+		if time.Now().After(deadline) {
+			var view any
+			p.eval(`(() => { const a = canvasd.view.ex.getAppState();
+				return {zoom: a.zoom.value, scrollX: a.scrollX, scrollY: a.scrollY, offsetLeft: a.offsetLeft, offsetTop: a.offsetTop,
+					width: a.width, height: a.height, tool: a.activeTool.type, focus: document.activeElement?.outerHTML.slice(0, 120)}; })()`, &view)
+			p.screenshot("selection-failed")
+			p.t.Fatalf("%s: selection %q, want %q; view %v", what, got, want, view)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
 // do runs chromedp actions or fails the test.
 func (p *uiPage) do(actions ...chromedp.Action[chromedp.Void]) {
 	p.t.Helper()
@@ -276,10 +300,24 @@ func (p *uiPage) dragScreen(sx, sy, ex, ey float64) {
 	p.do(steps...)
 }
 
-// click clicks canvas point (x, y).
+// click clicks canvas point (x, y). It first waits until that point shows
+// Excalidraw's canvas, not a toast, dialog or panel over it, and fails
+// naming what covers it.
 func (p *uiPage) click(x, y float64, mods ...chromedp.Modifier) {
 	p.t.Helper()
 	sx, sy := p.screen(x, y)
+	under := fmt.Sprintf(`(() => { const el = document.elementFromPoint(%v, %v);
+		return !el ? 'nothing' : el.matches('canvas.excalidraw__canvas.interactive') ? '' : el.outerHTML.slice(0, 200); })()`, sx, sy)
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		var over string
+		p.eval(under, &over)
+		if over == "" {
+			break
+		}
+		if time.Now().After(deadline) {
+			p.t.Fatalf("canvas point (%v, %v), page (%.0f, %.0f), is covered by %s", x, y, sx, sy, over)
+		}
+	}
 	var m int64
 	for _, x := range mods {
 		m |= int64(x)
@@ -660,8 +698,11 @@ func TestWebUICanvas(t *testing.T) {
 	p.eval(`window.__holdSSE = true`, nil)
 	apply("move", map[string]any{"id": "s:tri", "x": 210, "y": 210})
 	p.drag(300, 280, 300, 430)
-	p.eval(`window.__holdSSE = false`, nil)
+	// The 409 alone explains the conflict: wait for it before the page may
+	// hear of the other's move (on a loaded machine the page may send its
+	// move late, and once it has caught up that move is no longer stale).
 	p.poll("conflict explained", `!!document.querySelector('#conflicts .conflict') && document.querySelector('#conflicts .conflict').textContent.includes('s:tri')`)
+	p.eval(`window.__holdSSE = false`, nil)
 	var triY float64
 	p.eval(`canvasd.view.ex.getSceneElements().find(el => el.id === 's:tri').y`, &triY)
 	if triY < 340 {

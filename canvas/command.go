@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strconv"
 	"time"
 )
 
@@ -75,15 +76,19 @@ func (e *Envelope) Validate() error {
 
 // Fingerprint is a canonical form of the envelope used to tell a replay of
 // an idempotency key (same envelope) from a misuse (different envelope).
+// Its args are in canonical form (canonicalJSON): numbers as sent
+// (1795461385736852721 ≠ …723), keys sorted, no whitespace. Fingerprints
+// are stored with idempotency keys, so the form must not change.
 func (e *Envelope) Fingerprint() string {
-	var args any
-	_ = UnmarshalExact(e.Args, &args) // numbers as sent: 1795461385736852721 ≠ …723
-	canon, _ := json.Marshal(args)    // maps marshal with sorted keys
 	base := int64(-1)
 	if e.BaseRev != nil {
 		base = *e.BaseRev
 	}
-	return fmt.Sprintf("%s\x00%s\x00%d\x00%t\x00%s", e.ID, e.Type, base, e.Strict, canon)
+	b := make([]byte, 0, len(e.ID)+len(e.Type)+len(e.Args)+32)
+	b = append(append(append(append(b, e.ID...), 0), e.Type...), 0)
+	b = append(strconv.AppendInt(b, base, 10), 0)
+	b = append(strconv.AppendBool(b, e.Strict), 0)
+	return string(append(b, canonicalJSON(e.Args)...))
 }
 
 // Command is an envelope ready for the reducer: authenticated, with the

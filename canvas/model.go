@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math"
 	"reflect"
 	"sort"
 	"strconv"
@@ -44,6 +45,58 @@ type Node struct {
 	UpdatedBy  string         `json:"updated_by"`
 	CreatedRev int64          `json:"created_rev"`
 	UpdatedRev int64          `json:"updated_rev"`
+}
+
+// AppendJSON appends the node's JSON, byte for byte what json.Marshal
+// writes, with reflection only for props. A coordinate or size that is
+// not finite is an error, as it is to json.Marshal.
+func (n *Node) AppendJSON(b []byte) ([]byte, error) {
+	b = appendJSONString(append(b, `{"id":`...), n.ID)
+	b = appendJSONString(append(b, `,"type":`...), n.Type)
+	b = appendJSONString(append(b, `,"name":`...), n.Name)
+	b = appendJSONString(append(b, `,"parent_id":`...), n.ParentID)
+	var err error
+	for _, f := range [...]struct {
+		key string
+		v   float64
+	}{{`,"x":`, n.X}, {`,"y":`, n.Y}, {`,"w":`, n.W}, {`,"h":`, n.H}, {`,"rotation":`, n.Rotation}} {
+		if b, err = appendJSONFloat(append(b, f.key...), f.v); err != nil {
+			return nil, err
+		}
+	}
+	b = appendJSONString(append(b, `,"index":`...), n.Index)
+	b = append(b, `,"props":`...)
+	if n.Props == nil {
+		b = append(b, "null"...)
+	} else {
+		p, err := json.Marshal(n.Props)
+		if err != nil {
+			return nil, err
+		}
+		b = append(b, p...)
+	}
+	b = appendJSONString(append(b, `,"created_by":`...), n.CreatedBy)
+	b = appendJSONString(append(b, `,"updated_by":`...), n.UpdatedBy)
+	b = strconv.AppendInt(append(b, `,"created_rev":`...), n.CreatedRev, 10)
+	b = strconv.AppendInt(append(b, `,"updated_rev":`...), n.UpdatedRev, 10)
+	return append(b, '}'), nil
+}
+
+// appendJSONFloat appends f as encoding/json writes a float64.
+func appendJSONFloat(b []byte, f float64) ([]byte, error) {
+	if math.IsInf(f, 0) || math.IsNaN(f) {
+		return nil, &json.UnsupportedValueError{Value: reflect.ValueOf(f), Str: strconv.FormatFloat(f, 'g', -1, 64)}
+	}
+	format := byte('f')
+	if abs := math.Abs(f); abs != 0 && (abs < 1e-6 || abs >= 1e21) {
+		format = 'e'
+	}
+	b = strconv.AppendFloat(b, f, format, -1, 64)
+	if n := len(b); format == 'e' && n >= 4 && b[n-4] == 'e' && b[n-3] == '-' && b[n-2] == '0' {
+		b[n-2] = b[n-1] // e-09 → e-9, as encoding/json writes it
+		b = b[:n-1]
+	}
+	return b, nil
 }
 
 // Edge connects two nodes. Deleting either node deletes the edge in the same commit.
@@ -292,9 +345,12 @@ func (c *Commit) encode() (b []byte, at encodedAt, err error) {
 	b = appendJSONString(append(b, `,"type":`...), c.Type)
 	b = append(b, `,"args":`...)
 	at.args = len(b)
-	if c.Args == nil {
+	switch {
+	case c.Args == nil:
 		b = append(b, "null"...)
-	} else {
+	case isCompact(c.Args, false):
+		b = append(b, c.Args...)
+	default:
 		buf := bytes.NewBuffer(b)
 		if err := json.Compact(buf, c.Args); err != nil {
 			return nil, at, fmt.Errorf("encoding commit %d: args: %w", c.Rev, err)
@@ -391,6 +447,9 @@ func appendChanges(b []byte, changes []Change) ([]byte, error) {
 // json.RawMessage (which also escapes <, >, & and U+2028/U+2029: for those
 // rare values it is json.Marshal that writes it).
 func appendRawJSON(b []byte, raw json.RawMessage) ([]byte, error) {
+	if isCompact(raw, true) { // as json.Marshal wrote it: most values are
+		return append(b, raw...), nil
+	}
 	if bytes.ContainsAny(raw, "<>&\u2028\u2029") {
 		m, err := json.Marshal(raw)
 		return append(b, m...), err
@@ -400,6 +459,52 @@ func appendRawJSON(b []byte, raw json.RawMessage) ([]byte, error) {
 		return nil, &json.MarshalerError{Type: reflect.TypeFor[json.RawMessage](), Err: err}
 	}
 	return buf.Bytes(), nil
+}
+
+// isCompact reports whether raw, valid JSON, has no white space outside its
+// strings and, with htmlSafe, no <, >, & or U+2028/U+2029 in them: whether
+// compacting it (escaping those too, with htmlSafe) would leave it as it
+// is. It is the cheap first look of the encoders, which copy such JSON
+// (json.Marshal's own output, and what most clients send) as is. Of the
+// syntax it checks only that strings close and brackets balance (a
+// truncated value goes to encoding/json, which refuses it): raw must be
+// valid JSON otherwise (command args are checked before a commit is
+// decided, change values are canvasd's own encodings).
+func isCompact(raw []byte, htmlSafe bool) bool {
+	inString, depth := false, 0
+	for i := 0; i < len(raw); i++ {
+		c := raw[i]
+		if !inString {
+			switch c {
+			case '"':
+				inString = true
+			case '{', '[':
+				depth++
+			case '}', ']':
+				if depth--; depth < 0 {
+					return false
+				}
+			case ' ', '\t', '\n', '\r':
+				return false
+			}
+			continue
+		}
+		switch c {
+		case '\\':
+			i++ // the escaped byte does not end the string
+		case '"':
+			inString = false
+		case '<', '>', '&':
+			if htmlSafe {
+				return false
+			}
+		case 0xE2: // U+2028 and U+2029 are E2 80 A8 and E2 80 A9 in UTF-8
+			if htmlSafe && i+2 < len(raw) && raw[i+1] == 0x80 && raw[i+2]&^1 == 0xA8 {
+				return false
+			}
+		}
+	}
+	return !inString && depth == 0 && len(raw) > 0
 }
 
 // StoredText returns what a store keeps of the commit besides its scalar

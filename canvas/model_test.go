@@ -3,6 +3,7 @@ package canvas
 import (
 	"bytes"
 	"encoding/json"
+	"math"
 	"reflect"
 	"testing"
 	"time"
@@ -68,5 +69,66 @@ func TestCommitEncode(t *testing.T) {
 			!reflect.DeepEqual(viaMarshal, kept) {
 			t.Fatalf("json.Marshal(&c) = %s, %v", m, err)
 		}
+	}
+}
+
+// TestIsCompact checks the encoders' first look against encoding/json:
+// isCompact says a value is unchanged exactly when compacting it (escaping
+// HTML and U+2028/U+2029 too, as json.Marshal does, with htmlSafe) leaves
+// it unchanged.
+func TestIsCompact(t *testing.T) {
+	for _, raw := range []string{
+		`{"a":1}`, `{"a": 1}`, "{\"a\":1}\n", `[1,2,{"b":[true,null]}]`, `"plain"`, `12.5e3`,
+		`{"s":"with spaces\tand tabs inside"}`, `{"s":"a\"b c"}`, `{"s":"a\\"}`, `{"s":"a\\" ,"t":1}`,
+		`{"s":"<b>"}`, `{"s":"a & b"}`, `{"s":"x` + "\u2028" + `y"}`, `{"s":"x` + "\u2029" + `"}`,
+		`{"s":"x\u2028y"}`, `{"s":"é and ✓"}`, `{"s":"` + "\u20ac" + `"}`, ` {"a":1}`, `{"a":[1, 2]}`,
+	} {
+		var compact bytes.Buffer
+		if err := json.Compact(&compact, []byte(raw)); err != nil {
+			t.Fatalf("%s: %v", raw, err)
+		}
+		if got, want := isCompact([]byte(raw), false), compact.String() == raw; got != want {
+			t.Errorf("isCompact(%s, false) = %v, want %v", raw, got, want)
+		}
+		marshalled, _ := json.Marshal(json.RawMessage(raw))
+		if got, want := isCompact([]byte(raw), true), string(marshalled) == raw; got != want {
+			t.Errorf("isCompact(%s, true) = %v, want %v", raw, got, want)
+		}
+		if got, _ := appendRawJSON(nil, json.RawMessage(raw)); string(got) != string(marshalled) {
+			t.Errorf("appendRawJSON(%s) = %s, want %s", raw, got, marshalled)
+		}
+	}
+	for _, truncated := range []string{`{"x":`, `[1,2`, `"abc`, `{"a":1}}`, `{"a":"}`, ``} {
+		if isCompact([]byte(truncated), true) {
+			t.Errorf("isCompact(%s) = true for a truncated value", truncated)
+		}
+		if _, err := appendRawJSON(nil, json.RawMessage(truncated)); err == nil {
+			t.Errorf("appendRawJSON(%s): no error", truncated)
+		}
+	}
+}
+
+// TestNodeAppendJSON checks the node encoder against json.Marshal, also for
+// the numbers encoding/json writes with an exponent and strings it escapes.
+func TestNodeAppendJSON(t *testing.T) {
+	for _, n := range []Node{
+		{},
+		{ID: "shape:1", Type: "geo", Name: "a <b> & \"c\"\n", ParentID: "frame:é", X: 1, Y: -2.5, W: 1e21, H: 1e-7,
+			Rotation: 123456789.125, Index: "a1", Props: map[string]any{"text": "x\u2028y", "n": json.Number("1.50"), "nested": map[string]any{"k": []any{true, nil}}},
+			CreatedBy: "user<1>", UpdatedBy: "agent", CreatedRev: 1, UpdatedRev: 9007199254740993},
+		{ID: "n", X: 5e-324, Y: -1e-6, W: 0.000001, H: 999999999999999999999, Rotation: -0.0, Props: map[string]any{}},
+	} {
+		want, err := json.Marshal(&n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := n.AppendJSON([]byte("prefix"))
+		if err != nil || string(got) != "prefix"+string(want) {
+			t.Errorf("AppendJSON = %s, %v\nwant prefix%s", got, err, want)
+		}
+	}
+	bad := Node{ID: "n", X: math.Inf(1)}
+	if _, err := bad.AppendJSON(nil); err == nil {
+		t.Error("AppendJSON of an infinite x: no error")
 	}
 }

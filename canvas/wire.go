@@ -199,12 +199,16 @@ const (
 
 // AgentTurn is one turn of an agent session: why it ran and the revisions
 // of the commits it made, ascending (what a revert of the turn undoes).
+// RevertedRev is the revision of the revert_commits commit that reverted the
+// turn (POST /api/canvas-agent/sessions/{id}/revert), nil while it has not
+// been reverted; a turn is reverted at most once.
 type AgentTurn struct {
-	Turn      int        `json:"turn"` // 1, 2, ... within the session
-	Kind      string     `json:"kind"` // initial | followup | low_action | lint | replan | message
-	Revs      []int64    `json:"revs"`
-	StartedAt time.Time  `json:"started_at"`
-	EndedAt   *time.Time `json:"ended_at,omitempty"` // nil while it runs
+	Turn        int        `json:"turn"` // 1, 2, ... within the session
+	Kind        string     `json:"kind"` // initial | followup | low_action | lint | replan | message
+	Revs        []int64    `json:"revs"`
+	StartedAt   time.Time  `json:"started_at"`
+	EndedAt     *time.Time `json:"ended_at,omitempty"`     // nil while it runs
+	RevertedRev *int64     `json:"reverted_rev,omitempty"` // nil until reverted
 }
 
 // AgentStats are a session's counters and latencies (milliseconds).
@@ -228,6 +232,15 @@ type AgentStats struct {
 	Resends           int     `json:"resends,omitempty"`             // envelopes resent to the host for want of its ack
 	AcksMissed        int     `json:"acks_missed,omitempty"`         // envelopes the host never acked, resends included
 	ApplyJitterP95MS  float64 `json:"apply_jitter_p95_ms,omitempty"` // p95 of the host's apply jitter
+	// Model tokens of every model call of the session (turns, re-plans and
+	// follow-ups), as canvas_agent_model_tokens_total counts them: prompt
+	// tokens at the full price, generated ones, and prompt tokens read from
+	// or written to the provider's prompt cache. Calls that failed or were
+	// stopped count what was reported until then.
+	InputTokens         int64 `json:"input_tokens,omitempty"`
+	OutputTokens        int64 `json:"output_tokens,omitempty"`
+	CacheReadTokens     int64 `json:"cache_read_tokens,omitempty"`
+	CacheCreationTokens int64 `json:"cache_creation_tokens,omitempty"`
 }
 
 // AgentSession is the answer of GET /api/canvas-agent/sessions/{id}.

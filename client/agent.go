@@ -72,8 +72,11 @@ func (c *Client) PublishAgentEvent(ctx context.Context, ev AgentEvent) error {
 }
 
 // RevertAgentTurns reverts the commits of the given turns of an agent
-// session (none given: of every turn) as one revert_commits command by the
-// caller. A conflict is a *ConflictError with recovery_ops.
+// session (none given: of every turn not reverted yet) as one revert_commits
+// command by the caller; the server then records reverted_rev on those
+// turns. A conflict is a *ConflictError with recovery_ops; a turn already
+// reverted (or, with none given, no turn left) is a *ProblemError wrapping
+// canvas.ErrUnprocessable.
 func (c *Client) RevertAgentTurns(ctx context.Context, sessionID string, turns ...int) (canvas.RevisionResult, error) {
 	body := map[string]any{}
 	if len(turns) > 0 {

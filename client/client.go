@@ -106,6 +106,9 @@ type ProblemError struct {
 	Detail string
 	// Extra holds the problem's other members (e.g. "field").
 	Extra map[string]any
+	// RetryAfter is the answer's Retry-After in seconds (0: none): how long a
+	// 429 or 503 asks the caller to wait before trying again.
+	RetryAfter time.Duration
 }
 
 // Error is "canvasd: <status> <text>: <detail>".
@@ -221,8 +224,8 @@ func (c *Client) doKeyed(ctx context.Context, method, p string, body any) (*resp
 			return r, err
 		}
 		wait := 500 * time.Millisecond
-		if s, err := strconv.Atoi(r.header.Get("Retry-After")); err == nil && s >= 0 {
-			wait = min(time.Duration(s)*time.Second, 5*time.Second)
+		if _, ok := r.header["Retry-After"]; ok {
+			wait = min(retryAfter(r.header), 5*time.Second)
 		}
 		t := time.NewTimer(wait)
 		select {
@@ -234,9 +237,19 @@ func (c *Client) doKeyed(ctx context.Context, method, p string, body any) (*resp
 	}
 }
 
+// retryAfter reads a Retry-After header given in seconds; an absent,
+// negative or HTTP-date value is 0.
+func retryAfter(h http.Header) time.Duration {
+	s, err := strconv.Atoi(h.Get("Retry-After"))
+	if err != nil || s < 0 {
+		return 0
+	}
+	return time.Duration(s) * time.Second
+}
+
 // problem turns a non-2xx response into a *ProblemError.
 func problem(r *response) error {
-	pe := &ProblemError{Status: r.status}
+	pe := &ProblemError{Status: r.status, RetryAfter: retryAfter(r.header)}
 	var m map[string]any
 	if json.Unmarshal(r.body, &m) == nil && m != nil {
 		pe.Type, _ = m["type"].(string)

@@ -69,7 +69,9 @@ type StreamOptions struct {
 	// ends the stream with ErrLineTooLong.
 	MaxEventBytes int
 	// MinRetry and MaxRetry bound the reconnect backoff (defaults 200 ms and
-	// 10 s); the server's "retry:" field replaces MinRetry.
+	// 10 s); the server's "retry:" field replaces MinRetry. A refusal with
+	// Retry-After (a 429 when the token holds too many streams, a 503) waits
+	// at least that long, up to MaxRetry.
 	MinRetry, MaxRetry time.Duration
 	// MaxReconnects bounds consecutive failed reconnects (0: unlimited until
 	// the context ends; a negative value: never reconnect).
@@ -242,6 +244,9 @@ func (s *Stream) backoff(cause error) error {
 		return s.terminated
 	}
 	d := retryDelay(s.retry, s.opts.MaxRetry, s.failures)
+	if pe := (*ProblemError)(nil); errors.As(cause, &pe) {
+		d = max(d, min(pe.RetryAfter, s.opts.MaxRetry))
+	}
 	s.failures++
 	t := time.NewTimer(d)
 	defer t.Stop()

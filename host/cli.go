@@ -21,8 +21,8 @@ type UsageError struct{ Msg string }
 func (e UsageError) Error() string { return e.Msg }
 
 const cliUsage = `usage:
-  canvasd host a2ui push --jsonl FILE --session S [--server URL] [--token T]
-  canvasd host a2ui reset --session S [--server URL] [--token T]
+  canvasd host a2ui push --jsonl FILE --session S [--server URL] [--token T] [--timeout 30s]
+  canvasd host a2ui reset --session S [--server URL] [--token T] [--timeout 30s]
 FILE may be - for standard input. --server defaults to $CANVASD_URL, else http://$CANVASD_ADDR
 (default 127.0.0.1:8080); --token defaults to $CANVASD_TOKEN (an editor token).`
 
@@ -37,14 +37,14 @@ func Command(ctx context.Context, args []string, getenv func(string) string, std
 	}
 	verb := args[1]
 	fs := flag.NewFlagSet("canvasd host a2ui "+verb, flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs.SetOutput(io.Discard) // the returned error carries the message and cliUsage
 	file := fs.String("jsonl", "", "JSONL file of A2UI v0.8 messages (- for stdin)")
 	session := fs.String("session", "", "host session name")
 	server := fs.String("server", defaultServer(getenv), "canvasd base URL")
 	token := fs.String("token", getenv("CANVASD_TOKEN"), "bearer token with the editor role")
 	timeout := fs.Duration("timeout", 30*time.Second, "request timeout")
 	if err := fs.Parse(args[2:]); err != nil {
-		return UsageError{err.Error()}
+		return UsageError{err.Error() + "\n" + cliUsage}
 	}
 	if fs.NArg() > 0 {
 		return UsageError{fmt.Sprintf("unexpected arguments %q\n%s", fs.Args(), cliUsage)}

@@ -470,7 +470,7 @@ func (t *tx) nodeChange(id string) (canvas.Change, any, bool, error) {
 		v := *nw
 		v.CreatedRev, v.UpdatedRev = t.cmd.Rev, t.cmd.Rev
 		v.CreatedBy, v.UpdatedBy = t.cmd.Actor.ID, t.cmd.Actor.ID
-		b, err := json.Marshal(&v)
+		b, err := v.AppendJSON(make([]byte, 0, 256))
 		if err != nil {
 			return canvas.Change{}, nil, false, canvas.Unprocessable("args", "node %q cannot be encoded: %v", id, err)
 		}

@@ -28,7 +28,10 @@ type AgentStore interface {
 	// actor, message, viewport, selection, transcript and stats, and sets
 	// updated_at to s.UpdatedAt (Todos and Turns are ignored). A session that
 	// has ended never changes again: saving it is an error wrapping
-	// canvas.ErrConflict (how a worker learns of a cancel made elsewhere).
+	// canvas.ErrConflict (how a worker learns of a cancel made elsewhere),
+	// except that a canceled session may be saved again as canceled: the
+	// final save of the worker that ran it, which confirms that its run has
+	// stopped (the canceler waits for it).
 	SaveAgentSession(ctx context.Context, s canvas.AgentSession) error
 	// ReopenAgentSession stores s like SaveAgentSession over a session that
 	// has ended, or that is still marked running but was last updated before
@@ -43,9 +46,10 @@ type AgentStore interface {
 	ClaimAgentSession(ctx context.Context, actorID string) (canvas.AgentSession, error)
 	// AgentSessionState returns a session's stored state.
 	AgentSessionState(ctx context.Context, id string) (string, error)
-	// CancelAgentSession marks a session canceled unless it has ended, and
-	// reports whether it did.
-	CancelAgentSession(ctx context.Context, id string) (bool, error)
+	// CancelAgentSession marks a session canceled unless it has ended. It
+	// returns the state the session had when it canceled it ("" when the
+	// session had ended: then nothing changed) and the updated_at it set.
+	CancelAgentSession(ctx context.Context, id string) (was string, at time.Time, err error)
 	// GetAgentSession returns a session with its todos in position order and
 	// its turns in turn order (both empty, never nil, when there are none).
 	GetAgentSession(ctx context.Context, id string) (canvas.AgentSession, error)
@@ -56,8 +60,18 @@ type AgentStore interface {
 
 	// SaveAgentTurn stores turn t of a session, replacing a stored turn with
 	// the same number (a turn is saved again as it makes revisions and when
-	// it ends). A missing session is canvas.ErrNotFound.
+	// it ends). It never changes a stored turn's RevertedRev (t.RevertedRev
+	// is ignored): only MarkAgentTurnsReverted sets it. A missing session is
+	// canvas.ErrNotFound.
 	SaveAgentTurn(ctx context.Context, sessionID string, t canvas.AgentTurn) error
+	// MarkAgentTurnsReverted records that the commit at revision rev (> 0)
+	// reverted the given turns of a session: it sets RevertedRev to rev on
+	// each of them that is stored and not reverted yet, atomically, and
+	// returns the turns it marked, ascending. A turn already reverted keeps
+	// the revision of its first revert; turn numbers the session does not
+	// have are skipped. A missing session is canvas.ErrNotFound; rev <= 0 is
+	// canvas.ErrUnprocessable.
+	MarkAgentTurnsReverted(ctx context.Context, sessionID string, turns []int, rev int64) ([]int, error)
 
 	// UpsertAgentTodo records a todo of session t.SessionID by its text:
 	// a text the session has not used yet is appended at the end of the list
@@ -111,6 +125,15 @@ func CheckTodoStatus(status string) error {
 		return nil
 	}
 	return canvas.Unprocessable("status", "todo status %q: use open, done or skipped", status)
+}
+
+// CheckRevertRev returns canvas.ErrUnprocessable unless rev is a revision
+// (> 0) that a revert can have been committed at.
+func CheckRevertRev(rev int64) error {
+	if rev <= 0 {
+		return canvas.Unprocessable("reverted_rev", "%d is not a revision (revisions start at 1)", rev)
+	}
+	return nil
 }
 
 // AgentSessionEnded is the error (wrapping canvas.ErrConflict) of saving a

@@ -211,7 +211,7 @@ type live struct {
 	state       *canvas.State
 	headEventID string
 	retired     bool             // unloaded while idle: callers holding this live must get a fresh one
-	unsure      bool             // an append's outcome is unknown: catch up before the next decision
+	unsure      bool             // an append's outcome is unknown: catch up before the next decision (only the writer goroutine sets and clears it)
 	recent      []*canvas.Commit // the last commits, ascending, at most cfg.RecentCommits
 	idem        map[string]*IdempotencyRecord
 	idemOrder   []string
@@ -287,6 +287,28 @@ func (e *Engine) run(ctx context.Context, l *live) {
 	group := make([]*request, 0, e.cfg.MaxGroup)
 	idle := time.NewTimer(e.cfg.IdleAfter)
 	defer idle.Stop()
+	// While an append's outcome is unknown (l.unsure), the writer reads the
+	// log until it can, unsureRetry after the append and then backing off to
+	// maxUnsureRetry: a commit that did land reaches readers and streams
+	// then, not only with the canvas's next write.
+	unsure := time.NewTimer(time.Hour)
+	unsure.Stop()
+	defer unsure.Stop()
+	retryIn := unsureRetry
+	catchUp := func() {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		cctx, cancel := ctx, context.CancelFunc(func() {})
+		if e.cfg.WriteTimeout > 0 { // commands queued meanwhile wait at most this long
+			cctx, cancel = context.WithTimeout(ctx, e.cfg.WriteTimeout)
+		}
+		defer cancel()
+		if err := e.catchUp(cctx, l); err != nil {
+			e.log.Warn("catch-up failed", "canvas", l.id, "err", err)
+			return
+		}
+		l.unsure = false
+	}
 	for {
 		select {
 		case <-ctx.Done():
@@ -297,16 +319,10 @@ func (e *Engine) run(ctx context.Context, l *live) {
 				return
 			}
 		case <-l.wake:
-			l.mu.Lock()
-			cctx, cancel := ctx, context.CancelFunc(func() {})
-			if e.cfg.WriteTimeout > 0 { // commands queued meanwhile wait at most this long
-				cctx, cancel = context.WithTimeout(ctx, e.cfg.WriteTimeout)
-			}
-			if err := e.catchUp(cctx, l); err != nil {
-				e.log.Warn("catch-up failed", "canvas", l.id, "err", err)
-			}
-			cancel()
-			l.mu.Unlock()
+			catchUp()
+		case <-unsure.C:
+			catchUp()
+			retryIn = min(2*retryIn, maxUnsureRetry)
 		case r := <-l.reqs:
 			group = append(group[:0], r)
 		fill:
@@ -318,11 +334,25 @@ func (e *Engine) run(ctx context.Context, l *live) {
 					break fill
 				}
 			}
+			if !l.unsure {
+				retryIn = unsureRetry
+			}
 			e.process(ctx, l, group)
+		}
+		if l.unsure { // only this goroutine sets it
+			unsure.Reset(retryIn)
 		}
 		idle.Reset(e.cfg.IdleAfter)
 	}
 }
+
+// A canvas whose last append's outcome is unknown reads its log again
+// unsureRetry later, then at twice the previous interval, at most
+// maxUnsureRetry, until it can.
+const (
+	unsureRetry    = 200 * time.Millisecond
+	maxUnsureRetry = 5 * time.Second
+)
 
 // retire unloads an idle canvas unless it is in use or has work queued.
 // Requests that reach the retired writer's queue anyway are resubmitted by

@@ -11,12 +11,6 @@ import (
 	"github.com/canvasd/canvasd/canvas"
 )
 
-// Store persists canvases, their event logs, state snapshots, idempotency
-// records and tokens. All methods are safe for concurrent use. Errors wrap
-// the canvas sentinels (canvas.ErrNotFound, ...); a backend that cannot be
-// reached returns an error wrapping canvas.ErrUnavailable. The message of a
-// not-found or already-exists error names what was asked for (`canvas "x":
-// not found`) and nothing of the backend: the API shows it to the client.
 // OpTimeouter is a Store that bounds each operation by a timeout (a remote
 // database). The engine bounds a whole write by it, the wait behind the
 // canvas's earlier writes included (EngineConfig.WriteTimeout).
@@ -24,6 +18,12 @@ type OpTimeouter interface {
 	OpTimeout() time.Duration
 }
 
+// Store persists canvases, their event logs, state snapshots, idempotency
+// records and tokens. All methods are safe for concurrent use. Errors wrap
+// the canvas sentinels (canvas.ErrNotFound, ...); a backend that cannot be
+// reached returns an error wrapping canvas.ErrUnavailable. The message of a
+// not-found or already-exists error names what was asked for (`canvas "x":
+// not found`) and nothing of the backend: the API shows it to the client.
 type Store interface {
 	// CreateCanvas stores a new canvas with head 0. An existing id is canvas.ErrAlreadyExists.
 	CreateCanvas(ctx context.Context, c canvas.Canvas) error

@@ -1,11 +1,23 @@
 // Package providertest runs local HTTP servers that speak the streaming wire
 // protocols of the model providers the agent supports, for tests: Anthropic's
 // Messages API (POST /v1/messages, server-sent message_start …
-// content_block_delta … message_stop events) and the Gemini API's
+// content_block_delta … message_stop events), the Gemini API's
 // streamGenerateContent (POST /v1beta/models/{model}:streamGenerateContent?alt=sse,
-// server-sent GenerateContentResponse chunks). Each server decodes and
-// records the requests it gets and answers with scripted replies; point the
-// provider's base URL at Server.URL.
+// server-sent GenerateContentResponse chunks) and OpenAI's chat completions
+// (POST /v1/chat/completions with stream: server-sent chunks, then
+// [DONE]). Each server decodes and records the requests it gets and answers
+// with scripted replies; point the provider's base URL at Server.URL.
+//
+// Every stream that ends normally reports the same token usage in its
+// provider's terms: InputTokens prompt tokens at the full price,
+// CacheReadTokens read from the prompt cache, CacheCreationTokens written to
+// it (Anthropic only) and OutputTokens(reply text) generated.
+//
+// A request's output-token bound (Anthropic's max_tokens, OpenAI's
+// max_tokens or max_completion_tokens, Gemini's maxOutputTokens) is
+// enforced as a model would: a reply of more tokens is cut (see Bounded) and
+// ends with the provider's stop reason for it (max_tokens, length,
+// MAX_TOKENS) instead of the normal one (end_turn, stop, STOP).
 package providertest
 
 import (
@@ -18,6 +30,27 @@ import (
 	"sync"
 	"testing"
 )
+
+// The token usage the servers report (see the package comment).
+const (
+	InputTokens         = 100
+	CacheReadTokens     = 2000
+	CacheCreationTokens = 300
+)
+
+// OutputTokens is the output token count reported for a reply of text.
+func OutputTokens(text string) int { return len(text)/4 + 1 }
+
+// Bounded is what the servers stream of a reply text under an output bound
+// of max tokens (≤ 0: none): text itself, or, when OutputTokens(text)
+// exceeds max, its first 4*max bytes, reported as max output tokens, with
+// cut true.
+func Bounded(text string, max int) (streamed string, tokens int, cut bool) {
+	if max <= 0 || OutputTokens(text) <= max {
+		return text, OutputTokens(text), false
+	}
+	return text[:min(4*max, len(text))], max, true
+}
 
 // Reply is one scripted answer.
 type Reply struct {
@@ -154,6 +187,12 @@ func NewAnthropic(t testing.TB, key string, reply func(AnthropicRequest) Reply) 
 				return
 			}
 			rep := reply(req)
+			text, out, cut := Bounded(rep.Text, req.MaxTokens)
+			rep.Text = text
+			stop := "end_turn"
+			if cut {
+				stop = "max_tokens"
+			}
 			if rep.Status != 0 {
 				kind := map[int]string{400: "invalid_request_error", 401: "authentication_error", 403: "permission_error",
 					429: "rate_limit_error", 529: "overloaded_error"}[rep.Status]
@@ -168,7 +207,8 @@ func NewAnthropic(t testing.TB, key string, reply func(AnthropicRequest) Reply) 
 			sse(w, "message_start", map[string]any{"type": "message_start", "message": map[string]any{
 				"id": "msg_test", "type": "message", "role": "assistant", "content": []any{}, "model": req.Model,
 				"stop_reason": nil, "stop_sequence": nil,
-				"usage": map[string]any{"input_tokens": 100, "output_tokens": 1, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}}})
+				"usage": map[string]any{"input_tokens": InputTokens, "output_tokens": 1,
+					"cache_creation_input_tokens": CacheCreationTokens, "cache_read_input_tokens": CacheReadTokens}}})
 			sse(w, "content_block_start", map[string]any{"type": "content_block_start", "index": 0,
 				"content_block": map[string]any{"type": "text", "text": ""}})
 			sse(w, "ping", map[string]any{"type": "ping"})
@@ -188,7 +228,7 @@ func NewAnthropic(t testing.TB, key string, reply func(AnthropicRequest) Reply) 
 			}
 			sse(w, "content_block_stop", map[string]any{"type": "content_block_stop", "index": 0})
 			sse(w, "message_delta", map[string]any{"type": "message_delta",
-				"delta": map[string]any{"stop_reason": "end_turn", "stop_sequence": nil}, "usage": map[string]any{"output_tokens": len(rep.Text) / 4}})
+				"delta": map[string]any{"stop_reason": stop, "stop_sequence": nil}, "usage": map[string]any{"output_tokens": out}})
 			sse(w, "message_stop", map[string]any{"type": "message_stop"})
 		}
 	})
@@ -201,7 +241,8 @@ type GeminiRequest struct {
 	Contents          []GeminiContent `json:"contents"`
 	SystemInstruction *GeminiContent  `json:"systemInstruction"`
 	GenerationConfig  *struct {
-		Temperature *float64 `json:"temperature"`
+		Temperature     *float64 `json:"temperature"`
+		MaxOutputTokens *int     `json:"maxOutputTokens"`
 	} `json:"generationConfig"`
 }
 
@@ -223,6 +264,14 @@ func (r GeminiRequest) Temperature() *float64 {
 		return nil
 	}
 	return r.GenerationConfig.Temperature
+}
+
+// MaxOutputTokens returns the request's generationConfig.maxOutputTokens, or nil.
+func (r GeminiRequest) MaxOutputTokens() *int {
+	if r.GenerationConfig == nil {
+		return nil
+	}
+	return r.GenerationConfig.MaxOutputTokens
 }
 
 // NewGemini starts a Gemini API server that accepts the API key key and
@@ -263,15 +312,31 @@ func NewGemini(t testing.TB, key string, reply func(GeminiRequest) Reply) *Serve
 				fail(w, rep.Status, code, fmt.Sprintf("scripted %d", rep.Status))
 				return
 			}
+			bound := 0
+			if m := req.MaxOutputTokens(); m != nil {
+				bound = *m
+			}
+			text, total, cut := Bounded(rep.Text, bound)
+			rep.Text = text
+			stop := "STOP"
+			if cut {
+				stop = "MAX_TOKENS"
+			}
 			w.Header().Set("Content-Type", "text/event-stream")
 			w.WriteHeader(http.StatusOK)
+			out := 0 // cumulative output tokens, total in the last chunk
 			chunk := func(text, finish string) {
+				out = 1
+				if finish != "" {
+					out = total
+				}
 				cand := map[string]any{"content": map[string]any{"role": "model", "parts": []any{map[string]any{"text": text}}}, "index": 0}
 				if finish != "" {
 					cand["finishReason"] = finish
 				}
 				sse(w, "", map[string]any{"candidates": []any{cand}, "modelVersion": model,
-					"usageMetadata": map[string]any{"promptTokenCount": 100, "candidatesTokenCount": 1, "totalTokenCount": 101}})
+					"usageMetadata": map[string]any{"promptTokenCount": InputTokens + CacheReadTokens, "cachedContentTokenCount": CacheReadTokens,
+						"candidatesTokenCount": out, "totalTokenCount": InputTokens + CacheReadTokens + out}})
 			}
 			cs := chunks(rep)
 			for i, c := range cs {
@@ -289,13 +354,108 @@ func NewGemini(t testing.TB, key string, reply func(GeminiRequest) Reply) *Serve
 				}
 				finish := ""
 				if i == len(cs)-1 {
-					finish = "STOP"
+					finish = stop
 				}
 				chunk(c, finish)
 			}
 			if len(cs) == 0 {
-				chunk("", "STOP")
+				chunk("", stop)
 			}
+		}
+	})
+}
+
+// OpenAIRequest is a chat completions request as sent on the wire.
+type OpenAIRequest struct {
+	APIKey      string   `json:"-"` // from the Authorization header
+	Model       string   `json:"model"`
+	Stream      bool     `json:"stream"`
+	Temperature *float64 `json:"temperature"`
+	// MaxTokens and MaxCompletionTokens are the output bounds, nil when absent.
+	MaxTokens           *int `json:"max_tokens"`
+	MaxCompletionTokens *int `json:"max_completion_tokens"`
+	StreamOptions       *struct {
+		IncludeUsage bool `json:"include_usage"`
+	} `json:"stream_options"`
+	Messages []struct {
+		Role    string          `json:"role"`
+		Content json.RawMessage `json:"content"` // a string, or an array of text and image_url parts
+	} `json:"messages"`
+}
+
+// NewOpenAI starts an OpenAI-compatible chat completions server that
+// accepts the API key key and answers each request with reply(request).
+// When the request asks for stream_options.include_usage, the stream ends
+// with a chunk without choices that carries the usage, the cached prompt
+// tokens in prompt_tokens_details.cached_tokens (and counted in
+// prompt_tokens). Error statuses come with OpenAI's error document.
+func NewOpenAI(t testing.TB, key string, reply func(OpenAIRequest) Reply) *Server[OpenAIRequest] {
+	fail := func(w http.ResponseWriter, status int, kind, msg string) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(status)
+		json.NewEncoder(w).Encode(map[string]any{"error": map[string]any{"message": msg, "type": kind, "code": nil}})
+	}
+	return start(t, func(s *Server[OpenAIRequest]) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) {
+			var req OpenAIRequest
+			if r.Method != http.MethodPost || r.URL.Path != "/v1/chat/completions" {
+				fail(w, http.StatusNotFound, "invalid_request_error", "no route "+r.Method+" "+r.URL.Path)
+				return
+			}
+			if err := readJSON(r, &req); err != nil || !req.Stream || req.Model == "" {
+				fail(w, http.StatusBadRequest, "invalid_request_error", fmt.Sprintf("want a streaming request with a model (%v)", err))
+				return
+			}
+			req.APIKey, _ = strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+			s.record(req)
+			if req.APIKey != key {
+				fail(w, http.StatusUnauthorized, "invalid_request_error", "Incorrect API key provided.")
+				return
+			}
+			rep := reply(req)
+			if rep.Status != 0 {
+				fail(w, rep.Status, "server_error", fmt.Sprintf("scripted %d", rep.Status))
+				return
+			}
+			bound := 0
+			for _, m := range []*int{req.MaxTokens, req.MaxCompletionTokens} {
+				if m != nil {
+					bound = *m
+				}
+			}
+			text, out, cut := Bounded(rep.Text, bound)
+			rep.Text = text
+			finish := "stop"
+			if cut {
+				finish = "length"
+			}
+			w.Header().Set("Content-Type", "text/event-stream")
+			w.WriteHeader(http.StatusOK)
+			chunk := func(delta map[string]any, finish any) {
+				sse(w, "", map[string]any{"id": "chatcmpl-test", "object": "chat.completion.chunk", "created": 1, "model": req.Model,
+					"choices": []any{map[string]any{"index": 0, "delta": delta, "finish_reason": finish}}})
+			}
+			chunk(map[string]any{"role": "assistant", "content": ""}, nil)
+			for i, c := range chunks(rep) {
+				if r.Context().Err() != nil {
+					return
+				}
+				chunk(map[string]any{"content": c}, nil)
+				if i == 0 && rep.Malformed {
+					sse(w, "", []byte(`{"id":"chatcmpl-test","choices":[{"delta":{"content":`))
+					return
+				}
+				if i == 0 && rep.Cut {
+					return
+				}
+			}
+			chunk(map[string]any{}, finish)
+			if req.StreamOptions != nil && req.StreamOptions.IncludeUsage {
+				sse(w, "", map[string]any{"id": "chatcmpl-test", "object": "chat.completion.chunk", "created": 1, "model": req.Model,
+					"choices": []any{}, "usage": map[string]any{"prompt_tokens": InputTokens + CacheReadTokens, "completion_tokens": out,
+						"total_tokens": InputTokens + CacheReadTokens + out, "prompt_tokens_details": map[string]any{"cached_tokens": CacheReadTokens}}})
+			}
+			sse(w, "", []byte("[DONE]"))
 		}
 	})
 }

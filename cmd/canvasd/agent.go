@@ -89,11 +89,13 @@ func agentStore(st store.Store) (store.AgentStore, error) {
 	return as, nil
 }
 
-// agentConfig reads the agent's configuration from the environment. The
-// default model is, from strongest to weakest: --model on the command line,
-// CANVAS_AGENT_CONFIG's "model", CANVAS_STEWARD_MODEL, debug/fake.
+// agentConfig reads the agent's configuration from the environment, with
+// c's --agent-max-tokens. The default model is, from strongest to weakest:
+// --model on the command line, CANVAS_AGENT_CONFIG's "model",
+// CANVAS_STEWARD_MODEL, debug/fake.
 func agentConfig(c Config, getenv func(string) string) (agent.Config, error) {
 	cfg, err := agent.ConfigFromEnv(getenv)
+	cfg.MaxTokens = c.AgentMaxTokens // loadConfig checked its range
 	if err != nil || !c.ModelFlag {
 		return cfg, err
 	}

@@ -52,7 +52,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		err = runToken(ctx, args, getenv, stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
-		newFlagSet("canvasd", &Config{}, stdout).PrintDefaults()
+		printFlags(stdout, newFlagSet("canvasd", &Config{}, stdout))
 		return 0
 	default:
 		if extra, ok := extraCommands()[sub]; ok {
@@ -66,11 +66,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return 0 // stopped (a signal) while still starting: not a failure
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "canvasd %s: %v\n", sub, err)
 		var hostUsage host.UsageError
 		if _, ok := err.(usageError); ok || errors.As(err, &hostUsage) {
+			fmt.Fprintf(stderr, "canvasd %s: %s\n", sub, dashDash(err.Error()))
 			return 2
 		}
+		fmt.Fprintf(stderr, "canvasd %s: %v\n", sub, err)
 		return 1
 	}
 	return 0

@@ -6,11 +6,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -27,14 +30,59 @@ func env(m map[string]string) func(string) string { return func(k string) string
 
 func TestHelpAndUsageErrors(t *testing.T) {
 	var out, errb bytes.Buffer
-	if code := run(context.Background(), []string{"help"}, env(nil), &out, &errb); code != 0 || !strings.Contains(out.String(), "-database-url") {
+	if code := run(context.Background(), []string{"help"}, env(nil), &out, &errb); code != 0 || !strings.Contains(out.String(), "--database-url") {
 		t.Fatalf("help: code %d, output %q", code, out.String())
 	}
-	// Each flag is listed as "-name value" (a back-quoted word in a usage
-	// would replace "value" there).
-	for _, line := range strings.Split(out.String(), "\n") {
-		if strings.HasPrefix(line, "  -") && len(strings.Fields(line)) != 2 {
-			t.Errorf("help lists a flag as %q, want \"-name value\"", line)
+	// Each flag is listed as "--name value" (a back-quoted word in a usage
+	// would replace "value" there), spelled as the documents spell it, and
+	// followed by its usage with its variable and default.
+	lines := strings.Split(out.String(), "\n")
+	listed := map[string]string{}
+	for i, line := range lines {
+		if !strings.HasPrefix(line, "  -") {
+			continue
+		}
+		f := strings.Fields(line)
+		if len(f) != 2 || f[1] != "value" || !strings.HasPrefix(f[0], "--") || strings.HasPrefix(f[0], "---") || i+1 == len(lines) {
+			t.Errorf("help lists a flag as %q, want \"--name value\" and a usage line", line)
+			continue
+		}
+		listed[f[0][2:]] = lines[i+1]
+	}
+	for _, s := range settings() {
+		want := fmt.Sprintf("(env %s, default %q)", s.env, s.def)
+		if u, ok := listed[s.flag]; !ok || !strings.HasPrefix(u, "    \t"+s.help) || !strings.HasSuffix(u, want) {
+			t.Errorf("help: --%s is listed with %q, want its help and %s", s.flag, u, want)
+		}
+	}
+	if len(listed) != len(settings()) {
+		t.Errorf("help lists %d flags, want the %d settings", len(listed), len(settings()))
+	}
+	// A usage error lists the flags the same way, and names the flag with --.
+	for _, c := range []struct {
+		args       []string
+		msg, usage string
+	}{
+		{[]string{"serve", "--bogus"}, "canvasd serve: flag provided but not defined: --bogus\n", "Usage of canvasd serve:\n  --addr value\n"},
+		{[]string{"serve", "-heartbeat", "-3s"}, `canvasd serve: invalid value "-3s" for flag --heartbeat: heartbeat must be a positive duration`, "  --heartbeat value\n"},
+		{[]string{"migrate", "--heartbeat"}, "canvasd migrate: flag needs an argument: --heartbeat\n", "Usage of canvasd migrate:\n"},
+		{[]string{"token", "create", "--role"}, "canvasd token: flag needs an argument: --role\n",
+			"  --actor-type string\n    \tagent, human or service (default \"human\")\n  --addr value\n"},
+		{[]string{"host", "a2ui", "push", "--bogus"}, "canvasd host: flag provided but not defined: --bogus\nusage:\n", ""},
+	} {
+		var stderr bytes.Buffer
+		code := run(context.Background(), c.args, env(nil), io.Discard, &stderr)
+		e := stderr.String()
+		if code != 2 || !strings.Contains(e, c.msg) || !strings.Contains(e, c.usage) {
+			t.Errorf("%v: exit %d, stderr %q; want 2, %q and %q", c.args, code, e, c.msg, c.usage)
+		}
+		if strings.Count(e, "flag provided") > 1 || strings.Count(e, "flag needs") > 1 || strings.Count(e, "invalid value") > 1 {
+			t.Errorf("%v: the error is printed twice: %q", c.args, e)
+		}
+		for _, line := range strings.Split(e, "\n") {
+			if strings.HasPrefix(line, "  -") && !strings.HasPrefix(line, "  --") {
+				t.Errorf("%v: a flag is listed with one dash: %q", c.args, line)
+			}
 		}
 	}
 	if code := run(context.Background(), []string{"bogus"}, env(nil), &out, &errb); code != 2 {
@@ -257,14 +305,46 @@ func (l *logSignal) Write(p []byte) (int, error) {
 	return l.lockedBuffer.Write(p)
 }
 
+// freeAddr returns a 127.0.0.1 address for a canvasd process to listen on,
+// also across its restarts. The port was free a moment ago and lies below
+// the kernel's ephemeral range, so no outgoing connection (of this test, of
+// a database pool, of a test package running alongside) can take it in the
+// meantime, as one from net.Listen(":0") could; no port is handed out twice
+// in a test binary.
 func freeAddr(t *testing.T) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	t.Helper()
+	low := 32768 // Linux's default first ephemeral port
+	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+		if f := strings.Fields(string(b)); len(f) == 2 {
+			if n, err := strconv.Atoi(f[0]); err == nil && n > 11000 {
+				low = n
+			}
+		}
 	}
-	defer ln.Close()
-	return ln.Addr().String()
+	addrsMu.Lock()
+	defer addrsMu.Unlock()
+	for range 200 {
+		port := 10000 + rand.IntN(low-10000)
+		if addrsGiven[port] {
+			continue
+		}
+		addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			continue // taken
+		}
+		ln.Close()
+		addrsGiven[port] = true
+		return addr
+	}
+	t.Fatalf("no free port found below %d", low)
+	return ""
 }
+
+var (
+	addrsMu    sync.Mutex
+	addrsGiven = map[int]bool{}
+)
 
 func waitReady(t *testing.T, base string) {
 	deadline := time.Now().Add(30 * time.Second)

@@ -27,9 +27,15 @@ import (
 )
 
 // openStore opens the store the configuration names (running migrations).
+// On PostgreSQL --store-timeout bounds each store operation and opening each
+// connection (a smaller connect_timeout in the URL wins for connecting); the
+// engine bounds each command's write, from its arrival to its answer, by the
+// same value (store.EngineConfig.WriteTimeout follows the store's
+// OpTimeout). The embedded store has no such timeouts.
 func openStore(ctx context.Context, c Config, log *slog.Logger) (store.Store, error) {
 	if c.DatabaseURL != "" {
-		return pgstore.Open(ctx, c.DatabaseURL, pgstore.WithLogger(log))
+		return pgstore.Open(ctx, c.DatabaseURL, pgstore.WithLogger(log),
+			pgstore.WithOpTimeout(c.StoreTimeout), pgstore.WithConnectTimeout(c.StoreTimeout))
 	}
 	if err := os.MkdirAll(c.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("creating data dir: %w", err)
@@ -63,6 +69,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		return usageError{fmt.Sprintf("unexpected arguments %q", rest)}
 	}
 	log := newLogger(c, stderr)
+	store.TuneGC()
 	st, err := openStore(ctx, c, log)
 	if err != nil {
 		return err
@@ -78,6 +85,8 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	metrics := api.NewMetrics(reg)
 	hub := api.NewHub(0, metrics.SubscriberDelta)
+	// WriteTimeout is left unset: it follows the store's OpTimeout, that is
+	// --store-timeout on PostgreSQL and none on the embedded store.
 	engine := store.NewEngine(st, store.EngineConfig{Logger: log, Publisher: hub, Observer: metrics, SnapshotEvery: c.SnapshotEvery,
 		InUse: func(canvasID string) bool { return hub.Subscribers(canvasID) > 0 }})
 	if err := engine.Start(ctx); err != nil {
@@ -111,7 +120,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	srv, err := api.New(api.Config{Logger: log, Engine: engine, Store: st, Hub: hub, Metrics: metrics, Gatherer: reg,
 		AdminToken: c.AdminToken, MaxCommandBytes: c.MaxCommandBytes, Heartbeat: c.Heartbeat, OpenAPISpec: canvasd.Spec,
 		Host: api.HostOptions{Host: hostSrv, Broker: broker, Inbox: agents.inbox}, Agent: agents.svc,
-		Broadcaster: broadcasterOf(st)})
+		Broadcaster: broadcasterOf(st), MaxStreamsPerToken: c.MaxStreams, MaxAuthFailures: c.MaxAuthFailures})
 	if err != nil {
 		agents.stop()
 		return err

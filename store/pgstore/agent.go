@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sort"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -18,6 +19,9 @@ import (
 var _ store.AgentStore = (*Store)(nil)
 
 const terminalStates = `('done', 'canceled', 'error')`
+
+// endedStates are the terminal states a canceled session may not be saved over.
+const endedStates = `('done', 'error')`
 
 // CreateAgentSession implements store.AgentStore.
 func (s *Store) CreateAgentSession(ctx context.Context, a canvas.AgentSession) error {
@@ -44,7 +48,11 @@ func (s *Store) CreateAgentSession(ctx context.Context, a canvas.AgentSession) e
 
 // SaveAgentSession implements store.AgentStore.
 func (s *Store) SaveAgentSession(ctx context.Context, a canvas.AgentSession) error {
-	return s.updateAgentSession(ctx, a, `state NOT IN `+terminalStates, nil, store.AgentSessionEnded)
+	cond := `state NOT IN ` + terminalStates
+	if a.State == canvas.AgentCanceled {
+		cond = `state NOT IN ` + endedStates // a worker's final save after a cancel
+	}
+	return s.updateAgentSession(ctx, a, cond, nil, store.AgentSessionEnded)
 }
 
 // ReopenAgentSession implements store.AgentStore: one conditional UPDATE, so
@@ -110,20 +118,25 @@ func (s *Store) AgentSessionState(ctx context.Context, id string) (string, error
 	return state, s.wrap(ctx, "read agent session state", err)
 }
 
-// CancelAgentSession implements store.AgentStore.
-func (s *Store) CancelAgentSession(ctx context.Context, id string) (bool, error) {
+// CancelAgentSession implements store.AgentStore: one UPDATE, which locks the
+// row in its subquery and so returns the state it replaced.
+func (s *Store) CancelAgentSession(ctx context.Context, id string) (string, time.Time, error) {
 	octx, cancel := s.opCtx(ctx)
 	defer cancel()
-	tag, err := s.pool.Exec(octx, `UPDATE canvas_agent_sessions SET state = 'canceled', updated_at = now()
-		WHERE id = $1 AND state NOT IN `+terminalStates, id)
+	var was string
+	var at time.Time
+	err := s.pool.QueryRow(octx, `UPDATE canvas_agent_sessions n SET state = 'canceled', updated_at = now()
+		FROM (SELECT id, state FROM canvas_agent_sessions WHERE id = $1 FOR UPDATE) o
+		WHERE n.id = o.id AND o.state NOT IN `+terminalStates+`
+		RETURNING o.state, n.updated_at`, id).Scan(&was, &at)
+	if errors.Is(err, pgx.ErrNoRows) {
+		_, err = s.AgentSessionState(ctx, id)
+		return "", time.Time{}, err
+	}
 	if err != nil {
-		return false, s.wrap(octx, "cancel agent session", err)
+		return "", time.Time{}, s.wrap(octx, "cancel agent session", err)
 	}
-	if tag.RowsAffected() > 0 {
-		return true, nil
-	}
-	_, err = s.AgentSessionState(ctx, id)
-	return false, err
+	return was, at.UTC(), nil
 }
 
 // GetAgentSession implements store.AgentStore.
@@ -184,7 +197,7 @@ func (s *Store) agentTodos(ctx context.Context, sessionID string) ([]canvas.Agen
 }
 
 func (s *Store) agentTurns(ctx context.Context, sessionID string) ([]canvas.AgentTurn, error) {
-	rows, err := s.pool.Query(ctx, `SELECT turn, kind, revs::text, started_at, ended_at FROM canvas_agent_turns
+	rows, err := s.pool.Query(ctx, `SELECT turn, kind, revs::text, started_at, ended_at, reverted_rev FROM canvas_agent_turns
 		WHERE session_id = $1 ORDER BY turn`, sessionID)
 	if err != nil {
 		return nil, s.wrap(ctx, "list agent turns", err)
@@ -192,7 +205,7 @@ func (s *Store) agentTurns(ctx context.Context, sessionID string) ([]canvas.Agen
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (canvas.AgentTurn, error) {
 		var t canvas.AgentTurn
 		var revs string
-		if err := r.Scan(&t.Turn, &t.Kind, &revs, &t.StartedAt, &t.EndedAt); err != nil {
+		if err := r.Scan(&t.Turn, &t.Kind, &revs, &t.StartedAt, &t.EndedAt, &t.RevertedRev); err != nil {
 			return t, err
 		}
 		if err := json.Unmarshal([]byte(revs), &t.Revs); err != nil {
@@ -253,6 +266,38 @@ func (s *Store) SaveAgentTurn(ctx context.Context, sessionID string, t canvas.Ag
 		return fmt.Errorf("agent session %q: %w", sessionID, canvas.ErrNotFound)
 	}
 	return s.wrap(ctx, "save agent turn", err)
+}
+
+// MarkAgentTurnsReverted implements store.AgentStore: one conditional
+// UPDATE, so of two concurrent marks of a turn only the first sticks.
+func (s *Store) MarkAgentTurnsReverted(ctx context.Context, sessionID string, turns []int, rev int64) ([]int, error) {
+	if err := store.CheckRevertRev(rev); err != nil {
+		return nil, err
+	}
+	octx, cancel := s.opCtx(ctx)
+	defer cancel()
+	nums := make([]int64, len(turns))
+	for i, n := range turns {
+		nums[i] = int64(n)
+	}
+	rows, err := s.pool.Query(octx, `UPDATE canvas_agent_turns SET reverted_rev = $1
+		WHERE session_id = $2 AND reverted_rev IS NULL AND turn = ANY($3::bigint[])
+		RETURNING turn`, rev, sessionID, nums)
+	if err != nil {
+		return nil, s.wrap(octx, "mark agent turns reverted", err)
+	}
+	marked, err := pgx.CollectRows(rows, pgx.RowTo[int])
+	if err != nil {
+		return nil, s.wrap(octx, "mark agent turns reverted", err)
+	}
+	if len(marked) == 0 {
+		if _, err := s.AgentSessionState(ctx, sessionID); err != nil {
+			return nil, err
+		}
+		return []int{}, nil
+	}
+	sort.Ints(marked)
+	return marked, nil
 }
 
 // UpsertAgentTodo implements store.AgentStore: an insert that does nothing

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sort"
 	"time"
 
 	"github.com/canvasd/canvasd/canvas"
@@ -18,6 +19,9 @@ import (
 var _ store.AgentStore = (*Store)(nil)
 
 const terminalStates = `('done', 'canceled', 'error')`
+
+// endedStates are the terminal states a canceled session may not be saved over.
+const endedStates = `('done', 'error')`
 
 func micros(t time.Time) int64 { return t.UnixMicro() }
 
@@ -51,7 +55,11 @@ func (s *Store) CreateAgentSession(ctx context.Context, a canvas.AgentSession) e
 
 // SaveAgentSession implements store.AgentStore.
 func (s *Store) SaveAgentSession(ctx context.Context, a canvas.AgentSession) error {
-	return s.updateAgentSession(ctx, a, `state NOT IN `+terminalStates, nil, store.AgentSessionEnded)
+	cond := `state NOT IN ` + terminalStates
+	if a.State == canvas.AgentCanceled {
+		cond = `state NOT IN ` + endedStates // a worker's final save after a cancel
+	}
+	return s.updateAgentSession(ctx, a, cond, nil, store.AgentSessionEnded)
 }
 
 // ReopenAgentSession implements store.AgentStore.
@@ -123,23 +131,27 @@ func (s *Store) AgentSessionState(ctx context.Context, id string) (string, error
 	return agentState(ctx, s.rdb, id)
 }
 
-// CancelAgentSession implements store.AgentStore.
-func (s *Store) CancelAgentSession(ctx context.Context, id string) (bool, error) {
-	canceled := false
+// CancelAgentSession implements store.AgentStore: it reads the state and
+// updates it in one write transaction.
+func (s *Store) CancelAgentSession(ctx context.Context, id string) (string, time.Time, error) {
+	var was string
+	at := micros(time.Now())
 	err := s.write(ctx, func(w *writer) error {
-		res, err := w.conn.ExecContext(bg, `UPDATE canvas_agent_sessions SET state = 'canceled', updated_at = ?
-			WHERE id = ? AND state NOT IN `+terminalStates, micros(time.Now()), id)
-		if err != nil {
+		was = "" // a batch may run fn again
+		state, err := agentState(bg, w.conn, id)
+		if err != nil || canvas.AgentTerminal(state) {
+			return err
+		}
+		if _, err := w.conn.ExecContext(bg, `UPDATE canvas_agent_sessions SET state = 'canceled', updated_at = ? WHERE id = ?`, at, id); err != nil {
 			return agentErr("cancel agent session "+id, err)
 		}
-		if n, _ := res.RowsAffected(); n > 0 {
-			canceled = true
-			return nil
-		}
-		_, err = agentState(bg, w.conn, id)
-		return err
+		was = state
+		return nil
 	})
-	return canceled, err
+	if err != nil || was == "" {
+		return "", time.Time{}, err
+	}
+	return was, fromMicros(at), nil
 }
 
 // GetAgentSession implements store.AgentStore.
@@ -191,7 +203,7 @@ func (s *Store) agentTodos(ctx context.Context, sessionID string) ([]canvas.Agen
 }
 
 func (s *Store) agentTurns(ctx context.Context, sessionID string) ([]canvas.AgentTurn, error) {
-	rows, err := s.rdb.QueryContext(ctx, `SELECT turn, kind, revs, started_at, ended_at
+	rows, err := s.rdb.QueryContext(ctx, `SELECT turn, kind, revs, started_at, ended_at, reverted_rev
 		FROM canvas_agent_turns WHERE session_id = ? ORDER BY turn`, sessionID)
 	if err != nil {
 		return nil, agentErr("list agent turns", err)
@@ -202,8 +214,8 @@ func (s *Store) agentTurns(ctx context.Context, sessionID string) ([]canvas.Agen
 		var t canvas.AgentTurn
 		var revs string
 		var started int64
-		var ended sql.NullInt64
-		if err := rows.Scan(&t.Turn, &t.Kind, &revs, &started, &ended); err != nil {
+		var ended, reverted sql.NullInt64
+		if err := rows.Scan(&t.Turn, &t.Kind, &revs, &started, &ended, &reverted); err != nil {
 			return nil, agentErr("list agent turns", err)
 		}
 		if err := json.Unmarshal([]byte(revs), &t.Revs); err != nil {
@@ -214,6 +226,9 @@ func (s *Store) agentTurns(ctx context.Context, sessionID string) ([]canvas.Agen
 		}
 		t.StartedAt = fromMicros(started)
 		t.EndedAt = optMicros(ended)
+		if reverted.Valid {
+			t.RevertedRev = &reverted.Int64
+		}
 		out = append(out, t)
 	}
 	return out, agentErr("list agent turns", rows.Err())
@@ -254,6 +269,44 @@ func (s *Store) SaveAgentTurn(ctx context.Context, sessionID string, t canvas.Ag
 			sessionID, t.Turn, t.Kind, string(b), micros(t.StartedAt), ended)
 		return agentErr(fmt.Sprintf("agent session %q", sessionID), err)
 	})
+}
+
+// MarkAgentTurnsReverted implements store.AgentStore.
+func (s *Store) MarkAgentTurnsReverted(ctx context.Context, sessionID string, turns []int, rev int64) ([]int, error) {
+	if err := store.CheckRevertRev(rev); err != nil {
+		return nil, err
+	}
+	list, err := json.Marshal(turns)
+	if err != nil {
+		return nil, fmt.Errorf("sqlitestore: mark agent turns reverted: %w", err)
+	}
+	marked := []int{}
+	err = s.write(ctx, func(w *writer) error {
+		marked = marked[:0]
+		if _, err := agentState(bg, w.conn, sessionID); err != nil {
+			return err
+		}
+		rows, err := w.conn.QueryContext(bg, `UPDATE canvas_agent_turns SET reverted_rev = ?
+			WHERE session_id = ? AND reverted_rev IS NULL AND turn IN (SELECT value FROM json_each(?))
+			RETURNING turn`, rev, sessionID, string(list))
+		if err != nil {
+			return agentErr("mark agent turns reverted", err)
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var n int
+			if err := rows.Scan(&n); err != nil {
+				return agentErr("mark agent turns reverted", err)
+			}
+			marked = append(marked, n)
+		}
+		return agentErr("mark agent turns reverted", rows.Err())
+	})
+	if err != nil {
+		return nil, err
+	}
+	sort.Ints(marked)
+	return marked, nil
 }
 
 // UpsertAgentTodo implements store.AgentStore.

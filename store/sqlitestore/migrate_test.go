@@ -15,6 +15,45 @@ import (
 	"github.com/canvasd/canvasd/store/sqlitestore"
 )
 
+// openDB opens the SQLite database at dsn on one connection (closed at the
+// test's end) and returns it with an exec that fails the test on an error.
+func openDB(t *testing.T, dsn string) (*sql.DB, func(q string, args ...any)) {
+	t.Helper()
+	db, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	db.SetMaxOpenConns(1)
+	return db, func(q string, args ...any) {
+		t.Helper()
+		if _, err := db.ExecContext(context.Background(), q, args...); err != nil {
+			t.Fatalf("%.60s: %v", q, err)
+		}
+	}
+}
+
+// olderDatabase creates at dsn a database of schema version n, as canvasd
+// left it before migration n+1 (which must be named next), and returns it
+// open, with openDB's exec, and the migrations.
+func olderDatabase(t *testing.T, dsn string, n int, next string) (*sql.DB, func(q string, args ...any), []migrations.Migration) {
+	t.Helper()
+	ms, err := migrations.Load(sqlitestore.Dialect)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ms) <= n || ms[n].Name != next {
+		t.Fatalf("migrations: %d, want %04d_%s", len(ms), n+1, next)
+	}
+	db, exec := openDB(t, dsn)
+	exec(migrations.SchemaMigrationsDDL)
+	for _, m := range ms[:n] {
+		exec(m.Up)
+		exec(`INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, 0)`, m.Version, m.Name)
+	}
+	return db, exec, ms
+}
+
 // TestMigration0002KeepsData builds a version-1 database with a log and
 // idempotency records, opens it (which applies 0002), and checks that the
 // data reads back and behaves (duplicate key, append, delete), that the
@@ -23,28 +62,7 @@ import (
 func TestMigration0002KeepsData(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "v1.db")
-	ms, err := migrations.Load(sqlitestore.Dialect)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(ms) < 2 || ms[1].Name != "append_path" {
-		t.Fatalf("migrations: %d, want 0002_append_path", len(ms))
-	}
-	db, err := sql.Open("sqlite", path+"?_pragma=foreign_keys(1)")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	db.SetMaxOpenConns(1)
-	mustExec := func(q string, args ...any) {
-		t.Helper()
-		if _, err := db.ExecContext(ctx, q, args...); err != nil {
-			t.Fatalf("%.60s: %v", q, err)
-		}
-	}
-	mustExec(migrations.SchemaMigrationsDDL)
-	mustExec(ms[0].Up)
-	mustExec(`INSERT INTO schema_migrations (version, name, applied_at) VALUES (1, 'init', 0)`)
+	db, mustExec, ms := olderDatabase(t, path+"?_pragma=foreign_keys(1)", 1, "append_path")
 	mustExec(`INSERT INTO canvases (id, head_rev, created_at) VALUES ('c', 2, 1), ('e', 1, 2)`)
 	mustExec(`INSERT INTO commits (canvas_id, rev, event_id, cmd_id, type, args, actor_id, actor_type, ts, changes) VALUES
 		('c', 1, '1-a', 'cmd_1', 'create_node', '{"id":"n"}', 'human-1', 'human', 10, '[]'),
@@ -81,12 +99,7 @@ func TestMigration0002KeepsData(t *testing.T) {
 	}
 	s.Close()
 
-	db, err = sql.Open("sqlite", path+"?_pragma=foreign_keys(1)")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	db.SetMaxOpenConns(1)
+	db, mustExec = openDB(t, path+"?_pragma=foreign_keys(1)")
 	count := func(q string) (n int) {
 		t.Helper()
 		if err := db.QueryRowContext(ctx, q).Scan(&n); err != nil {
@@ -130,30 +143,7 @@ func TestMigration0002KeepsData(t *testing.T) {
 func TestMigration0003TypedOutcomes(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "v2.db")
-	ms, err := migrations.Load(sqlitestore.Dialect)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(ms) < 3 || ms[2].Name != "typed_outcomes" {
-		t.Fatalf("migrations: %d, want 0003_typed_outcomes", len(ms))
-	}
-	db, err := sql.Open("sqlite", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	db.SetMaxOpenConns(1)
-	mustExec := func(q string, args ...any) {
-		t.Helper()
-		if _, err := db.ExecContext(ctx, q, args...); err != nil {
-			t.Fatalf("%.60s: %v", q, err)
-		}
-	}
-	mustExec(migrations.SchemaMigrationsDDL)
-	for _, m := range ms[:2] {
-		mustExec(m.Up)
-		mustExec(`INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, 0)`, m.Version, m.Name)
-	}
+	db, mustExec, ms := olderDatabase(t, path, 2, "typed_outcomes")
 	mustExec(`INSERT INTO canvases (id, head_rev, created_at) VALUES ('c', 2, 1)`)
 	mustExec(`INSERT INTO idempotency (canvas_id, key, fingerprint, status, body, rev, created_at) VALUES
 		('c', 'ok', 'fp1', 200, X'7B2261227D', 1, 20), ('c', 'no', 'fp2', 409, X'7B2262227D', 2, 21)`)
@@ -173,11 +163,7 @@ func TestMigration0003TypedOutcomes(t *testing.T) {
 	}
 	s.Close()
 
-	db, err = sql.Open("sqlite", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db, mustExec = openDB(t, path)
 	mustExec(ms[2].Down)
 	var statuses string
 	if err := db.QueryRowContext(ctx, `SELECT group_concat(key || '=' || status || ':' || CAST(body AS TEXT), ' ') FROM (SELECT * FROM idempotency ORDER BY key)`).Scan(&statuses); err != nil {
@@ -195,30 +181,7 @@ func TestMigration0003TypedOutcomes(t *testing.T) {
 func TestMigration0007HeadFromLog(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "v6.db")
-	ms, err := migrations.Load(sqlitestore.Dialect)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(ms) < 7 || ms[6].Name != "head_from_log" {
-		t.Fatalf("migrations: %d, want 0007_head_from_log", len(ms))
-	}
-	db, err := sql.Open("sqlite", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	db.SetMaxOpenConns(1)
-	mustExec := func(q string, args ...any) {
-		t.Helper()
-		if _, err := db.ExecContext(ctx, q, args...); err != nil {
-			t.Fatalf("%.60s: %v", q, err)
-		}
-	}
-	mustExec(migrations.SchemaMigrationsDDL)
-	for _, m := range ms[:6] {
-		mustExec(m.Up)
-		mustExec(`INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, 0)`, m.Version, m.Name)
-	}
+	db, mustExec, ms := olderDatabase(t, path, 6, "head_from_log")
 	mustExec(`INSERT INTO canvases (id, head_rev, created_at) VALUES ('c', 2, 1), ('empty', 0, 2)`)
 	mustExec(`INSERT INTO commits (canvas_id, rev, event_id, cmd_id, type, args, actor_id, actor_type, ts, changes) VALUES
 		('c', 1, '1-a', 'cmd_1', 'create_node', '{}', 'human-1', 'human', 10, '[]'),
@@ -263,11 +226,7 @@ func TestMigration0007HeadFromLog(t *testing.T) {
 	}
 	s.Close()
 
-	db, err = sql.Open("sqlite", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db, mustExec = openDB(t, path)
 	mustExec(ms[6].Down)
 	var got string
 	if err := db.QueryRowContext(ctx, `SELECT group_concat(id || ':' || head_rev, ' ') FROM (SELECT * FROM canvases ORDER BY id)`).Scan(&got); err != nil {

@@ -81,6 +81,7 @@ func testAgentSessions(t *testing.T, h *harness) {
 	a.State, a.Detail, a.Message = canvas.AgentStreaming, "turn 2", "draw more"
 	a.Transcript = append(a.Transcript, canvas.TranscriptEntry{Role: "assistant", Text: "ok", TS: t0.Add(time.Second).Truncate(time.Microsecond)})
 	a.Stats.Conflicts = 3
+	a.Stats.InputTokens, a.Stats.OutputTokens, a.Stats.CacheReadTokens, a.Stats.CacheCreationTokens = 120, 45, 2000, 300
 	a.UpdatedAt = t0.Add(2 * time.Second)
 	if err := as.SaveAgentSession(ctx, a); err != nil {
 		t.Fatalf("SaveAgentSession: %v", err)
@@ -93,18 +94,39 @@ func testAgentSessions(t *testing.T, h *harness) {
 	wantErr(t, "AgentSessionState of a missing id", err, canvas.ErrNotFound)
 	wantErr(t, "SaveAgentSession of a missing id", as.SaveAgentSession(ctx, agentSession("as_missing", "c1", "done", t0)), canvas.ErrNotFound)
 
-	if ok, err := as.CancelAgentSession(ctx, "as_1"); err != nil || !ok {
-		t.Fatalf("CancelAgentSession = %v, %v; want true", ok, err)
+	was, at, err := as.CancelAgentSession(ctx, "as_1")
+	if err != nil || was != canvas.AgentStreaming {
+		t.Fatalf("CancelAgentSession = %q, %v; want streaming, nil", was, err)
 	}
-	if ok, err := as.CancelAgentSession(ctx, "as_1"); err != nil || ok {
-		t.Errorf("CancelAgentSession of a canceled session = %v, %v; want false, nil", ok, err)
+	if got := mustGetSession(t, as, "as_1"); got.State != canvas.AgentCanceled || !sameTime(got.UpdatedAt, at) {
+		t.Errorf("after CancelAgentSession: state %q updated %v, want canceled at %v", got.State, got.UpdatedAt, at)
 	}
-	_, err = as.CancelAgentSession(ctx, "as_missing")
+	if was, at, err := as.CancelAgentSession(ctx, "as_1"); err != nil || was != "" || !at.IsZero() {
+		t.Errorf("CancelAgentSession of a canceled session = %q, %v, %v; want \"\", zero, nil", was, at, err)
+	}
+	_, _, err = as.CancelAgentSession(ctx, "as_missing")
 	wantErr(t, "CancelAgentSession of a missing id", err, canvas.ErrNotFound)
 	a.State = canvas.AgentDone
 	wantErr(t, "SaveAgentSession of a canceled session", as.SaveAgentSession(ctx, a), canvas.ErrConflict)
 	if st, _ := as.AgentSessionState(ctx, "as_1"); st != canvas.AgentCanceled {
 		t.Errorf("state after the refused save = %q, want canceled", st)
+	}
+	// The final save of the worker that ran it: canceled over canceled lands.
+	a.State, a.Detail, a.UpdatedAt = canvas.AgentCanceled, "canceled", at.Add(time.Second)
+	a.Stats.ActionsApplied = 7
+	if err := as.SaveAgentSession(ctx, a); err != nil {
+		t.Fatalf("SaveAgentSession canceled over canceled: %v", err)
+	}
+	checkSession(t, mustGetSession(t, as, "as_1"), a)
+	// A session that ended done or in error is not saved over as canceled.
+	for _, st := range []string{canvas.AgentDone, canvas.AgentError} {
+		ended := agentSession("as_"+st, "c1", st, t0)
+		mustCreateSession(t, as, ended)
+		ended.State = canvas.AgentCanceled
+		wantErr(t, "SaveAgentSession canceled over "+st, as.SaveAgentSession(ctx, ended), canvas.ErrConflict)
+		if got, _ := as.AgentSessionState(ctx, ended.ID); got != st {
+			t.Errorf("state after the refused save = %q, want %s", got, st)
+		}
 	}
 
 	h.reopen(t)
@@ -129,6 +151,10 @@ func testAgentClaim(t *testing.T, h *harness) {
 	if err != nil || first.ID != fmt.Sprintf("as_%02d", n-1) || first.State != canvas.AgentWaitingContext || first.ActorID != "agent-w" {
 		t.Fatalf("ClaimAgentSession = %+v, %v; want the oldest queued session, claimed", first, err)
 	}
+	// A queued session canceled is never claimed.
+	if was, _, err := as.CancelAgentSession(ctx, "as_00"); err != nil || was != canvas.AgentQueued {
+		t.Fatalf("CancelAgentSession of a queued session = %q, %v; want queued, nil", was, err)
+	}
 	var mu sync.Mutex
 	claimed := map[string]int{}
 	var wg sync.WaitGroup
@@ -152,11 +178,11 @@ func testAgentClaim(t *testing.T, h *harness) {
 		}(w)
 	}
 	wg.Wait()
-	if len(claimed) != n-1 {
-		t.Errorf("concurrent claimers got %d sessions, want %d: %v", len(claimed), n-1, claimed)
+	if len(claimed) != n-2 {
+		t.Errorf("concurrent claimers got %d sessions, want %d: %v", len(claimed), n-2, claimed)
 	}
 	for id, k := range claimed {
-		if k != 1 || id == first.ID || id == "as_running" {
+		if k != 1 || id == first.ID || id == "as_running" || id == "as_00" {
 			t.Errorf("session %s claimed %d times", id, k)
 		}
 	}
@@ -264,6 +290,61 @@ func testAgentTurns(t *testing.T, h *harness) {
 	h.reopen(t)
 	as = h.agentStore(t)
 	check("turns after reopen")
+}
+
+// testAgentTurnsReverted: MarkAgentTurnsReverted records a turn's first
+// revert only, skips unknown turns, survives SaveAgentTurn and a reopen.
+func testAgentTurnsReverted(t *testing.T, h *harness) {
+	as := h.agentStore(t)
+	ctx := ctxT(t)
+	mustCreate(t, h.s, "c1")
+	mustCreateSession(t, as, agentSession("as_1", "c1", canvas.AgentStreaming, t0))
+	for n := 1; n <= 3; n++ {
+		if err := as.SaveAgentTurn(ctx, "as_1", canvas.AgentTurn{Turn: n, Kind: "initial", Revs: []int64{int64(n)}, StartedAt: t0}); err != nil {
+			t.Fatalf("SaveAgentTurn(%d): %v", n, err)
+		}
+	}
+	reverted := func(what string, want map[int]int64) {
+		t.Helper()
+		for _, tr := range mustGetSession(t, as, "as_1").Turns {
+			w, ok := want[tr.Turn]
+			switch {
+			case !ok && tr.RevertedRev != nil:
+				t.Errorf("%s: turn %d reverted_rev = %d, want none", what, tr.Turn, *tr.RevertedRev)
+			case ok && (tr.RevertedRev == nil || *tr.RevertedRev != w):
+				t.Errorf("%s: turn %d reverted_rev = %v, want %d", what, tr.Turn, tr.RevertedRev, w)
+			}
+		}
+	}
+	reverted("new turns", nil)
+	mark := func(turns []int, rev int64, want []int) {
+		t.Helper()
+		got, err := as.MarkAgentTurnsReverted(ctx, "as_1", turns, rev)
+		if err != nil {
+			t.Fatalf("MarkAgentTurnsReverted(%v, %d): %v", turns, rev, err)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("MarkAgentTurnsReverted(%v, %d) marked %v, want %v", turns, rev, got, want)
+		}
+	}
+	mark([]int{2}, 10, []int{2})
+	reverted("turn 2 reverted", map[int]int64{2: 10})
+	mark([]int{3, 2, 1, 9}, 11, []int{1, 3}) // 2 keeps its first revert; 9 does not exist
+	reverted("the rest reverted", map[int]int64{1: 11, 2: 10, 3: 11})
+	mark([]int{1, 2, 3}, 12, []int{})
+	reverted("a second revert changes nothing", map[int]int64{1: 11, 2: 10, 3: 11})
+	end := t0.Add(time.Second)
+	if err := as.SaveAgentTurn(ctx, "as_1", canvas.AgentTurn{Turn: 2, Kind: "initial", Revs: []int64{2, 4}, StartedAt: t0, EndedAt: &end}); err != nil {
+		t.Fatalf("SaveAgentTurn(2) again: %v", err)
+	}
+	reverted("turn 2 saved again", map[int]int64{1: 11, 2: 10, 3: 11})
+	_, err := as.MarkAgentTurnsReverted(ctx, "as_missing", []int{1}, 13)
+	wantErr(t, "MarkAgentTurnsReverted of a missing session", err, canvas.ErrNotFound)
+	_, err = as.MarkAgentTurnsReverted(ctx, "as_1", []int{1}, 0)
+	wantErr(t, "MarkAgentTurnsReverted at revision 0", err, canvas.ErrUnprocessable)
+	h.reopen(t)
+	as = h.agentStore(t)
+	reverted("after reopen", map[int]int64{1: 11, 2: 10, 3: 11})
 }
 
 func testAgentTodos(t *testing.T, h *harness) {

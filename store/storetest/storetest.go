@@ -82,6 +82,7 @@ func Run(t *testing.T, open Opener) {
 		{"AgentClaim", testAgentClaim},
 		{"AgentReopenAndLatest", testAgentReopenAndLatest},
 		{"AgentTurns", testAgentTurns},
+		{"AgentTurnsReverted", testAgentTurnsReverted},
 		{"AgentTodos", testAgentTodos},
 		{"AgentDeleteCanvas", testAgentDeleteCanvas},
 		{"HostFiles", testHostFiles},

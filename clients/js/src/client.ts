@@ -99,7 +99,7 @@ export interface StreamOptions {
   idleTimeoutMs?: number;
   /** The first reconnect delay in ms (default 500, or the server's `retry:`), doubled per consecutive failure. */
   reconnectDelayMs?: number;
-  /** The cap on the reconnect delay (default 30000 ms). */
+  /** The cap on the reconnect delay (default 30000 ms). A refusal with Retry-After (a 429 when the token holds too many streams, a 503) waits at least that long, up to this cap. */
   maxReconnectDelayMs?: number;
   /** Consecutive failed connects after which the stream throws (default: never gives up). */
   maxReconnects?: number;
@@ -126,6 +126,12 @@ const RETRY_STATUSES = new Set([502, 503, 504]);
 function seg(s: string): string {
   if (typeof s !== "string" || s === "") throw new TypeError(`path parameter must be a non-empty string, got ${JSON.stringify(s)}`);
   return encodeURIComponent(s).replace(/%3A/gi, ":");
+}
+
+/** A Retry-After header given in seconds, in ms; undefined when absent or not a number of seconds. */
+function retryAfterMs(h: string | null): number | undefined {
+  if (h === null || !/^\d+$/.test(h.trim())) return undefined;
+  return Number(h.trim()) * 1000;
 }
 
 function sleep(ms: number, signal?: AbortSignal): Promise<void> {
@@ -225,8 +231,8 @@ export class CanvasClient {
   private delay(attempt: number, retryAfter: string | null): number {
     let d = Math.min(this.maxBackoffMs, this.backoffMs * 2 ** Math.min(attempt, 30));
     d *= 0.5 + 0.5 * Math.random();
-    const ra = retryAfter === null ? NaN : Number(retryAfter);
-    if (Number.isFinite(ra)) d = Math.max(d, Math.min(ra * 1000, this.maxBackoffMs * 4));
+    const ra = retryAfterMs(retryAfter);
+    if (ra !== undefined) d = Math.max(d, Math.min(ra, this.maxBackoffMs * 4));
     return d;
   }
 
@@ -286,7 +292,9 @@ export class CanvasClient {
     }
     const problem = a.data && typeof a.data === "object" ? (a.data as Problem & Record<string, unknown>) : undefined;
     const detail = problem?.detail || problem?.title || a.text.slice(0, 200) || `HTTP ${a.status}`;
-    return new CanvasError(`${method} ${path}: ${a.status}: ${detail}`, { status: a.status, method, url, problem, idempotencyKey });
+    return new CanvasError(`${method} ${path}: ${a.status}: ${detail}`, {
+      status: a.status, method, url, problem, idempotencyKey, retryAfterMs: retryAfterMs(a.headers.get("Retry-After")),
+    });
   }
 
   private async call<T>(method: string, path: string, init: RequestInit2 = {}): Promise<T> {
@@ -529,9 +537,12 @@ export class CanvasClient {
   }
 
   /**
-   * Reverts one turn of a session (or, without turn, every turn) as one
-   * command by this client's actor. Throws ConflictError when those shapes
-   * changed since. Not retried (the server keys no idempotency for it).
+   * Reverts one turn of a session (turn), several (turns), or, with
+   * neither, every turn not reverted yet, as one command by this client's
+   * actor; the server then records reverted_rev on those turns. Throws
+   * ConflictError when those shapes changed since, and a 422 problem for a
+   * turn already reverted (or none left). Not retried (the server keys no
+   * idempotency for it).
    */
   revertAgent(sessionId: string, req: AgentRevertRequest = {}): Promise<RevisionResult> {
     return this.call("POST", `/api/canvas-agent/sessions/${seg(sessionId)}/revert`, { body: req });
@@ -605,14 +616,14 @@ export class CanvasClient {
   }
 
   /** @internal Turns a failed stream connect into its error. */
-  streamError(path: string, status: number, text: string): CanvasError {
+  streamError(path: string, res: Response, text: string): CanvasError {
     let data: any;
     try {
       data = JSON.parse(text);
     } catch {
       data = undefined;
     }
-    return this.error("GET", path, { status, headers: new Headers(), data, text });
+    return this.error("GET", path, { status: res.status, headers: res.headers, data, text });
   }
 }
 
@@ -706,7 +717,7 @@ class FetchStream implements CanvasStream {
         const res = await this.fetchFn(url, { headers, signal: conn.signal, cache: "no-store" });
         this.connects++;
         if (res.status !== 200) {
-          const err = this.client.streamError(path, res.status, await res.text());
+          const err = this.client.streamError(path, res, await res.text());
           if (!RETRY_STATUSES.has(res.status) && res.status !== 429) fatal = err;
           throw err;
         }
@@ -757,7 +768,10 @@ class FetchStream implements CanvasStream {
       }
       o.onConnection?.("reconnecting");
       const base = serverRetry ?? o.reconnectDelayMs ?? 500;
-      const d = Math.min(o.maxReconnectDelayMs ?? 30000, base * 2 ** Math.min(failures - 1, 30)) * (0.5 + 0.5 * Math.random());
+      const maxDelay = o.maxReconnectDelayMs ?? 30000;
+      let d = Math.min(maxDelay, base * 2 ** Math.min(failures - 1, 30)) * (0.5 + 0.5 * Math.random());
+      // A refusal with Retry-After (429: the token holds too many streams; 503) waits at least that long.
+      if (lastError instanceof CanvasError && lastError.retryAfterMs !== undefined) d = Math.max(d, Math.min(lastError.retryAfterMs, maxDelay));
       try {
         await sleep(d, this.ctl.signal);
       } catch {

@@ -13,8 +13,10 @@ export class CanvasError extends Error {
   readonly url: string;
   /** The idempotency key the request carried, if any (resend it to retry safely). */
   readonly idempotencyKey?: string;
+  /** The answer's Retry-After in ms, if it had one: how long a 429 or 503 asks the caller to wait before trying again. */
+  readonly retryAfterMs?: number;
 
-  constructor(message: string, init: { status: number; method: string; url: string; problem?: Problem & Record<string, unknown>; idempotencyKey?: string; cause?: unknown }) {
+  constructor(message: string, init: { status: number; method: string; url: string; problem?: Problem & Record<string, unknown>; idempotencyKey?: string; retryAfterMs?: number; cause?: unknown }) {
     super(message, init.cause === undefined ? undefined : { cause: init.cause });
     this.name = "CanvasError";
     this.status = init.status;
@@ -22,6 +24,7 @@ export class CanvasError extends Error {
     this.method = init.method;
     this.url = init.url;
     this.idempotencyKey = init.idempotencyKey;
+    this.retryAfterMs = init.retryAfterMs;
   }
 
   /**

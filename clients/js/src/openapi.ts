@@ -451,7 +451,7 @@ export interface paths {
         put?: never;
         /**
          * Cancel a running agent session (editor).
-         * @description Afterwards nothing more of the run is applied; the stream gets `agent:status canceled`.
+         * @description Once the answer arrives nothing more of the run is applied (with `--agent workers` too: the answer waits until the worker running the session has stopped); the stream gets `agent:status canceled`. 503 when the session is marked canceled but its run did not confirm within 10 s that it stopped (its command in flight, or its worker).
          */
         post: operations["cancelAgentSession"];
         delete?: never;
@@ -473,13 +473,17 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Revert one turn of an agent session, several, or all of them, as one command (editor).
+         * Revert one turn of an agent session, several, or all those not reverted yet, as one command (editor).
          * @description Reverts the commits the session's turn `turn` made (see `turns` of the session), or those of
-         *     the turns listed in `turns`, or, with neither, those of every turn, as ONE `revert_commits`
-         *     command by the caller, answered like
+         *     the turns listed in `turns`, or, with neither (no body), those of every turn not reverted
+         *     yet, as ONE `revert_commits` command by the caller, answered like
          *     `POST /canvas_commands/{canvas_id}/command`: 200 with the new revision, or 409 with
          *     `recovery_ops` when someone changed those shapes or documents since (nothing is reverted then).
-         *     A turn that changed nothing is a 422. The caller can `undo` the revert.
+         *     The server records the revert: each turn it took then has `reverted_rev` (the new revision)
+         *     in the session, so every client sees which turns are reverted. A turn is reverted once:
+         *     naming a turn that has `reverted_rev`, or sending no body when every turn has it, is a 422
+         *     that commits nothing, as is a turn the session lacks or turns that changed nothing. The
+         *     caller can `undo` the revert (the turn stays marked reverted).
          */
         post: operations["revertAgentSession"];
         delete?: never;
@@ -1013,9 +1017,9 @@ export interface components {
         /**
          * @description RFC 9457 problem document. `type` is `https://canvasd.dev/problems/<slug>` (slugs: invalid,
          *     unprocessable, unauthorized, forbidden, not-found, already-exists, conflict, too-large,
-         *     unsupported-media-type, unavailable, outcome-unknown, timeout, internal). Extra members may
-         *     follow, e.g. `field` (the JSON path of the offending field, such as `args.ids[1]`) or, on a
-         *     503, `outcome`.
+         *     unsupported-media-type, too-many-streams, too-many-auth-failures, unavailable, outcome-unknown,
+         *     timeout, internal). Extra members may follow, e.g. `field` (the JSON path of the offending
+         *     field, such as `args.ids[1]`), on a 503 `outcome`, or on a 429 `limit`.
          */
         Problem: {
             /** @description A URI naming the problem kind. */
@@ -1957,14 +1961,15 @@ export interface components {
             revs: number[];
         };
         AgentRevertRequest: {
-            /** @description The turn to revert; absent (and no `turns`): every turn of the session. */
+            /** @description The turn to revert (not reverted yet); absent (and no `turns`): every turn of the session not reverted yet. */
             turn?: number;
-            /** @description Several turns reverted together as one command (not with `turn`), e.g. those a reviewer has not reverted yet. */
+            /** @description Several turns reverted together as one command (not with `turn`); none of them may be reverted already. */
             turns?: number[];
         };
         /**
          * @description One turn of the session (one model call): why it ran and the revisions of the commits it
-         *     made, ascending. `POST /api/canvas-agent/sessions/{id}/revert` undoes them.
+         *     made, ascending. `POST /api/canvas-agent/sessions/{id}/revert` undoes them, once:
+         *     `reverted_rev` then records the revision of that revert.
          */
         AgentTurn: {
             turn: number;
@@ -1978,6 +1983,11 @@ export interface components {
              * @description Absent while the turn runs.
              */
             ended_at?: string;
+            /**
+             * Format: int64
+             * @description The revision of the `revert_commits` commit that reverted this turn; absent until it is reverted (a turn is reverted at most once).
+             */
+            reverted_rev?: number;
         };
         AgentTranscriptEntry: {
             /** @enum {string} */
@@ -2017,6 +2027,26 @@ export interface components {
             acks_missed?: number;
             /** @description p95 of the host's apply jitter between consecutive envelopes. */
             apply_jitter_p95_ms?: number;
+            /**
+             * Format: int64
+             * @description Prompt tokens at the full price, over the session's model calls (turns, re-plans, follow-ups); absent: 0.
+             */
+            input_tokens?: number;
+            /**
+             * Format: int64
+             * @description Generated tokens (thinking included), over the session's model calls.
+             */
+            output_tokens?: number;
+            /**
+             * Format: int64
+             * @description Prompt tokens read from the provider's prompt cache, over the session's model calls.
+             */
+            cache_read_tokens?: number;
+            /**
+             * Format: int64
+             * @description Prompt tokens written to the provider's prompt cache (Anthropic), over the session's model calls.
+             */
+            cache_creation_tokens?: number;
         } & {
             [key: string]: unknown;
         };
@@ -2249,6 +2279,39 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
+        /**
+         * @description This client address sent too many requests with a bad token (unknown, revoked, expired or
+         *     malformed): `--max-auth-failures`, default 20, within a minute of its first failure. Until
+         *     that minute is over every request from the address that carries a token is refused, whatever
+         *     the token, without checking it (type `too-many-auth-failures`, with `limit` and
+         *     `window_seconds`); header `Retry-After` gives the seconds left. Loopback addresses are not
+         *     throttled. Fix the token, then retry after `Retry-After`.
+         */
+        TooManyRequests: {
+            headers: {
+                "Retry-After"?: string;
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /**
+         * @description Either this token already holds as many streams open on this server as it may at once
+         *     (`--max-streams-per-token`, default 64, canvas and host streams together; type
+         *     `too-many-streams` with `limit`): close streams you no longer read, then retry after
+         *     `Retry-After`; nothing was subscribed. Or, as on every authenticated route, the client
+         *     address sent too many bad tokens (type `too-many-auth-failures`, see `TooManyRequests`).
+         */
+        TooManyStreams: {
+            headers: {
+                "Retry-After"?: string;
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
         /** @description The body (or a field) is over its limit; `detail` states the limit. */
         TooLarge: {
             headers: {
@@ -2300,7 +2363,7 @@ export interface components {
          *     the operation timeout ran out after it was sent), so it may have committed: retry the same
          *     request with the same `idempotency_key`, which returns the original answer (with
          *     `Idempotent-Replayed: true`) if it did, and applies it once if it did not. A write waits at
-         *     most the store's operation timeout (2 s on PostgreSQL), the wait behind the canvas's earlier
+         *     most the store's operation timeout (on PostgreSQL `--store-timeout`, default 2 s), the wait behind the canvas's earlier
          *     writes included.
          */
         Unavailable: {
@@ -2367,6 +2430,7 @@ export interface operations {
             };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
             503: components["responses"]["Unavailable"];
         };
     };
@@ -2398,6 +2462,7 @@ export interface operations {
             409: components["responses"]["Conflict"];
             413: components["responses"]["TooLarge"];
             422: components["responses"]["Unprocessable"];
+            429: components["responses"]["TooManyRequests"];
             503: components["responses"]["Unavailable"];
         };
     };
@@ -2422,6 +2487,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
             503: components["responses"]["Unavailable"];
         };
     };
@@ -2444,6 +2510,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            429: components["responses"]["TooManyRequests"];
             503: components["responses"]["Unavailable"];
         };
     };
@@ -2477,6 +2544,7 @@ export interface operations {
             409: components["responses"]["Conflict"];
             413: components["responses"]["TooLarge"];
             422: components["responses"]["Unprocessable"];
+            429: components["responses"]["TooManyRequests"];
             503: components["responses"]["Unavailable"];
         };
     };
@@ -2504,6 +2572,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
             503: components["responses"]["Unavailable"];
         };
     };
@@ -2529,6 +2598,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
             503: components["responses"]["Unavailable"];
         };
     };
@@ -2561,6 +2631,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             422: components["responses"]["Unprocessable"];
+            429: components["responses"]["TooManyRequests"];
             503: components["responses"]["Unavailable"];
         };
     };
@@ -2594,6 +2665,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
             503: components["responses"]["Unavailable"];
         };
     };
@@ -2646,6 +2718,7 @@ export interface operations {
             413: components["responses"]["TooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["UnprocessableReplayable"];
+            429: components["responses"]["TooManyRequests"];
             503: components["responses"]["Unavailable"];
         };
     };
@@ -2683,6 +2756,7 @@ export interface operations {
             413: components["responses"]["TooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["Unprocessable"];
+            429: components["responses"]["TooManyRequests"];
             503: components["responses"]["Unavailable"];
         };
     };
@@ -2717,6 +2791,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             413: components["responses"]["TooLarge"];
             422: components["responses"]["Unprocessable"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     streamCanvas: {
@@ -2760,6 +2835,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyStreams"];
             503: components["responses"]["Unavailable"];
         };
     };
@@ -2796,6 +2872,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             422: components["responses"]["Unprocessable"];
+            429: components["responses"]["TooManyRequests"];
             503: components["responses"]["Unavailable"];
         };
     };
@@ -2831,6 +2908,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             422: components["responses"]["Unprocessable"];
+            429: components["responses"]["TooManyRequests"];
             503: components["responses"]["Unavailable"];
         };
     };
@@ -2868,6 +2946,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             422: components["responses"]["Unprocessable"];
+            429: components["responses"]["TooManyRequests"];
             503: components["responses"]["Unavailable"];
         };
     };
@@ -2895,6 +2974,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
             503: components["responses"]["Unavailable"];
         };
     };
@@ -2929,6 +3009,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             413: components["responses"]["TooLarge"];
             422: components["responses"]["Unprocessable"];
+            429: components["responses"]["TooManyRequests"];
             503: components["responses"]["Unavailable"];
         };
     };
@@ -2967,6 +3048,7 @@ export interface operations {
             413: components["responses"]["MCPError"];
             415: components["responses"]["MCPError"];
             422: components["responses"]["Unprocessable"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     runAgent: {
@@ -2997,6 +3079,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             413: components["responses"]["TooLarge"];
             422: components["responses"]["Unprocessable"];
+            429: components["responses"]["TooManyRequests"];
             503: components["responses"]["Unavailable"];
         };
     };
@@ -3024,6 +3107,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     cancelAgentSession: {
@@ -3053,6 +3137,8 @@ export interface operations {
             404: components["responses"]["NotFound"];
             413: components["responses"]["TooLarge"];
             422: components["responses"]["Unprocessable"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["Unavailable"];
         };
     };
     revertAgentSession: {
@@ -3087,6 +3173,7 @@ export interface operations {
             409: components["responses"]["CommandConflict"];
             413: components["responses"]["TooLarge"];
             422: components["responses"]["Unprocessable"];
+            429: components["responses"]["TooManyRequests"];
             503: components["responses"]["Unavailable"];
         };
     };
@@ -3126,6 +3213,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             413: components["responses"]["TooLarge"];
             422: components["responses"]["Unprocessable"];
+            429: components["responses"]["TooManyRequests"];
             503: components["responses"]["Unavailable"];
         };
     };
@@ -3157,6 +3245,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             413: components["responses"]["TooLarge"];
             422: components["responses"]["Unprocessable"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     publishAgentView: {
@@ -3187,6 +3276,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             413: components["responses"]["TooLarge"];
             422: components["responses"]["Unprocessable"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     publishAgentEvent: {
@@ -3215,6 +3305,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             413: components["responses"]["TooLarge"];
             422: components["responses"]["Unprocessable"];
+            429: components["responses"]["TooManyRequests"];
             503: components["responses"]["Unavailable"];
         };
     };
@@ -3237,6 +3328,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     postMessage: {
@@ -3276,6 +3368,7 @@ export interface operations {
             413: components["responses"]["TooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["Unprocessable"];
+            429: components["responses"]["TooManyRequests"];
             503: components["responses"]["Unavailable"];
         };
     };
@@ -3307,6 +3400,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             413: components["responses"]["TooLarge"];
             422: components["responses"]["Unprocessable"];
+            429: components["responses"]["TooManyRequests"];
             503: components["responses"]["Unavailable"];
             /** @description No answer in time. `unconfirmed` is true when a browser was connected but never answered. */
             504: {
@@ -3350,6 +3444,7 @@ export interface operations {
             409: components["responses"]["Conflict"];
             413: components["responses"]["TooLarge"];
             422: components["responses"]["Unprocessable"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     getHostPage: {
@@ -3419,6 +3514,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     listHostFiles: {
@@ -3446,6 +3542,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     putHostFile: {
@@ -3489,6 +3586,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             413: components["responses"]["TooLarge"];
             422: components["responses"]["Unprocessable"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     deleteHostFile: {
@@ -3517,6 +3615,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             422: components["responses"]["Unprocessable"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     streamHost: {
@@ -3546,6 +3645,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyStreams"];
         };
     };
     pushA2UI: {
@@ -3589,6 +3689,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["A2UIProblem"];
                 };
             };
+            429: components["responses"]["TooManyRequests"];
         };
     };
     resetA2UI: {
@@ -3615,6 +3716,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             413: components["responses"]["TooLarge"];
             422: components["responses"]["Unprocessable"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     presentHost: {
@@ -3647,6 +3749,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             413: components["responses"]["TooLarge"];
             422: components["responses"]["Unprocessable"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     postHostAction: {
@@ -3679,6 +3782,7 @@ export interface operations {
             409: components["responses"]["Conflict"];
             413: components["responses"]["TooLarge"];
             422: components["responses"]["Unprocessable"];
+            429: components["responses"]["TooManyRequests"];
             503: components["responses"]["Unavailable"];
         };
     };

@@ -71,6 +71,16 @@ class CanvasError(Exception):
         """The problem document's ``detail`` (what was wrong, what to do), if any."""
         return self._field("detail")
 
+    @property
+    def retry_after(self) -> Optional[float]:
+        """The answer's ``Retry-After`` in seconds, if it gave a number: how
+        long a 429 or 503 asks the caller to wait before trying again."""
+        try:
+            v = float(self.headers.get("retry-after", ""))
+        except ValueError:
+            return None
+        return v if v >= 0 else None
+
 
 class AuthError(CanvasError):
     """401 (no valid token) or 403 (the token's actor lacks the role)."""

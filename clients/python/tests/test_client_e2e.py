@@ -308,6 +308,7 @@ class IdempotencyTest(E2E):
         with self.assertRaises(ServerError) as cm:
             pc.apply(self.cid, "create_node", {"name": "never"}, base_rev=0)
         self.assertEqual(cm.exception.status, 503)
+        self.assertEqual(cm.exception.retry_after, 0.0)
         self.assertEqual(len(proxy.requests), 3)
         self.assertEqual(self.c.get_state(self.cid)["head_rev"], 0)
 

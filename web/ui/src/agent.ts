@@ -3,7 +3,7 @@
 // "Send to agent" of the canvas or the selection as an image, and the host
 // pages / A2UI surfaces of a host session in a frame.
 
-import type { AgentSession, CanvasClient } from "@canvasd/client";
+import type { AgentSession, AgentTurn, CanvasClient } from "@canvasd/client";
 import { h, toast, why } from "./dom";
 
 const TERMINAL = new Set(["done", "canceled", "error"]);
@@ -30,7 +30,6 @@ export class AgentPanel {
   private frame: HTMLIFrameElement;
   private hostName: HTMLInputElement;
   private ended = new Set<string>();
-  private reverted = new Map<string, Set<number>>(); // session → turns reverted from the review
   private refreshTimer = 0;
 
   constructor(private client: CanvasClient, private ctx: AgentContext) {
@@ -78,6 +77,57 @@ export class AgentPanel {
     this.frame.src = `/host/${encodeURIComponent(s)}/?access_token=${encodeURIComponent(this.ctx.token())}`;
   }
 
+  /**
+   * Follows session sid again after a reload (its id is kept in the address):
+   * its todos, and its review once it has ended, with the turns the server
+   * records as reverted. A session that is gone or of another canvas is
+   * forgotten.
+   */
+  async resume(sid: string): Promise<void> {
+    this.follow(sid);
+    const s = await this.refresh();
+    if (sid !== this.session) return;
+    if (!s || s.canvas_id !== this.ctx.canvasId()) {
+      this.session = "";
+      delete this.el.dataset.sessionId;
+      this.remember("");
+      return;
+    }
+    this.badge(s.state);
+    if (TERMINAL.has(s.state)) {
+      this.ended.add(sid);
+      this.finished(sid);
+    } else this.setRunning(true);
+  }
+
+  /** Shows the session's state in the status badge. */
+  private badge(state: string): void {
+    this.status.textContent = state;
+    this.status.className = "badge " + state;
+  }
+
+  /** Makes sid the session this page talks to, kept in the address for a reload. */
+  private follow(sid: string): void {
+    this.session = sid;
+    this.el.dataset.sessionId = sid;
+    this.remember(sid);
+  }
+
+  /** Puts the session in the address (?agent=…), or takes it out (""). */
+  private remember(sid: string): void {
+    const u = new URL(location.href);
+    if (sid) u.searchParams.set("agent", sid);
+    else u.searchParams.delete("agent");
+    history.replaceState(null, "", u.pathname + u.search + u.hash);
+  }
+
+  /** Accepts the reviewed run: the review goes, and so does the session from
+   *  the address, so a reload does not review it again (a next turn puts it back). */
+  private accept(): void {
+    this.review.replaceChildren(h("p", { class: "muted", text: "Accepted." }));
+    this.remember("");
+  }
+
   /** Starts over for another canvas. */
   reset(): void {
     this.session = "";
@@ -85,7 +135,7 @@ export class AgentPanel {
     this.log.replaceChildren();
     this.todos.replaceChildren();
     this.review.replaceChildren();
-    this.status.textContent = "idle";
+    this.badge("idle");
     this.setRunning(false);
     this.hostName.value = "";
     this.frame.removeAttribute("src");
@@ -138,8 +188,7 @@ export class AgentPanel {
   }
 
   private started(sid: string): void {
-    this.session = sid;
-    this.el.dataset.sessionId = sid;
+    this.follow(sid);
     this.review.replaceChildren();
     if (this.ended.has(sid)) this.finished(sid);
     else this.setRunning(true);
@@ -158,7 +207,7 @@ export class AgentPanel {
       sid = await this.start(prompt);
       if (!sid) return;
       this.started(sid);
-    }
+    } else this.remember(sid); // a next turn: back in the address if accepted before
     // Running before the request: the turn it starts may end (agent:status
     // on the stream) before the request's answer is read here.
     this.setRunning(true);
@@ -194,14 +243,10 @@ export class AgentPanel {
     const short = sid.slice(0, 8);
     if (topic === "agent:status") {
       // A page without a run of its own follows the one going on on the canvas: its todos, then its review.
-      if (sid && !this.session && !TERMINAL.has(d.state)) {
-        this.session = sid;
-        this.el.dataset.sessionId = sid;
-      }
-      this.status.textContent = String(d.state);
-      this.status.className = "badge " + String(d.state);
-      const detail = typeof d.detail === "string" ? d.detail : d.detail ? JSON.stringify(d.detail) : "";
-      this.line("status", `${d.state}${short ? " · " + short : ""} `, detail);
+      if (sid && !this.session && !TERMINAL.has(d.state)) this.follow(sid);
+      this.badge(String(d.state));
+      const say = statusText(String(d.state), d.detail);
+      if (say) this.line(say.warn ? "status warn" : "status", `agent${short && sid !== this.session ? " " + short : ""}: `, say.text);
       if (sid && TERMINAL.has(d.state)) {
         this.ended.add(sid);
         if (sid === this.session) this.finished(sid);
@@ -242,58 +287,110 @@ export class AgentPanel {
     this.setRunning(false);
     const s = await this.refresh();
     if (!s || sid !== this.session) return;
-    const turns = ((s as any).turns || []) as any[];
-    const revsOf = (t: any): number[] => (Array.isArray(t.revs) ? t.revs : []).filter((x: any) => typeof x === "number");
+    this.showReview(sid, s);
+  }
+
+  /**
+   * The review of session s: its turns that changed something, each with
+   * Revert or, when the server records it reverted (reverted_rev), marked
+   * reverted; "Revert all" (no body: every turn not reverted yet) or,
+   * once some are reverted, "Revert the rest". After a revert, and after a
+   * refused one, the session is read again and the review shows what the
+   * server recorded.
+   */
+  private showReview(sid: string, s: AgentSession): void {
+    const turns = s.turns || [];
+    const revsOf = (t: AgentTurn): number[] => (Array.isArray(t.revs) ? t.revs : []).filter((x) => typeof x === "number");
     const all = turns.flatMap(revsOf);
     const applied = s.stats?.actions_applied ?? all.length;
     if (!all.length && !applied) {
       this.review.replaceChildren();
       return;
     }
-    // Turns already reverted from this review: a turn is reverted once, and
-    // "Revert all" then takes back the turns that are left.
-    let reverted = this.reverted.get(sid);
-    if (!reverted) this.reverted.set(sid, (reverted = new Set<number>()));
-    const done = reverted;
-    const changing = turns.filter((t) => revsOf(t).length).map((t, i) => ({ n: typeof t.turn === "number" ? t.turn : i + 1, revs: revsOf(t) }));
-    let whole = false; // the whole run was reverted (also when the session lists no turns)
-    const render = () => {
-      if (whole || (changing.length && changing.every((t) => done.has(t.n)))) {
-        this.review.replaceChildren(h("p", { class: "muted", text: "Reverted." }));
-        return;
-      }
-      const rows = changing.map(({ n, revs }) => h("li", { "data-turn": String(n), class: done.has(n) ? "reverted" : "" },
-        `turn ${n}: ${revs.length} revision${revs.length === 1 ? ` (rev ${revs[0]}) ` : `s (rev ${Math.min(...revs)}–${Math.max(...revs)}) `}`,
-        done.has(n) ? h("span", { class: "muted", text: "reverted" }) : h("button", { type: "button", class: "revert-turn", text: "Revert", onclick: () => revert(n) })));
-      this.review.replaceChildren(h("div", { class: "review" },
-        h("b", { text: "Review: " }), `the agent made ${all.length || applied} change${(all.length || applied) === 1 ? "" : "s"}. `,
-        h("button", { type: "button", id: "agent-accept", text: "Accept", onclick: () => this.review.replaceChildren(h("p", { class: "muted", text: "Accepted." })) }),
-        h("button", { type: "button", id: "agent-revert", text: done.size ? "Revert the rest" : "Revert all", onclick: () => revert() }),
-        rows.length ? h("ul", {}, ...rows) : null));
-    };
+    const changing = turns.filter((t) => revsOf(t).length).map((t) => ({ n: t.turn, revs: revsOf(t), reverted: t.reverted_rev }));
+    const some = changing.some((t) => t.reverted !== undefined);
+    if (some && changing.every((t) => t.reverted !== undefined)) {
+      this.review.replaceChildren(h("p", { class: "muted", text: "Reverted." }));
+      return;
+    }
     const revert = async (turn?: number) => {
       try {
-        if (turn !== undefined) {
-          await this.client.revertAgent(sid, { turn });
-          done.add(turn);
-          toast(`turn ${turn} was reverted`, "ok");
-        } else if (!done.size) {
-          await this.client.revertAgent(sid, {});
-          for (const t of changing) done.add(t.n);
-          whole = true;
-          toast("the agent's changes were reverted", "ok");
-        } else {
-          // The whole run would revert the reverted turns again: the turns left, as one command.
-          const left = changing.filter((t) => !done.has(t.n)).map((t) => t.n);
-          await this.client.revertAgent(sid, { turns: left });
-          for (const n of left) done.add(n);
-          toast("the agent's other changes were reverted", "ok");
-        }
+        await this.client.revertAgent(sid, turn !== undefined ? { turn } : {});
+        toast(turn !== undefined ? `turn ${turn} was reverted` : some ? "the agent's other changes were reverted" : "the agent's changes were reverted", "ok");
       } catch (err: any) {
-        toast(`revert: ${why(err)}`, err?.status === 409 ? "warn" : "bad", 8000);
+        toast(`revert: ${why(err)}`, err?.status === 409 || err?.status === 422 ? "warn" : "bad", 8000);
       }
-      if (sid === this.session) render();
+      if (sid !== this.session) return;
+      const fresh = await this.refresh();
+      if (fresh && sid === this.session) this.showReview(sid, fresh);
     };
-    render();
+    const rows = changing.map(({ n, revs, reverted }) => h("li", { "data-turn": String(n), class: reverted !== undefined ? "reverted" : "" },
+      `turn ${n}: ${revs.length} revision${revs.length === 1 ? ` (rev ${revs[0]}) ` : `s (rev ${Math.min(...revs)}–${Math.max(...revs)}) `}`,
+      reverted !== undefined ? h("span", { class: "muted", text: `reverted (rev ${reverted})` })
+        : h("button", { type: "button", class: "revert-turn", text: "Revert", onclick: () => revert(n) })));
+    this.review.replaceChildren(h("div", { class: "review" },
+      h("b", { text: "Review: " }), `the agent made ${all.length || applied} change${(all.length || applied) === 1 ? "" : "s"}. `,
+      h("button", { type: "button", id: "agent-accept", text: "Accept", onclick: () => this.accept() }),
+      h("button", { type: "button", id: "agent-revert", text: some ? "Revert the rest" : "Revert all", onclick: () => revert() }),
+      rows.length ? h("ul", {}, ...rows) : null));
   }
+}
+
+/** What a turn kind (agent:status waiting_context) means, for the chat. */
+const TURN_KINDS: Record<string, string> = {
+  initial: "",
+  followup: "a follow-up",
+  low_action: "a follow-up: few actions so far",
+  lint: "a layout check",
+  replan: "a replan after a conflict",
+  message: "a new message",
+};
+
+/**
+ * The chat line of an agent:status event: a short sentence a person can
+ * read, null when the event says nothing the status badge does not (the
+ * model streaming). warn marks what a person should notice: an action the
+ * host browser never confirmed, a failed run.
+ */
+export function statusText(state: string, detail: unknown): { text: string; warn?: boolean } | null {
+  const d = detail && typeof detail === "object" && !Array.isArray(detail) ? (detail as Record<string, any>) : null;
+  const note = typeof detail === "string" ? detail.trim() : "";
+  const missed = d?.ack_missed;
+  if (missed && typeof missed === "object") {
+    const resends = Number(missed.resends) || 0;
+    return {
+      warn: true,
+      text: `The host browser never confirmed one of the agent's actions${resends ? ` (sent again ${resends} time${resends === 1 ? "" : "s"})` : ""}: the canvas may be missing it.`,
+    };
+  }
+  switch (state) {
+    case "scheduled":
+      if (typeof d?.queue === "number") return { text: `${d.queue} more message${d.queue === 1 ? "" : "s"} waiting: the next turn starts soon.` };
+      return { text: note ? `Waiting: ${sentence(note)}` : "Waiting for an agent." };
+    case "waiting_context":
+      if (typeof d?.turn === "number") {
+        const kind = TURN_KINDS[String(d.kind)] ?? String(d.kind ?? "");
+        return { text: `Turn ${d.turn} started${kind ? ` (${kind})` : ""}.` };
+      }
+      return note ? { text: note } : null;
+    case "calling_model":
+      return { text: typeof d?.model === "string" && d.model ? `Asking the model (${d.model}).` : "Asking the model." };
+    case "streaming":
+      return note ? { text: note } : null;
+    case "done":
+      return { text: note ? `Done: ${sentence(note)}` : "Done." };
+    case "canceled":
+      return { text: note && note !== "canceled" ? `Stopped: ${sentence(note)}` : "Stopped." };
+    case "error":
+      return { warn: true, text: note ? `Failed: ${sentence(note)}` : "Failed." };
+  }
+  if (note) return { text: note };
+  // An unknown detail: its fields as words, never raw JSON.
+  const parts = d ? Object.entries(d).filter(([, v]) => v !== null && typeof v !== "object").map(([k, v]) => `${k.replace(/_/g, " ")} ${v}`) : [];
+  return parts.length ? { text: parts.join(", ") + "." } : null;
+}
+
+/** text ending as a sentence (a full stop added unless it has one). */
+function sentence(text: string): string {
+  return /[.!?]$/.test(text) ? text : text + ".";
 }

@@ -149,7 +149,7 @@ class App {
   private route(): void {
     const q = new URLSearchParams(location.search);
     const id = q.get("canvas") || "";
-    if (id !== this.canvasId) this.open(id, q.get("doc") || "");
+    if (id !== this.canvasId) this.open(id, q.get("doc") || "", q.get("agent") || "");
     else if (q.get("doc") && q.get("doc") !== this.doc.nodeId && this.model) this.doc.open(q.get("doc")!);
   }
 
@@ -209,7 +209,8 @@ class App {
     this.setConn(this.canvasId ? "offline" : "idle");
   }
 
-  private async open(id: string, docId: string): Promise<void> {
+  /** Opens canvas id, then its document docId and the review of agent session agentId when given (a reload). */
+  private async open(id: string, docId: string, agentId = ""): Promise<void> {
     this.closeLive();
     if (this.doc.nodeId) this.doc.close();
     this.canvasId = id;
@@ -223,6 +224,7 @@ class App {
     document.body.classList.toggle("no-canvas", !id);
     this.status();
     if (!id) return;
+    if (agentId) this.agent.resume(agentId);
     const t0 = performance.now();
     this.timing.open = t0;
     let first = true;
