@@ -354,11 +354,11 @@ func TestWebUIAgent(t *testing.T) {
 	// the model gets an image part of those shapes only (the red ellipse,
 	// inside their bounds, is not drawn).
 	p.poll("panel idle on the vision run", `document.getElementById('agent-panel').dataset.sessionId === '`+visionID+`' && !document.getElementById('agent-run').disabled`)
-	// A click on empty canvas, between the box and the note, clears the
-	// selection (Escape would only if the keyboard focus were inside
-	// Excalidraw) and with it the style panel that a selection opens over
-	// the canvas's left edge, where the blue box is.
-	p.click(290, 150)
+	// A click on empty canvas clears the selection (Escape would only if the
+	// keyboard focus were inside Excalidraw) and with it the style panel that
+	// a selection opens over the canvas's left edge, where the blue box is.
+	// The point is the model image's background, far right of that panel.
+	p.click(700, 450)
 	p.pollSelection("empty canvas clicked")
 	p.click(180, 150)
 	p.pollSelection("the blue box clicked", "shape:blue")
