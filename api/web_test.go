@@ -688,9 +688,21 @@ func TestWebUICanvas(t *testing.T) {
 		t.Fatalf("the drag did not move s:dia: x %v", diaX)
 	}
 	p.eval(`window.__holdSSE = false`, nil)
-	nodes = e.waitNodes(cid, "re-applied move", func(n map[string]map[string]any) bool { return math.Abs(n["s:dia"]["x"].(float64)-diaX) < 0.011 })
-	if c := nodes["s:dia"]["props"].(map[string]any)["color"]; c != "violet" {
-		t.Errorf("the other's recolour was lost: %v", nodes["s:dia"])
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		n := e.nodes(cid)["s:dia"]
+		if math.Abs(n["x"].(float64)-diaX) < 0.011 {
+			if c := n["props"].(map[string]any)["color"]; c != "violet" {
+				t.Errorf("the other's recolour was lost: %v", n)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			var page string
+			p.eval(`JSON.stringify({x: canvasd.view.ex.getSceneElements().find(el => el.id === 's:dia').x, rev: canvasd.model && canvasd.model.rev,
+				conn: document.getElementById('conn').textContent, held: window.__holdSSE,
+				toasts: [...document.querySelectorAll('.toast')].map(t => t.textContent), conflicts: [...document.querySelectorAll('#conflicts .conflict')].map(c => c.textContent)})`, &page)
+			t.Fatalf("re-applied move: the server has s:dia %v, the page read x %v at the drag's end and now shows %s", n, diaX, page)
+		}
 	}
 	// Overlapping: another actor moves s:tri while the page is held; the
 	// user's move stays on screen with the conflict explained; "Keep mine" saves it.
@@ -715,6 +727,19 @@ func TestWebUICanvas(t *testing.T) {
 	p.clickCSS(`#conflicts .conflict button.keep`)
 	e.waitNodes(cid, "kept mine", func(n map[string]map[string]any) bool { return math.Abs(n["s:tri"]["y"].(float64)-triY) < 0.011 })
 	p.poll("conflict closed", `!document.querySelector('#conflicts .conflict')`)
+
+	// The same with s:star, but "Take theirs": the other's move shows, the user's is dropped.
+	p.do(chromedp.KeyEvent(kb.Escape))
+	p.eval(`window.__holdSSE = true`, nil)
+	apply("move", map[string]any{"id": "s:star", "x": 360, "y": 600})
+	p.drag(410, 250, 410, 330)
+	p.poll("second conflict explained", `!!document.querySelector('#conflicts .conflict') && document.querySelector('#conflicts .conflict').textContent.includes('s:star')`)
+	p.eval(`window.__holdSSE = false`, nil)
+	p.clickCSS(`#conflicts .conflict button.theirs`)
+	p.poll("theirs shown", `canvasd.view.ex.getSceneElements().find(el => el.id === 's:star').y === 600 && !document.querySelector('#conflicts .conflict')`)
+	if n := e.nodes(cid)["s:star"]; n["y"].(float64) != 600 {
+		t.Errorf("taking theirs wrote the user's move: %v", n)
+	}
 }
 
 // TestWebUIDocument drives the document panel in Chromium: opened by its
@@ -866,6 +891,11 @@ func TestWebUITwoBrowsers(t *testing.T) {
 	b.drag(660, 340, 700, 400)
 	e.waitNodes(cid, "bob's move", func(n map[string]map[string]any) bool { return n["s:b"]["x"].(float64) == 640 })
 	a.poll("alice sees bob's move", `canvasd.view.ex.getSceneElements().find(el => el.id === 's:b').x === 640`)
+	// Alice moves it back: Bob, who moved it last, sees hers (his own edit,
+	// once on the server, does not stay on his screen over later ones).
+	a.drag(700, 400, 660, 340)
+	e.waitNodes(cid, "alice's move", func(n map[string]map[string]any) bool { return n["s:b"]["x"].(float64) == 600 })
+	b.poll("bob sees alice's move", `(() => { const el = canvasd.view.ex.getSceneElements().find(el => el.id === 's:b'); return el.x === 600 && el.y === 300; })()`)
 
 	// Bob's pointer and selection (s:b, selected by the drag) show on Alice's canvas, and hers on his.
 	bx, by := b.screen(560, 60) // right of the property panel the selection opens

@@ -575,11 +575,13 @@ export class CanvasView {
     if (from && to && (from !== e.from || to !== e.to) && m.nodes.has(from) && m.nodes.has(to)) {
       cmd("delete_edge", { id }, [id], ["from", "to"]);
       cmd("create_edge", { id, from, to, type: e.type || "arrow", props: e.props }, [from, to], []);
-    } else {
+    } else if (from !== e.from || to !== e.to) {
       this.buildEdge(id); // a loose end snaps back: an edge joins two shapes
-      this.rendered.delete(id);
+      this.rendered.set(el.id, el.version); // so push() puts the server's version in its place
       this.push(false);
     }
+    // Otherwise a shape it joins moved: the arrow follows on screen and
+    // settles with that shape's command (sendNow).
   }
 
   /** Sends a gesture's commands (one batch), in order with earlier gestures. */
@@ -593,14 +595,40 @@ export class CanvasView {
     const cid = this.canvasId();
     for (const c of cmds) this.myCommands.add(c.id);
     const base = m.rev;
+    // The user's elements these commands carry (an edge's is named by its id, not its nodes).
+    const carried = new Set(cmds.flatMap((c) => [...c.nodes, c.args?.id, ...(Array.isArray(c.args?.ids) ? c.args.ids : [])]));
+    for (const n of [...carried]) for (const e of this.edgesAt.get(n) || []) carried.add(e); // arrows that follow their shapes
+    const versions = new Map<string, number>();
+    for (const el of this.ex.getSceneElementsIncludingDeleted()) {
+      if (this.sent.get(el.id) === el.version && carried.has(el.containerId || partOf(el.id).node)) versions.set(el.id, el.version);
+    }
     try {
-      if (cmds.length === 1) await this.client.applyResult(cid, cmds[0].type, cmds[0].args, { baseRev: base, cmdId: cmds[0].id, idempotencyKey: cmds[0].id });
-      else await this.client.applyBatch(cid, cmds.map(({ id, type, args }) => ({ id, type: type as any, args })), { baseRev: base });
+      const rev = cmds.length === 1
+        ? (await this.client.applyResult(cid, cmds[0].type, cmds[0].args, { baseRev: base, cmdId: cmds[0].id, idempotencyKey: cmds[0].id })).rev
+        : (await this.client.applyBatch(cid, cmds.map(({ id, type, args }) => ({ id, type: type as any, args })), { baseRev: base })).current_rev;
+      void this.caughtUp(rev).then(() => this.settle(m, rev, versions));
     } catch (err) {
-      if (cid !== this.canvasId() || this.model !== m) return;
+      if (cid !== this.canvasId()) return;
+      if (this.model !== m) { // re-read meanwhile: the scene shows the server's version
+        toast(`${cmds.map((c) => c.type).join(", ")} was not saved (the canvas was re-read meanwhile): ${why(err)}`, "warn", 8000);
+        return;
+      }
       if (err instanceof ConflictError) return this.conflict(cmds, err.conflict, attempt);
       toast(`${cmds.map((c) => c.type).join(", ")} was refused: ${why(err)}`, "bad", 8000);
       this.revert(cmds.flatMap((c) => c.nodes)); // the server said no: show what it has
+    }
+  }
+
+  /**
+   * The server holds what the user did: once the model has the commit, the
+   * user's elements it carried that the user has not changed since are the
+   * server's version, so later commits from others show on them.
+   */
+  private settle(m: CanvasModel, rev: number, versions: Map<string, number>): void {
+    if (this.model !== m || m.rev < rev) return; // a reload shows the server's version anyway
+    for (const el of this.ex.getSceneElementsIncludingDeleted()) {
+      const node = el.containerId || partOf(el.id).node;
+      if (versions.get(el.id) === el.version && !this.held.has(node)) this.rendered.set(el.id, el.version);
     }
   }
 
@@ -683,7 +711,8 @@ export class CanvasView {
     for (const n of nodes) {
       this.held.delete(n);
       for (const el of this.ex.getSceneElementsIncludingDeleted()) {
-        if (partOf(el.id).node === n || el.containerId === n) { this.sent.delete(el.id); this.rendered.set(el.id, -1); }
+        // Marked as on stage: push() then puts the server's version in its place.
+        if (partOf(el.id).node === n || el.containerId === n) { this.sent.delete(el.id); this.rendered.set(el.id, el.version); }
       }
       if (this.model.nodes.has(n)) this.build(n);
       else if (this.model.edges.has(n)) this.buildEdge(n);
