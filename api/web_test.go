@@ -288,6 +288,7 @@ func (p *uiPage) drag(x0, y0, x1, y1 float64) {
 // dragScreen is drag in page pixels.
 func (p *uiPage) dragScreen(sx, sy, ex, ey float64) {
 	p.t.Helper()
+	p.waitCanvasAt(sx, sy)
 	held := func(p *input.DispatchMouseEventParams) { p.Button, p.Buttons = input.MouseButtonLeft, 1 }
 	steps := []chromedp.Action[chromedp.Void]{chromedp.MouseEvent(chromedp.MouseMoved, sx, sy), chromedp.Sleep(40 * time.Millisecond),
 		chromedp.MouseEvent(chromedp.MousePressed, sx, sy, held, chromedp.ClickCount(1)), chromedp.Sleep(20 * time.Millisecond)}
@@ -300,24 +301,12 @@ func (p *uiPage) dragScreen(sx, sy, ex, ey float64) {
 	p.do(steps...)
 }
 
-// click clicks canvas point (x, y). It first waits until that point shows
-// Excalidraw's canvas, not a toast, dialog or panel over it, and fails
-// naming what covers it.
+// click clicks canvas point (x, y), once Excalidraw's canvas is there
+// (waitCanvasAt).
 func (p *uiPage) click(x, y float64, mods ...chromedp.Modifier) {
 	p.t.Helper()
 	sx, sy := p.screen(x, y)
-	under := fmt.Sprintf(`(() => { const el = document.elementFromPoint(%v, %v);
-		return !el ? 'nothing' : el.matches('canvas.excalidraw__canvas.interactive') ? '' : el.outerHTML.slice(0, 200); })()`, sx, sy)
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		var over string
-		p.eval(under, &over)
-		if over == "" {
-			break
-		}
-		if time.Now().After(deadline) {
-			p.t.Fatalf("canvas point (%v, %v), page (%.0f, %.0f), is covered by %s", x, y, sx, sy, over)
-		}
-	}
+	p.waitCanvasAt(sx, sy)
 	var m int64
 	for _, x := range mods {
 		m |= int64(x)
@@ -328,6 +317,24 @@ func (p *uiPage) click(x, y float64, mods ...chromedp.Modifier) {
 	p.do(chromedp.MouseEvent(chromedp.MouseMoved, sx, sy), chromedp.Sleep(40*time.Millisecond),
 		chromedp.MouseEvent(chromedp.MousePressed, sx, sy, held, chromedp.ClickCount(1)), chromedp.Sleep(20*time.Millisecond),
 		chromedp.MouseEvent(chromedp.MouseReleased, sx, sy, chromedp.ButtonLeft, chromedp.ClickCount(1)), chromedp.Sleep(40*time.Millisecond))
+}
+
+// waitCanvasAt waits until page point (sx, sy) shows Excalidraw's canvas,
+// not a toast, dialog or panel over it, and fails naming what covers it.
+func (p *uiPage) waitCanvasAt(sx, sy float64) {
+	p.t.Helper()
+	under := fmt.Sprintf(`(() => { const el = document.elementFromPoint(%v, %v);
+		return !el ? 'nothing' : el.matches('canvas.excalidraw__canvas.interactive') ? '' : el.outerHTML.slice(0, 200); })()`, sx, sy)
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		var over string
+		p.eval(under, &over)
+		if over == "" {
+			return
+		}
+		if time.Now().After(deadline) {
+			p.t.Fatalf("page point (%.0f, %.0f) is covered by %s", sx, sy, over)
+		}
+	}
 }
 
 // clickCSS clicks the element matching a CSS selector.
@@ -729,10 +736,18 @@ func TestWebUICanvas(t *testing.T) {
 	p.poll("conflict closed", `!document.querySelector('#conflicts .conflict')`)
 
 	// The same with s:star, but "Take theirs": the other's move shows, the user's is dropped.
-	p.do(chromedp.KeyEvent(kb.Escape))
+	// A click on empty canvas clears the selection (the focus is on the
+	// Keep mine button, so Escape would not), and the style panel with it.
+	p.click(450, 650) // below the shapes, left of the drawn arrow
+	p.pollSelection("empty canvas clicked")
 	p.eval(`window.__holdSSE = true`, nil)
 	apply("move", map[string]any{"id": "s:star", "x": 360, "y": 600})
 	p.drag(410, 250, 410, 330)
+	var starY float64
+	p.eval(`canvasd.view.ex.getSceneElements().find(el => el.id === 's:star').y`, &starY)
+	if starY < 240 {
+		t.Fatalf("the drag did not move s:star: y %v", starY)
+	}
 	p.poll("second conflict explained", `!!document.querySelector('#conflicts .conflict') && document.querySelector('#conflicts .conflict').textContent.includes('s:star')`)
 	p.eval(`window.__holdSSE = false`, nil)
 	p.clickCSS(`#conflicts .conflict button.theirs`)
