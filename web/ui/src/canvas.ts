@@ -711,7 +711,7 @@ export class CanvasView {
     for (const n of nodes) {
       this.held.delete(n);
       for (const el of this.ex.getSceneElementsIncludingDeleted()) {
-        // Marked as on stage: push() then puts the server's version in its place.
+        // Counted as shown, so that push() puts the server's version in its place.
         if (partOf(el.id).node === n || el.containerId === n) { this.sent.delete(el.id); this.rendered.set(el.id, el.version); }
       }
       if (this.model.nodes.has(n)) this.build(n);
