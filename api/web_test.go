@@ -332,6 +332,7 @@ func (p *uiPage) waitCanvasAt(sx, sy float64) {
 			return
 		}
 		if time.Now().After(deadline) {
+			p.screenshot("covered")
 			p.t.Fatalf("page point (%.0f, %.0f) is covered by %s", sx, sy, over)
 		}
 	}
