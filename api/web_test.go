@@ -605,7 +605,11 @@ func TestWebUICanvas(t *testing.T) {
 	}
 	p.do(chromedp.KeyEvent(kb.Escape))
 	p.click(300, 520)
+	p.pollSelection("the rectangle clicked", rect)
 	p.click(490, 481, chromedp.ModifierShift)
+	both := []string{rect, ell}
+	slices.Sort(both)
+	p.pollSelection("the ellipse shift-clicked", both...)
 	p.do(chromedp.KeyEvent("g", chromedp.KeyModifiers(chromedp.ModifierCtrl)))
 	nodes = e.waitNodes(cid, "group", func(n map[string]map[string]any) bool {
 		return n[rect]["parent_id"] != "" && n[rect]["parent_id"] == n[ell]["parent_id"]
