@@ -324,7 +324,10 @@ func (p *uiPage) click(x, y float64, mods ...chromedp.Modifier) {
 func (p *uiPage) waitCanvasAt(sx, sy float64) {
 	p.t.Helper()
 	under := fmt.Sprintf(`(() => { const el = document.elementFromPoint(%v, %v);
-		return !el ? 'nothing' : el.matches('canvas.excalidraw__canvas.interactive') ? '' : el.outerHTML.slice(0, 200); })()`, sx, sy)
+		if (el && el.matches('canvas.excalidraw__canvas.interactive')) return '';
+		const c = document.querySelector('canvas.excalidraw__canvas.interactive'), r = c && c.getBoundingClientRect(), a = canvasd.view.ex.getAppState();
+		return (el ? el.outerHTML.slice(0, 200) : 'nothing') + ' (the canvas: ' + (r ? [r.x, r.y, r.width, r.height].map(Math.round).join(' ') + ', ' + getComputedStyle(c).pointerEvents : 'none') +
+			'; app state: ' + [a.offsetLeft, a.offsetTop, a.width, a.height].map(Math.round).join(' ') + ')'; })()`, sx, sy)
 	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(50 * time.Millisecond) {
 		var over string
 		p.eval(under, &over)
