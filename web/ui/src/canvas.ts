@@ -28,7 +28,8 @@ export function touched(c: Commit): Applied {
 
 const newCmdId = () => "cmd_ui_" + randomHex(9);
 
-type Cmd = { id: string; type: string; args: any; nodes: string[]; fields: string[] };
+/** A planned command; carries: the gesture's elements (id → version) that its commands send. */
+type Cmd = { id: string; type: string; args: any; nodes: string[]; fields: string[]; carries?: Map<string, number> };
 export interface Box { x: number; y: number; w: number; h: number }
 
 const GEOMETRY = ["x", "y", "w", "h", "rotation"];
@@ -520,10 +521,15 @@ export class CanvasView {
     }
     for (const id of dirtyEdges) this.planEdge(id, byId.get(id), cmd);
     // Mark what was planned as sent.
+    const carries = new Map<string, number>();
     for (const el of els) {
       const node = el.type === "text" && el.containerId ? el.containerId : partOf(el.id).node;
-      if (dirtyNodes.has(node) || dirtyEdges.has(node)) this.sent.set(el.id, el.version);
+      if (dirtyNodes.has(node) || dirtyEdges.has(node)) {
+        this.sent.set(el.id, el.version);
+        carries.set(el.id, el.version);
+      }
     }
+    for (const c of cmds) c.carries = carries;
     return cmds;
   }
 
@@ -581,7 +587,7 @@ export class CanvasView {
       this.push(false);
     }
     // Otherwise a shape it joins moved: the arrow follows on screen and
-    // settles with that shape's command (sendNow).
+    // settles with that shape's command (plan() counts it as carried).
   }
 
   /** Sends a gesture's commands (one batch), in order with earlier gestures. */
@@ -595,18 +601,12 @@ export class CanvasView {
     const cid = this.canvasId();
     for (const c of cmds) this.myCommands.add(c.id);
     const base = m.rev;
-    // The user's elements these commands carry (an edge's is named by its id, not its nodes).
-    const carried = new Set(cmds.flatMap((c) => [...c.nodes, c.args?.id, ...(Array.isArray(c.args?.ids) ? c.args.ids : [])]));
-    for (const n of [...carried]) for (const e of this.edgesAt.get(n) || []) carried.add(e); // arrows that follow their shapes
-    const versions = new Map<string, number>();
-    for (const el of this.ex.getSceneElementsIncludingDeleted()) {
-      if (this.sent.get(el.id) === el.version && carried.has(el.containerId || partOf(el.id).node)) versions.set(el.id, el.version);
-    }
     try {
       const rev = cmds.length === 1
         ? (await this.client.applyResult(cid, cmds[0].type, cmds[0].args, { baseRev: base, cmdId: cmds[0].id, idempotencyKey: cmds[0].id })).rev
         : (await this.client.applyBatch(cid, cmds.map(({ id, type, args }) => ({ id, type: type as any, args })), { baseRev: base })).current_rev;
-      void this.caughtUp(rev).then(() => this.settle(m, rev, versions));
+      const carries = cmds[0]?.carries;
+      if (carries) void this.caughtUp(rev).then(() => this.settle(m, rev, carries));
     } catch (err) {
       if (cid !== this.canvasId()) return;
       if (this.model !== m) { // re-read meanwhile: the scene shows the server's version
@@ -624,11 +624,11 @@ export class CanvasView {
    * user's elements it carried that the user has not changed since are the
    * server's version, so later commits from others show on them.
    */
-  private settle(m: CanvasModel, rev: number, versions: Map<string, number>): void {
+  private settle(m: CanvasModel, rev: number, carries: Map<string, number>): void {
     if (this.model !== m || m.rev < rev) return; // a reload shows the server's version anyway
     for (const el of this.ex.getSceneElementsIncludingDeleted()) {
       const node = el.containerId || partOf(el.id).node;
-      if (versions.get(el.id) === el.version && !this.held.has(node)) this.rendered.set(el.id, el.version);
+      if (carries.get(el.id) === el.version && !this.held.has(node)) this.rendered.set(el.id, el.version);
     }
   }
 
