@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"sort"
@@ -133,12 +134,13 @@ func BenchmarkSSEDelivery(b *testing.B) {
 		{"10k-subscribers", 10000, 50, 100 * time.Millisecond, 1, true},
 	} {
 		b.Run(run.name, func(b *testing.B) {
-			base, stop := startCanvasd(b)
+			base, pid, stop := startCanvasd(b)
 			defer stop()
 			size := commitFrameSize(b, base, testAdmin, canvasdFanTarget(b, base, testAdmin, "size"))
-			floorBase, stopFloor := startChild(b, floorBin, "-size", strconv.Itoa(size))
+			floorBase, floorPID, stopFloor := startChild(b, floorBin, "-size", strconv.Itoa(size))
 			defer stopFloor()
 			floor := fanTarget{
+				pid:       floorPID,
 				streamURL: floorBase + "/sse",
 				publish: func(c *http.Client, rev int) error {
 					resp, err := c.Post(floorBase+"/publish?rev="+strconv.Itoa(rev), "text/plain", nil)
@@ -148,24 +150,29 @@ func BenchmarkSSEDelivery(b *testing.B) {
 					return err
 				},
 			}
-			var p50, p99, fp50, fp99, ratio []float64
+			var p50, p99, fp50, fp99, ratio, cpu, fcpu, cpuRatio []float64
 			for round := range run.rounds {
 				var onReady func(bool)
 				if run.memoryPerStream && round == 0 {
 					onReady = memoryPerSubscriber(b, base, run.subs)
 				}
 				target := canvasdFanTarget(b, base, testAdmin, fmt.Sprintf("fan%d-%d", run.subs, round))
-				lats := measureDelivery(b, target, run.subs, run.commits, run.every, onReady)
-				flats := measureDelivery(b, floor, run.subs, run.commits, run.every, nil)
+				target.pid = pid
+				lats, c := measureDelivery(b, target, run.subs, run.commits, run.every, onReady)
+				flats, fc := measureDelivery(b, floor, run.subs, run.commits, run.every, nil)
 				p50, p99 = append(p50, ms(percentile(lats, 0.50))), append(p99, ms(percentile(lats, 0.99)))
 				fp50, fp99 = append(fp50, ms(percentile(flats, 0.50))), append(fp99, ms(percentile(flats, 0.99)))
 				ratio = append(ratio, p99[round]/fp99[round])
+				cpu, fcpu, cpuRatio = append(cpu, c), append(fcpu, fc), append(cpuRatio, c/fc)
 			}
 			reportSpread(b, p50, "p50-ms")
 			reportSpread(b, p99, "p99-ms")
 			reportSpread(b, fp50, "floor-p50-ms")
 			reportSpread(b, fp99, "floor-p99-ms")
 			reportSpread(b, ratio, "x-floor")
+			reportSpread(b, cpu, "server-cpu-µs/delivery")
+			reportSpread(b, fcpu, "floor-cpu-µs/delivery")
+			reportSpread(b, cpuRatio, "cpu-x-floor")
 			b.ReportMetric(float64(size), "event-bytes")
 			b.ReportMetric(loadAvg(), "loadavg")
 		})
@@ -194,6 +201,7 @@ func memoryPerSubscriber(b *testing.B, base string, subs int) func(subscribed bo
 
 // fanTarget is a server measureDelivery subscribes to and publishes on.
 type fanTarget struct {
+	pid       int    // the server's process, whose CPU time measureDelivery reads
 	canvasID  string // on canvasd
 	streamURL string
 	publish   func(c *http.Client, rev int) error // makes the event with revision rev (1, 2, ...)
@@ -247,7 +255,7 @@ func commitFrameSize(b *testing.B, base, token string, t fanTarget) int {
 // revisions one every `every`, and returns every event's delivery latency at
 // every subscriber. onReady is called before the subscribers connect
 // (false) and once all are caught up (true).
-func measureDelivery(b *testing.B, t fanTarget, subscribers, commits int, every time.Duration, onReady func(subscribed bool)) []time.Duration {
+func measureDelivery(b *testing.B, t fanTarget, subscribers, commits int, every time.Duration, onReady func(subscribed bool)) (lats []time.Duration, cpuPerDelivery float64) {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.MaxIdleConnsPerHost = 64
 	c := &http.Client{Transport: tr}
@@ -256,7 +264,6 @@ func measureDelivery(b *testing.B, t fanTarget, subscribers, commits int, every 
 		onReady(false)
 	}
 	var mu sync.Mutex
-	var lats []time.Duration
 	start := time.Now()
 	sent := make([]atomic.Int64, commits+1) // when revision rev was published, in ns since start
 	var ready, done sync.WaitGroup
@@ -300,6 +307,7 @@ func measureDelivery(b *testing.B, t fanTarget, subscribers, commits int, every 
 	if onReady != nil {
 		onReady(true)
 	}
+	cpu0 := childCPU(b, t.pid)
 	for i := 1; i <= commits; i++ {
 		sent[i].Store(int64(time.Since(start)))
 		if err := t.publish(c, i); err != nil {
@@ -308,10 +316,25 @@ func measureDelivery(b *testing.B, t fanTarget, subscribers, commits int, every 
 		time.Sleep(every)
 	}
 	done.Wait()
+	cpu := childCPU(b, t.pid) - cpu0
 	if len(lats) != subscribers*commits {
 		b.Fatalf("%d deliveries, want %d: a subscriber missed events", len(lats), subscribers*commits)
 	}
-	return lats
+	return lats, float64(cpu.Microseconds()) / float64(len(lats))
+}
+
+// childCPU returns the CPU time (user and system) process pid has used, from
+// /proc (in clock ticks of 10 ms: measure spans of a second or more).
+func childCPU(b *testing.B, pid int) time.Duration {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		b.Fatal(err)
+	}
+	// The fields after the command name (which may hold spaces) end with ')'.
+	f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+2:]))
+	utime, _ := strconv.ParseInt(f[11], 10, 64)
+	stime, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(utime+stime) * 10 * time.Millisecond
 }
 
 // eventRev parses the revision of an "id: <rev>-<hex>" line (cheaply: the
@@ -330,7 +353,7 @@ func eventRev(line []byte) int {
 // startCanvasd builds and starts canvasd as a child process on a free port
 // (admin token testAdmin, streams per token not capped) and returns its
 // base URL and a stop function (also called at cleanup).
-func startCanvasd(b *testing.B) (string, func()) {
+func startCanvasd(b *testing.B) (base string, pid int, stop func()) {
 	bin := filepath.Join(b.TempDir(), "canvasd")
 	if out, err := exec.Command("go", "build", "-o", bin, "../cmd/canvasd").CombinedOutput(); err != nil {
 		b.Fatalf("build canvasd: %v\n%s", err, out)
@@ -350,9 +373,9 @@ func buildSSEFloor(b *testing.B) string {
 }
 
 // startChild starts bin with args plus --addr on a free port, waits until
-// its /readyz answers 200, and returns its base URL and a stop function
-// (also called at cleanup).
-func startChild(b *testing.B, bin string, args ...string) (string, func()) {
+// its /readyz answers 200, and returns its base URL, its process id and a
+// stop function (also called at cleanup).
+func startChild(b *testing.B, bin string, args ...string) (base string, pid int, stop func()) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		b.Fatal(err)
@@ -364,19 +387,19 @@ func startChild(b *testing.B, bin string, args ...string) (string, func()) {
 		b.Fatal(err)
 	}
 	var once sync.Once
-	stop := func() { once.Do(func() { _ = cmd.Process.Kill(); _, _ = cmd.Process.Wait() }) }
+	stop = func() { once.Do(func() { _ = cmd.Process.Kill(); _, _ = cmd.Process.Wait() }) }
 	b.Cleanup(stop)
-	base := "http://" + addr
+	base = "http://" + addr
 	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
 		if resp, err := http.Get(base + "/readyz"); err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == 200 {
-				return base, stop
+				return base, cmd.Process.Pid, stop
 			}
 		}
 	}
 	b.Fatalf("%s did not become ready", filepath.Base(bin))
-	return "", nil
+	return "", 0, nil
 }
 
 // metricValue reads one unlabelled sample from the server's /metrics.

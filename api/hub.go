@@ -4,18 +4,21 @@ import (
 	"encoding/json"
 	"sync"
 	"sync/atomic"
+	"syscall"
 
 	"github.com/canvasd/canvasd/canvas"
 	"github.com/canvasd/canvasd/host"
 )
 
 // Hub fans commits and ephemeral events out to the SSE subscribers of each
-// canvas. Publishing never blocks: each subscriber has a bounded queue. A
-// commit that finds it full is not queued; the subscriber is told it lags
-// and its stream reads the commits it missed from the engine (they are
-// durable). An ephemeral event that finds it full kicks the subscriber (it
-// gets a reset event and reconnects with Last-Event-ID). A commit is encoded
-// once for all subscribers.
+// canvas. Publishing never blocks: it hands the frame to the canvas's
+// fan-out shards (fanout.go), which write it straight to the connections of
+// idle live subscribers and queue it for the others. Each subscriber has a
+// bounded queue. A commit that finds it full is not queued; the subscriber
+// is told it lags and its stream reads the commits it missed from the
+// engine (they are durable). An ephemeral event that finds it full kicks
+// the subscriber (it gets a reset event and reconnects with Last-Event-ID).
+// A commit is encoded once for all subscribers, and its bytes are shared.
 //
 // With a relay (Config.Broadcaster, relay.go) ephemeral events also reach the
 // subscribers of the other processes sharing the store, and Subscribers
@@ -24,8 +27,10 @@ type Hub struct {
 	queueSize int
 	onCount   func(delta int)
 
-	mu   sync.RWMutex
-	subs map[string]map[*subscriber]struct{}
+	mu       sync.RWMutex
+	subs     map[string]map[*subscriber]struct{}
+	fans     map[string]*fanout // the subscribers of each canvas in subs, by fan-out shard
+	fanStats fanStats
 
 	relay atomic.Pointer[relay] // nil: this process only
 
@@ -53,6 +58,17 @@ type subscriber struct {
 	kicked chan struct{}
 	once   sync.Once
 	client *browserClient // nil: the stream declared no browser
+	shard  *fanShard      // set by fanout.add
+
+	// queued counts the frames sent to ch that the stream's goroutine has
+	// not written yet; it is decremented under wmu once they are written.
+	queued atomic.Int32
+	// wmu is held by whoever writes to the stream's connection once it is
+	// live: its goroutine (streamLive), or a shard writing directly.
+	wmu    sync.Mutex
+	direct syscall.RawConn // the live stream's connection, for direct writes; nil: none (guarded by wmu)
+	last   int64           // the last revision the client was sent (guarded by wmu while live)
+	sent   bool            // something was written since the last heartbeat check (guarded by wmu)
 }
 
 func (s *subscriber) kick() { s.once.Do(func() { close(s.kicked) }) }
@@ -71,7 +87,8 @@ func NewHub(queueSize int, onCount func(delta int)) *Hub {
 	if queueSize <= 0 {
 		queueSize = 256
 	}
-	return &Hub{queueSize: queueSize, onCount: onCount, subs: map[string]map[*subscriber]struct{}{}, hosts: map[string]*hostState{}}
+	return &Hub{queueSize: queueSize, onCount: onCount, subs: map[string]map[*subscriber]struct{}{},
+		fans: map[string]*fanout{}, hosts: map[string]*hostState{}}
 }
 
 // Publish sends a commit to the canvas's subscribers (store.Publisher). It
@@ -121,22 +138,12 @@ func (h *Hub) localSubscribers(canvasID string) int {
 	return len(h.subs[canvasID])
 }
 
+// send hands f to the canvas's fan-out (fanout.go); it never blocks.
 func (h *Hub) send(canvasID string, f *frame) {
 	h.mu.RLock()
 	defer h.mu.RUnlock()
-	for s := range h.subs[canvasID] {
-		if f.to != "" && (s.client == nil || s.client.id != f.to) {
-			continue
-		}
-		select {
-		case s.ch <- f:
-		default:
-			if f.rev > 0 {
-				s.lag()
-			} else {
-				s.kick()
-			}
-		}
+	if fo := h.fans[canvasID]; fo != nil {
+		fo.send(f)
 	}
 }
 
@@ -158,6 +165,12 @@ func (h *Hub) subscribe(canvasID string, b *browserClient) *subscriber {
 		}
 	}
 	set[s] = struct{}{}
+	fo := h.fans[canvasID]
+	if fo == nil {
+		fo = newFanout(&h.fanStats)
+		h.fans[canvasID] = fo
+	}
+	fo.add(s)
 	h.mu.Unlock()
 	if h.onCount != nil {
 		h.onCount(1)
@@ -166,11 +179,7 @@ func (h *Hub) subscribe(canvasID string, b *browserClient) *subscriber {
 		r.touch(streamKey{id: canvasID})
 	}
 	if b != nil && !(b.candidate && h.elect(canvasID)) { // a change was announced to s too
-		select {
-		case s.ch <- &frame{data: hostFrame(canvasID, h.Host(canvasID))}:
-		default:
-			s.kick()
-		}
+		s.enqueue(&frame{data: hostFrame(canvasID, h.Host(canvasID))})
 	}
 	return s
 }
@@ -179,6 +188,13 @@ func (h *Hub) unsubscribe(canvasID string, s *subscriber) {
 	h.mu.Lock()
 	if set := h.subs[canvasID]; set != nil {
 		delete(set, s)
+		if fo := h.fans[canvasID]; fo != nil {
+			fo.remove(s)
+			if len(set) == 0 {
+				fo.close()
+				delete(h.fans, canvasID)
+			}
+		}
 		if len(set) == 0 {
 			delete(h.subs, canvasID)
 		}

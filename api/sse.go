@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -142,6 +143,20 @@ func (o *sseOut) flush() bool {
 		o.pending = o.pending[:0]
 	}
 	return err == nil
+}
+
+// rawConn returns the hijacked connection for non-blocking writes
+// (fanout.go), or nil where there is none or it is not a plain socket (TLS).
+func (o *sseOut) rawConn() syscall.RawConn {
+	sc, ok := o.conn.(syscall.Conn)
+	if !ok {
+		return nil
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return nil
+	}
+	return rc
 }
 
 // done is closed when the client is gone (for a hijacked connection; nil otherwise,

@@ -110,10 +110,20 @@ func (s *Server) handleCanvasStream(w http.ResponseWriter, r *http.Request) {
 // more than Config.MaxReplay commits behind, or the server closes streams;
 // then it releases sub, out and actor's stream slot. Commits left out of a
 // full queue are read from the engine. last is the revision the client has.
+// On a hijacked TCP connection, sub's fan-out shard writes most frames
+// itself (fanout.go); this goroutine writes what is queued.
 func (s *Server) streamLive(ctx context.Context, id, actor string, sub *subscriber, out *sseOut, last int64) {
 	defer s.streams.release(actor)
 	defer s.hub.unsubscribe(id, sub)
-	defer out.close()
+	defer func() {
+		sub.wmu.Lock()
+		sub.direct = nil
+		out.close()
+		sub.wmu.Unlock()
+	}()
+	sub.wmu.Lock()
+	sub.last, sub.direct = last, out.rawConn()
+	sub.wmu.Unlock()
 	// The heartbeat timer is not reset on every event (a timer update per
 	// subscriber per commit adds up at 10k subscribers): when it fires it
 	// re-arms for the rest of the interval if something was sent meanwhile.
@@ -129,46 +139,61 @@ func (s *Server) streamLive(ctx context.Context, id, actor string, sub *subscrib
 		case <-out.done():
 			return
 		case <-sub.kicked:
-			out.write(behindReset(last))
+			sub.wmu.Lock()
+			out.write(behindReset(sub.last))
+			sub.wmu.Unlock()
 			return
 		case <-sub.lagged:
-			if !s.sendLive(ctx, id, sub, nil, &last, out) {
+			if !s.sendLive(ctx, id, sub, nil, out) {
 				return
 			}
-			lastSent = time.Now()
 		case now := <-hb.C:
+			sub.wmu.Lock()
+			if sub.sent {
+				sub.sent, lastSent = false, now
+			}
 			if idle := now.Sub(lastSent); idle < s.cfg.Heartbeat {
+				sub.wmu.Unlock()
 				hb.Reset(s.cfg.Heartbeat - idle)
 				continue
 			}
 			out.write([]byte(heartbeatComment))
-			if !out.flush() {
+			ok := out.flush()
+			sub.wmu.Unlock()
+			if !ok {
 				return
 			}
 			lastSent = now
 			hb.Reset(s.cfg.Heartbeat)
 		case f := <-sub.ch:
-			if !s.sendLive(ctx, id, sub, f, &last, out) {
+			if !s.sendLive(ctx, id, sub, f, out) {
 				return
 			}
-			lastSent = time.Now()
 		}
 	}
 }
 
 // sendLive writes first (when not nil) and every frame queued after it,
-// then flushes once. With first nil it was called because commits were
-// left out of the full queue: after the queue it also writes the commits up
-// to the head, from the engine, or a reset when the client is more than
-// Config.MaxReplay commits behind. It reports whether the stream goes on.
-func (s *Server) sendLive(ctx context.Context, id string, sub *subscriber, first *frame, last *int64, out *sseOut) bool {
-	if first != nil && !s.emit(ctx, id, first, last, out.write) {
-		return false
+// then flushes once, holding sub.wmu. With first nil it was called because
+// commits were left out of the full queue: after the queue it also writes
+// the commits up to the head, from the engine, or a reset when the client
+// is more than Config.MaxReplay commits behind. It reports whether the
+// stream goes on.
+func (s *Server) sendLive(ctx context.Context, id string, sub *subscriber, first *frame, out *sseOut) bool {
+	sub.wmu.Lock()
+	defer sub.wmu.Unlock()
+	sub.sent = true
+	if first != nil {
+		sub.queued.Add(-1) // written below, before wmu is released
+		if !s.emit(ctx, id, first, &sub.last, out.write) {
+			return false
+		}
 	}
 	for queued := true; queued; {
 		select {
 		case f := <-sub.ch:
-			if !s.emit(ctx, id, f, last, out.write) {
+			sub.queued.Add(-1)
+			if !s.emit(ctx, id, f, &sub.last, out.write) {
 				return false
 			}
 		default:
@@ -177,8 +202,8 @@ func (s *Server) sendLive(ctx context.Context, id string, sub *subscriber, first
 	}
 	if first == nil {
 		head, _, err := s.engine.Head(ctx, id)
-		if err != nil || head-*last > s.cfg.MaxReplay || !s.fillGap(ctx, id, last, head+1, out.write) {
-			out.write(behindReset(*last))
+		if err != nil || head-sub.last > s.cfg.MaxReplay || !s.fillGap(ctx, id, &sub.last, head+1, out.write) {
+			out.write(behindReset(sub.last))
 			return false
 		}
 	}

@@ -1,7 +1,10 @@
 package api
 
 import (
+	"bufio"
+	"encoding/json"
 	"fmt"
+	"net"
 	"strings"
 	"testing"
 	"time"
@@ -133,9 +136,10 @@ func TestSlowSubscriberCatchesUpNotBlocking(t *testing.T) {
 	if d := time.Since(start); d > 5*time.Second {
 		t.Fatalf("writers were slowed by a stalled subscriber: %v", d)
 	}
+	// Delivery is asynchronous (fanout.go): wait for the signal.
 	select {
 	case <-stalled.lagged:
-	default:
+	case <-time.After(5 * time.Second):
 		t.Fatal("the stalled subscriber's full queue was not signalled")
 	}
 	select {
@@ -161,7 +165,87 @@ func TestSlowSubscriberCatchesUpNotBlocking(t *testing.T) {
 	}
 	select {
 	case <-stalled.kicked:
-	default:
+	case <-time.After(5 * time.Second):
 		t.Fatal("a stalled subscriber with a full queue was not kicked for an ephemeral event")
 	}
+}
+
+// TestStreamDirectWritesThroughFullSocket: a live stream's frames are
+// written to its socket by the fan-out shard itself while the client keeps
+// up. A client that stops reading fills its socket: the shard's
+// non-blocking write then takes what fits, the rest of that frame and the
+// frames after it go through the stream's queue, and once that queue is full
+// too, commits are read back from the engine. When the client reads again it
+// gets every commit once, in order, each frame whole.
+func TestStreamDirectWritesThroughFullSocket(t *testing.T) {
+	e := newTestEnv(t)
+	id := e.canvas("c_direct")
+	conn, err := net.Dial("tcp", e.srv.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "GET /sse/canvas/%s HTTP/1.1\r\nHost: canvasd\r\nAuthorization: Bearer %s\r\n\r\n", id, testAdmin)
+	rd := bufio.NewReaderSize(conn, 64<<10)
+	for caughtUp := false; ; {
+		line, err := rd.ReadString('\n')
+		if err != nil {
+			t.Fatalf("before caught_up: %v", err)
+		}
+		caughtUp = caughtUp || strings.HasPrefix(line, "event: caught_up")
+		if caughtUp && line == "\n" {
+			break
+		}
+	}
+	stats := &e.api.hub.fanStats
+	direct0, queued0 := stats.direct.Load(), stats.queued.Load()
+	// The client reads nothing from here on. 40 batches of 50 commits of
+	// over 2 KiB each (the name is in the args and the change) are far more
+	// than the socket buffers hold.
+	name := strings.Repeat("n", 1000)
+	const batches, per = 40, 50
+	for b := range batches {
+		cmds := make([]any, per)
+		for i := range cmds {
+			cmds[i] = map[string]any{"type": "create_node", "args": map[string]any{"name": name}}
+		}
+		e.must(200, "POST", "/canvas_commands/"+id+"/commands", testAdmin, map[string]any{"base_rev": b * per, "commands": cmds})
+	}
+	_ = conn.SetReadDeadline(time.Now().Add(30 * time.Second))
+	for rev := 1; rev <= batches*per; rev++ {
+		var ev, data string
+		for {
+			line, err := rd.ReadString('\n')
+			if err != nil {
+				t.Fatalf("reading commit %d: %v", rev, err)
+			}
+			line = strings.TrimSuffix(line, "\n")
+			if line == "" {
+				if ev != "" {
+					break
+				}
+				continue
+			}
+			switch {
+			case strings.HasPrefix(line, "event: "):
+				ev = line[len("event: "):]
+			case strings.HasPrefix(line, "data: "):
+				data += line[len("data: "):]
+			}
+		}
+		if ev != "canvas_commit" {
+			t.Fatalf("want commit %d, got event %q: %.200s", rev, ev, data)
+		}
+		var c struct {
+			Rev int `json:"rev"`
+		}
+		if err := json.Unmarshal([]byte(data), &c); err != nil || c.Rev != rev {
+			t.Fatalf("want commit %d, got rev %d (%v): %.200s", rev, c.Rev, err, data)
+		}
+	}
+	direct, queued := stats.direct.Load()-direct0, stats.queued.Load()-queued0
+	if direct == 0 || queued == 0 {
+		t.Fatalf("frames written directly %d, queued %d: want both (the socket filled up)", direct, queued)
+	}
+	t.Logf("%d frames written directly, %d queued", direct, queued)
 }

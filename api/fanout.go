@@ -1,0 +1,216 @@
+package api
+
+import (
+	"errors"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"syscall"
+)
+
+// Fan-out. A canvas with subscribers has a few shard goroutines
+// (GOMAXPROCS of them, each with its share of the subscribers, assigned
+// round-robin); the hub hands each of them every frame through a bounded
+// queue and never waits. A shard writes the frame straight to each idle
+// live subscriber's connection with one non-blocking write (no goroutine
+// woken, no copy: the frame's bytes are shared), and queues it for the
+// subscriber's own goroutine (streamLive) otherwise: during replay, while
+// that goroutine is writing, behind earlier queued frames, across a gap in
+// revisions, or when the socket takes only part of it (the rest is queued).
+// Frames reach each subscriber in the order the hub sent them; a subscriber
+// belongs to one shard, and a direct write happens only when nothing queued
+// for that subscriber is still unwritten.
+
+// fanQueue bounds the frames a shard has not delivered yet. A shard whose
+// queue is full gets the frame queued for each of its subscribers by the
+// sender instead (as if none could be written directly).
+const fanQueue = 1024
+
+// fanout is the shards of one canvas's subscribers.
+type fanout struct {
+	shards []*fanShard
+	next   int // shard of the next subscriber
+}
+
+// fanStats counts the frames shards delivered, by path.
+type fanStats struct {
+	direct atomic.Int64 // written straight to the connection
+	queued atomic.Int64 // queued for the stream's goroutine
+}
+
+// fanShard is one shard's subscribers and its queue of frames to deliver.
+type fanShard struct {
+	mu      sync.Mutex
+	subs    []*subscriber       // guarded by mu
+	idx     map[*subscriber]int // index in subs; guarded by mu
+	version uint64              // counts changes to subs; guarded by mu
+	n       atomic.Int32        // len(subs)
+	queue   chan *frame
+	stats   *fanStats
+}
+
+func newFanout(stats *fanStats) *fanout {
+	fo := &fanout{shards: make([]*fanShard, runtime.GOMAXPROCS(0))}
+	for i := range fo.shards {
+		sh := &fanShard{idx: map[*subscriber]int{}, queue: make(chan *frame, fanQueue), stats: stats}
+		fo.shards[i] = sh
+		go sh.run()
+	}
+	return fo
+}
+
+// add assigns s to a shard. The caller holds the hub's write lock.
+func (fo *fanout) add(s *subscriber) {
+	sh := fo.shards[fo.next%len(fo.shards)]
+	fo.next++
+	s.shard = sh
+	sh.mu.Lock()
+	sh.idx[s] = len(sh.subs)
+	sh.subs = append(sh.subs, s)
+	sh.version++
+	sh.n.Store(int32(len(sh.subs)))
+	sh.mu.Unlock()
+}
+
+// remove takes s out of its shard. The caller holds the hub's write lock.
+func (fo *fanout) remove(s *subscriber) {
+	sh := s.shard
+	sh.mu.Lock()
+	if i, ok := sh.idx[s]; ok {
+		last := len(sh.subs) - 1
+		sh.subs[i] = sh.subs[last]
+		sh.idx[sh.subs[i]] = i
+		sh.subs[last] = nil
+		sh.subs = sh.subs[:last]
+		delete(sh.idx, s)
+		sh.version++
+		sh.n.Store(int32(len(sh.subs)))
+	}
+	sh.mu.Unlock()
+}
+
+// send hands f to every shard that has subscribers; never blocks. The
+// caller holds the hub's read lock (close takes its write lock).
+func (fo *fanout) send(f *frame) {
+	for _, sh := range fo.shards {
+		if sh.n.Load() == 0 {
+			continue
+		}
+		select {
+		case sh.queue <- f:
+		default: // the shard is far behind: its subscribers' goroutines take f
+			sh.mu.Lock()
+			for _, s := range sh.subs {
+				s.enqueue(f)
+			}
+			sh.mu.Unlock()
+		}
+	}
+}
+
+// close ends the shards' goroutines once they have delivered what they hold.
+func (fo *fanout) close() {
+	for _, sh := range fo.shards {
+		close(sh.queue)
+	}
+}
+
+// run delivers the shard's frames, to a copy of its subscriber list taken
+// when the list changed (so subscribing never waits for a delivery).
+func (sh *fanShard) run() {
+	var subs []*subscriber
+	seen := ^uint64(0)
+	for f := range sh.queue {
+		sh.mu.Lock()
+		if sh.version != seen {
+			clear(subs)
+			subs, seen = append(subs[:0], sh.subs...), sh.version
+		}
+		sh.mu.Unlock()
+		queued := 0
+		for _, s := range subs {
+			if !s.writeDirect(f) {
+				s.enqueue(f)
+				queued++
+			}
+		}
+		sh.stats.direct.Add(int64(len(subs) - queued))
+		sh.stats.queued.Add(int64(queued))
+	}
+}
+
+// enqueue queues f for the subscriber's goroutine. A commit that finds the
+// queue full is left out (the goroutine reads it from the engine); an
+// ephemeral event kicks the subscriber.
+func (s *subscriber) enqueue(f *frame) {
+	if f.to != "" && (s.client == nil || s.client.id != f.to) {
+		return
+	}
+	s.queued.Add(1)
+	select {
+	case s.ch <- f:
+	default:
+		s.queued.Add(-1)
+		if f.rev > 0 {
+			s.lag()
+		} else {
+			s.kick()
+		}
+	}
+}
+
+// writeDirect writes f to the subscriber's connection when it is live,
+// idle (nothing queued for it unwritten) and f is its next frame, with one
+// non-blocking write; what the socket does not take is queued. It reports
+// whether f was dealt with (written, queued, or not for this subscriber);
+// false: queue it.
+func (s *subscriber) writeDirect(f *frame) bool {
+	if f.to != "" && (s.client == nil || s.client.id != f.to) {
+		return true
+	}
+	if s.queued.Load() != 0 || !s.wmu.TryLock() {
+		return false
+	}
+	defer s.wmu.Unlock()
+	if s.direct == nil || s.queued.Load() != 0 {
+		return false
+	}
+	if f.rev > 0 {
+		if f.rev <= s.last {
+			return true // sent already
+		}
+		if f.rev != s.last+1 {
+			return false // a gap: the goroutine fills it from the engine
+		}
+	}
+	var n int
+	var werr error
+	err := s.direct.Write(func(fd uintptr) bool {
+		n, werr = syscall.Write(int(fd), f.data)
+		return true // never wait for the socket: the goroutine does
+	})
+	if err == nil && werr != nil && !errors.Is(werr, syscall.EAGAIN) && !errors.Is(werr, syscall.EINTR) {
+		err = werr
+	}
+	if err != nil {
+		// The connection failed or is closing: the goroutine finds out
+		// (its reader sees the hang-up) and ends the stream.
+		return true
+	}
+	n = max(n, 0)
+	if f.rev > 0 {
+		s.last = f.rev
+	}
+	s.sent = true
+	if n < len(f.data) {
+		// The rest goes first in the (empty: queued was 0) queue.
+		s.queued.Add(1)
+		select {
+		case s.ch <- &frame{data: f.data[n:]}:
+		default: // filled meanwhile by enqueue: the frame cannot be completed
+			s.queued.Add(-1)
+			s.kick()
+		}
+	}
+	return true
+}
