@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"runtime"
 	"sync"
+	"time"
 
 	"github.com/canvasd/canvasd/canvas"
 )
@@ -17,8 +18,10 @@ import (
 // each job's own outcome in the job. Do returns once the batch carrying its
 // job has run.
 type GroupCommitter[J any] struct {
-	run      func(batch []J)
-	maxBatch int
+	run        func(batch []J)
+	maxBatch   int
+	stallAfter time.Duration
+	turn       chan struct{} // with several loops: held by the loop whose batch runs in the normal course
 
 	mu      sync.RWMutex // guards closed against sends on queue
 	closed  bool
@@ -34,10 +37,17 @@ type waiter[J any] struct {
 }
 
 // NewGroupCommitter starts loops goroutines that run batches of at most
-// maxBatch jobs with run (called from one loop at a time per batch; with
-// loops > 1 batches run concurrently). Close stops them.
-func NewGroupCommitter[J any](loops, maxBatch int, run func(batch []J)) *GroupCommitter[J] {
-	g := &GroupCommitter[J]{run: run, maxBatch: maxBatch, queue: make(chan *waiter[J], maxBatch)}
+// maxBatch jobs with run. With loops > 1, one batch runs at a time while
+// batches are quick, so that the jobs queued meanwhile go together into the
+// next one; a further loop starts a batch beside the running ones only when
+// they have run for stallAfter (say a batch waits for a lock another
+// process holds), so one stalled batch does not hold up every job. Close
+// stops them.
+func NewGroupCommitter[J any](loops, maxBatch int, stallAfter time.Duration, run func(batch []J)) *GroupCommitter[J] {
+	g := &GroupCommitter[J]{run: run, maxBatch: maxBatch, stallAfter: stallAfter, queue: make(chan *waiter[J], maxBatch)}
+	if loops > 1 {
+		g.turn = make(chan struct{}, 1)
+	}
 	g.waiters.New = func() any { return &waiter[J]{done: make(chan struct{}, 1)} }
 	for range max(1, loops) {
 		g.wg.Go(g.loop)
@@ -72,6 +82,22 @@ func (g *GroupCommitter[J]) Do(ctx context.Context, j J) error {
 	return nil
 }
 
+// holdTurn returns the function that gives up the turn the calling loop
+// holds, once: when its batch has run, or stallAfter after now, whichever
+// comes first (so that another loop can take the jobs queued meanwhile).
+func (g *GroupCommitter[J]) holdTurn() (giveUp func()) {
+	if g.turn == nil {
+		return func() {}
+	}
+	var once sync.Once
+	release := func() { once.Do(func() { <-g.turn }) }
+	t := time.AfterFunc(g.stallAfter, release)
+	return func() {
+		t.Stop()
+		release()
+	}
+}
+
 func (g *GroupCommitter[J]) put(w *waiter[J]) {
 	var zero J
 	w.job = zero
@@ -93,15 +119,25 @@ func (g *GroupCommitter[J]) Close() {
 	g.wg.Wait()
 }
 
+// loop takes batches from the queue. With several loops, only the one
+// holding the turn takes from the queue; it gives the turn up when its batch
+// has run, or once it has run for stallAfter.
 func (g *GroupCommitter[J]) loop() {
 	batch := make([]*waiter[J], 0, g.maxBatch)
 	jobs := make([]J, 0, g.maxBatch)
 	prev := 0
 	for {
+		if g.turn != nil {
+			g.turn <- struct{}{}
+		}
 		w, ok := <-g.queue
 		if !ok {
+			if g.turn != nil {
+				<-g.turn // the next loop finds the queue closed too
+			}
 			return
 		}
+		giveUp := g.holdTurn()
 		batch = append(batch[:0], w)
 		if prev > 1 {
 			// Concurrent writers are active: let them queue their next
@@ -124,6 +160,7 @@ func (g *GroupCommitter[J]) loop() {
 			jobs = append(jobs, w.job)
 		}
 		g.run(jobs)
+		giveUp()
 		clear(jobs)
 		jobs = jobs[:0]
 		prev = len(batch)

@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -18,7 +19,7 @@ func TestGroupCommitterBatches(t *testing.T) {
 	type job struct{ n, batch int }
 	hold, held := make(chan struct{}), make(chan struct{})
 	var batches [][]int
-	g := store.NewGroupCommitter(1, 3, func(batch []*job) {
+	g := store.NewGroupCommitter(1, 3, 0, func(batch []*job) {
 		if batch[0].n == 0 {
 			close(held)
 			<-hold
@@ -80,7 +81,7 @@ func TestGroupCommitterClose(t *testing.T) {
 	hold, held := make(chan struct{}), make(chan struct{})
 	var mu sync.Mutex
 	ran := map[string]bool{}
-	g := store.NewGroupCommitter(1, 1, func(batch []string) {
+	g := store.NewGroupCommitter(1, 1, 0, func(batch []string) {
 		if batch[0] == "holder" {
 			close(held)
 			<-hold
@@ -111,5 +112,68 @@ func TestGroupCommitterClose(t *testing.T) {
 	}
 	if !ran["holder"] || !ran["queued"] || ran["canceled"] || ran["late"] {
 		t.Fatalf("ran %v: want holder and queued only", ran)
+	}
+}
+
+// TestGroupCommitterStallGuard: with two loops, a batch runs beside a
+// running one only once that one has run for stallAfter. While the first
+// batch is quick the jobs queued meanwhile wait and then share one batch;
+// when it stalls, the second loop takes them after stallAfter.
+func TestGroupCommitterStallGuard(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		stallAfter time.Duration
+	}{{"quick", time.Hour}, {"stalled", 20 * time.Millisecond}} {
+		t.Run(tc.name, func(t *testing.T) {
+			hold, held := make(chan struct{}), make(chan struct{})
+			var mu sync.Mutex
+			var batches [][]int
+			ranBeside := make(chan struct{}, 1)
+			g := store.NewGroupCommitter(2, 8, tc.stallAfter, func(batch []int) {
+				if batch[0] == 0 {
+					close(held)
+					<-hold
+				} else {
+					select {
+					case <-hold:
+					default: // the holder still runs
+						ranBeside <- struct{}{}
+					}
+				}
+				mu.Lock()
+				batches = append(batches, slices.Clone(batch)) // the committer reuses batch
+				mu.Unlock()
+			})
+			var wg sync.WaitGroup
+			wg.Go(func() { _ = g.Do(context.Background(), 0) })
+			<-held
+			for i := 1; i <= 3; i++ {
+				wg.Go(func() { _ = g.Do(context.Background(), i) })
+			}
+			if tc.name == "stalled" {
+				select {
+				case <-ranBeside:
+				case <-time.After(10 * time.Second):
+					t.Fatal("no batch ran beside the stalled one")
+				}
+			} else {
+				time.Sleep(50 * time.Millisecond) // the other loop would have run the queued jobs by now
+			}
+			close(hold)
+			wg.Wait()
+			g.Close()
+			mu.Lock()
+			defer mu.Unlock()
+			if tc.name == "quick" {
+				if len(batches) != 2 || len(batches[1]) != 3 {
+					t.Fatalf("batches %v, want the holder's and one of the three queued jobs", batches)
+				}
+				select {
+				case <-ranBeside:
+					t.Fatal("a batch ran beside a batch that had not stalled")
+				default:
+				}
+			}
+		})
 	}
 }

@@ -46,9 +46,14 @@ const maxBatch = 128
 // maxCommitters bounds the batches in flight at once (each on its own
 // pooled connection; the pool keeps at least as many connections again for
 // reads). More than one, so that a batch waiting for a canvas row lock held
-// by another process does not stall every canvas; few, so that batches are
-// large when the server is busy.
-const maxCommitters = 2
+// by another process does not stall every canvas: a second batch starts
+// beside a running one only once that one has run for stallAfter. While
+// batches are quick they run one at a time, so that the Appends queued
+// meanwhile share the next transaction (and its WAL flush).
+const (
+	maxCommitters = 2
+	stallAfter    = 5 * time.Millisecond
+)
 
 // appendJob is one queued Append: its rows, encoded by the caller, and its
 // outcome.
@@ -79,7 +84,7 @@ type committer struct {
 func newCommitter(s *Store, maxConns int32) *committer {
 	c := &committer{s: s}
 	c.jobPool.New = func() any { return &appendJob{} }
-	c.gc = store.NewGroupCommitter(min(maxCommitters, max(1, int(maxConns)/2)), maxBatch, c.run)
+	c.gc = store.NewGroupCommitter(min(maxCommitters, max(1, int(maxConns)/2)), maxBatch, stallAfter, c.run)
 	return c
 }
 

@@ -256,7 +256,7 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 		return fail(err)
 	}
 	s.w = w
-	s.commits = store.NewGroupCommitter(1, cfg.maxBatch, s.commitBatch)
+	s.commits = store.NewGroupCommitter(1, cfg.maxBatch, 0, s.commitBatch)
 	go s.checkpointLoop(cfg.checkpoint)
 	return s, nil
 }
