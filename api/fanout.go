@@ -32,10 +32,10 @@ type fanout struct {
 	next   int // shard of the next subscriber
 }
 
-// fanStats counts the frames shards delivered, by path.
+// fanStats counts the frames shards dealt with, per subscriber, by path.
 type fanStats struct {
-	direct atomic.Int64 // written straight to the connection
-	queued atomic.Int64 // queued for the stream's goroutine
+	direct atomic.Int64 // written straight to the connection (or not for that subscriber)
+	queued atomic.Int64 // handed to the stream's goroutine
 }
 
 // fanShard is one shard's subscribers and its queue of frames to deliver.
@@ -193,9 +193,9 @@ func (s *subscriber) writeDirect(f *frame) bool {
 		err = werr
 	}
 	if err != nil {
-		// The connection failed or is closing: the goroutine finds out
-		// (its reader sees the hang-up) and ends the stream.
-		return true
+		// Nothing was written (the connection failed, or is closing): the
+		// goroutine writes f, or finds out and ends the stream.
+		return false
 	}
 	n = max(n, 0)
 	if f.rev > 0 {
@@ -206,7 +206,8 @@ func (s *subscriber) writeDirect(f *frame) bool {
 		// The rest goes first in the (empty: queued was 0) queue.
 		s.queued.Add(1)
 		select {
-		case s.ch <- &frame{data: f.data[n:]}:
+		case s.ch <- &frame{data: f.data[n:], rest: true}:
+			s.partial = true
 		default: // filled meanwhile by enqueue: the frame cannot be completed
 			s.queued.Add(-1)
 			s.kick()

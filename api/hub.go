@@ -50,6 +50,7 @@ type frame struct {
 	rev  int64
 	data []byte
 	to   string // a browser's client id: only its streams get the frame
+	rest bool   // the unwritten end of a frame a shard began (fanout.go)
 }
 
 type subscriber struct {
@@ -69,6 +70,9 @@ type subscriber struct {
 	direct syscall.RawConn // the live stream's connection, for direct writes; nil: none (guarded by wmu)
 	last   int64           // the last revision the client was sent (guarded by wmu while live)
 	sent   bool            // something was written since the last heartbeat check (guarded by wmu)
+	// partial: the connection holds the start of a frame whose rest is the
+	// first frame in ch; nothing else may be written before it (guarded by wmu).
+	partial bool
 }
 
 func (s *subscriber) kick() { s.once.Do(func() { close(s.kicked) }) }

@@ -69,10 +69,9 @@ func sseEvent(event, id string, v any) []byte {
 // Elsewhere (HTTP/2, recorders) it streams through the ResponseWriter, and
 // the request context says when the client is gone.
 type sseOut struct {
-	conn     net.Conn      // hijacked connection, or nil
-	pending  net.Buffers   // frames for conn, written with one writev; frames are shared and never modified
-	gone     chan struct{} // closed when the hijacked connection's client hangs up
-	deadline time.Time     // the write deadline set on conn
+	conn    net.Conn      // hijacked connection, or nil
+	pending net.Buffers   // frames for conn, written with one writev; frames are shared and never modified
+	gone    chan struct{} // closed when the hijacked connection's client hangs up
 
 	w  http.ResponseWriter
 	rc *http.ResponseController
@@ -129,13 +128,12 @@ func (o *sseOut) flush() bool {
 	if len(o.pending) == 0 {
 		return true
 	}
-	// Moving the deadline is a timer update: do it only when half of it is used.
-	if now := time.Now(); now.After(o.deadline.Add(-sseWriteTimeout / 2)) {
-		o.deadline = now.Add(sseWriteTimeout)
-		_ = o.conn.SetWriteDeadline(o.deadline)
-	}
+	// The deadline bounds this write only: the fan-out's direct writes
+	// (fanout.go) would fail once a deadline left behind had passed.
+	_ = o.conn.SetWriteDeadline(time.Now().Add(sseWriteTimeout))
 	bufs := o.pending // WriteTo consumes its receiver
 	_, err := bufs.WriteTo(o.conn)
+	_ = o.conn.SetWriteDeadline(time.Time{})
 	if cap(o.pending) > 16 {
 		o.pending = nil // after a replay burst, idle streams keep no big slice
 	} else {

@@ -140,6 +140,9 @@ func (s *Server) streamLive(ctx context.Context, id, actor string, sub *subscrib
 			return
 		case <-sub.kicked:
 			sub.wmu.Lock()
+			if sub.partial { // finish the frame the client has the start of
+				out.write((<-sub.ch).data)
+			}
 			out.write(behindReset(sub.last))
 			sub.wmu.Unlock()
 			return
@@ -149,7 +152,7 @@ func (s *Server) streamLive(ctx context.Context, id, actor string, sub *subscrib
 			}
 		case now := <-hb.C:
 			sub.wmu.Lock()
-			if sub.sent {
+			if sub.sent || sub.queued.Load() > 0 { // queued frames come next, not a heartbeat
 				sub.sent, lastSent = false, now
 			}
 			if idle := now.Sub(lastSent); idle < s.cfg.Heartbeat {
@@ -185,6 +188,7 @@ func (s *Server) sendLive(ctx context.Context, id string, sub *subscriber, first
 	sub.sent = true
 	if first != nil {
 		sub.queued.Add(-1) // written below, before wmu is released
+		sub.partial = sub.partial && !first.rest
 		if !s.emit(ctx, id, first, &sub.last, out.write) {
 			return false
 		}
@@ -193,6 +197,7 @@ func (s *Server) sendLive(ctx context.Context, id string, sub *subscriber, first
 		select {
 		case f := <-sub.ch:
 			sub.queued.Add(-1)
+			sub.partial = sub.partial && !f.rest
 			if !s.emit(ctx, id, f, &sub.last, out.write) {
 				return false
 			}

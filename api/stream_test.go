@@ -175,10 +175,11 @@ func TestSlowSubscriberCatchesUpNotBlocking(t *testing.T) {
 // up. A client that stops reading fills its socket: the shard's
 // non-blocking write then takes what fits, the rest of that frame and the
 // frames after it go through the stream's queue, and once that queue is full
-// too, commits are read back from the engine. When the client reads again it
+// too, commits are read back from the engine. Heartbeats (every 10 ms here)
+// never cut into a frame the shard began. When the client reads again it
 // gets every commit once, in order, each frame whole.
 func TestStreamDirectWritesThroughFullSocket(t *testing.T) {
-	e := newTestEnv(t)
+	e := newTestEnv(t, func(c *Config) { c.Heartbeat = 10 * time.Millisecond })
 	id := e.canvas("c_direct")
 	conn, err := net.Dial("tcp", e.srv.Listener.Addr().String())
 	if err != nil {
@@ -211,6 +212,7 @@ func TestStreamDirectWritesThroughFullSocket(t *testing.T) {
 		}
 		e.must(200, "POST", "/canvas_commands/"+id+"/commands", testAdmin, map[string]any{"base_rev": b * per, "commands": cmds})
 	}
+	time.Sleep(100 * time.Millisecond) // heartbeats come due while the socket is full
 	_ = conn.SetReadDeadline(time.Now().Add(30 * time.Second))
 	for rev := 1; rev <= batches*per; rev++ {
 		var ev, data string
