@@ -11,9 +11,10 @@ import (
 )
 
 // GroupCommitter is the group-commit loop both stores share: callers queue
-// write jobs with Do, and a few loop goroutines each take everything queued
-// (up to a batch limit, never waiting for more: a lone job runs at once)
-// and hand it to the store's run function, which writes the whole batch in
+// write jobs with Do, and a loop goroutine takes everything queued (up to a
+// batch limit, never waiting for more: a lone job runs at once; with several
+// loops, one at a time unless a batch stalls, see NewGroupCommitter) and
+// hands it to the store's run function, which writes the whole batch in
 // as few transactions as it can (one commit, one log flush) and records
 // each job's own outcome in the job. Do returns once the batch carrying its
 // job has run.
