@@ -251,3 +251,27 @@ func TestStreamDirectWritesThroughFullSocket(t *testing.T) {
 	}
 	t.Logf("%d frames written directly, %d queued", direct, queued)
 }
+
+// TestStreamDirectWritesAfterIdle: a stream idle for longer than the write
+// timeout of its own flushes still gets the next commit written straight
+// to its socket by the fan-out (a write deadline left behind by the
+// caught_up flush once made every later direct write fail, and the frame was
+// lost). It waits out sseWriteTimeout.
+func TestStreamDirectWritesAfterIdle(t *testing.T) {
+	e := newTestEnv(t)
+	id := e.canvas("c_idle")
+	s := e.stream("/sse/canvas/"+id, testAdmin, nil)
+	if m := s.next(); m.Event != "caught_up" {
+		t.Fatalf("first event %+v", m)
+	}
+	time.Sleep(sseWriteTimeout + time.Second)
+	stats := &e.api.hub.fanStats
+	direct0 := stats.direct.Load()
+	e.must(200, "POST", "/canvas_commands/"+id+"/command", testAdmin, env("create_node", 0, nil))
+	if m := s.next(); m.Event != "canvas_commit" || m.json(t)["rev"] != 1.0 {
+		t.Fatalf("want commit 1, got %+v", m)
+	}
+	if stats.direct.Load() == direct0 {
+		t.Fatalf("the commit after %v idle was not written directly (queued %d)", sseWriteTimeout, stats.queued.Load())
+	}
+}
