@@ -139,11 +139,17 @@ func (sh *fanShard) run() {
 	}
 }
 
+// wants reports whether f is for this subscriber: frames addressed to one
+// browser (to) reach only its streams.
+func (s *subscriber) wants(f *frame) bool {
+	return f.to == "" || (s.client != nil && s.client.id == f.to)
+}
+
 // enqueue queues f for the subscriber's goroutine. A commit that finds the
 // queue full is left out (the goroutine reads it from the engine); an
 // ephemeral event kicks the subscriber.
 func (s *subscriber) enqueue(f *frame) {
-	if f.to != "" && (s.client == nil || s.client.id != f.to) {
+	if !s.wants(f) {
 		return
 	}
 	s.queued.Add(1)
@@ -165,7 +171,7 @@ func (s *subscriber) enqueue(f *frame) {
 // whether f was dealt with (written, queued, or not for this subscriber);
 // false: queue it.
 func (s *subscriber) writeDirect(f *frame) bool {
-	if f.to != "" && (s.client == nil || s.client.id != f.to) {
+	if !s.wants(f) {
 		return true
 	}
 	if s.queued.Load() != 0 || !s.wmu.TryLock() {
