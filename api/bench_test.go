@@ -352,7 +352,7 @@ func eventRev(line []byte) int {
 
 // startCanvasd builds and starts canvasd as a child process on a free port
 // (admin token testAdmin, streams per token not capped) and returns its
-// base URL and a stop function (also called at cleanup).
+// base URL, its process id and a stop function (also called at cleanup).
 func startCanvasd(b *testing.B) (base string, pid int, stop func()) {
 	bin := filepath.Join(b.TempDir(), "canvasd")
 	if out, err := exec.Command("go", "build", "-o", bin, "../cmd/canvasd").CombinedOutput(); err != nil {

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
+	"time"
 )
 
 // Fan-out. A canvas with subscribers has a few shard goroutines
@@ -207,7 +208,7 @@ func (s *subscriber) writeDirect(f *frame) bool {
 	if f.rev > 0 {
 		s.last = f.rev
 	}
-	s.sent = true
+	s.sentAt = time.Now()
 	if n < len(f.data) {
 		// The rest goes first in the (empty: queued was 0) queue.
 		s.queued.Add(1)

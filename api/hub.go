@@ -5,6 +5,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
+	"time"
 
 	"github.com/canvasd/canvasd/canvas"
 	"github.com/canvasd/canvasd/host"
@@ -69,7 +70,7 @@ type subscriber struct {
 	wmu    sync.Mutex
 	direct syscall.RawConn // the live stream's connection, for direct writes; nil: none (guarded by wmu)
 	last   int64           // the last revision the client was sent (guarded by wmu while live)
-	sent   bool            // something was written since the last heartbeat check (guarded by wmu)
+	sentAt time.Time       // when something was last written to the live connection (guarded by wmu)
 	// partial: the connection holds the start of a frame whose rest is the
 	// first frame in ch; nothing else may be written before it (guarded by wmu).
 	partial bool
@@ -192,15 +193,12 @@ func (h *Hub) unsubscribe(canvasID string, s *subscriber) {
 	h.mu.Lock()
 	if set := h.subs[canvasID]; set != nil {
 		delete(set, s)
-		if fo := h.fans[canvasID]; fo != nil {
-			fo.remove(s)
-			if len(set) == 0 {
-				fo.close()
-				delete(h.fans, canvasID)
-			}
-		}
+		fo := h.fans[canvasID] // made and dropped with set
+		fo.remove(s)
 		if len(set) == 0 {
+			fo.close()
 			delete(h.subs, canvasID)
+			delete(h.fans, canvasID)
 		}
 	}
 	h.mu.Unlock()

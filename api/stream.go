@@ -122,14 +122,13 @@ func (s *Server) streamLive(ctx context.Context, id, actor string, sub *subscrib
 		sub.wmu.Unlock()
 	}()
 	sub.wmu.Lock()
-	sub.last, sub.direct = last, out.rawConn()
+	sub.last, sub.direct, sub.sentAt = last, out.rawConn(), time.Now()
 	sub.wmu.Unlock()
 	// The heartbeat timer is not reset on every event (a timer update per
 	// subscriber per commit adds up at 10k subscribers): when it fires it
 	// re-arms for the rest of the interval if something was sent meanwhile.
 	hb := time.NewTimer(s.cfg.Heartbeat)
 	defer hb.Stop()
-	lastSent := time.Now()
 	for {
 		select {
 		case <-ctx.Done():
@@ -152,21 +151,22 @@ func (s *Server) streamLive(ctx context.Context, id, actor string, sub *subscrib
 			}
 		case now := <-hb.C:
 			sub.wmu.Lock()
-			if sub.sent || sub.queued.Load() > 0 { // queued frames come next, not a heartbeat
-				sub.sent, lastSent = false, now
+			wait := s.cfg.Heartbeat - now.Sub(sub.sentAt)
+			if sub.queued.Load() > 0 { // queued frames come next, not a heartbeat
+				wait = s.cfg.Heartbeat
 			}
-			if idle := now.Sub(lastSent); idle < s.cfg.Heartbeat {
+			if wait > 0 {
 				sub.wmu.Unlock()
-				hb.Reset(s.cfg.Heartbeat - idle)
+				hb.Reset(wait)
 				continue
 			}
 			out.write([]byte(heartbeatComment))
 			ok := out.flush()
+			sub.sentAt = now
 			sub.wmu.Unlock()
 			if !ok {
 				return
 			}
-			lastSent = now
 			hb.Reset(s.cfg.Heartbeat)
 		case f := <-sub.ch:
 			if !s.sendLive(ctx, id, sub, f, out) {
@@ -185,7 +185,7 @@ func (s *Server) streamLive(ctx context.Context, id, actor string, sub *subscrib
 func (s *Server) sendLive(ctx context.Context, id string, sub *subscriber, first *frame, out *sseOut) bool {
 	sub.wmu.Lock()
 	defer sub.wmu.Unlock()
-	sub.sent = true
+	sub.sentAt = time.Now()
 	if first != nil {
 		sub.queued.Add(-1) // written below, before wmu is released
 		sub.partial = sub.partial && !first.rest
