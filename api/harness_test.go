@@ -39,6 +39,9 @@ type testEnv struct {
 	reg    *prometheus.Registry
 	spec   *openAPISpec
 	logs   *logBuffer
+	// diag, when set (browser tests), describes the page's side for a
+	// waitNodes that times out.
+	diag func() string
 }
 
 type envOption func(*Config)

@@ -244,6 +244,19 @@ func (p *uiPage) pollSelection(what string, want ...string) {
 	}
 }
 
+// state describes what the page knows: its model's revision, its
+// connection, toasts and conflicts shown, and the selection's elements
+// with their group ids.
+func (p *uiPage) state() string {
+	var s string
+	p.eval(`JSON.stringify({rev: canvasd.model && canvasd.model.rev, conn: document.getElementById('conn').textContent,
+		toasts: [...document.querySelectorAll('.toast')].map(t => t.textContent),
+		conflicts: [...document.querySelectorAll('#conflicts .conflict')].map(c => c.textContent),
+		selected: canvasd.view.ex.getSceneElements().filter(el => canvasd.view.ex.getAppState().selectedElementIds[el.id])
+			.map(el => ({id: el.id, groupIds: el.groupIds, version: el.version}))})`, &s)
+	return s
+}
+
 // do runs chromedp actions or fails the test.
 func (p *uiPage) do(actions ...chromedp.Action[chromedp.Void]) {
 	p.t.Helper()
@@ -382,7 +395,11 @@ func (e *testEnv) waitNodesFor(d time.Duration, cid, what string, ok func(nodes 
 		}
 		if time.Now().After(deadline) {
 			b, _ := json.MarshalIndent(nodes, "", " ")
-			e.t.Fatalf("%s: not on the server; nodes: %.3000s", what, b)
+			page := ""
+			if e.diag != nil {
+				page = "; the page: " + e.diag()
+			}
+			e.t.Fatalf("%s: not on the server%s; nodes: %.3000s", what, page, b)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -460,6 +477,7 @@ func TestWebUICanvas(t *testing.T) {
 	apply("create_edge", map[string]any{"id": "e:1", "from": "s:rect", "to": "s:note"})
 
 	p := open(e.srv.URL+"/?canvas="+cid+"#access_token="+editor, holdStreamScript)
+	e.diag = p.state
 	p.poll("canvas live", `document.getElementById('conn').textContent === 'live' && document.body.dataset.loaded === '`+cid+`'`)
 	var loc string
 	p.eval(`location.href`, &loc)
@@ -614,6 +632,9 @@ func TestWebUICanvas(t *testing.T) {
 	slices.Sort(both)
 	p.pollSelection("the ellipse shift-clicked", both...)
 	p.do(chromedp.KeyEvent("g", chromedp.KeyModifiers(chromedp.ModifierCtrl)))
+	p.poll("Excalidraw grouped the two", `(() => { const els = canvasd.view.ex.getSceneElements();
+		const g = (id) => (els.find(el => el.id === id)?.groupIds || []).filter(x => !x.includes('::'));
+		return g('`+rect+`').length > 0 && g('`+rect+`')[0] === g('`+ell+`')[0]; })()`)
 	nodes = e.waitNodes(cid, "group", func(n map[string]map[string]any) bool {
 		return n[rect]["parent_id"] != "" && n[rect]["parent_id"] == n[ell]["parent_id"]
 	})
@@ -801,6 +822,7 @@ func TestWebUIDocument(t *testing.T) {
 	}
 
 	p := open(e.srv.URL+"/?canvas="+cid+"&doc=d:main#access_token="+editor, holdStreamScript)
+	e.diag = p.state
 	p.poll("document open", `!document.getElementById('doc-panel').hidden && document.querySelector('#doc-panel .cm-content').textContent.includes('package main') && document.getElementById('conn').textContent === 'live'`)
 	var gutter int
 	p.eval(`document.querySelectorAll('#doc-panel .cm-lineNumbers .cm-gutterElement').length`, &gutter)
