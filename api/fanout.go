@@ -33,10 +33,12 @@ type fanout struct {
 	next   int // shard of the next subscriber
 }
 
-// fanStats counts the frames shards dealt with, per subscriber, by path.
+// fanStats counts the frames shards dealt with, per subscriber, by path,
+// and the streams ended because they fell behind.
 type fanStats struct {
 	direct atomic.Int64 // written straight to the connection (or not for that subscriber)
 	queued atomic.Int64 // handed to the stream's goroutine
+	behind atomic.Int64 // streams ended with a reset: too far behind, or kicked by a full queue
 }
 
 // fanShard is one shard's subscribers and its queue of frames to deliver.

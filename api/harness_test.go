@@ -104,6 +104,7 @@ func newTestEnvOn(t testing.TB, st store.Store, opts ...envOption) *testEnv {
 	reg := prometheus.NewRegistry()
 	m := NewMetrics(reg)
 	hub := NewHub(0, m.SubscriberDelta)
+	m.WatchHub(hub)
 	eng := store.NewEngine(st, store.EngineConfig{Logger: log, Publisher: hub, Observer: m, SnapshotEvery: 1000,
 		InUse: func(canvasID string) bool { return hub.Subscribers(canvasID) > 0 }})
 	if err := eng.Start(ctx); err != nil {

@@ -134,8 +134,12 @@ func TestStreamCapPerToken(t *testing.T) {
 	// The hub kicks a subscriber (it fell behind): the slot frees up.
 	s2 = e.stream(path, tok, nil)
 	s2.next() // caught_up
+	behind := counterValue(t, e.reg, "canvas_sse_streams_behind_total", "", "")
 	e.kickAll(c)
 	waitUntil(t, 20*time.Second, "the kicked streams' slots are free", func() bool { return e.api.streams.count(actor) == 0 })
+	if n := counterValue(t, e.reg, "canvas_sse_streams_behind_total", "", ""); n <= behind {
+		t.Errorf("canvas_sse_streams_behind_total went from %v to %v when a stream was kicked", behind, n)
+	}
 
 	// The server closes every stream: every slot frees up.
 	e.stream(path, tok, nil)

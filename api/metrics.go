@@ -16,11 +16,12 @@ type Metrics struct {
 	sseSubscribers prometheus.Gauge
 	gestures       *prometheus.CounterVec
 	refused        *prometheus.CounterVec
+	reg            prometheus.Registerer
 }
 
 // NewMetrics creates the collectors and registers them on reg.
 func NewMetrics(reg prometheus.Registerer) *Metrics {
-	m := &Metrics{
+	m := &Metrics{reg: reg,
 		commands: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "canvas_commands_total",
 			Help: "Commands handled, by command type and result (applied, conflict, rejected, replayed, error)."},
 			[]string{"type", "result"}),
@@ -41,6 +42,26 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	}
 	reg.MustRegister(m.commands, m.applySeconds, m.conflicts, m.replays, m.sseSubscribers, m.gestures, m.refused)
 	return m
+}
+
+// WatchHub exports h's fan-out counters: canvas_sse_frames_total by path
+// (direct, queued) and canvas_sse_streams_behind_total.
+func (m *Metrics) WatchHub(h *Hub) {
+	for _, path := range []string{"direct", "queued"} {
+		m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "canvas_sse_frames_total",
+			Help:        "Stream frames delivered, per subscriber, by path: direct (written to the socket by the fan-out) or queued (by the stream's goroutine).",
+			ConstLabels: prometheus.Labels{"path": path}},
+			func() float64 {
+				st := h.FanoutStats()
+				if path == "direct" {
+					return float64(st.Direct)
+				}
+				return float64(st.Queued)
+			}))
+	}
+	m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "canvas_sse_streams_behind_total",
+		Help: "Streams ended with a reset event because their subscriber fell too far behind."},
+		func() float64 { return float64(h.FanoutStats().Behind) }))
 }
 
 // CommandDone records one command's outcome and latency (store.Observer).

@@ -144,6 +144,7 @@ func (s *Server) streamLive(ctx context.Context, id, actor string, sub *subscrib
 			}
 			out.write(behindReset(sub.last))
 			sub.wmu.Unlock()
+			s.hub.fanStats.behind.Add(1)
 			return
 		case <-sub.lagged:
 			if !s.sendLive(ctx, id, sub, nil, out) {
@@ -209,6 +210,7 @@ func (s *Server) sendLive(ctx context.Context, id string, sub *subscriber, first
 		head, _, err := s.engine.Head(ctx, id)
 		if err != nil || head-sub.last > s.cfg.MaxReplay || !s.fillGap(ctx, id, &sub.last, head+1, out.write) {
 			out.write(behindReset(sub.last))
+			s.hub.fanStats.behind.Add(1)
 			return false
 		}
 	}

@@ -250,6 +250,9 @@ func TestStreamDirectWritesThroughFullSocket(t *testing.T) {
 		t.Fatalf("frames written directly %d, queued %d: want both (the socket filled up)", direct, queued)
 	}
 	t.Logf("%d frames written directly, %d queued", direct, queued)
+	if d, q := counterValue(t, e.reg, "canvas_sse_frames_total", "path", "direct"), counterValue(t, e.reg, "canvas_sse_frames_total", "path", "queued"); d < float64(direct) || q < float64(queued) {
+		t.Errorf("canvas_sse_frames_total: direct %v, queued %v; want at least %d and %d", d, q, direct, queued)
+	}
 }
 
 // TestStreamDirectWritesAfterIdle: a stream idle for longer than the write

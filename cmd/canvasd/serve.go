@@ -85,6 +85,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	metrics := api.NewMetrics(reg)
 	hub := api.NewHub(0, metrics.SubscriberDelta)
+	metrics.WatchHub(hub)
 	// WriteTimeout is left unset: it follows the store's OpTimeout, that is
 	// --store-timeout on PostgreSQL and none on the embedded store.
 	engine := store.NewEngine(st, store.EngineConfig{Logger: log, Publisher: hub, Observer: metrics, SnapshotEvery: c.SnapshotEvery,
