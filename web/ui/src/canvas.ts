@@ -470,7 +470,8 @@ export class CanvasView {
     const cmd = (type: string, args: any, nodes: string[], fields: string[]) => cmds.push({ id: newCmdId(), type, args, nodes, fields });
     const deleted: string[] = [];
     const moves: { id: string; dx: number; dy: number; x: number; y: number }[] = [];
-    const groups = new Map<string, string[]>();
+    const groups = new Map<string, string[]>(); // new group id → its members (ids may start with "-": Excalidraw's nanoids)
+    const ungroups = new Set<string>();
     for (const id of dirtyNodes) {
       const el = byId.get(id);
       const prev = m.nodes.get(id);
@@ -501,7 +502,7 @@ export class CanvasView {
       const had = groupChain(prev, m.nodes);
       if (want[0] !== had[0]) {
         if (want.length > had.length && want[0] && !m.nodes.has(want[0])) groups.set(want[0], [...(groups.get(want[0]) || []), id]);
-        else if (had[0] && !want.includes(had[0])) groups.set("-" + had[0], []);
+        else if (had[0] && !want.includes(had[0])) ungroups.add(had[0]);
       }
     }
     if (deleted.length) cmd("delete_shape", { ids: deleted }, deleted, GEOMETRY);
@@ -515,10 +516,8 @@ export class CanvasView {
       if (group.length > 1) cmd("move", { ids: group.map((g) => g.id), dx: group[0].dx, dy: group[0].dy }, group.map((g) => g.id), ["x", "y"]);
       else cmd("move", { id: group[0].id, x: group[0].x, y: group[0].y }, [group[0].id], ["x", "y"]);
     }
-    for (const [gid, ids] of groups) {
-      if (gid.startsWith("-")) cmd("ungroup", { id: gid.slice(1) }, [gid.slice(1)], ["parent_id"]);
-      else if (ids.length > 1) cmd("group", { ids, group_id: gid }, ids, ["parent_id"]);
-    }
+    for (const gid of ungroups) cmd("ungroup", { id: gid }, [gid], ["parent_id"]);
+    for (const [gid, ids] of groups) if (ids.length > 1) cmd("group", { ids, group_id: gid }, ids, ["parent_id"]);
     for (const id of dirtyEdges) this.planEdge(id, byId.get(id), cmd);
     // Mark what was planned as sent.
     const carries = new Map<string, number>();
