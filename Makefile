@@ -69,8 +69,8 @@ bench: ui ## run the benchmarks of the performance targets (docs/architecture.md
 	-$(GO) test -run '^$$' -bench '^BenchmarkSSEDelivery$$' -benchtime 1x -timeout 20m ./api/ | grep -E '^Benchmark|FAIL|^panic|_test\.go:[0-9]+:'
 	@echo "== command apply over HTTP (latency, throughput), resume of 1k missed commits"
 	-$(GO) test -run '^$$' -bench '^Benchmark(CommandApplyHTTP|SSEResume)$$' -benchtime 1x -timeout 20m ./api/ | grep -E '^Benchmark|FAIL|^panic|_test\.go:[0-9]+:'
-	@echo "== engine throughput on the embedded store (no HTTP), cold load of a 100k-shape canvas and heap per shape"
-	-$(GO) test -run '^$$' -bench 'EngineExecute' -benchtime 40000x ./store/sqlitestore/ | grep -E '^Benchmark|FAIL|^panic|_test\.go:[0-9]+:'
+	@echo "== engine throughput on the embedded store (no HTTP; x-one-canvas = a canvas holding 50k shapes / an empty one, >= 0.9), cold load of a 100k-shape canvas and heap per shape"
+	-$(GO) test -run '^$$' -bench 'EngineExecute' -benchtime 200000x ./store/sqlitestore/ | grep -E '^Benchmark|FAIL|^panic|_test\.go:[0-9]+:'
 	-$(GO) test -run '^$$' -bench 'ColdLoad' -benchtime 1x -timeout 20m ./store/ | grep -E '^Benchmark|FAIL|^panic|_test\.go:[0-9]+:'
 	@echo "== documents: line edit on 10k lines (reducer, engine, HTTP), diff of 10k lines with 100 changed"
 	-$(GO) test -run '^$$' -bench 'LineEdit10k|Diff10k100' -benchtime 2000x ./reducer/ | grep -E '^Benchmark|FAIL|^panic|_test\.go:[0-9]+:'
