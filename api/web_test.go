@@ -798,6 +798,16 @@ func TestWebUICanvas(t *testing.T) {
 	if g := nodes["-dash-group"]; g == nil || g["type"] != "group" {
 		t.Errorf("grouped under %v", g)
 	}
+
+	// Ungroup it with the keyboard: a click on the text selects the group.
+	p.do(chromedp.KeyEvent(kb.Escape))
+	p.click(470, 15)
+	p.pollSelection("the group clicked", "s:ell", "s:text")
+	p.do(chromedp.KeyEvent("G", chromedp.KeyModifiers(chromedp.ModifierCtrl, chromedp.ModifierShift)))
+	e.waitNodes(cid, "ungroup", func(n map[string]map[string]any) bool {
+		_, group := n["-dash-group"]
+		return !group && n["s:ell"]["parent_id"] == "" && n["s:text"]["parent_id"] == ""
+	})
 }
 
 // TestWebUIDocument drives the document panel in Chromium: opened by its
