@@ -33,10 +33,10 @@ type fanout struct {
 	next   int // shard of the next subscriber
 }
 
-// fanStats counts the frames shards dealt with, per subscriber, by path,
+// fanStats counts the frames shards delivered, per subscriber, by path,
 // and the streams ended because they fell behind.
 type fanStats struct {
-	direct atomic.Int64 // written straight to the connection (or not for that subscriber)
+	direct atomic.Int64 // written straight to the connection
 	queued atomic.Int64 // handed to the stream's goroutine
 	behind atomic.Int64 // streams ended with a reset: too far behind, or kicked by a full queue
 }
@@ -130,15 +130,19 @@ func (sh *fanShard) run() {
 			subs, seen = append(subs[:0], sh.subs...), sh.version
 		}
 		sh.mu.Unlock()
-		queued := 0
+		var direct, queued int64
 		for _, s := range subs {
-			if !s.writeDirect(f) {
+			switch {
+			case !s.wants(f):
+			case s.writeDirect(f):
+				direct++
+			default:
 				s.enqueue(f)
 				queued++
 			}
 		}
-		sh.stats.direct.Add(int64(len(subs) - queued))
-		sh.stats.queued.Add(int64(queued))
+		sh.stats.direct.Add(direct)
+		sh.stats.queued.Add(queued)
 	}
 }
 
@@ -168,15 +172,12 @@ func (s *subscriber) enqueue(f *frame) {
 	}
 }
 
-// writeDirect writes f to the subscriber's connection when it is live,
-// idle (nothing queued for it unwritten) and f is its next frame, with one
-// non-blocking write; what the socket does not take is queued. It reports
-// whether f was dealt with (written, queued, or not for this subscriber);
-// false: queue it.
+// writeDirect writes f, a frame the subscriber wants, to its connection
+// when it is live, idle (nothing queued for it unwritten) and f is its next
+// frame, with one non-blocking write; what the socket does not take is
+// queued. It reports whether f was dealt with (written, queued, or already
+// sent); false: queue it.
 func (s *subscriber) writeDirect(f *frame) bool {
-	if !s.wants(f) {
-		return true
-	}
 	if s.queued.Load() != 0 || !s.wmu.TryLock() {
 		return false
 	}

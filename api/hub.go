@@ -96,18 +96,6 @@ func NewHub(queueSize int, onCount func(delta int)) *Hub {
 		fans: map[string]*fanout{}, hosts: map[string]*hostState{}}
 }
 
-// FanoutStats are the hub's delivery counters since it started.
-type FanoutStats struct {
-	Direct int64 // frames a fan-out shard wrote straight to a subscriber's connection
-	Queued int64 // frames handed to a stream's own goroutine (replaying, busy, or a socket that was full)
-	Behind int64 // streams ended with a reset because they fell too far behind
-}
-
-// FanoutStats returns the delivery counters.
-func (h *Hub) FanoutStats() FanoutStats {
-	return FanoutStats{Direct: h.fanStats.direct.Load(), Queued: h.fanStats.queued.Load(), Behind: h.fanStats.behind.Load()}
-}
-
 // Publish sends a commit to the canvas's subscribers (store.Publisher). It
 // encodes the commit once for all of them, and not at all when there are none
 // (commits cross processes through the store, not through the hub).

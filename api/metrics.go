@@ -1,6 +1,7 @@
 package api
 
 import (
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -47,21 +48,15 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 // WatchHub exports h's fan-out counters: canvas_sse_frames_total by path
 // (direct, queued) and canvas_sse_streams_behind_total.
 func (m *Metrics) WatchHub(h *Hub) {
-	for _, path := range []string{"direct", "queued"} {
+	for path, n := range map[string]*atomic.Int64{"direct": &h.fanStats.direct, "queued": &h.fanStats.queued} {
 		m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "canvas_sse_frames_total",
 			Help:        "Stream frames delivered, per subscriber, by path: direct (written to the socket by the fan-out) or queued (by the stream's goroutine).",
 			ConstLabels: prometheus.Labels{"path": path}},
-			func() float64 {
-				st := h.FanoutStats()
-				if path == "direct" {
-					return float64(st.Direct)
-				}
-				return float64(st.Queued)
-			}))
+			func() float64 { return float64(n.Load()) }))
 	}
 	m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "canvas_sse_streams_behind_total",
 		Help: "Streams ended with a reset event because their subscriber fell too far behind."},
-		func() float64 { return float64(h.FanoutStats().Behind) }))
+		func() float64 { return float64(h.fanStats.behind.Load()) }))
 }
 
 // CommandDone records one command's outcome and latency (store.Observer).

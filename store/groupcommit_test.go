@@ -137,7 +137,10 @@ func TestGroupCommitterStallGuard(t *testing.T) {
 					select {
 					case <-hold:
 					default: // the holder still runs
-						ranBeside <- struct{}{}
+						select {
+						case ranBeside <- struct{}{}:
+						default: // signalled already
+						}
 					}
 				}
 				mu.Lock()
