@@ -61,7 +61,7 @@ js-test: ## the TypeScript client: npm ci, generated types current, build, tests
 	cd clients/js && npm ci --no-audit --no-fund && npm run check-generated && npm run build && npm test
 
 .PHONY: bench
-bench: ui ## run the benchmarks of the performance targets (docs/architecture.md) and print their figures (a failing one is reported and the rest still run)
+bench: deps ui ## run the benchmarks of the performance targets (docs/architecture.md) and print their figures (a failing one is reported and the rest still run)
 	@echo "== writes against the write floor (bare HTTP + JSON + SQLite insert, group commit, built in this run):"
 	@echo "   10,000 commands, 8 clients, one canvas; x-floor = canvasd/floor (>= 1.0), big/empty = 50k-shape canvas/empty (>= 0.9)"
 	-$(GO) test -run '^$$' -bench '^BenchmarkWrites$$' -benchtime 1x -timeout 20m ./api/ | grep -E '^Benchmark|FAIL|^panic|_test\.go:[0-9]+:'

@@ -29,7 +29,7 @@ import (
 // logged with the figures: on a loaded machine they measure the load too.
 func BenchmarkWebUI(b *testing.B) {
 	if _, err := os.Stat(chromiumPath); err != nil {
-		b.Skipf("no %s: %v", chromiumPath, err)
+		b.Fatalf("no %s (make deps installs it): %v", chromiumPath, err)
 	}
 	for b.Loop() {
 		benchWebUI(b)
