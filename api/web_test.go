@@ -812,10 +812,11 @@ func TestWebUICanvas(t *testing.T) {
 
 // TestWebUIDocument drives the document panel in Chromium: opened by its
 // address, a typed line becomes one replace_lines, the server's undo takes
-// it back, a snapshot is saved, the diff since it shows unified and side by
-// side, the history lists it and restores it, lines another actor changed
-// are highlighted, and "Add to Chat" puts the selection into the agent
-// prompt as "[Selected from lines S-E]:" and a fenced block.
+// it back, a snapshot is saved, the diff since it shows unified (an added
+// line "++i" is an addition, not a file header) and side by side, the
+// history lists it and restores it, lines another actor changed are
+// highlighted, and "Add to Chat" puts the selection into the agent prompt
+// as "[Selected from lines S-E]:" and a fenced block.
 func TestWebUIDocument(t *testing.T) {
 	open := uiBrowser(t, 90*time.Second)
 	e := newTestEnv(t)
@@ -886,8 +887,12 @@ func TestWebUIDocument(t *testing.T) {
 	p.clickCSS(`#doc-panel .cm-line:nth-child(1)`)
 	p.do(chromedp.KeyEvent(kb.End), chromedp.KeyEvent(" // after v1"))
 	waitText("second edit", func(s string) bool { return strings.HasPrefix(s, "package main // after v1\n") })
+	// A line of this actor's from elsewhere that starts with "++": its diff line "+++i" is an
+	// added line, not a file header.
+	apply(editor, "replace_lines", map[string]any{"node_id": "d:main", "start_line": 2, "end_line": 2, "new_content": "++i"})
+	p.poll("own line from elsewhere merged", `document.querySelector('#doc-panel .cm-content').textContent.includes('++i')`)
 	p.clickCSS(`#doc-diff`)
-	p.poll("unified diff", `(() => { const d = document.querySelector('.doc-side pre.diff.unified'); return d && [...d.querySelectorAll('.add')].some(l => l.textContent.includes('// after v1')) && [...d.querySelectorAll('.del')].some(l => l.textContent === '-package main'); })()`)
+	p.poll("unified diff", `(() => { const d = document.querySelector('.doc-side pre.diff.unified'); return d && [...d.querySelectorAll('.add')].some(l => l.textContent.includes('// after v1')) && [...d.querySelectorAll('.add')].some(l => l.textContent === '+++i') && [...d.querySelectorAll('.del')].some(l => l.textContent === '-package main'); })()`)
 	p.screenshot("doc-diff-unified")
 	p.clickCSS(`.doc-side button.diff-format`)
 	p.poll("side-by-side diff", `(() => { const r = document.querySelector('.doc-side table.diff.split tr.modify'); return r && r.querySelector('td.old').textContent === 'package main' && r.querySelector('td.new').textContent.includes('// after v1'); })()`)

@@ -356,8 +356,7 @@ export class DocPanel {
     let view: HTMLElement;
     if (!d.has_changes) view = h("p", { class: "muted", text: "No changes." });
     else if (format === "unified") {
-      view = h("pre", { class: "diff unified" }, ...String(d.diff).split("\n").map((l) =>
-        h("div", { class: l.startsWith("+") && !l.startsWith("+++") ? "add" : l.startsWith("-") && !l.startsWith("---") ? "del" : l.startsWith("@@") ? "hunk" : "", text: l })));
+      view = h("pre", { class: "diff unified" }, ...unifiedDiffLines(String(d.diff)));
     } else {
       const rows = (d.changes || []).map((c: any) => h("tr", { class: c.type },
         h("td", { class: "ln", text: c.type === "add" ? "" : String(c.old_line ?? c.line) }), h("td", { class: "old", text: c.type === "add" ? "" : c.before ?? "" }),
@@ -382,4 +381,20 @@ export class DocPanel {
       toast(`Add to Chat: ${why(err)}`, "bad");
     }
   }
+}
+
+/** unifiedDiffLines renders a unified diff one element per line, classed "hunk", "add" or "del".
+ * "---" and "+++" are file headers only before the first hunk: inside one, "---x" is the
+ * deleted line "--x" and "+++x" the added line "++x". */
+function unifiedDiffLines(diff: string): HTMLElement[] {
+  let inHunk = false;
+  return diff.split("\n").map((l) => {
+    let cls = "";
+    if (l.startsWith("@@")) {
+      inHunk = true;
+      cls = "hunk";
+    } else if (inHunk && l.startsWith("+")) cls = "add";
+    else if (inHunk && l.startsWith("-")) cls = "del";
+    return h("div", { class: cls, text: l });
+  });
 }
