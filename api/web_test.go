@@ -408,16 +408,22 @@ func (e *testEnv) waitNodesFor(d time.Duration, cid, what string, ok func(nodes 
 // holdStreamScript is test instrumentation (not the app): while
 // window.__holdSSE is true, the bytes of the page's /sse/ responses are held
 // back, as a slow network would, so a test can make the page's base_rev
-// stale on purpose.
+// stale on purpose; window.__dropSSE() fails the open ones as a dropped
+// connection would (what they held is lost).
 const holdStreamScript = `(() => {
   const f = window.fetch;
   window.__held = [];
+  let drops = [];
+  window.__dropSSE = () => { const d = drops; drops = []; d.forEach((drop) => drop()); };
   window.fetch = async (...args) => {
     const res = await f(...args);
     const url = String(args[0] && args[0].url || args[0]);
     if (!url.includes('/sse/') || !res.body) return res;
     const reader = res.body.getReader();
     const body = new ReadableStream({
+      start(ctl) {
+        drops.push(() => { try { ctl.error(new TypeError('network error (dropped by the test)')); } catch {} reader.cancel().catch(() => {}); });
+      },
       async pull(ctl) {
         const { value, done } = await reader.read();
         if (done) { ctl.close(); return; }
@@ -429,6 +435,21 @@ const holdStreamScript = `(() => {
     return new Response(body, { status: res.status, statusText: res.statusText, headers: res.headers });
   };
 })();`
+
+// pressEnter presses Enter as a keyboard does: key down and up.
+// chromedp.KeyEvent(kb.Enter) also sends a "\r" char event, which an editor
+// that handled the key down (CodeMirror) takes as a second line break.
+var pressEnter = chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+	for _, k := range kb.Encode('\r') {
+		if k.Type == kb.KeyChar {
+			continue
+		}
+		if _, err := cdp.Call(ctx, tg, input.DispatchKeyEvent, *k); err != nil {
+			return err
+		}
+	}
+	return nil
+})
 
 // TestWebUICanvas drives the canvas in Chromium as a user does: every
 // canvasd shape type seeded through the API renders; the user creates
@@ -925,6 +946,108 @@ func TestWebUIDocument(t *testing.T) {
 		t.Errorf("Add to Chat put %q, want %q", prompt, want)
 	}
 	p.screenshot("doc-add-to-chat")
+}
+
+// TestWebUIDocumentSync checks the document panel against the server's line
+// model and its own commits: a CRLF document edits one line and keeps its
+// line ending (and the page sends nothing more); typing on the line after a
+// final newline and after a last line without one reaches the server as
+// typed; a second edit typed before the page saw its first edit's commit is
+// sent once, on top of it (not merged in twice); and after a stream that
+// could not resume, the snapshot read anew shows in the open document.
+func TestWebUIDocumentSync(t *testing.T) {
+	open := uiBrowser(t, 90*time.Second)
+	e := newTestEnv(t, func(c *Config) { c.MaxReplay = 1 })
+	editor, _ := e.token(canvas.RoleEditor, canvas.ActorHuman)
+	agent, _ := e.token(canvas.RoleEditor, canvas.ActorAgent)
+	const cid = "ui-doc-sync"
+	e.must(201, "POST", "/api/canvases", testAdmin, map[string]any{"canvas_id": cid, "title": "Docs"})
+	head := func() int64 { return int64(e.snapshot(cid)["head_rev"].(float64)) }
+	apply := func(token, typ string, args map[string]any) {
+		t.Helper()
+		e.must(200, "POST", "/canvas_commands/"+cid+"/command", token, env(typ, head(), args))
+	}
+	text := func(id string) string {
+		t.Helper()
+		s, _ := e.nodes(cid)[id]["props"].(map[string]any)["text"].(string)
+		return s
+	}
+	waitText := func(id, want string) {
+		t.Helper()
+		var got string
+		e.waitNodes(cid, fmt.Sprintf("%s holding %q", id, want), func(n map[string]map[string]any) bool {
+			got, _ = n[id]["props"].(map[string]any)["text"].(string)
+			return got == want
+		})
+	}
+	newDoc := func(id, body string) {
+		t.Helper()
+		apply(agent, "create_shape", map[string]any{"id": id, "type": "doc", "name": id, "x": 0, "y": 0, "w": 360, "h": 220,
+			"props": map[string]any{"language": "markdown", "text": body}})
+	}
+	newDoc("d:crlf", "a\r\nb\r\nc\r\n")
+	newDoc("d:notes", "# Notes\n")
+
+	p := open(e.srv.URL+"/?canvas="+cid+"&doc=d:crlf#access_token="+editor, holdStreamScript)
+	e.diag = p.state
+	p.poll("document open", `!document.getElementById('doc-panel').hidden && document.querySelector('#doc-panel .cm-content').textContent.includes('c') && document.getElementById('conn').textContent === 'live'`)
+	editorText := func() string {
+		var s string
+		p.eval(`canvasd.doc.text()`, &s)
+		return s
+	}
+
+	// CRLF: one line edited, the line ending kept, and nothing sent after it.
+	p.clickCSS(`#doc-panel .cm-line:nth-child(2)`)
+	p.do(chromedp.KeyEvent(kb.End), chromedp.KeyEvent("!"))
+	waitText("d:crlf", "a\r\nb!\r\nc\r\n")
+	rev := head()
+	time.Sleep(time.Second)
+	if h := head(); h != rev {
+		t.Errorf("the page kept sending after its edit of a CRLF document: head %d → %d, text %q", rev, h, text("d:crlf"))
+	}
+	if got := editorText(); got != "a\nb!\nc\n" {
+		t.Errorf("editor after the CRLF edit: %q", got)
+	}
+
+	// The line after a final newline, then Enter and a new last line.
+	p.eval(`canvasd.doc.open("d:notes")`, nil)
+	p.poll("notes open", `document.querySelector('#doc-panel .cm-content').textContent.startsWith('# Notes')`)
+	p.clickCSS(`#doc-panel .cm-line:last-child`)
+	p.do(chromedp.KeyEvent(kb.End), chromedp.KeyEvent("hello"))
+	waitText("d:notes", "# Notes\nhello")
+	p.do(pressEnter, chromedp.KeyEvent("x"))
+	waitText("d:notes", "# Notes\nhello\nx")
+
+	// A second edit typed while the first one's commit has not reached the page.
+	p.eval(`window.__holdSSE = true`, nil)
+	p.clickCSS(`#doc-panel .cm-line:nth-child(1)`)
+	p.do(chromedp.KeyEvent(kb.End), chromedp.KeyEvent("1"))
+	waitText("d:notes", "# Notes1\nhello\nx")
+	p.do(chromedp.KeyEvent("2"))
+	time.Sleep(700 * time.Millisecond) // past the panel's 350 ms of typing pause
+	p.eval(`window.__holdSSE = false`, nil)
+	waitText("d:notes", "# Notes12\nhello\nx")
+	time.Sleep(time.Second)
+	if got := text("d:notes"); got != "# Notes12\nhello\nx" {
+		t.Errorf("after the held commit the server has %q", got)
+	}
+	p.poll("editor as the server", `canvasd.doc.text() === "# Notes12\nhello\nx"`)
+
+	// The stream drops while more commits are on their way than the server
+	// replays on a resume (MaxReplay 1): the page reads the snapshot anew,
+	// and the open document shows what it missed.
+	p.eval(`window.__model = canvasd.live.model; window.__holdSSE = true`, nil)
+	apply(agent, "replace_lines", map[string]any{"node_id": "d:crlf", "start_line": 1, "end_line": 1, "new_content": "A"})
+	apply(agent, "insert_lines", map[string]any{"node_id": "d:notes", "insert_after_line": 0, "content": "top"})
+	apply(agent, "replace_lines", map[string]any{"node_id": "d:crlf", "start_line": 3, "end_line": 3, "new_content": "C"})
+	time.Sleep(300 * time.Millisecond) // the page has read the first and holds it
+	p.eval(`window.__dropSSE(); window.__holdSSE = false`, nil)
+	p.poll("snapshot read anew", `canvasd.live.model !== window.__model`)
+	p.poll("missed commit shown", `canvasd.doc.text() === "top\n# Notes12\nhello\nx"`)
+	if got := editorText(); got != "top\n# Notes12\nhello\nx" {
+		t.Errorf("editor after the missed commit: %q", got)
+	}
 }
 
 // TestWebUITwoBrowsers: two people on one canvas in two Chromium tabs see

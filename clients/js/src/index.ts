@@ -7,6 +7,8 @@ export { CanvasError, ConflictError } from "./errors.js";
 export { isKnownEvent, TERMINAL_AGENT_STATES } from "./events.js";
 export type { CanvasEventMap, StreamEvent } from "./events.js";
 export { CanvasModel, applyTextEdit, mergePatch, splitLines } from "./model.js";
+export { docEdit } from "./docs.js";
+export type { DocCommand } from "./docs.js";
 export type { ApplyOutcome } from "./model.js";
 export { LiveCanvas, SCREENSHOT_ACTION, viewportBox } from "./live.js";
 export type { AgentActionsEvent, BrowserHooks, Capability, LiveCanvasEvents, LiveCanvasOptions } from "./live.js";

@@ -6,11 +6,11 @@
 // named snapshots, snapshot creation and restore, the server's per-actor
 // undo/redo, highlights of lines others changed recently, and "Add to Chat".
 
-import { Compartment, EditorState, StateEffect, StateField, ChangeSet, RangeSetBuilder, type Extension } from "@codemirror/state";
+import { Compartment, EditorState, StateEffect, StateField, ChangeSet, RangeSetBuilder, Text, type Extension } from "@codemirror/state";
 import { EditorView, Decoration, lineNumbers, highlightActiveLine, highlightActiveLineGutter, keymap, drawSelection, type DecorationSet } from "@codemirror/view";
 import { defaultKeymap } from "@codemirror/commands";
 import { syntaxHighlighting, defaultHighlightStyle, bracketMatching, indentOnInput } from "@codemirror/language";
-import { randomHex, type ApplyResult, type CanvasClient, type CanvasModel, type Commit } from "@canvasd/client";
+import { docEdit, randomHex, type ApplyResult, type CanvasClient, type CanvasModel, type Commit } from "@canvasd/client";
 import { actorColor, h, toast, why } from "./dom";
 
 /**
@@ -39,24 +39,6 @@ export async function languageOf(lang: string): Promise<Extension> {
   return [];
 }
 
-/** A minimal line command turning text a into text b, or null when equal. */
-export function lineCommand(nodeId: string, a: string, b: string): { type: string; args: any } | null {
-  if (a === b) return null;
-  const al = a.split("\n"), bl = b.split("\n");
-  let pre = 0;
-  while (pre < al.length && pre < bl.length && al[pre] === bl[pre]) pre++;
-  let suf = 0;
-  while (suf < al.length - pre && suf < bl.length - pre && al[al.length - 1 - suf] === bl[bl.length - 1 - suf]) suf++;
-  const oldMid = al.slice(pre, al.length - suf), newMid = bl.slice(pre, bl.length - suf);
-  if (!oldMid.length) return { type: "insert_lines", args: { node_id: nodeId, insert_after_line: pre, content: newMid.join("\n") } };
-  if (!newMid.length) {
-    // Deleting every line leaves one empty line: replace instead.
-    if (oldMid.length === al.length) return { type: "replace_lines", args: { node_id: nodeId, start_line: 1, end_line: al.length, new_content: "" } };
-    return { type: "delete_lines", args: { node_id: nodeId, start_line: pre + 1, end_line: pre + oldMid.length } };
-  }
-  return { type: "replace_lines", args: { node_id: nodeId, start_line: pre + 1, end_line: pre + oldMid.length, new_content: newMid.join("\n") } };
-}
-
 /** The change from a to b as one replaced range (common prefix and suffix kept). */
 function textChange(a: string, b: string): { from: number; to: number; insert: string } | null {
   if (a === b) return null;
@@ -66,6 +48,30 @@ function textChange(a: string, b: string): { from: number; to: number; insert: s
   while (s < a.length - p && s < b.length - p && a[a.length - 1 - s] === b[b.length - 1 - s]) s++;
   return { from: p, to: a.length - s, insert: b.slice(p, b.length - s) };
 }
+
+/**
+ * The change base → next, made to apply to text (base with edits of its
+ * own): as a ChangeSet over text, or null when next is base.
+ */
+function rebaseChange(base: string, next: string, text: string): ChangeSet | null {
+  const remote = textChange(base, next);
+  if (!remote) return null;
+  const theirs = ChangeSet.of([remote], base.length);
+  const mine = textChange(base, text);
+  return mine ? theirs.map(ChangeSet.of([mine], base.length)) : theirs;
+}
+
+/** text with the change base → next merged under its own edits. */
+function rebase(base: string, next: string, text: string): string {
+  const cs = rebaseChange(base, next, text);
+  return cs ? cs.apply(Text.of(text.split("\n"))).toString() : text;
+}
+
+/** The text as the editor holds it: CodeMirror hands lines back joined by "\n". */
+const asEditor = (text: string) => text.replace(/\r\n/g, "\n");
+
+/** The number of lines of text in the server's line model ("" has none; a final newline ends the last line). */
+const lineCount = (text: string) => text === "" ? 0 : text.split("\n").length - (text.endsWith("\n") ? 1 : 0);
 
 // Lines others changed recently: a line decoration per changed line, mapped through edits.
 const markLines = StateEffect.define<{ lines: number[]; actor: string }>();
@@ -99,8 +105,11 @@ export class DocPanel {
   nodeId = "";
   private view: EditorView | null = null;
   private language = new Compartment(); // the document's language, loaded after the editor opens
-  private server = ""; // the text as of the model's revision
-  private sending = false;
+  private raw = ""; // the document's text as of the last sync with the model, as the server has it
+  private server = ""; // the same as the editor holds it (asEditor)
+  /** The edit sent and not yet seen in the model: the editor text it makes, and its revision once answered. */
+  private inflight: { result: string; rev?: number } | null = null;
+  private gen = 0; // moves when the panel opens or closes a document: an answer for an earlier one is dropped
   private timer = 0;
   private fading = 0;
   private body: HTMLElement;
@@ -140,8 +149,12 @@ export class DocPanel {
       toast(`no document ${id} on this canvas`, "warn");
       return;
     }
+    if (this.view) this.flush(); // the unsent edit of the document open until now
+    this.gen++;
     this.nodeId = id;
-    this.server = String(n.props?.text ?? "");
+    this.raw = String(n.props?.text ?? "");
+    this.server = asEditor(this.raw);
+    this.inflight = null;
     this.title.textContent = `${n.name || id}${n.props?.language ? " · " + n.props?.language : ""}`;
     this.el.hidden = false;
     this.el.dataset.nodeId = id;
@@ -170,6 +183,8 @@ export class DocPanel {
 
   close(): void {
     this.flush();
+    this.gen++;
+    this.inflight = null;
     this.view?.destroy();
     this.view = null;
     this.nodeId = "";
@@ -190,53 +205,81 @@ export class DocPanel {
     this.timer = window.setTimeout(() => this.flush(), 350);
   }
 
-  /** Sends the editor's unsent change as one line command. */
+  /**
+   * Sends the editor's unsent change as one command (docEdit: a line command
+   * where it can be one), one at a time. A 409 waits for the commits it
+   * missed, which merge under the edit, and sends again; any other refusal
+   * puts the server's text back in the editor.
+   */
   private async flush(): Promise<void> {
     clearTimeout(this.timer);
-    const m = this.model();
-    if (!this.view || !m || this.sending) return;
-    const c = lineCommand(this.nodeId, this.server, this.view.state.doc.toString());
+    if (!this.view || !this.model() || this.inflight) return;
+    const local = this.view.state.doc.toString();
+    const c = docEdit(this.nodeId, this.raw, local);
     if (!c) return;
-    this.sending = true;
+    const gen = this.gen, sent: { result: string; rev?: number } = { result: local };
+    this.inflight = sent;
     let rev = 0;
     try {
-      rev = (await this.send(c.type, c.args)).rev;
+      rev = sent.rev = (await this.send(c.type, c.args)).rev;
     } catch (err: any) {
+      if (this.gen !== gen) return;
+      this.inflight = null;
       if (err?.status !== 409) {
-        this.sending = false;
-        toast(`${c.type} was refused: ${why(err)}`, "bad", 8000);
+        toast(`${c.type} was refused: ${why(err)}; the editor shows the server's text again`, "bad", 8000);
+        this.sync();
+        if (this.view) this.view.dispatch({ changes: textChange(this.view.state.doc.toString(), this.server) ?? [], userEvent: "remote" });
         return;
       }
       toast("the document changed meanwhile: your edit is merged and sent again", "warn");
       rev = err.currentRev;
     }
-    this.sending = false;
-    // The commit arrives on the stream and moves this.server; wait for it before the next edit.
+    // Its commit (or the ones a 409 missed) reaches the model on the stream: sync then, and send what is left.
     await this.caughtUp(rev);
-    if (this.view && lineCommand(this.nodeId, this.server, this.view.state.doc.toString())) this.schedule();
+    if (this.gen !== gen) return;
+    this.sync();
+    if (this.view && docEdit(this.nodeId, this.raw, this.view.state.doc.toString())) this.schedule();
   }
 
-  /** A commit arrived: merge the server's new text under the user's unsent edits, mark others' lines. */
-  applied(c: Commit): void {
-    if (!this.view || !this.nodeId) return;
-    const n = this.model()?.nodes.get(this.nodeId);
-    if (!c.changes.some((ch) => ch.id === this.nodeId && ch.kind === "node")) return;
+  /**
+   * Brings the editor up to the model's text: what changed since the last
+   * sync is merged under the user's unsent edits. The edit in flight is
+   * already in the editor, so once the model holds it (its revision reached)
+   * the change is taken from the text it made, not merged again; until its
+   * answer gives that revision, syncing waits. Call it when the model moved:
+   * a commit on the document, or a snapshot read anew.
+   */
+  sync(): boolean {
+    const m = this.model();
+    if (!this.view || !this.nodeId || !m) return false;
+    if (this.inflight && this.inflight.rev === undefined) return false;
+    const n = m.nodes.get(this.nodeId);
     if (!n) {
       toast("this document was deleted", "warn");
+      this.view.destroy(); // its unsent edit has no document to go to
+      this.view = null;
       this.close();
-      return;
+      return false;
     }
-    const next = String(n.props?.text ?? "");
-    const prev = this.server;
+    const raw = String(n.props?.text ?? ""), next = asEditor(raw);
+    let base = this.server;
+    if (this.inflight && m.rev >= this.inflight.rev!) {
+      base = this.inflight.result;
+      this.inflight = null;
+    } else if (this.inflight) this.inflight.result = rebase(this.server, next, this.inflight.result);
+    this.raw = raw;
     this.server = next;
     const local = this.view.state.doc.toString();
-    const remote = textChange(prev, next);
-    if (remote) {
-      const mine = textChange(prev, local);
-      const theirs = ChangeSet.of([remote], prev.length);
-      const mapped = mine ? theirs.map(ChangeSet.of([mine], prev.length)) : theirs;
-      if (local !== next) this.view.dispatch({ changes: mapped, userEvent: "remote" });
-    }
+    const cs = local === next ? null : rebaseChange(base, next, local);
+    if (cs) this.view.dispatch({ changes: cs, userEvent: "remote" });
+    return true;
+  }
+
+  /** A commit arrived: sync the document it changed, and mark the lines others changed. */
+  applied(c: Commit): void {
+    if (!this.view || !this.nodeId) return;
+    if (!c.changes.some((ch) => ch.id === this.nodeId && ch.kind === "node")) return;
+    if (!this.sync() || !this.view) return;
     if (c.actor_id !== this.me() && !this.mine.has(c.cmd_id)) {
       const lines: number[] = [];
       for (const ch of c.changes) {
@@ -294,7 +337,7 @@ export class DocPanel {
   async timeline(): Promise<void> {
     const m = this.model();
     if (!m) return;
-    const cid = this.canvasId();
+    const cid = this.canvasId(), gen = this.gen;
     const after = Math.max(0, m.rev - 1000);
     let commits: Commit[], snaps: { snapshot_id: string; label?: string; rev: number }[];
     try {
@@ -305,6 +348,7 @@ export class DocPanel {
       toast(`history: ${why(err)}`, "bad");
       return;
     }
+    if (this.gen !== gen) return; // another document opened meanwhile
     const items: { rev: number; el: HTMLElement }[] = [];
     for (const c of commits) {
       const who = c.actor_id === this.me() ? "you" : c.actor_id;
@@ -327,7 +371,7 @@ export class DocPanel {
     const m = this.model();
     if (!m) return;
     try {
-      const r = await this.send("revert_to_snapshot", { snapshot_id: id });
+      const r = await this.send("revert_to_snapshot", { snapshot_id: id, node_id: this.nodeId });
       toast(`restored snapshot ${label} (rev ${r.rev})`, "ok");
     } catch (err) {
       toast(`restore: ${why(err)}`, "bad");
@@ -338,18 +382,19 @@ export class DocPanel {
   async diff(since: string, format: "unified" | "split"): Promise<void> {
     if (!this.nodeId) return;
     await this.flush();
-    const cid = this.canvasId();
+    const cid = this.canvasId(), node = this.nodeId, gen = this.gen;
     let d: any;
     try {
       if (!since) {
         const list = await this.client.listSnapshots(cid);
         since = list.length ? list[list.length - 1].snapshot_id : "0";
       }
-      d = await this.client.getDocDiff(cid, this.nodeId, { since, format: "unified" });
+      d = await this.client.getDocDiff(cid, node, { since, format: "unified" });
     } catch (err) {
       toast(`diff: ${why(err)}`, "bad");
       return;
     }
+    if (this.gen !== gen) return; // another document opened meanwhile
     const toggle = h("button", { type: "button", class: "diff-format", text: format === "unified" ? "Side by side" : "Unified",
       onclick: () => this.diff(since, format === "unified" ? "split" : "unified") });
     const head = h("div", { class: "diff-head" }, `Since ${since}: +${d.lines_added ?? 0} −${d.lines_deleted ?? 0} ~${d.lines_modified ?? 0} `, toggle);
@@ -373,7 +418,14 @@ export class DocPanel {
     await this.flush();
     const sel = this.view.state.selection.main;
     const doc = this.view.state.doc;
-    const a = doc.lineAt(sel.from).number, b = doc.lineAt(Math.max(sel.from, sel.to - (sel.to > sel.from && doc.lineAt(sel.to).from === sel.to ? 1 : 0))).number;
+    // The empty line after a final newline is not a line to the server.
+    const lines = lineCount(this.server);
+    if (!lines) {
+      toast("Add to Chat: the document is empty", "warn");
+      return;
+    }
+    const a = Math.min(doc.lineAt(sel.from).number, lines);
+    const b = Math.min(Math.max(a, doc.lineAt(Math.max(sel.from, sel.to - (sel.to > sel.from && doc.lineAt(sel.to).from === sel.to ? 1 : 0))).number), lines);
     try {
       const sel = await this.client.getDocSelection(this.canvasId(), this.nodeId, { startLine: a, endLine: b });
       this.onAddToChat(sel.formatted_for_chat);

@@ -101,27 +101,44 @@ class App {
     setInterval(() => this.view.expireCursors(), 2000);
     setInterval(() => { if (this.token && document.visibilityState === "visible") this.refreshCanvases(); }, 4000);
     window.addEventListener("popstate", () => this.route());
+    // A token handed over on a page already open (a fragment-only navigation does not reload it).
+    window.addEventListener("hashchange", () => {
+      const tok = this.tokenFromHash();
+      if (tok) this.signIn(tok);
+    });
   }
 
   // ---------------------------------------------------------------- token and routing
 
   boot(): void {
-    const m = /(?:^#|&)access_token=([^&]+)/.exec(location.hash);
-    if (m) {
-      localStorage.setItem(TOKEN_KEY, decodeURIComponent(m[1]));
-      history.replaceState(null, "", location.pathname + location.search); // not in the address bar or history
-    }
+    const tok = this.tokenFromHash();
+    if (tok) localStorage.setItem(TOKEN_KEY, tok);
     this.token = localStorage.getItem(TOKEN_KEY) || "";
     if (!this.token) this.askToken("");
     else this.start();
   }
 
+  /** The token handed over in the address's fragment (#access_token=...), taken off the address bar and history; "" when none. */
+  private tokenFromHash(): string {
+    const m = /(?:^#|&)access_token=([^&]+)/.exec(location.hash);
+    if (!m) return "";
+    history.replaceState(null, "", location.pathname + location.search);
+    try {
+      return decodeURIComponent(m[1]);
+    } catch {
+      return m[1];
+    }
+  }
+
+  /** Shows the sign-in dialog with msg; what the user is typing in it stays. */
   private askToken(msg: string): void {
     const dlg = $("token-dialog") as HTMLDialogElement;
     $("token-error").hidden = !msg;
     $("token-error").textContent = msg;
-    ($("token-input") as HTMLInputElement).value = "";
-    if (!dlg.open) dlg.showModal();
+    if (!dlg.open) {
+      ($("token-input") as HTMLInputElement).value = "";
+      dlg.showModal();
+    }
   }
 
   private signIn(tok: string): void {
@@ -139,17 +156,19 @@ class App {
     this.askToken("");
   }
 
+  /** Starts with the current token: the canvas list, and the canvas of the address opened anew (a sign-in after a 401 reconnects it). */
   private async start(): Promise<void> {
     // The canvas opens while the list loads (its title follows).
     const list = this.refreshCanvases();
-    this.route();
+    this.route(true);
     await list;
   }
 
-  private route(): void {
+  /** Opens what the address names: its canvas when it is another one (or always, with reopen), else its document. */
+  private route(reopen = false): void {
     const q = new URLSearchParams(location.search);
     const id = q.get("canvas") || "";
-    if (id !== this.canvasId) this.open(id, q.get("doc") || "", q.get("agent") || "");
+    if (reopen || id !== this.canvasId) this.open(id, q.get("doc") || "", q.get("agent") || "");
     else if (q.get("doc") && q.get("doc") !== this.doc.nodeId && this.model) this.doc.open(q.get("doc")!);
   }
 
@@ -196,6 +215,7 @@ class App {
   private failed(what: string, err: unknown): void {
     if ((err as { status?: number })?.status === 401) {
       localStorage.removeItem(TOKEN_KEY);
+      this.token = ""; // nothing more is sent with it (the canvas list's refresh stops)
       this.closeLive();
       this.askToken(why(err));
     } else toast(`${what}: ${why(err)}`, "bad");
@@ -262,7 +282,10 @@ class App {
           this.loadedAt = this.openedAt - t0;
           document.body.dataset.loaded = id;
           if (docId) this.doc.open(docId);
-        } else toast("re-read the canvas (the stream could not resume)", "", 3000);
+        } else {
+          this.doc.sync(); // the open document follows the text read anew
+          toast("re-read the canvas (the stream could not resume)", "", 3000);
+        }
       } else this.onCommit(commit);
       this.status();
     });
