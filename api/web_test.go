@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -1048,6 +1049,51 @@ func TestWebUIDocumentSync(t *testing.T) {
 	if got := editorText(); got != "top\n# Notes12\nhello\nx" {
 		t.Errorf("editor after the missed commit: %q", got)
 	}
+}
+
+// TestWebUISignIn: when the server refuses the page's token (revoked), the
+// page stops using it and asks for another; what the user types in the
+// dialog stays; signing in reconnects the canvas that was open; and a token
+// handed over in the fragment of an address the page already shows is
+// taken, and leaves the address bar.
+func TestWebUISignIn(t *testing.T) {
+	open := uiBrowser(t, 90*time.Second)
+	e := newTestEnv(t)
+	alice, aliceID := e.token(canvas.RoleEditor, canvas.ActorHuman)
+	bob, _ := e.token(canvas.RoleEditor, canvas.ActorHuman)
+	carol, _ := e.token(canvas.RoleEditor, canvas.ActorHuman)
+	agent, _ := e.token(canvas.RoleEditor, canvas.ActorAgent)
+	const cid = "ui-sign-in"
+	e.must(201, "POST", "/api/canvases", testAdmin, map[string]any{"canvas_id": cid, "title": "Sign-in"})
+	shape := func(id string) {
+		t.Helper()
+		head := int64(e.snapshot(cid)["head_rev"].(float64))
+		e.must(200, "POST", "/canvas_commands/"+cid+"/command", agent, env("create_shape", head, map[string]any{"id": id, "type": "geo",
+			"x": 0, "y": 0, "w": 100, "h": 60, "props": map[string]any{"geo": "rectangle"}}))
+	}
+	shape("s:before")
+	p := open(e.srv.URL + "/?canvas=" + cid + "#access_token=" + alice)
+	e.diag = p.state
+	p.poll("alice live", `document.getElementById('conn').textContent === 'live' && document.body.dataset.loaded === '`+cid+`'`)
+
+	e.must(204, "DELETE", "/api/tokens/"+url.PathEscape(aliceID), testAdmin, nil)
+	p.pollFor(20*time.Second, "asked for a token", `document.getElementById('token-dialog').open`)
+	p.do(chromedp.SendKeys(chromedp.CSS(`#token-input`), bob[:8]))
+	time.Sleep(9 * time.Second) // two of the page's 4-second list refreshes
+	var typed string
+	p.eval(`document.getElementById('token-input').value`, &typed)
+	if typed != bob[:8] {
+		t.Errorf("the dialog lost what the user typed: %q", typed)
+	}
+	p.do(chromedp.SendKeys(chromedp.CSS(`#token-input`), bob[8:]+"\r"))
+	p.poll("signed in and live again", `!document.getElementById('token-dialog').open && document.getElementById('conn').textContent === 'live'`)
+	shape("s:after")
+	p.poll("a commit after the sign-in shown", `!!canvasd.view.ex.getSceneElements().find(el => el.id === 's:after')`)
+
+	p.eval(`location.hash = 'access_token=`+carol+`'`, nil)
+	p.poll("fragment token taken", `localStorage.getItem('canvasd.token') === '`+carol+`' && !location.href.includes('access_token')`)
+	shape("s:carol")
+	p.poll("still live with the handed-over token", `!!canvasd.view.ex.getSceneElements().find(el => el.id === 's:carol')`)
 }
 
 // TestWebUITwoBrowsers: two people on one canvas in two Chromium tabs see
