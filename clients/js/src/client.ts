@@ -82,6 +82,7 @@ export interface ApplyOptions {
   onConflict?: ConflictHandler;
   /** How many re-plans at most (default 3), after which the last ConflictError is thrown. */
   maxRetries?: number;
+  /** Cancels the command: once aborted nothing more is sent, and the call throws the signal's reason (see applyResult). */
   signal?: AbortSignal;
 }
 
@@ -93,15 +94,20 @@ export interface StreamOptions {
   clientId?: string;
   /** Capabilities of a declared browser, e.g. ["screenshot", "viewport"]. */
   capabilities?: string[];
-  /** Ends the stream. */
+  /** Ends the stream. The stream listens to it only while it is being read: the listener is removed when the stream ends. */
   signal?: AbortSignal;
   /** A connection on which nothing arrives (not even a heartbeat) for this long is dropped and reopened (default 45000 ms). */
   idleTimeoutMs?: number;
-  /** The first reconnect delay in ms (default 500, or the server's `retry:`), doubled per consecutive failure. */
+  /**
+   * The first reconnect delay in ms (default 500; the last `retry:` the
+   * server sent on any connection of this stream replaces it), doubled per
+   * consecutive failure. Consecutive `reset` events wait too: the first
+   * reconnects at once, each further one waits this delay doubled per reset.
+   */
   reconnectDelayMs?: number;
   /** The cap on the reconnect delay (default 30000 ms). A refusal with Retry-After (a 429 when the token holds too many streams, a 503) waits at least that long, up to this cap. */
   maxReconnectDelayMs?: number;
-  /** Consecutive failed connects after which the stream throws (default: never gives up). */
+  /** Consecutive failed connects after which the stream throws (default: never gives up; a 400/401/403/404 throws at once). */
   maxReconnects?: number;
   /** Called after each connect with whether it succeeded (for a connection indicator). */
   onConnection?: (state: "open" | "reconnecting") => void;
@@ -113,11 +119,17 @@ export interface CanvasStream extends AsyncIterable<StreamEvent> {
   lastEventId: string;
   /** How many connections were opened. */
   readonly connects: number;
-  /** Ends the stream (the iterator finishes). */
+  /** Ends the stream: the iterator finishes, and no event received but not yet yielded is yielded. */
   close(): void;
 }
 
 const RETRY_STATUSES = new Set([502, 503, 504]);
+
+/** Stream connects refused with these statuses throw at once (as in the Go client); any other failure reconnects. */
+const FATAL_STREAM_STATUSES = new Set([400, 401, 403, 404]);
+
+/** What invoke waits beyond its timeout_ms (default 10 s) for the server's answer to arrive. */
+const INVOKE_SLACK_MS = 5000;
 
 /**
  * A path segment. ":" stays literal: it is valid in a segment, common in
@@ -155,8 +167,11 @@ interface RequestInit2 {
   /** Safe to repeat: retried after a network error or a 502/503/504. */
   retry?: boolean;
   idempotencyKey?: string;
+  /** Cancels the request; once aborted, no further attempt is sent and send() throws its reason. */
   signal?: AbortSignal;
   headers?: Record<string, string>;
+  /** This request's timeout per attempt in ms (default: the client's timeoutMs). */
+  timeoutMs?: number;
 }
 
 interface Answer {
@@ -246,9 +261,13 @@ export class CanvasClient {
       body = JSON.stringify(init.body);
       headers["Content-Type"] = "application/json";
     }
+    const timeoutMs = init.timeoutMs ?? this.timeoutMs;
     for (let attempt = 0; ; attempt++) {
+      // An "abort" listener never fires for a signal aborted already: a
+      // request cancelled before this attempt must not be sent at all.
+      if (init.signal?.aborted) throw init.signal.reason;
       const ctl = new AbortController();
-      const timer = setTimeout(() => ctl.abort(new Error(`timed out after ${this.timeoutMs} ms`)), this.timeoutMs);
+      const timer = setTimeout(() => ctl.abort(new Error(`timed out after ${timeoutMs} ms`)), timeoutMs);
       const onAbort = () => ctl.abort(init.signal!.reason);
       init.signal?.addEventListener("abort", onAbort, { once: true });
       let res: Response;
@@ -320,6 +339,12 @@ export class CanvasClient {
     return this.call("GET", "/api/canvases/" + seg(canvasId), { retry: true });
   }
 
+  /** The canvas's current head revision (the default baseRev when this client has seen none). */
+  private async headRev(canvasId: string, signal?: AbortSignal): Promise<number> {
+    const cv = await this.call<Canvas>("GET", "/api/canvases/" + seg(canvasId), { retry: true, signal });
+    return cv.head_rev ?? 0;
+  }
+
   /** Deletes a canvas with its history (admin role). Not retried (it carries no idempotency key). */
   async deleteCanvas(canvasId: string): Promise<void> {
     await this.call("DELETE", "/api/canvases/" + seg(canvasId));
@@ -383,12 +408,17 @@ export class CanvasClient {
    * onConflict(conflict, fresh) and sends the command it returns at the fresh
    * head with a derived key `<key>.r<n>`, at most maxRetries times. Other
    * failures throw CanvasError (400/422 name the field in `problem`).
+   *
+   * opts.signal cancels it: once aborted, nothing more is sent (no attempt,
+   * resend or re-planned command, even one onConflict returns after the
+   * abort) and it throws the signal's reason. A command already sent may
+   * have applied: give your own idempotencyKey to be able to resend it safely.
    */
   async applyResult(canvasId: string, type: CommandType | string, args: Record<string, unknown> = {}, opts: ApplyOptions = {}): Promise<ApplyResult> {
     const path = `/canvas_commands/${seg(canvasId)}/command`;
     const baseKey = opts.idempotencyKey ?? newIdempotencyKey();
     let baseRev = opts.baseRev ?? this.heads.get(canvasId);
-    if (baseRev === undefined) baseRev = (await this.getCanvas(canvasId)).head_rev ?? 0;
+    if (baseRev === undefined) baseRev = await this.headRev(canvasId, opts.signal);
     let key = baseKey;
     let replans = 0;
     for (;;) {
@@ -424,12 +454,13 @@ export class CanvasClient {
    * Each command is an envelope {type, args, id?, strict?}. The batch carries
    * an idempotency key (the caller's or the client's own), so resends are
    * safe. Throws ConflictError on a 409; nothing is written on any error.
+   * A signal aborted before the batch is sent keeps it from being sent.
    */
   async applyBatch(canvasId: string, commands: BatchCommand[], opts: { baseRev?: number; idempotencyKey?: string; signal?: AbortSignal } = {}): Promise<BatchResult> {
     const path = `/canvas_commands/${seg(canvasId)}/commands`;
     const key = opts.idempotencyKey ?? newIdempotencyKey();
     let baseRev = opts.baseRev ?? this.heads.get(canvasId);
-    if (baseRev === undefined) baseRev = (await this.getCanvas(canvasId)).head_rev ?? 0;
+    if (baseRev === undefined) baseRev = await this.headRev(canvasId, opts.signal);
     const body = { base_rev: baseRev, idempotency_key: key, commands: commands.map((c) => ({ ...c, args: c.args ?? {} })) };
     const a = await this.send("POST", path, { body, retry: true, idempotencyKey: key, signal: opts.signal });
     if (a.status !== 200) throw this.error("POST", path, a, key);
@@ -578,9 +609,15 @@ export class CanvasClient {
 
   // ------------------------------------------------------------ invoke (server → browser calls)
 
-  /** Sends an invoke to the browsers of a canvas or host session and waits for the first answer. */
+  /**
+   * Sends an invoke to the browsers of a canvas or host session and waits for
+   * the first answer. It waits as long as req.timeout_ms asks (default 10 s,
+   * at most 300 s) plus 5 s, even beyond the client's timeoutMs; signal
+   * cancels it sooner. Not retried.
+   */
   invoke(req: InvokeRequest, signal?: AbortSignal): Promise<InvokeAnswer> {
-    return this.call("POST", "/api/invoke", { body: req, signal });
+    const wait = (typeof req.timeout_ms === "number" && req.timeout_ms > 0 ? req.timeout_ms : 10000) + INVOKE_SLACK_MS;
+    return this.call("POST", "/api/invoke", { body: req, signal, timeoutMs: Math.max(this.timeoutMs, wait) });
   }
 
   /** Answers an invoke; `accepted` is false when another answer won or it timed out. */
@@ -596,8 +633,13 @@ export class CanvasClient {
    * then live commits and ephemeral events, typed by name. It reconnects by
    * itself with Last-Event-ID set to the last id received. A `reset` event is
    * yielded: re-read the snapshot and set `lastEventId` to its head_event_id
-   * before pulling the next event (LiveCanvas does this for you). 401/403/404
-   * throw at once; events this client does not know are skipped.
+   * before pulling the next event (LiveCanvas does this for you); the first
+   * reset reconnects at once, each consecutive one after a growing delay. A
+   * connect refused with 400/401/403/404 throws at once; any other failure (a
+   * network error, a dropped or silent connection, 408, 429, 5xx, ...)
+   * reconnects with backoff (see StreamOptions). Events this client does not
+   * know are skipped. Once close() is called (or opts.signal aborts), no
+   * further event is yielded, not even one already received.
    */
   stream(canvasId: string, opts: StreamOptions = {}): CanvasStream {
     return new FetchStream(this, this.fetchFn, canvasId, opts);
@@ -685,19 +727,36 @@ class FetchStream implements CanvasStream {
 
   constructor(private readonly client: CanvasClient, private readonly fetchFn: typeof fetch, private readonly canvasId: string, private readonly opts: StreamOptions) {
     this.lastEventId = opts.lastEventId ?? "";
-    opts.signal?.addEventListener("abort", () => this.close(), { once: true });
-    if (opts.signal?.aborted) this.close();
   }
 
   close(): void {
     this.ctl.abort(new Error("stream closed"));
   }
 
+  /**
+   * Listens to opts.signal only while the stream is read, so that a long-lived
+   * signal given to stream after stream (LiveCanvas restarts) collects no
+   * listeners: the listener is removed however the stream ends.
+   */
   async *[Symbol.asyncIterator](): AsyncGenerator<StreamEvent> {
+    const signal = this.opts.signal;
+    const onAbort = () => this.close();
+    if (signal?.aborted) this.close();
+    else signal?.addEventListener("abort", onAbort, { once: true });
+    try {
+      yield* this.follow();
+    } finally {
+      signal?.removeEventListener("abort", onAbort);
+    }
+  }
+
+  private async *follow(): AsyncGenerator<StreamEvent> {
     const o = this.opts;
     const idle = o.idleTimeoutMs ?? 45000;
+    const maxDelay = o.maxReconnectDelayMs ?? 30000;
     let failures = 0;
-    let serverRetry: number | undefined;
+    let resets = 0; // consecutive reset events with nothing else in between
+    let serverRetry: number | undefined; // the last retry: the server sent, on any connection
     const path = "/sse/canvas/" + encodeURIComponent(this.canvasId);
     while (!this.ctl.signal.aborted) {
       const conn = new AbortController();
@@ -718,7 +777,7 @@ class FetchStream implements CanvasStream {
         this.connects++;
         if (res.status !== 200) {
           const err = this.client.streamError(path, res, await res.text());
-          if (!RETRY_STATUSES.has(res.status) && res.status !== 429) fatal = err;
+          if (FATAL_STREAM_STATUSES.has(res.status)) fatal = err;
           throw err;
         }
         o.onConnection?.("open");
@@ -728,7 +787,12 @@ class FetchStream implements CanvasStream {
           const { value, done } = await reader.read();
           if (done) break;
           armIdle();
-          for (const raw of parser.feed(value)) {
+          const events = parser.feed(value);
+          if (parser.retry !== undefined) serverRetry = parser.retry;
+          for (const raw of events) {
+            // close() (or the caller's signal) ends the stream at once: the
+            // rest of what this chunk held is dropped, not yielded.
+            if (this.ctl.signal.aborted) return;
             failures = 0;
             if (raw.id !== undefined) this.lastEventId = raw.id;
             if (!isKnownEvent(raw.event)) continue;
@@ -742,13 +806,15 @@ class FetchStream implements CanvasStream {
             if (raw.id !== undefined) ev.id = raw.id;
             if (ev.event === "reset") {
               reset = true;
+              resets++;
               this.lastEventId = String((ev.data as CanvasEventMap["reset"]).head_rev);
+            } else {
+              resets = 0;
             }
             if (ev.event === "canvas_commit") this.client.noteHead(this.canvasId, ev.data.rev);
             yield ev;
           }
         }
-        serverRetry = parser.retry;
       } catch (err) {
         lastError = err;
         if (fatal) throw fatal;
@@ -758,20 +824,26 @@ class FetchStream implements CanvasStream {
         conn.abort(new Error("reconnecting"));
       }
       if (this.ctl.signal.aborted) return;
-      if (reset) continue; // the server ends a stream after reset: reconnect at once
-      failures++;
-      if (o.maxReconnects !== undefined && failures > o.maxReconnects) {
-        if (lastError instanceof CanvasError) throw lastError;
-        throw new CanvasError(`GET ${path}: stream lost and ${o.maxReconnects} reconnects failed: ${(lastError as Error)?.message ?? "closed"}`, {
-          status: 0, method: "GET", url: this.client.baseUrl + path, cause: lastError,
-        });
-      }
-      o.onConnection?.("reconnecting");
       const base = serverRetry ?? o.reconnectDelayMs ?? 500;
-      const maxDelay = o.maxReconnectDelayMs ?? 30000;
-      let d = Math.min(maxDelay, base * 2 ** Math.min(failures - 1, 30)) * (0.5 + 0.5 * Math.random());
-      // A refusal with Retry-After (429: the token holds too many streams; 503) waits at least that long.
-      if (lastError instanceof CanvasError && lastError.retryAfterMs !== undefined) d = Math.max(d, Math.min(lastError.retryAfterMs, maxDelay));
+      let d: number;
+      if (reset) {
+        // The server ends a stream after reset: the first reconnects at once;
+        // a server answering reset again and again is not hammered.
+        if (resets <= 1) continue;
+        d = Math.min(maxDelay, base * 2 ** Math.min(resets - 2, 30)) * (0.5 + 0.5 * Math.random());
+      } else {
+        failures++;
+        if (o.maxReconnects !== undefined && failures > o.maxReconnects) {
+          if (lastError instanceof CanvasError) throw lastError;
+          throw new CanvasError(`GET ${path}: stream lost and ${o.maxReconnects} reconnects failed: ${(lastError as Error)?.message ?? "closed"}`, {
+            status: 0, method: "GET", url: this.client.baseUrl + path, cause: lastError,
+          });
+        }
+        o.onConnection?.("reconnecting");
+        d = Math.min(maxDelay, base * 2 ** Math.min(failures - 1, 30)) * (0.5 + 0.5 * Math.random());
+        // A refusal with Retry-After (429: the token holds too many streams; 503) waits at least that long.
+        if (lastError instanceof CanvasError && lastError.retryAfterMs !== undefined) d = Math.max(d, Math.min(lastError.retryAfterMs, maxDelay));
+      }
       try {
         await sleep(d, this.ctl.signal);
       } catch {

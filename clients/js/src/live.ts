@@ -3,6 +3,7 @@
 // screenshots, set_viewport, viewport/selection publishing).
 
 import type { ApplyOptions, ApplyResult, CanvasClient, CanvasStream } from "./client.js";
+import { CanvasError } from "./errors.js";
 import { randomHex } from "./ids.js";
 import { TERMINAL_AGENT_STATES } from "./events.js";
 import { CanvasModel } from "./model.js";
@@ -31,8 +32,11 @@ export interface BrowserHooks {
   /**
    * The current viewport (canvas coordinates) and selected shape ids. While an
    * agent session runs on the canvas it is read at most every viewIntervalMs
-   * (80 ms) and, when it changed, published to the session, whose next turn
-   * uses it.
+   * (80 ms) and published to each running session that has not received this
+   * very view yet (a session that starts later gets it too), whose next turn
+   * uses it. A publication that failed is sent again at the next read, unless
+   * the server refused it with a 4xx other than 408 and 429 (then the view is
+   * sent again only once it changes).
    */
   view?: () => { viewport?: Rect; selection?: string[] } | null | undefined;
 }
@@ -94,6 +98,35 @@ interface SessionTrack {
   applied: Set<string>;
 }
 
+/** The first delay after a failure of the snapshot read or the stream, in ms (with jitter, doubled per consecutive failure). */
+const BACKOFF_MS = 500;
+/** The cap on that delay, in ms. */
+const MAX_BACKOFF_MS = 30000;
+/** How long the stream must stay caught up, without a failure, before the failure count starts over (ms). */
+const HEALTHY_MS = 5000;
+
+/** Resolves after ms, or rejects with the signal's reason as soon as it aborts. */
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal.aborted) return reject(signal.reason);
+    const onAbort = () => {
+      clearTimeout(t);
+      reject(signal.reason);
+    };
+    const t = setTimeout(() => {
+      signal.removeEventListener("abort", onAbort);
+      resolve();
+    }, ms);
+    signal.addEventListener("abort", onAbort, { once: true });
+  });
+}
+
+/** Whether a failed view publication would fail again with the same view (a 4xx other than 408 and 429). */
+function refused(err: unknown): boolean {
+  const st = err instanceof CanvasError ? err.status : 0;
+  return st >= 400 && st < 500 && st !== 408 && st !== 429;
+}
+
 /**
  * One canvas followed live: a CanvasModel kept current from the snapshot and
  * the stream (re-reading the snapshot after a reset or a gap), typed events,
@@ -109,6 +142,12 @@ interface SessionTrack {
  *   hooks.screenshot, only while this client is the host;
  * - while an agent session runs, hooks.view is published at most every 80 ms;
  * - invokes are answered by action name (handle()).
+ *
+ * A failure (the snapshot read, the stream refused, a revision gap, a commit
+ * the model cannot apply) is reported as "error" and followed by a re-read of
+ * the snapshot and a new stream after a delay of 250–500 ms, doubled per
+ * consecutive failure up to 30 s; the count starts over once the stream has
+ * stayed caught up for 5 s. close() ends that delay at once.
  */
 export class LiveCanvas {
   readonly canvasId: string;
@@ -133,7 +172,8 @@ export class LiveCanvas {
   private stream?: CanvasStream;
   private resolveReady!: (m: CanvasModel) => void;
   private viewTimer: ReturnType<typeof setInterval> | null = null;
-  private lastView = "";
+  /** Per running session, the view (JSON) it has received. */
+  private readonly publishedViews = new Map<string, string>();
   private viewInFlight = false;
 
   constructor(client: CanvasClient, canvasId: string, opts: LiveCanvasOptions = {}) {
@@ -228,6 +268,7 @@ export class LiveCanvas {
   private async run(): Promise<void> {
     let failures = 0;
     while (!this.ctl.signal.aborted) {
+      let caughtUpAt = 0; // when this stream first caught up
       try {
         await this.load();
         const s = this.client.stream(this.canvasId, {
@@ -236,7 +277,6 @@ export class LiveCanvas {
         });
         this.stream = s;
         for await (const ev of s) {
-          failures = 0;
           switch (ev.event) {
             case "canvas_commit": {
               const out = this.model!.apply(ev.data);
@@ -248,6 +288,7 @@ export class LiveCanvas {
               break;
             }
             case "caught_up":
+              caughtUpAt ||= Date.now();
               this.resolveReady(this.model!);
               this.emit("ready", this.model!);
               break;
@@ -282,9 +323,16 @@ export class LiveCanvas {
       } catch (err) {
         if (this.ctl.signal.aborted) return;
         this.emit("error", err);
+        // Events alone do not make the stream healthy: a failure that comes
+        // back after every caught_up must back off more and more.
+        if (caughtUpAt && Date.now() - caughtUpAt >= HEALTHY_MS) failures = 0;
         failures++;
-        const d = Math.min(30000, 500 * 2 ** Math.min(failures - 1, 10)) * (0.5 + 0.5 * Math.random());
-        await new Promise((r) => setTimeout(r, d));
+        const d = Math.min(MAX_BACKOFF_MS, BACKOFF_MS * 2 ** Math.min(failures - 1, 10)) * (0.5 + 0.5 * Math.random());
+        try {
+          await sleep(d, this.ctl.signal);
+        } catch {
+          return; // closed
+        }
       }
     }
   }
@@ -343,6 +391,7 @@ export class LiveCanvas {
   private onStatus(s: AgentStatus): void {
     if (TERMINAL_AGENT_STATES.has(s.state)) {
       this.running.delete(s.sessionId);
+      this.publishedViews.delete(s.sessionId);
       if (this.running.size === 0) this.stopViews();
     } else {
       this.markRunning(s.sessionId);
@@ -353,11 +402,9 @@ export class LiveCanvas {
   private markRunning(sessionId: string): void {
     if (this.running.has(sessionId)) return;
     this.running.add(sessionId);
-    if (this.hooks.view && !this.viewTimer) {
-      this.lastView = "";
-      this.viewTimer = setInterval(() => this.publishView(), this.viewInterval);
-      this.publishView();
-    }
+    if (!this.hooks.view || this.ctl.signal.aborted) return;
+    if (!this.viewTimer) this.viewTimer = setInterval(() => this.publishView(), this.viewInterval);
+    this.publishView(); // the new session has no view yet (or, when one is in flight, at the next tick)
   }
 
   private stopViews(): void {
@@ -365,8 +412,14 @@ export class LiveCanvas {
     this.viewTimer = null;
   }
 
+  /**
+   * Reads hooks.view and publishes it to each running session that has not
+   * received it. A session counts as having received a view only once its
+   * publication succeeded (or was refused with a 4xx other than 408/429), so a
+   * failed one is sent again at the next tick.
+   */
   private publishView(): void {
-    if (this.viewInFlight || !this.hooks.view) return;
+    if (this.viewInFlight || !this.hooks.view || this.running.size === 0) return;
     let v: ReturnType<NonNullable<BrowserHooks["view"]>>;
     try {
       v = this.hooks.view();
@@ -375,13 +428,21 @@ export class LiveCanvas {
       return;
     }
     if (!v) return;
-    const key = JSON.stringify(v);
-    if (key === this.lastView) return;
-    this.lastView = key;
+    const view = v;
+    const key = JSON.stringify(view);
+    const due = [...this.running].filter((id) => this.publishedViews.get(id) !== key);
+    if (due.length === 0) return;
     this.viewInFlight = true;
-    Promise.all([...this.running].map((sessionId) =>
-      this.client.publishView({ sessionId, clientId: this.clientId, viewport: v!.viewport, selection: v!.selection })))
-      .catch((e) => this.emit("error", e))
+    const sent = (sessionId: string) => {
+      if (this.running.has(sessionId)) this.publishedViews.set(sessionId, key);
+    };
+    Promise.all(due.map((sessionId) =>
+      this.client.publishView({ sessionId, clientId: this.clientId, viewport: view.viewport, selection: view.selection }).then(
+        () => sent(sessionId),
+        (e) => {
+          if (refused(e)) sent(sessionId);
+          this.emit("error", e);
+        })))
       .finally(() => (this.viewInFlight = false));
   }
 
