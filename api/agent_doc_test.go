@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"math"
 	"net/http"
 	"strings"
 	"testing"
@@ -93,6 +94,8 @@ func TestAgentEditRequestDocumentFake(t *testing.T) {
 	for _, bad := range []map[string]any{
 		{"canvas_id": "de", "instruction": " "},
 		{"canvas_id": "de", "node_id": "doc1", "instruction": "x", "timeout_ms": 900000},
+		{"canvas_id": "de", "instruction": "x", "timeout_ms": 18446744073710}, // overflows a Duration in ns
+		{"canvas_id": "de", "instruction": "x", "timeout_ms": math.MaxInt64},
 		{"canvas_id": "de", "node_id": "nope", "instruction": "x"},
 		{"canvas_id": "nope", "instruction": "x"},
 	} {

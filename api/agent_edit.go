@@ -81,7 +81,7 @@ func (s *Server) agentEdit(ctx context.Context, req agentEditRequest) (agentEdit
 	}
 	timeout := defaultEditTimeout
 	switch {
-	case req.TimeoutMS < 0 || time.Duration(req.TimeoutMS)*time.Millisecond > maxEditTimeout:
+	case req.TimeoutMS < 0 || int64(req.TimeoutMS) > maxEditTimeout.Milliseconds(): // in ms: a huge value would overflow a Duration
 		return agentEditResult{}, canvas.Invalid("timeout_ms", "must be 1 to %d (default %d)", maxEditTimeout.Milliseconds(), defaultEditTimeout.Milliseconds())
 	case req.TimeoutMS > 0:
 		timeout = time.Duration(req.TimeoutMS) * time.Millisecond

@@ -280,12 +280,20 @@ func (s *Server) mcpTools() []mcpTool {
 		{tool("canvas_get_state", mcpReadOnly, "The canvas's nodes (shapes and doc nodes, in z-order) and edges, with head_rev to use as base_rev."),
 			toolFunc(s.mcpGetState)},
 		{tool("canvas_apply", mcpEdit, "Apply any canvas command (create_node, update_node, move, align, replace_lines, undo, ...) with its args, as POST /canvas_commands/{canvas_id}/command does."),
-			toolFunc(func(ctx context.Context, in mcpApply) (*mcp.CallToolResult, any, error) {
-				if in.Args == nil {
-					in.Args = map[string]any{}
-				}
-				return s.mcpCommand(ctx, in.CanvasID, in.Type, in.Args, in.mcpWrite, in.Strict)
-			})},
+			func(srv *mcp.Server, t *mcp.Tool) {
+				mcp.AddTool(srv, t, func(ctx context.Context, req *mcp.CallToolRequest, in mcpApply) (*mcp.CallToolResult, any, error) {
+					// args as the client sent them: the SDK's decoding would turn
+					// their numbers into float64 (1795461385736852721 into
+					// 1795461385736852700), and props come back as they were sent.
+					var sent struct {
+						Args json.RawMessage `json:"args"`
+					}
+					if err := json.Unmarshal(req.Params.Arguments, &sent); err != nil || len(sent.Args) == 0 || string(sent.Args) == "null" {
+						sent.Args = json.RawMessage(`{}`)
+					}
+					return s.mcpCommandRaw(ctx, in.CanvasID, in.Type, sent.Args, in.mcpWrite, in.Strict)
+				})
+			}},
 		{tool("canvas_agent_edit_request", mcpDelegate, "Hand an editing instruction to the server's canvas agent (focused on a document with node_id) and wait for the run: returns session_id, state, summary (what the agent said it did), diff (of the document since the request) and revs (the revisions it made)."),
 			toolFunc(s.mcpAgentEditRequest)},
 	}
@@ -374,9 +382,6 @@ func mcpAuthorize(ctx context.Context, canvasID string, need canvas.Role) error 
 // the 200 answer (status, current_rev, result...) as the tool's output; a 409
 // or 422 is a tool error carrying the answer.
 func (s *Server) mcpCommand(ctx context.Context, canvasID, typ string, args map[string]any, w mcpWrite, strict bool) (*mcp.CallToolResult, any, error) {
-	if err := mcpAuthorize(ctx, canvasID, canvas.RoleEditor); err != nil {
-		return nil, nil, err
-	}
 	for k, v := range args { // optional string args left empty are not sent
 		if v == "" && (k == "reason") {
 			delete(args, k)
@@ -385,6 +390,14 @@ func (s *Server) mcpCommand(ctx context.Context, canvasID, typ string, args map[
 	raw, err := json.Marshal(args)
 	if err != nil {
 		return nil, nil, mcpError(canvas.Invalid("args", "cannot be encoded: %v", err))
+	}
+	return s.mcpCommandRaw(ctx, canvasID, typ, raw, w, strict)
+}
+
+// mcpCommandRaw is mcpCommand with the args as JSON.
+func (s *Server) mcpCommandRaw(ctx context.Context, canvasID, typ string, raw json.RawMessage, w mcpWrite, strict bool) (*mcp.CallToolResult, any, error) {
+	if err := mcpAuthorize(ctx, canvasID, canvas.RoleEditor); err != nil {
+		return nil, nil, err
 	}
 	base := w.BaseRev
 	if base == nil {

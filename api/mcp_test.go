@@ -134,9 +134,15 @@ func TestMCPTools(t *testing.T) {
 	if isErr || len(out["state"].(map[string]any)["nodes"].([]any)) != 1 {
 		t.Fatalf("get_state: %v %s", out, text)
 	}
-	out, isErr, text = callTool(t, cs, "canvas_apply", map[string]any{"canvas_id": cid, "type": "create_node", "args": map[string]any{"id": "n1", "name": "idea"}})
+	out, isErr, text = callTool(t, cs, "canvas_apply", map[string]any{"canvas_id": cid, "type": "create_node", "args": map[string]any{"id": "n1", "name": "idea",
+		"props": map[string]any{"big": json.Number("1795461385736852721"), "f": json.Number("0.1000000000000000055511151231257827")}}})
 	if isErr || out["status"] != "applied" || out["created_ids"].([]any)[0] != "n1" {
 		t.Fatalf("apply: %v %s", out, text)
+	}
+	// Numbers in props come back as they were sent, as over POST .../command.
+	if st := e.do("GET", "/canvas_commands/snapshot/"+cid, tok, nil); !strings.Contains(string(st.Body), `"big":1795461385736852721`) ||
+		!strings.Contains(string(st.Body), `"f":0.1000000000000000055511151231257827`) {
+		t.Errorf("canvas_apply changed the numbers in props: %s", st.Body)
 	}
 	// Failures are tool errors carrying the problem detail.
 	_, isErr, text = callTool(t, cs, "canvas_delete_lines", map[string]any{"canvas_id": cid, "node_id": "doc1", "start_line": 3, "end_line": 99})
