@@ -10,8 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/go-chi/chi/v5"
-
 	"github.com/canvasd/canvasd/agent"
 	"github.com/canvasd/canvasd/canvas"
 	"github.com/canvasd/canvasd/host"
@@ -126,7 +124,10 @@ func (s *Server) handleAgentCancel(w http.ResponseWriter, r *http.Request) {
 // agentSession loads a session and checks the caller's role on its canvas;
 // a session on a canvas the caller cannot see is reported as not found.
 func (s *Server) agentSession(r *http.Request, need canvas.Role) (canvas.AgentSession, error) {
-	id := chi.URLParam(r, "session_id")
+	id, err := pathParam(r, "session_id")
+	if err != nil {
+		return canvas.AgentSession{}, err
+	}
 	sess, err := s.cfg.Agent.Session(r.Context(), id)
 	if err != nil {
 		return sess, err

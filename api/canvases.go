@@ -10,8 +10,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/go-chi/chi/v5"
-
 	"github.com/canvasd/canvasd/canvas"
 )
 
@@ -72,8 +70,11 @@ func (s *Server) handleListCanvases(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) handleGetCanvas(w http.ResponseWriter, r *http.Request) {
-	id := chi.URLParam(r, "canvas_id")
-	if err := authorize(r, id, canvas.RoleViewer); err != nil {
+	id, err := pathParam(r, "canvas_id")
+	if err == nil {
+		err = authorize(r, id, canvas.RoleViewer)
+	}
+	if err != nil {
 		s.problem(w, r, err)
 		return
 	}
@@ -89,8 +90,11 @@ func (s *Server) handleGetCanvas(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) handleDeleteCanvas(w http.ResponseWriter, r *http.Request) {
-	id := chi.URLParam(r, "canvas_id")
-	if err := authorize(r, id, canvas.RoleAdmin); err != nil {
+	id, err := pathParam(r, "canvas_id")
+	if err == nil {
+		err = authorize(r, id, canvas.RoleAdmin)
+	}
+	if err != nil {
 		s.problem(w, r, err)
 		return
 	}
@@ -103,8 +107,11 @@ func (s *Server) handleDeleteCanvas(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) handleSnapshot(w http.ResponseWriter, r *http.Request) {
-	id := chi.URLParam(r, "canvas_id")
-	if err := authorize(r, id, canvas.RoleViewer); err != nil {
+	id, err := pathParam(r, "canvas_id")
+	if err == nil {
+		err = authorize(r, id, canvas.RoleViewer)
+	}
+	if err != nil {
 		s.problem(w, r, err)
 		return
 	}
@@ -118,7 +125,7 @@ func (s *Server) handleSnapshot(w http.ResponseWriter, r *http.Request) {
 		at = n
 	}
 	var body []byte
-	err := s.engine.View(r.Context(), id, at, func(st *canvas.State, eventID string) error {
+	err = s.engine.View(r.Context(), id, at, func(st *canvas.State, eventID string) error {
 		var err error
 		body, err = json.Marshal(canvas.Snapshot{CanvasID: id, HeadRev: st.Rev, HeadEventID: eventID, State: st.Scene()})
 		return err

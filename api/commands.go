@@ -6,15 +6,16 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/go-chi/chi/v5"
-
 	"github.com/canvasd/canvasd/canvas"
 	"github.com/canvasd/canvasd/store"
 )
 
 func (s *Server) handleCommand(w http.ResponseWriter, r *http.Request) {
-	id := chi.URLParam(r, "canvas_id")
-	if err := authorize(r, id, canvas.RoleEditor); err != nil {
+	id, err := pathParam(r, "canvas_id")
+	if err == nil {
+		err = authorize(r, id, canvas.RoleEditor)
+	}
+	if err != nil {
 		s.problem(w, r, err)
 		return
 	}
@@ -43,8 +44,11 @@ type batchRequest struct {
 const maxBatch = 1000
 
 func (s *Server) handleBatch(w http.ResponseWriter, r *http.Request) {
-	id := chi.URLParam(r, "canvas_id")
-	if err := authorize(r, id, canvas.RoleEditor); err != nil {
+	id, err := pathParam(r, "canvas_id")
+	if err == nil {
+		err = authorize(r, id, canvas.RoleEditor)
+	}
+	if err != nil {
 		s.problem(w, r, err)
 		return
 	}
@@ -91,8 +95,11 @@ type eventsResponse struct {
 }
 
 func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
-	id := chi.URLParam(r, "canvas_id")
-	if err := authorize(r, id, canvas.RoleViewer); err != nil {
+	id, err := pathParam(r, "canvas_id")
+	if err == nil {
+		err = authorize(r, id, canvas.RoleViewer)
+	}
+	if err != nil {
 		s.problem(w, r, err)
 		return
 	}
@@ -152,8 +159,11 @@ type gestureEvent struct {
 }
 
 func (s *Server) handleGesture(w http.ResponseWriter, r *http.Request) {
-	id := chi.URLParam(r, "canvas_id")
-	if err := authorize(r, id, canvas.RoleViewer); err != nil {
+	id, err := pathParam(r, "canvas_id")
+	if err == nil {
+		err = authorize(r, id, canvas.RoleViewer)
+	}
+	if err != nil {
 		s.problem(w, r, err)
 		return
 	}

@@ -23,16 +23,21 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/go-chi/chi/v5"
-
 	"github.com/canvasd/canvasd/canvas"
 	"github.com/canvasd/canvasd/reducer"
 	"github.com/canvasd/canvasd/store"
 )
 
 func (s *Server) handleDocContent(w http.ResponseWriter, r *http.Request) {
-	id, nodeID := chi.URLParam(r, "canvas_id"), chi.URLParam(r, "node_id")
-	if err := authorize(r, id, canvas.RoleViewer); err != nil {
+	id, err := pathParam(r, "canvas_id")
+	var nodeID string
+	if err == nil {
+		nodeID, err = pathParam(r, "node_id")
+	}
+	if err == nil {
+		err = authorize(r, id, canvas.RoleViewer)
+	}
+	if err != nil {
 		s.problem(w, r, err)
 		return
 	}
@@ -56,8 +61,15 @@ func (s *Server) handleDocContent(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) handleDocDiff(w http.ResponseWriter, r *http.Request) {
-	id, nodeID := chi.URLParam(r, "canvas_id"), chi.URLParam(r, "node_id")
-	if err := authorize(r, id, canvas.RoleViewer); err != nil {
+	id, err := pathParam(r, "canvas_id")
+	var nodeID string
+	if err == nil {
+		nodeID, err = pathParam(r, "node_id")
+	}
+	if err == nil {
+		err = authorize(r, id, canvas.RoleViewer)
+	}
+	if err != nil {
 		s.problem(w, r, err)
 		return
 	}
@@ -76,8 +88,15 @@ func (s *Server) handleDocDiff(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) handleDocSelection(w http.ResponseWriter, r *http.Request) {
-	id, nodeID := chi.URLParam(r, "canvas_id"), chi.URLParam(r, "node_id")
-	if err := authorize(r, id, canvas.RoleViewer); err != nil {
+	id, err := pathParam(r, "canvas_id")
+	var nodeID string
+	if err == nil {
+		nodeID, err = pathParam(r, "node_id")
+	}
+	if err == nil {
+		err = authorize(r, id, canvas.RoleViewer)
+	}
+	if err != nil {
 		s.problem(w, r, err)
 		return
 	}
@@ -110,8 +129,11 @@ type namedSnapshotRequest struct {
 }
 
 func (s *Server) handleCreateNamedSnapshot(w http.ResponseWriter, r *http.Request) {
-	id := chi.URLParam(r, "canvas_id")
-	if err := authorize(r, id, canvas.RoleEditor); err != nil {
+	id, err := pathParam(r, "canvas_id")
+	if err == nil {
+		err = authorize(r, id, canvas.RoleEditor)
+	}
+	if err != nil {
 		s.problem(w, r, err)
 		return
 	}
@@ -136,8 +158,11 @@ type namedSnapshotList struct {
 }
 
 func (s *Server) handleListNamedSnapshots(w http.ResponseWriter, r *http.Request) {
-	id := chi.URLParam(r, "canvas_id")
-	if err := authorize(r, id, canvas.RoleViewer); err != nil {
+	id, err := pathParam(r, "canvas_id")
+	if err == nil {
+		err = authorize(r, id, canvas.RoleViewer)
+	}
+	if err != nil {
 		s.problem(w, r, err)
 		return
 	}

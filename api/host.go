@@ -11,8 +11,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/go-chi/chi/v5"
-
 	"github.com/canvasd/canvasd/canvas"
 	"github.com/canvasd/canvasd/host"
 )
@@ -72,7 +70,10 @@ func (h *hostAPI) authorizedSession(w http.ResponseWriter, r *http.Request, need
 
 // sessionParam validates the {session} URL parameter.
 func sessionParam(r *http.Request) (string, error) {
-	s := chi.URLParam(r, "session")
+	s, err := pathParam(r, "session")
+	if err != nil {
+		return "", err
+	}
 	return s, host.ValidateSession(s)
 }
 

@@ -7,8 +7,6 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/go-chi/chi/v5"
-
 	"github.com/canvasd/canvasd/canvas"
 	"github.com/canvasd/canvasd/host"
 )
@@ -119,7 +117,11 @@ func (h *hostAPI) handleInvoke(w http.ResponseWriter, r *http.Request) {
 // accepted true/false, or 403). 404 means no process claimed the id within
 // answerForwardWait (2 s): unknown, forgotten, or its process is gone.
 func (h *hostAPI) handleAnswer(w http.ResponseWriter, r *http.Request) {
-	id := chi.URLParam(r, "invoke_id")
+	id, err := pathParam(r, "invoke_id")
+	if err != nil {
+		h.s.problem(w, r, err)
+		return
+	}
 	var a host.Answer
 	if err := decodeJSON(r, &a); err != nil {
 		h.s.problem(w, r, err)

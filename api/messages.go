@@ -5,8 +5,6 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/go-chi/chi/v5"
-
 	"github.com/canvasd/canvasd/canvas"
 	"github.com/canvasd/canvasd/host"
 )
@@ -32,7 +30,11 @@ type messageAccepted struct {
 // to the agent inbox. Any editor may post; the inbox decides whether the
 // principal may talk to that session.
 func (h *hostAPI) handleMessage(w http.ResponseWriter, r *http.Request) {
-	id := chi.URLParam(r, "id")
+	id, err := pathParam(r, "id")
+	if err != nil {
+		h.s.problem(w, r, err)
+		return
+	}
 	if p := principalFrom(r.Context()); !p.Role.Allows(canvas.RoleEditor) {
 		h.s.problem(w, r, fmt.Errorf("%w: sending a message needs the editor role; your token has %s", canvas.ErrForbidden, describeScope(p)))
 		return

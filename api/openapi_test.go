@@ -164,10 +164,19 @@ func (s *openAPISpec) responseError(req *http.Request, resp *http.Response, body
 // findRoute maps a request to its operation with kin-openapi's router. Paths
 // whose last parameter has x-rest-of-path (host files) match with that
 // parameter taking the rest of the URL, slashes included, as chi's "*" does.
+// A parameter holding an escaped '/' (the actor id "a/b" as a%2Fb) is one
+// segment, as chi (routing on the raw path then) takes it.
 func (s *openAPISpec) findRoute(req *http.Request) (*routers.Route, map[string]string, error) {
 	route, params, err := s.router.FindRoute(req)
 	if err == nil {
 		return route, params, nil
+	}
+	if req.URL.RawPath != "" {
+		raw := req.Clone(req.Context())
+		raw.URL.Path, raw.URL.RawPath = req.URL.RawPath, ""
+		if route, params, rerr := s.router.FindRoute(raw); rerr == nil {
+			return route, params, nil
+		}
 	}
 	for _, path := range s.doc.Paths.InMatchingOrder() {
 		item := s.doc.Paths.Value(path)

@@ -3,6 +3,7 @@ package api
 import (
 	"fmt"
 	"net/http"
+	"net/url"
 
 	"github.com/go-chi/chi/v5"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -106,4 +107,24 @@ func (s *Server) routes() chi.Router {
 		}
 	})
 	return r
+}
+
+// pathParam returns the route parameter name, percent-decoded exactly once.
+// chi matches on r.URL.RawPath when the request path holds escapes Go would
+// not write itself (%3A for ':', %2F for '/', ...), and its parameters are
+// then still escaped; otherwise it matches on the decoded r.URL.Path and they
+// must not be decoded again (an actor id may be "50%off"). Every handler
+// reads its path parameters through it. An invalid escape is a 400 naming the
+// parameter (net/http refuses such a request line before routing, so this is
+// a safeguard).
+func pathParam(r *http.Request, name string) (string, error) {
+	v := chi.URLParam(r, name)
+	if r.URL.RawPath == "" {
+		return v, nil
+	}
+	dec, err := url.PathUnescape(v)
+	if err != nil {
+		return "", canvas.Invalid(name, "is not validly percent-encoded: %q", v)
+	}
+	return dec, nil
 }

@@ -5,8 +5,6 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/go-chi/chi/v5"
-
 	"github.com/canvasd/canvasd/canvas"
 )
 
@@ -17,8 +15,11 @@ import (
 // already holds Config.MaxStreamsPerToken streams is refused with 429 before
 // anything is subscribed; the slot the stream takes is freed however it ends.
 func (s *Server) handleCanvasStream(w http.ResponseWriter, r *http.Request) {
-	id := chi.URLParam(r, "canvas_id")
-	if err := authorize(r, id, canvas.RoleViewer); err != nil {
+	id, err := pathParam(r, "canvas_id")
+	if err == nil {
+		err = authorize(r, id, canvas.RoleViewer)
+	}
+	if err != nil {
 		s.problem(w, r, err)
 		return
 	}

@@ -6,8 +6,6 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/go-chi/chi/v5"
-
 	"github.com/canvasd/canvasd/canvas"
 	"github.com/canvasd/canvasd/store"
 )
@@ -146,7 +144,11 @@ func (s *Server) handleRevokeToken(w http.ResponseWriter, r *http.Request) {
 		s.problem(w, r, err)
 		return
 	}
-	actorID := chi.URLParam(r, "actor_id")
+	actorID, err := pathParam(r, "actor_id")
+	if err != nil {
+		s.problem(w, r, err)
+		return
+	}
 	if p.Scoped() {
 		rec, err := s.st.TokenByActor(r.Context(), actorID)
 		if err == nil && !p.Covers(rec.Canvases) {

@@ -150,16 +150,25 @@ func NewID(prefix string) string {
 	return prefix + hex.EncodeToString(b[:])
 }
 
+// url returns the absolute URL of the escaped path p (its segments escaped
+// once, by seg) under the base URL's path, with query q.
 func (c *Client) url(p string, q url.Values) string {
 	u := *c.base
-	u.Path = strings.TrimRight(c.base.Path, "/") + p
-	u.RawPath = ""
+	u.RawPath = strings.TrimRight(c.base.EscapedPath(), "/") + p
+	if dec, err := url.PathUnescape(u.RawPath); err == nil {
+		u.Path = dec
+	} else {
+		u.Path = u.RawPath // a '%' that is no escape: p was not escaped, so String escapes it
+		u.RawPath = ""
+	}
 	if len(q) > 0 {
 		u.RawQuery = q.Encode()
 	}
 	return u.String()
 }
 
+// seg escapes one path segment: the server decodes it once, so any id
+// (with '/', '%', spaces, non-ASCII...) reaches it unchanged.
 func seg(s string) string { return url.PathEscape(s) }
 
 func (c *Client) newRequest(ctx context.Context, method, p string, q url.Values, body any) (*http.Request, error) {
@@ -314,10 +323,15 @@ func (c *Client) SnapshotAt(ctx context.Context, canvasID string, rev int64) (Sn
 	return s, err
 }
 
-// Command sends one CommandEnvelope. When env.ID or env.IdempotencyKey is
-// empty the client fills it with a fresh random value, so a retry of the same
-// envelope value (after the fill) can never apply twice. env.BaseRev is
-// required (the server answers 400 without it).
+// Command sends one CommandEnvelope. Where env.ID or env.IdempotencyKey is
+// empty it fills its own copy of env as FillEnvelope does: that key makes the
+// client's own resends after a 503 safe, but the caller never sees it, and
+// calling Command again with the same unfilled env sends a new key. To resend
+// after an error that leaves the outcome open (a lost connection, a timeout,
+// a 503 left after the client's resends), call FillEnvelope first (or set
+// the key) and send that same env again: the server answers the resend from
+// its idempotency store (keys are kept 48 hours) instead of applying it
+// twice. env.BaseRev is required (the server answers 400 without it).
 //
 // 200 returns the RevisionResult; 409 returns a *ConflictError; 400/422/...
 // return a *ProblemError.
@@ -373,27 +387,53 @@ type BatchResult struct {
 	Results    []canvas.RevisionResult `json:"results"`
 }
 
-// Batch sends commands all-or-nothing, one revision per command, with one
-// base_rev (the envelopes' own base_rev is set to it). Command ids are filled
-// as in Command; the batch carries one fresh idempotency key (commands inside
-// a batch cannot carry their own: an envelope with one is refused). A 503 is
-// resent as in Command. 409 is a *ConflictError.
-func (c *Client) Batch(ctx context.Context, canvasID string, baseRev int64, envs []canvas.Envelope) (BatchResult, error) {
-	cmds := make([]canvas.Envelope, len(envs))
-	for i, e := range envs {
-		br := baseRev
+// BatchRequest is the body of POST /canvas_commands/{canvas_id}/commands:
+// commands applied all-or-nothing from BaseRev under one IdempotencyKey.
+// The commands cannot carry keys of their own (the server refuses an
+// envelope with one).
+type BatchRequest struct {
+	BaseRev        int64             `json:"base_rev"`
+	IdempotencyKey string            `json:"idempotency_key"`
+	Commands       []canvas.Envelope `json:"commands"`
+}
+
+// FillBatch sets a random idempotency key where b has none, and replaces
+// b.Commands with a copy (the caller's slice is left alone) whose envelopes
+// have base_rev b.BaseRev and ids and args filled as FillEnvelope does (but
+// no key). Sending the filled b again sends the very same batch.
+func FillBatch(b *BatchRequest) {
+	if b.IdempotencyKey == "" {
+		b.IdempotencyKey = NewID("idem_")
+	}
+	cmds := make([]canvas.Envelope, len(b.Commands))
+	for i, e := range b.Commands {
+		br := b.BaseRev
 		e.BaseRev = &br
 		key := e.IdempotencyKey
 		FillEnvelope(&e)
 		e.IdempotencyKey = key
 		cmds[i] = e
 	}
-	body := struct {
-		BaseRev        int64             `json:"base_rev"`
-		IdempotencyKey string            `json:"idempotency_key"`
-		Commands       []canvas.Envelope `json:"commands"`
-	}{baseRev, NewID("idem_"), cmds}
-	r, err := c.doKeyed(ctx, http.MethodPost, "/canvas_commands/"+seg(canvasID)+"/commands", body)
+	b.Commands = cmds
+}
+
+// Batch sends commands all-or-nothing, one revision per command, with one
+// base_rev (the envelopes' own base_rev is set to it), as SendBatch does
+// with a fresh idempotency key. To be able to resend a batch after a lost
+// answer, use FillBatch and SendBatch.
+func (c *Client) Batch(ctx context.Context, canvasID string, baseRev int64, envs []canvas.Envelope) (BatchResult, error) {
+	return c.SendBatch(ctx, canvasID, BatchRequest{BaseRev: baseRev, Commands: envs})
+}
+
+// SendBatch sends a batch. Like Command, it fills its own copy of b (as
+// FillBatch does), so a key it fills serves only its own resends after a
+// 503; to resend after an error that leaves the outcome open, call FillBatch
+// first (or set b.IdempotencyKey) and send that same b again: the server
+// answers the resend from its idempotency store instead of applying the
+// batch twice. 409 is a *ConflictError.
+func (c *Client) SendBatch(ctx context.Context, canvasID string, b BatchRequest) (BatchResult, error) {
+	FillBatch(&b)
+	r, err := c.doKeyed(ctx, http.MethodPost, "/canvas_commands/"+seg(canvasID)+"/commands", b)
 	if err != nil {
 		return BatchResult{}, err
 	}

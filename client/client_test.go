@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -334,14 +335,24 @@ func TestStreamResetResumesFromHead(t *testing.T) {
 func TestStreamBounds(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/event-stream")
-		io.WriteString(w, "data: "+strings.Repeat("x", 5000)+"\n\n")
+		n, _ := strconv.Atoi(strings.TrimPrefix(r.URL.Path, "/sse/canvas/")) // the line's length
+		io.WriteString(w, "data: "+strings.Repeat("x", n)+"\n\n")
 	}))
 	defer srv.Close()
 	c := newTestClient(t, srv.URL)
-	st := c.Stream(context.Background(), "c1", StreamOptions{MaxLineBytes: 1024})
-	if _, err := st.Recv(); !errors.Is(err, ErrLineTooLong) {
-		t.Fatalf("long line: %v", err)
+	// Lines over the bound, also below the scanner's initial 4 KiB buffer.
+	for _, n := range []int{5000, 3000, 1100} {
+		st := c.Stream(context.Background(), strconv.Itoa(n), StreamOptions{MaxLineBytes: 1024})
+		if ev, err := st.Recv(); !errors.Is(err, ErrLineTooLong) {
+			t.Fatalf("%d-byte line with MaxLineBytes 1024: %d bytes of data, %v; want ErrLineTooLong", n, len(ev.Data), err)
+		}
+		st.Close()
 	}
+	st := c.Stream(context.Background(), "900", StreamOptions{MaxLineBytes: 1024})
+	if ev, err := st.Recv(); err != nil || len(ev.Data) != 900 {
+		t.Fatalf("900-byte line with MaxLineBytes 1024: %d bytes of data, %v", len(ev.Data), err)
+	}
+	st.Close()
 	// many short data lines adding up past the event bound
 	srv2 := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/event-stream")
@@ -352,6 +363,7 @@ func TestStreamBounds(t *testing.T) {
 	}))
 	defer srv2.Close()
 	st = newTestClient(t, srv2.URL).Stream(context.Background(), "c1", StreamOptions{MaxEventBytes: 2048})
+	defer st.Close()
 	if _, err := st.Recv(); !errors.Is(err, ErrLineTooLong) {
 		t.Fatalf("big event: %v", err)
 	}
@@ -401,24 +413,239 @@ func TestStreamRefusedAndClosed(t *testing.T) {
 	}
 }
 
-func TestSplitSSELine(t *testing.T) {
-	in := "a\r\nb\nc\rd\r\n\r\n"
-	var got []string
-	data := []byte(in)
-	for len(data) > 0 {
-		n, tok, err := splitSSELine(data, true)
-		if err != nil || n == 0 {
-			break
+// splitLines feeds chunks to one connection's splitter as bufio.Scanner
+// does (each chunk as it arrives, then the end of input; after an advance
+// without a line it waits for more input) and returns the lines it yields
+// after each chunk.
+func splitLines(chunks ...string) [][]string {
+	sp := &sseSplitter{}
+	var buf []byte
+	var out [][]string
+	drain := func(atEOF bool) []string {
+		var got []string
+		for len(buf) > 0 || atEOF {
+			n, tok, err := sp.split(buf, atEOF)
+			buf = buf[n:]
+			if err != nil || tok == nil {
+				break
+			}
+			got = append(got, string(tok))
 		}
-		got = append(got, string(tok))
-		data = data[n:]
+		return got
 	}
-	if fmt.Sprintf("%q", got) != `["a" "b" "c" "d" ""]` {
-		t.Fatalf("lines %q", got)
+	for _, c := range chunks {
+		buf = append(buf, c...)
+		out = append(out, drain(false))
 	}
-	// a CR at the end of the buffer waits for more input (it may be CRLF)
-	if n, _, _ := splitSSELine([]byte("x\r"), false); n != 0 {
-		t.Fatal("split a trailing CR without seeing the next byte")
+	return append(out, drain(true))
+}
+
+func TestSplitSSELine(t *testing.T) {
+	for _, tc := range []struct {
+		chunks []string
+		want   string // the lines yielded after each chunk, then at the end of input
+	}{
+		{[]string{"a\r\nb\nc\rd\r\n\r\n"}, `[["a" "b" "c" "d" ""] []]`},
+		// A CR that is the last byte received ends its line at once; the LF
+		// that follows in the next chunk is the rest of a CRLF, not a blank line.
+		{[]string{"x\r", "\ny\r", "\r", "\n"}, `[["x"] ["y"] [""] [] []]`},
+		{[]string{"x\r", "y\n"}, `[["x"] ["y"] []]`},
+		// A leading UTF-8 BOM is dropped, also when it arrives in pieces;
+		// elsewhere it is data.
+		{[]string{"\xEF\xBB\xBFa\n"}, `[["a"] []]`},
+		{[]string{"\xEF", "\xBB", "\xBFa\n"}, `[[] [] ["a"] []]`},
+		{[]string{"a\n\xEF\xBB\xBFb\n"}, `[["a" "\ufeffb"] []]`},
+		// An unterminated last line is never a line.
+		{[]string{"data: x"}, `[[] []]`},
+	} {
+		if got := fmt.Sprintf("%q", splitLines(tc.chunks...)); got != tc.want {
+			t.Errorf("split %q = %s, want %s", tc.chunks, got, tc.want)
+		}
+	}
+}
+
+// recvWithin calls st.Recv and fails the test when it does not return within d.
+func recvWithin(t *testing.T, st *Stream, d time.Duration) (Event, error) {
+	t.Helper()
+	type result struct {
+		ev  Event
+		err error
+	}
+	done := make(chan result, 1)
+	go func() { ev, err := st.Recv(); done <- result{ev, err} }()
+	select {
+	case r := <-done:
+		return r.ev, r.err
+	case <-time.After(d):
+		st.Close()
+		<-done
+		t.Fatalf("Recv did not return within %v", d)
+		return Event{}, nil
+	}
+}
+
+// TestStreamLoneCRAndBOM: an event whose last byte received is a CR is
+// dispatched at once, not when more bytes arrive; a leading BOM is dropped.
+func TestStreamLoneCRAndBOM(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		if r.URL.Path == "/sse/canvas/bom" {
+			io.WriteString(w, "\xEF\xBB\xBFdata: {\"bom\":true}\n\n")
+		} else {
+			io.WriteString(w, "id: 1\rdata: {\"cr\":true}\r\r")
+		}
+		w.(http.Flusher).Flush()
+		<-r.Context().Done() // nothing more: the event must not wait for another byte
+	}))
+	defer srv.Close()
+	c := newTestClient(t, srv.URL)
+	for _, tc := range []struct{ canvas, data, id string }{{"cr", `{"cr":true}`, "1"}, {"bom", `{"bom":true}`, ""}} {
+		st := c.Stream(context.Background(), tc.canvas, StreamOptions{})
+		ev, err := recvWithin(t, st, 3*time.Second)
+		st.Close()
+		if err != nil || string(ev.Data) != tc.data || ev.ID != tc.id {
+			t.Fatalf("%s: event %+v (data %s), %v", tc.canvas, ev, ev.Data, err)
+		}
+	}
+}
+
+// TestStreamCloseWakesRecv: Close ends a Recv that is waiting out a 503's
+// Retry-After, and one whose server accepted the connection but never
+// answers, at once.
+func TestStreamCloseWakesRecv(t *testing.T) {
+	refused := make(chan struct{}, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/problem+json")
+		w.Header().Set("Retry-After", "5")
+		w.WriteHeader(503)
+		io.WriteString(w, `{"type":"https://canvasd.dev/problems/unavailable","title":"Service unavailable","status":503,"detail":"later"}`)
+		select {
+		case refused <- struct{}{}:
+		default:
+		}
+	}))
+	defer srv.Close()
+
+	// A listener that accepts and then says nothing, not even headers.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			accepted <- conn
+		}
+	}()
+	defer ln.Close()
+
+	for _, tc := range []struct {
+		name, url string
+		// reached waits until Recv is blocked where the case means it to
+		// be and returns what unblocks it without Close.
+		reached func() (unblock func())
+	}{
+		{"backing off after 503 Retry-After: 5", srv.URL, func() func() {
+			<-refused
+			time.Sleep(100 * time.Millisecond) // Recv is now waiting out the 5 s
+			return func() {}                   // the 5 s end
+		}},
+		{"connecting to a server that never answers", "http://" + ln.Addr().String(), func() func() {
+			conn := <-accepted
+			t.Cleanup(func() { conn.Close() })
+			return func() { conn.Close() }
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st := newTestClient(t, tc.url).Stream(context.Background(), "c1", StreamOptions{})
+			done := make(chan error, 1)
+			go func() { _, err := st.Recv(); done <- err }()
+			unblock := tc.reached()
+			start := time.Now()
+			st.Close()
+			select {
+			case err := <-done:
+				if !errors.Is(err, errStreamClosed) {
+					t.Fatalf("Recv after Close: %v, want the stream closed", err)
+				}
+				if d := time.Since(start); d > time.Second {
+					t.Fatalf("Recv returned %v after Close", d)
+				}
+			case <-time.After(3 * time.Second):
+				t.Error("Close did not unblock Recv within 3 s")
+				unblock()
+				<-done
+			}
+		})
+	}
+}
+
+// TestStreamHeartbeatOnlyDropsAreNotFailures: a connection the server
+// accepted resets the count of consecutive failures, so a stream that gets
+// only heartbeats before each drop (a quiet host stream) never gives up.
+func TestStreamHeartbeatOnlyDropsAreNotFailures(t *testing.T) {
+	var mu sync.Mutex
+	n := 0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		n++
+		conn := n
+		mu.Unlock()
+		w.Header().Set("Content-Type", "text/event-stream")
+		if conn <= 5 {
+			io.WriteString(w, ": heartbeat\n\n")
+			return // dropped with no event
+		}
+		io.WriteString(w, "event: caught_up\ndata: {\"head_rev\":0}\n\n")
+		w.(http.Flusher).Flush()
+		<-r.Context().Done()
+	}))
+	defer srv.Close()
+	st := newTestClient(t, srv.URL).Stream(context.Background(), "c1",
+		StreamOptions{MaxReconnects: 2, MinRetry: time.Millisecond, MaxRetry: 5 * time.Millisecond})
+	defer st.Close()
+	ev, err := recvWithin(t, st, 5*time.Second)
+	if err != nil || ev.Event != EventCaughtUp {
+		t.Fatalf("after 5 heartbeat-only connections: %+v, %v (want caught_up: each was a successful connect)", ev, err)
+	}
+	if st.Connects() != 6 {
+		t.Fatalf("connects %d, want 6", st.Connects())
+	}
+}
+
+// TestStreamURLEscapesOnce: ids are escaped exactly once in request paths and
+// StreamURL, under a base path of its own.
+func TestStreamURLEscapesOnce(t *testing.T) {
+	paths := make(chan string, 10)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		paths <- r.RequestURI
+		w.WriteHeader(204)
+	}))
+	defer srv.Close()
+	c, err := New(srv.URL+"/base%20dir/", "to k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for id, want := range map[string]string{
+		"carol smith": "carol%20smith",
+		"50%off":      "50%25off",
+		"a/b":         "a%2Fb",
+		"héctor":      "h%C3%A9ctor",
+		"team:alpha":  "team:alpha",
+	} {
+		if got, w := c.StreamURL(id), srv.URL+"/base%20dir/sse/canvas/"+want+"?access_token=to+k"; got != w {
+			t.Errorf("StreamURL(%q) = %s, want %s", id, got, w)
+		}
+		if err := c.RevokeToken(context.Background(), id); err != nil {
+			t.Fatal(err)
+		}
+		if got, w := <-paths, "/base%20dir/api/tokens/"+want; got != w {
+			t.Errorf("RevokeToken(%q) sent %s, want %s", id, got, w)
+		}
 	}
 }
 

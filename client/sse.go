@@ -74,7 +74,9 @@ type StreamOptions struct {
 	// at least that long, up to MaxRetry.
 	MinRetry, MaxRetry time.Duration
 	// MaxReconnects bounds consecutive failed reconnects (0: unlimited until
-	// the context ends; a negative value: never reconnect).
+	// the context ends; a negative value: never reconnect). A connection the
+	// server accepted (200) ends a run of failures, even if it dropped
+	// before any event (a host stream sends only heartbeats for a while).
 	MaxReconnects int
 	// ClientID and Capabilities declare a browser on a canvas stream
 	// (?client_id=&capabilities=): one declaring "screenshot" may be elected
@@ -89,16 +91,18 @@ var ErrLineTooLong = errors.New("client: SSE line or event over the size limit")
 // Stream reads a canvas's SSE stream, reconnecting with Last-Event-ID after
 // a dropped connection so that, with a server that honours it, the caller
 // sees every commit exactly once and in order. Recv must be called from one
-// goroutine; Close may be called from any.
+// goroutine; Close may be called from any, and should be called when done
+// (it releases the stream's context).
 //
 // After a reset event (the server cannot resume), the caller should re-read
 // the snapshot and call SetLastEventID with its head_event_id; if it does
 // not, the stream resumes from the reset's head_rev.
 type Stream struct {
-	c    *Client
-	path string
-	opts StreamOptions
-	ctx  context.Context
+	c      *Client
+	path   string
+	opts   StreamOptions
+	ctx    context.Context // the caller's, ended early by Close
+	cancel context.CancelFunc
 
 	mu       sync.Mutex
 	body     io.ReadCloser
@@ -110,7 +114,6 @@ type Stream struct {
 	failures   int
 	connects   int
 	retry      time.Duration
-	gotEvent   bool
 	terminated error
 }
 
@@ -119,7 +122,8 @@ func (c *Client) Stream(ctx context.Context, canvasID string, opts StreamOptions
 	return c.StreamPath(ctx, "/sse/canvas/"+seg(canvasID), opts)
 }
 
-// StreamPath opens (lazily) the SSE stream at path (e.g. "/sse/host/{session}").
+// StreamPath opens (lazily) the SSE stream at path (e.g. "/sse/host/{session}"),
+// whose segments are escaped as url.PathEscape does.
 func (c *Client) StreamPath(ctx context.Context, path string, opts StreamOptions) *Stream {
 	if opts.MaxLineBytes <= 0 {
 		opts.MaxLineBytes = 1 << 20
@@ -133,7 +137,8 @@ func (c *Client) StreamPath(ctx context.Context, path string, opts StreamOptions
 	if opts.MaxRetry <= 0 {
 		opts.MaxRetry = 10 * time.Second
 	}
-	return &Stream{c: c, path: path, opts: opts, ctx: ctx, lastID: opts.LastEventID, retry: opts.MinRetry}
+	ctx, cancel := context.WithCancel(ctx)
+	return &Stream{c: c, path: path, opts: opts, ctx: ctx, cancel: cancel, lastID: opts.LastEventID, retry: opts.MinRetry}
 }
 
 // LastEventID returns the id of the last event with an id that Recv returned.
@@ -158,11 +163,13 @@ func (s *Stream) Connects() int {
 	return s.connects
 }
 
-// Close ends the stream; a blocked Recv returns an error.
+// Close ends the stream: a Recv blocked reading, connecting or waiting to
+// reconnect returns at once with an error.
 func (s *Stream) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.closed = true
+	s.cancel()
 	if s.body != nil {
 		_ = s.body.Close()
 		s.body = nil
@@ -180,7 +187,7 @@ func (s *Stream) Recv() (Event, error) {
 		if s.terminated != nil {
 			return Event{}, s.terminated
 		}
-		if err := s.ctx.Err(); err != nil {
+		if err := s.ctxErr(); err != nil {
 			return Event{}, err
 		}
 		if s.sc == nil {
@@ -227,17 +234,18 @@ func (s *Stream) isClosed() bool {
 	return s.closed
 }
 
-// backoff waits before the next reconnect, or returns the terminal error.
-func (s *Stream) backoff(cause error) error {
+// ctxErr is errStreamClosed after Close, else the context's error.
+func (s *Stream) ctxErr() error {
 	if s.isClosed() {
 		return errStreamClosed
 	}
-	if err := s.ctx.Err(); err != nil {
+	return s.ctx.Err()
+}
+
+// backoff waits before the next reconnect, or returns the terminal error.
+func (s *Stream) backoff(cause error) error {
+	if err := s.ctxErr(); err != nil {
 		return err
-	}
-	if s.gotEvent {
-		s.failures = 0
-		s.gotEvent = false
 	}
 	if s.opts.MaxReconnects < 0 || (s.opts.MaxReconnects > 0 && s.failures >= s.opts.MaxReconnects) {
 		s.terminated = fmt.Errorf("client: SSE stream %s: giving up after %d reconnects: %w", s.path, s.failures, cause)
@@ -252,7 +260,7 @@ func (s *Stream) backoff(cause error) error {
 	defer t.Stop()
 	select {
 	case <-s.ctx.Done():
-		return s.ctx.Err()
+		return s.ctxErr()
 	case <-t.C:
 		return nil
 	}
@@ -325,6 +333,7 @@ func (s *Stream) connect() error {
 	}
 	s.body = res.Body
 	s.connects++
+	s.failures = 0 // the server took us: a drop from here on starts a new run of failures
 	if last != "" && s.resetRev != nil {
 		// Resuming from the reset's head: that is now our position.
 		s.lastID = last
@@ -332,8 +341,9 @@ func (s *Stream) connect() error {
 	}
 	s.mu.Unlock()
 	sc := bufio.NewScanner(res.Body)
-	sc.Buffer(make([]byte, 0, 4096), s.opts.MaxLineBytes)
-	sc.Split(splitSSELine)
+	// The scanner's limit is the larger of its max and its buffer's capacity.
+	sc.Buffer(make([]byte, 0, min(4096, s.opts.MaxLineBytes)), s.opts.MaxLineBytes)
+	sc.Split((&sseSplitter{}).split)
 	s.sc = sc
 	return nil
 }
@@ -366,7 +376,6 @@ func (s *Stream) readEvent() (Event, error) {
 			if id != nil {
 				ev.ID = *id
 			}
-			s.gotEvent = true
 			return ev, nil
 		}
 		if line[0] == ':' {
@@ -414,30 +423,60 @@ func (s *Stream) readEvent() (Event, error) {
 	return Event{}, io.EOF
 }
 
-// splitSSELine splits on CRLF, LF or CR, as the SSE specification requires.
-func splitSSELine(data []byte, atEOF bool) (int, []byte, error) {
-	for i, b := range data {
-		switch b {
-		case '\n':
-			return i + 1, data[:i], nil
-		case '\r':
-			if i+1 < len(data) {
-				if data[i+1] == '\n' {
-					return i + 2, data[:i], nil
-				}
-				return i + 1, data[:i], nil
-			}
-			if atEOF {
-				return i + 1, data[:i], nil
-			}
-			return 0, nil, nil
+// utf8BOM is dropped at the start of a stream, as the SSE specification requires.
+var utf8BOM = []byte("\xEF\xBB\xBF")
+
+// sseSplitter splits one connection's stream into lines on CRLF, LF or CR,
+// as the SSE specification requires, after dropping a leading UTF-8 BOM. A
+// CR that is the last byte received ends its line at once (the event it
+// completes is not held back until more bytes arrive); an LF right after it
+// is then skipped, being the rest of a CRLF.
+type sseSplitter struct {
+	started   bool // the BOM check is done
+	pendingCR bool // the last line ended with a CR whose next byte was not seen yet
+}
+
+// split is a bufio.SplitFunc. It consumes a BOM or the LF of a CRLF with
+// the line after it: bufio.Scanner reads more input after an advance without
+// a token instead of splitting what it holds.
+func (sp *sseSplitter) split(data []byte, atEOF bool) (int, []byte, error) {
+	skip := 0
+	if !sp.started {
+		if len(data) < len(utf8BOM) && bytes.HasPrefix(utf8BOM, data) && !atEOF {
+			return 0, nil, nil // maybe a BOM cut short: wait for more
+		}
+		sp.started = true
+		if bytes.HasPrefix(data, utf8BOM) {
+			skip = len(utf8BOM)
 		}
 	}
-	if atEOF && len(data) > 0 {
+	if sp.pendingCR && len(data) > 0 {
+		sp.pendingCR = false
+		if data[0] == '\n' {
+			skip = 1
+		}
+	}
+	rest := data[skip:]
+	for i, b := range rest {
+		switch b {
+		case '\n':
+			return skip + i + 1, rest[:i], nil
+		case '\r':
+			if i+1 < len(rest) {
+				if rest[i+1] == '\n' {
+					return skip + i + 2, rest[:i], nil
+				}
+				return skip + i + 1, rest[:i], nil
+			}
+			sp.pendingCR = !atEOF
+			return skip + i + 1, rest[:i], nil
+		}
+	}
+	if atEOF && len(rest) > 0 {
 		// An unterminated last line: an incomplete event, never dispatched.
 		return len(data), nil, io.EOF
 	}
-	return 0, nil, nil
+	return skip, nil, nil
 }
 
 // StreamURL returns the absolute URL of a canvas's stream with the token as

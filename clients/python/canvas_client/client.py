@@ -78,10 +78,16 @@ def _new_key() -> str:
     return "py-" + uuid.uuid4().hex
 
 
+# Characters a path segment may hold as they are (RFC 3986 pchar): an id
+# such as "team:alpha" or "alice@example.com" is sent unescaped; "/", "?",
+# "#", "%", spaces and non-ASCII are percent-encoded (UTF-8).
+_SEGMENT_SAFE = "!$&'()*+,;=:@"
+
+
 def _seg(s: str) -> str:
     if not isinstance(s, str) or s == "":
         raise ValueError("path parameter must be a non-empty string, got %r" % (s,))
-    return quote(s, safe="")
+    return quote(s, safe=_SEGMENT_SAFE)
 
 
 class CanvasAgentClient:
@@ -523,11 +529,11 @@ class CanvasAgentClient:
 
         When the connection drops (or nothing, not even a heartbeat, arrives for
         read_timeout seconds) it reconnects with ``Last-Event-ID`` set to the
-        last id received, waiting reconnect_delay (or the server's ``retry``)
-        doubled after each consecutive failure up to max_reconnect_delay, with
-        jitter; after max_reconnects consecutive failures (None: never gives
-        up) it raises CanvasConnectionError or the last ServerError. 401/403/404
-        raise at once.
+        last id received, waiting reconnect_delay (or the server's ``retry``
+        other than 0) doubled after each consecutive failure up to
+        max_reconnect_delay, with jitter; after max_reconnects consecutive
+        failures (None: never gives up) it raises CanvasConnectionError or the
+        last ServerError. 401/403/404 raise at once.
 
         A ``reset`` event is yielded too: the caller must re-read the snapshot
         (get_state) and ignore commits with rev ≤ its head_rev; the stream goes
@@ -598,7 +604,8 @@ class CanvasAgentClient:
                         "GET %s: stream lost and %d reconnects failed: %s" % (self.base_url + path, max_reconnects, error),
                         method="GET", url=self.base_url + path,
                     ) from error
-                base = parser.retry / 1000.0 if parser.retry is not None else reconnect_delay
+                # "retry: 0" would remove the backoff altogether (0 * 2**n): keep reconnect_delay.
+                base = parser.retry / 1000.0 if parser.retry else reconnect_delay
                 delay = min(max_reconnect_delay, base * (2 ** min(failures - 1, 30)))
                 delay *= 0.5 + 0.5 * self._rand()
                 if retry_after:

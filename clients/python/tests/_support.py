@@ -162,6 +162,8 @@ class FaultProxy:
       the client connection without forwarding the answer (the command applied
       but the client never heard).
     - "503": answer the request with 503 (Retry-After: 0) without forwarding it.
+    - "sse_retry0": answer the request with an event stream that sends only
+      ``retry: 0`` and ends, without forwarding it.
 
     requests records the raw request bytes each connection sent upstream (or
     was answered with 503 for); client_closed is set when a client closes.
@@ -227,6 +229,12 @@ class FaultProxy:
                 self._record(req)
                 c.sendall(b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/problem+json\r\n"
                           b"Retry-After: 0\r\nConnection: close\r\nContent-Length: 2\r\n\r\n{}")
+                c.close()
+                return
+            if action == "sse_retry0":
+                self._record(_read_http_request(c))
+                c.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n"
+                          b": hello\n\nretry: 0\n\n")
                 c.close()
                 return
             up = socket.create_connection(("127.0.0.1", self.upstream_port), timeout=30)

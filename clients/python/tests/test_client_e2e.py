@@ -332,6 +332,43 @@ class IdempotencyTest(E2E):
         self.assertIsInstance(cm.exception, CanvasError)
 
 
+class PathEscapingTest(E2E):
+    def test_ids_are_escaped_once_and_only_where_needed(self):
+        # ':' and '@' may stand in a path segment as they are; '/', '?', '#',
+        # '%', spaces and non-ASCII are escaped, once.
+        proxy = _support.FaultProxy(SERVER.port)
+        self.addCleanup(proxy.close)
+        pc = CanvasAgentClient(proxy.url, token=SERVER.admin_token)
+        self.addCleanup(pc.close)
+        cid = "team:" + uuid.uuid4().hex[:8]
+        pc.create_canvas(cid)
+        self.assertEqual(pc.get_canvas(cid)["canvas_id"], cid)
+        self.assertEqual(pc.get_state(cid)["canvas_id"], cid)
+        actors = {
+            "alice@example.com": "alice@example.com",
+            "a/b": "a%2Fb",
+            "carol smith": "carol%20smith",
+            "50%off": "50%25off",
+            "q?#x": "q%3F%23x",
+            "h\u00e9ctor": "h%C3%A9ctor",
+            "(o'k)!*+,;=$&": "(o'k)!*+,;=$&",
+        }
+        for actor in actors:
+            with self.subTest(actor=actor):
+                tok = pc.create_token("editor", "human", actor_id=actor)
+                self.assertEqual(tok["actor_id"], actor)
+                pc.revoke_token(actor)
+                with self.assertRaises(AuthError):
+                    CanvasAgentClient(SERVER.url, token=tok["token"]).list_canvases()
+                with self.assertRaises(NotFoundError):
+                    pc.revoke_token(actor)
+        sent = [(m.decode(), p.decode()) for m, p in re.findall(rb"([A-Z]+) (/\S*) HTTP/1\.1\r\n", b"".join(proxy.requests))]
+        self.assertIn(("GET", "/api/canvases/" + cid), sent)
+        self.assertIn(("GET", "/canvas_commands/snapshot/" + cid), sent)
+        for seg in actors.values():
+            self.assertIn(("DELETE", "/api/tokens/" + seg), sent)
+
+
 class BatchTest(E2E):
     def test_batch_applies_all_one_revision_each(self):
         out = self.c.apply_batch(self.cid, [

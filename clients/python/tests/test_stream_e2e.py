@@ -145,6 +145,19 @@ class StreamTest(unittest.TestCase):
         for d, cap in zip(delays, (0.1, 0.2, 0.3, 0.3)):
             self.assertTrue(cap / 2 <= d <= cap, delays)
 
+    def test_retry_zero_keeps_the_backoff(self):
+        # A server sending "retry: 0" must not turn reconnects into a busy loop.
+        proxy = _support.FaultProxy(SERVER.port, actions=["sse_retry0"] * 4)
+        self.addCleanup(proxy.close)
+        pc = CanvasAgentClient(proxy.url, token=SERVER.admin_token)
+        delays = []
+        pc._sleep = delays.append
+        pc._rand = lambda: 1.0  # no jitter
+        with self.assertRaises(CanvasConnectionError):
+            next(pc.stream(self.cid, reconnect_delay=0.1, max_reconnect_delay=1.0, max_reconnects=3, read_timeout=5))
+        self.assertEqual(proxy.connections, 4)
+        self.assertEqual(delays, [0.1, 0.2, 0.4])
+
     def test_errors_that_cannot_be_retried_raise(self):
         with self.assertRaises(NotFoundError):
             next(self.c.stream("no-such-canvas", **stream_opts()))
