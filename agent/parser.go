@@ -1,8 +1,10 @@
 package agent
 
 import (
+	"bytes"
 	"math"
 	"strconv"
+	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
 )
@@ -10,7 +12,10 @@ import (
 // ParsedAction is one action the parser found in the model's text so far.
 // Index is its position in the actions array; Complete is true once its
 // closing brace arrived (then it never changes again). A partial action's
-// Name and Params hold what has streamed so far (strings may be cut).
+// Name and Params hold what has streamed so far (strings may be cut). An
+// element that is not a JSON object, or is malformed, is a complete action
+// without a name (a bad action, which the sanitizer drops); it still takes
+// an index, and the elements after it are parsed as usual.
 type ParsedAction struct {
 	Index    int
 	Complete bool
@@ -19,15 +24,16 @@ type ParsedAction struct {
 }
 
 // Parser parses the model output protocol ({"actions": [...]}, optionally in
-// a ```json fence, possibly preceded by prose) incrementally: Feed appends a
-// chunk and returns the actions completed by it plus a preview of the action
-// in progress. Each complete action is returned exactly once, in order.
+// a ```json fence, possibly preceded by prose: see findStart) incrementally:
+// Feed appends a chunk and returns the actions completed by it plus a preview
+// of the action in progress. Each complete action is returned exactly once, in order.
 // Work per Feed is proportional to the unparsed tail, not the whole text.
 // A Parser is not safe for concurrent use.
 type Parser struct {
 	buf      []byte
 	max      int
 	started  bool // found the start of the JSON value
+	fenced   bool // inside a ```json (or bare ```) fence: the JSON starts at its first '{' or '['
 	arrStart int  // offset just after the actions array's '[' (-1: not found yet)
 	resume   int  // offset where the next unparsed element (or top-level member) starts
 	next     int  // index of the next action
@@ -86,6 +92,19 @@ func (p *Parser) Feed(chunk string) (complete []ParsedAction, partial *ParsedAct
 			return complete, nil
 		}
 		v, ok, end := parseValue(p.buf, i, 0)
+		if !ok && end < 0 {
+			// A malformed element (a trailing comma, a stray token): skip it
+			// once it has all arrived and report it as a bad action, like a
+			// non-object element, so that the actions after it still count.
+			skip, found := skipElement(p.buf, i)
+			if !found {
+				return complete, nil
+			}
+			p.resume = skip
+			complete = append(complete, ParsedAction{Index: p.next, Complete: true})
+			p.next++
+			continue
+		}
 		if !ok {
 			if m, isObj := v.(map[string]any); isObj {
 				pa := toAction(p.next, false, m)
@@ -130,23 +149,17 @@ func (p *Parser) findArray() bool {
 		return true
 	}
 	if !p.started {
-		// Skip prose and a ```json fence: the JSON starts at the first '{' or '['.
-		for i := p.resume; i < len(p.buf); i++ {
-			if c := p.buf[i]; c == '{' || c == '[' {
-				p.started = true
-				if c == '[' {
-					p.arrStart, p.resume = i+1, i+1
-					return true
-				}
-				p.topObj = true
-				p.resume = i + 1
-				break
-			}
-		}
-		if !p.started {
-			p.resume = len(p.buf)
+		i, found := p.findStart()
+		if !found {
 			return false
 		}
+		p.started = true
+		if p.buf[i] == '[' {
+			p.arrStart, p.resume = i+1, i+1
+			return true
+		}
+		p.topObj = true
+		p.resume = i + 1
 	}
 	// Walk the top-level object's members until "actions": [.
 	for {
@@ -194,6 +207,111 @@ func (p *Parser) findArray() bool {
 		}
 		p.resume = end
 	}
+}
+
+// findStart finds where the JSON value starts, scanning from p.resume. A
+// ```json fence (or a bare ``` one) that opens before any JSON is preferred:
+// the value is the first '{' or '[' inside it. Outside a fence, prose may
+// hold brackets ("[plan below]", "{curly}"), so the value starts at the
+// first '{' followed by '"' or '}', or '[' followed by '{' or ']' (white
+// space between allowed); a fence of another language is skipped whole. It
+// reports false while the text so far cannot tell, keeping p.resume where to
+// look again.
+func (p *Parser) findStart() (int, bool) {
+	b := p.buf
+	i := p.resume
+	for i < len(b) {
+		switch c := b[i]; {
+		case c == '`' && !p.fenced:
+			if len(b)-i < 3 {
+				if strings.HasPrefix("```", string(b[i:])) {
+					p.resume = i // maybe a fence: wait for more
+					return 0, false
+				}
+				i++
+				continue
+			}
+			if string(b[i:i+3]) != "```" {
+				i++
+				continue
+			}
+			w := i + 3 // the info string's first word: the fence's language
+			for w < len(b) && (b[w] >= 'a' && b[w] <= 'z' || b[w] >= 'A' && b[w] <= 'Z' || b[w] >= '0' && b[w] <= '9' || b[w] == '`') {
+				w++
+			}
+			if w == len(b) {
+				p.resume = i // the language may go on
+				return 0, false
+			}
+			switch strings.ToLower(strings.Trim(string(b[i+3:w]), "`")) {
+			case "", "json", "jsonc", "json5":
+				p.fenced = true
+				i = w
+			default: // another language's block: skip it to its closing fence
+				end := bytes.Index(b[w:], []byte("```"))
+				if end < 0 {
+					p.resume = i
+					return 0, false
+				}
+				i = w + end + 3
+			}
+		case c == '{' || c == '[':
+			if p.fenced {
+				return i, true
+			}
+			j := skipWS(b, i+1)
+			if j >= len(b) {
+				p.resume = i
+				return 0, false
+			}
+			if c == '{' && (b[j] == '"' || b[j] == '}') || c == '[' && (b[j] == '{' || b[j] == ']') {
+				return i, true
+			}
+			i++
+		default:
+			i++
+		}
+	}
+	p.resume = len(b)
+	return 0, false
+}
+
+// skipElement returns the offset just after the malformed array element that
+// starts at b[i]: after its balanced braces and brackets (strings skipped),
+// or at the ',' or ']' that ends it at the top level. found is false while
+// the element has not all arrived. The offset is always beyond i.
+func skipElement(b []byte, i int) (end int, found bool) {
+	depth, inStr := 0, false
+	for j := i; j < len(b); j++ {
+		c := b[j]
+		if inStr {
+			switch c {
+			case '\\':
+				j++
+			case '"':
+				inStr = false
+			}
+			continue
+		}
+		switch c {
+		case '"':
+			inStr = true
+		case '{', '[':
+			depth++
+		case '}', ']':
+			if depth == 0 {
+				return max(j, i+1), true // the array's ']' (or a stray '}') ends the element
+			}
+			if depth--; depth == 0 {
+				return j + 1, true
+			}
+		case ',':
+			if depth == 0 {
+				return max(j, i+1), true
+			}
+		}
+	}
+	return 0, false
 }
 
 func skipWS(b []byte, i int) int {

@@ -106,10 +106,10 @@ func TestParserGarbageAndEdgeCases(t *testing.T) {
 		"{\"foo\": [1,2,{\"a\":\"}\"}], \"actions\": [{\"name\":\"think\",\"params\":{\"text\":\"x\"}}]}": 1,
 		`[{"name":"think","params":{"text":"bare array"}}]`:                                               1,
 		`{"actions": [{"name": "think", "params": {"text": "a"}} {"name": "x"}]}`:                         2, // a missing comma is tolerated
-		`{"actions": [{"name": "think", "params": {"text": "a"}}, {"name": "x" "y"}]}`:                    1, // malformed after the first
+		`{"actions": [{"name": "think", "params": {"text": "a"}}, {"name": "x" "y"}]}`:                    2, // a malformed element is a bad action
 		`{"actions": "none"}`: 0,
 		`{"actions": [1, {"name":"think","params":{"text":"b"}}]}`:                              2,
-		`{"actions": [{"name":"think","params":{"text":"\x01"}}]}`:                              0,
+		`{"actions": [{"name":"think","params":{"text":"\x01"}}]}`:                              1, // a bad action
 		`{"actions": [{"name":"create_shape","params":{"x": 1e999, "y": -1e999}}]}`:             1,
 		`{"actions": [{"name":"create_shape","params":{"x": NaN, "y": Infinity, "ok": true}}]}`: 1,
 	}
@@ -124,6 +124,60 @@ func TestParserGarbageAndEdgeCases(t *testing.T) {
 	got, _ := collect(t, p, []string{`{"actions":[{"name":"think","params":{"text":"x"}}]}`})
 	if len(got) != 0 || !p.Overflowed() {
 		t.Fatalf("bound ignored: %v", got)
+	}
+}
+
+// TestParserProseFencesAndBadElements: the JSON is found after prose that
+// holds brackets, a ```json fence is preferred, and a malformed element is
+// reported as one bad (nameless) action without losing the ones after it,
+// however the text is cut into chunks.
+func TestParserProseFencesAndBadElements(t *testing.T) {
+	think := func(text string) string { return `{"name":"think","params":{"text":"` + text + `"}}` }
+	cases := []struct {
+		name, in string
+		want     []string // the texts of the think actions, "!" for a bad action
+		done     bool
+	}{
+		{"brackets in prose before the fence", "Sure [plan below]:\n```json\n{\"actions\":[" + think("a") + "]}\n```", []string{"a"}, true},
+		{"braces in prose before the fence", "I will use {curly} braces.\n```json\n{\"actions\":[" + think("a") + "]}\n```", []string{"a"}, true},
+		{"a bare fence", "Plan: [1] then [2].\n```\n{\"actions\":[" + think("a") + "]}\n```", []string{"a"}, true},
+		{"a fence of another language first", "```python\nx = {\"actions\": [1]}\n```\n```json\n{\"actions\":[" + think("a") + "]}\n```", []string{"a"}, true},
+		{"unfenced after prose with brackets", "Here [is] the {plan}: {\"actions\": [" + think("a") + "]}", []string{"a"}, true},
+		{"a bare array after prose", "Steps [below]\n[" + think("a") + "," + think("b") + "]", []string{"a", "b"}, true},
+		{"a trailing comma in an element", "```json\n{\"actions\":[{\"name\":\"think\",\"params\":{\"text\":\"a\"},}," + think("b") + "]}\n```", []string{"!", "b"}, true},
+		{"a trailing comma in the last element", `{"actions":[` + think("a") + `,{"name":"think","params":{"text":"b",}}]}`, []string{"a", "!"}, true},
+		{"a stray token", `{"actions":[` + think("a") + `, oops, ` + think("b") + `]}`, []string{"a", "!", "b"}, true},
+		{"brackets inside a bad element's strings", `{"actions":[{"name":"x" "p":"]}, {"},` + think("b") + `]}`, []string{"!", "b"}, true},
+		{"a bad element at the end of the text", `{"actions":[` + think("a") + `,{"name":"x",}`, []string{"a", "!"}, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, size := range []int{1, 2, 3, 7, 64, len(tc.in)} {
+				p := NewParser(0)
+				var chunks []string
+				for i := 0; i < len(tc.in); i += size {
+					chunks = append(chunks, tc.in[i:min(i+size, len(tc.in))])
+				}
+				got, _ := collect(t, p, chunks)
+				var texts []string
+				for i, a := range got {
+					if a.Index != i || !a.Complete {
+						t.Fatalf("chunks of %d: action %d = %+v", size, i, a)
+					}
+					switch {
+					case a.Name == "":
+						texts = append(texts, "!")
+					case a.Name == "think":
+						texts = append(texts, a.Params["text"].(string))
+					default:
+						t.Fatalf("chunks of %d: action %+v", size, a)
+					}
+				}
+				if !reflect.DeepEqual(texts, tc.want) || p.Done() != tc.done {
+					t.Fatalf("chunks of %d: actions %q done %v, want %q done %v", size, texts, p.Done(), tc.want, tc.done)
+				}
+			}
+		})
 	}
 }
 

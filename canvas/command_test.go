@@ -141,14 +141,16 @@ func TestPrincipalAccess(t *testing.T) {
 }
 
 func TestValidateIDs(t *testing.T) {
-	for _, ok := range []string{"a", "shape:abc-1", "c_0123", "x.y"} {
+	for _, ok := range []string{"a", "shape:abc-1", "c_0123", "x.y", ".a", "..-", "a..", ":"} {
 		if ValidateID("id", ok) != nil {
 			t.Errorf("%q should be valid", ok)
 		}
 	}
-	for _, bad := range []string{"", "a b", "a/b", "é", string(make([]byte, 129))} {
-		if ValidateID("id", bad) == nil {
-			t.Errorf("%q should be invalid", bad)
+	for _, bad := range []string{"", "a b", "a/b", "é", string(make([]byte, 129)), ".", "..", "...", strings.Repeat(".", MaxIDLen)} {
+		err := ValidateID("id", bad)
+		var fe *FieldError
+		if !errors.As(err, &fe) || fe.Field != "id" || !errors.Is(err, ErrUnprocessable) {
+			t.Errorf("%q: %v, want a 422 field error on id", bad, err)
 		}
 	}
 	if ValidateActorID("agent-123", ActorAgent) == nil || ValidateActorID("agent-0f8fad5b-d9cb-469f-a165-70867728950e", ActorAgent) != nil {

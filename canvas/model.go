@@ -547,16 +547,25 @@ func (c *Commit) Touches(refs map[Ref]bool) bool {
 const MaxIDLen = 128
 
 // ValidateID checks a client-chosen id: 1 to 128 characters of
-// [A-Za-z0-9_.:-]. field names the id in the error (kind ErrUnprocessable).
+// [A-Za-z0-9_.:-], not only dots ("." and ".." are path segments that a URL
+// cannot carry: they collapse). field names the id in the error (kind
+// ErrUnprocessable).
 func ValidateID(field, id string) error {
 	if id == "" || len(id) > MaxIDLen {
 		return Unprocessable(field, "must be 1 to %d characters, got %d", MaxIDLen, len(id))
 	}
+	dots := 0
 	for i := 0; i < len(id); i++ {
 		c := id[i]
 		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '.' || c == ':' || c == '-') {
 			return Unprocessable(field, "may only hold letters, digits and _ . : - (found %q at byte %d)", c, i)
 		}
+		if c == '.' {
+			dots++
+		}
+	}
+	if dots == len(id) {
+		return Unprocessable(field, "must not be made of dots only (%q cannot be used in a URL path); add a letter or digit", id)
 	}
 	return nil
 }

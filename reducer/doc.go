@@ -5,7 +5,9 @@ package reducer
 // with its terminator ("\n" or "\r\n"); only the last line may lack one. ""
 // has 0 lines, "a" and "a\n" have 1, "a\n\n" has 2. Edits write new lines with
 // the document's own line ending (that of its first line break) and never add
-// or remove the final newline: a document without one keeps lacking it.
+// or remove the final newline: a document without one keeps lacking it, unless
+// an edit would leave it ending with an empty line, which does not exist in the
+// line model (the text then ends with a line break: see doc.splice).
 // Content arguments are split the same way; one trailing line break in the
 // content is a terminator, not an extra empty line, and "" is one empty line.
 //
@@ -725,7 +727,16 @@ func newLineReplacer(a *searchReplaceArgs) (lineReplacer, error) {
 	}, nil
 }
 
-// decideSearchReplace replaces matches of search_pattern line by line.
+// decideSearchReplace replaces matches of search_pattern line by line. A
+// line's new text (replace_with may hold line breaks) becomes as many lines,
+// written with the document's line ending; each line keeps its own
+// terminator. It is the splice of doc.splice with those lines: the last line
+// of a document without a final newline stays unterminated, except that a
+// replacement leaving it ending with an empty line ("a\nb" with b→"x\n" or
+// b→"") ends the document with a line break instead, since an unterminated
+// empty line does not exist: "a\nx\n" (2 lines) and "a\n" (1 line), as
+// replace_lines of that line by "x\n\n" or "" gives. new_line_count is the
+// line count of the resulting text.
 func decideSearchReplace(s *canvas.State, cmd canvas.Command) (Decision, error) {
 	var a searchReplaceArgs
 	if err := decodeArgs(cmd.Args, &a); err != nil {
@@ -770,12 +781,22 @@ func decideSearchReplace(s *canvas.State, cmd canvas.Command) (Decision, error) 
 		}
 		plain := out
 		if strings.IndexByte(out, '\r') >= 0 { // keep line breaks as "\n" and no CR at a line's end
-			plain = strings.TrimRight(strings.ReplaceAll(out, "\r\n", "\n"), "\r")
+			pieces := strings.Split(strings.ReplaceAll(out, "\r\n", "\n"), "\n")
+			for i, l := range pieces { // "x\r" + "\n" would read as a CRLF
+				pieces[i] = strings.TrimRight(l, "\r")
+			}
+			plain = strings.Join(pieces, "\n")
 			out = plain
 		}
 		if extra := strings.Count(plain, "\n"); extra > 0 {
 			res.NewLineCount += extra
 			out = strings.ReplaceAll(plain, "\n", eol)
+		}
+		if term == "" && (plain == "" || plain[len(plain)-1] == '\n') {
+			// The unterminated last line now ends with an empty line, which
+			// the line model does not have: as in doc.splice, the text ends
+			// with a line break instead, and has one line less.
+			res.NewLineCount--
 		}
 		res.AffectedLines = append(res.AffectedLines, line)
 		res.Diffs = append(res.Diffs, LineDiff{Line: line, Before: content, After: plain})

@@ -485,48 +485,21 @@ func decideHistory(s *canvas.State, cmd canvas.Command, undo bool) (Decision, er
 			}
 		}
 	}
-	changes := append([]canvas.Change(nil), e.Inverse...)
-	// Entities the inverse puts back must still have their nodes; entities it
-	// deletes take their (newer) edges and children along.
-	put := map[canvas.Ref]bool{}
-	deleted := map[string]bool{}
-	for _, ch := range changes {
-		r := canvas.Ref{Kind: ch.Kind, ID: ch.ID}
-		if ch.Op == canvas.OpDelete && ch.Kind == canvas.KindNode {
-			deleted[ch.ID] = true
-		} else if ch.Op != canvas.OpDelete {
-			put[r] = true
+	changes := e.Inverse
+	if len(conflicting) == 0 {
+		// The nodes it deletes take their (newer) children and edges along,
+		// a node put back whose index key was handed out again since gets a
+		// fresh one, group bounds follow; a node put back under a parent that
+		// is gone (or into a parent cycle) is a conflict. See settle.
+		st, err := settle(s, &cmd, changes)
+		dec.Touched = append(dec.Touched, st.touched...)
+		if err != nil {
+			return dec, err
 		}
-	}
-	exists := func(id string) bool {
-		_, ok := s.Nodes[id]
-		return ok && !deleted[id] || put[canvas.Ref{Kind: canvas.KindNode, ID: id}]
-	}
-	for _, ch := range changes {
-		if ch.Op != canvas.OpPut {
-			continue
+		if len(st.conflicting) > 0 {
+			conflicting, base = st.conflicting, sinceRev(s, st.conflicting)
 		}
-		var refs []string
-		if ch.Kind == canvas.KindEdge {
-			var ed canvas.Edge
-			if json.Unmarshal(ch.Value, &ed) == nil {
-				refs = []string{ed.From, ed.To}
-			}
-		} else {
-			var n canvas.Node
-			if json.Unmarshal(ch.Value, &n) == nil && n.ParentID != "" {
-				refs = []string{n.ParentID}
-			}
-		}
-		for _, id := range refs {
-			if id != "" && !exists(id) {
-				conflicting = append(conflicting, id)
-				dec.Touched = append(dec.Touched, canvas.Ref{Kind: canvas.KindNode, ID: id})
-				if at := s.ChangedAt(canvas.Ref{Kind: canvas.KindNode, ID: id}); base < 0 || at-1 < base {
-					base = max(at-1, 0)
-				}
-			}
-		}
+		changes = st.changes
 	}
 	if len(conflicting) > 0 {
 		sort.Strings(conflicting)
@@ -542,19 +515,6 @@ func decideHistory(s *canvas.State, cmd canvas.Command, undo bool) (Decision, er
 				verb, e.Type, e.Rev, strings.Join(conflicting, ", ")),
 		}}
 	}
-	if len(deleted) > 0 {
-		ids := make([]string, 0)
-		for _, ed := range s.SortedEdges() {
-			r := canvas.Ref{Kind: canvas.KindEdge, ID: ed.ID}
-			if (deleted[ed.From] || deleted[ed.To]) && !put[r] && !inChanges(changes, r) {
-				ids = append(ids, ed.ID)
-			}
-		}
-		for _, id := range ids {
-			changes = append([]canvas.Change{{Op: canvas.OpDelete, Kind: canvas.KindEdge, ID: id}}, changes...)
-			dec.Touched = append(dec.Touched, canvas.Ref{Kind: canvas.KindEdge, ID: id})
-		}
-	}
 	dec.Changes = changes
 	act := &HistoryAction{Type: e.Type, Rev: e.Rev, LinesAffected: e.Lines}
 	if act.LinesAffected == nil {
@@ -568,15 +528,6 @@ func decideHistory(s *canvas.State, cmd canvas.Command, undo bool) (Decision, er
 	}
 	dec.Result = res
 	return dec, nil
-}
-
-func inChanges(changes []canvas.Change, r canvas.Ref) bool {
-	for _, ch := range changes {
-		if ch.Kind == r.Kind && ch.ID == r.ID {
-			return true
-		}
-	}
-	return false
 }
 
 // --- revert_to_snapshot ---
@@ -643,26 +594,42 @@ func decideRevertToSnapshot(s *canvas.State, cmd canvas.Command) (Decision, erro
 		}
 	}
 	rd := revertTo(s, t, nodeIDs, edgeIDs, a.NodeID)
-	dec.Changes, dec.Touched = rd.changes, append(dec.Touched, rd.touched...)
-	res.NodesChanged, res.EdgesChanged, res.Diff = rd.nodes, rd.edges, rd.diff
+	dec.Touched = append(dec.Touched, rd.touched...)
+	st, err := settle(s, &cmd, rd.changes)
+	dec.Touched = append(dec.Touched, st.touched...)
+	if err != nil {
+		return dec, err
+	}
+	if len(st.conflicting) > 0 {
+		// With node_id: the node's parent was deleted, or moved under the
+		// node, since the snapshot.
+		return dec, &canvas.ConflictError{Result: canvas.ConflictResult{
+			Status: canvas.StatusConflict, CurrentRev: s.Rev, BaseRev: t.Rev, ConflictingIDs: st.conflicting, RecoveryOps: []canvas.Commit{},
+			Suggestion: fmt.Sprintf("cannot revert to snapshot %s (rev %d): %s changed since, so the reverted node would have no valid parent; "+
+				"recovery_ops lists who changed what. Revert the whole canvas, or edit directly instead.", a.SnapshotID, t.Rev, strings.Join(st.conflicting, ", ")),
+		}}
+	}
+	dec.Changes = st.changes
+	res.NodesChanged, res.EdgesChanged = changedIDs(dec.Changes)
+	res.Diff = rd.diff
 	dec.Result = res
 	return dec, nil
 }
 
 // revertDiff is what revertTo decided.
 type revertDiff struct {
-	changes      []canvas.Change
-	touched      []canvas.Ref // the entities it changes (minus keep)
-	nodes, edges []string     // ids it changes
-	diff         string       // unified diffs of the documents it changes
+	changes []canvas.Change
+	touched []canvas.Ref // the entities it changes (minus keep)
+	diff    string       // unified diffs of the documents it changes
 }
 
 // revertTo returns the changes that make the given nodes and edges of s
-// equal to those of t (absent from t: deleted; absent from s: put back),
-// taking along the edges of nodes it deletes. Documents whose text differs
-// change by line splices. keep is left out of touched (the caller touches it).
+// equal to those of t (absent from t: deleted; absent from s: put back).
+// Documents whose text differs change by line splices. keep is left out of
+// touched (the caller touches it). The caller settles the changes (settle:
+// the children and edges of deleted nodes go too, and so on).
 func revertTo(s, t *canvas.State, nodeIDs, edgeIDs map[string]bool, keep string) revertDiff {
-	rd := revertDiff{nodes: []string{}, edges: []string{}}
+	var rd revertDiff
 	var diffs strings.Builder
 	// Deletes of edges first, then nodes in z-order of the target, then edge puts.
 	var nodeChanges, edgeDeletes, edgePuts []canvas.Change
@@ -679,16 +646,13 @@ func revertTo(s, t *canvas.State, nodeIDs, edgeIDs map[string]bool, keep string)
 			continue
 		}
 		rd.touched = append(rd.touched, ref)
-		rd.edges = append(rd.edges, id)
 	}
-	deletedNodes := map[string]bool{}
 	for _, id := range sortedKeys(nodeIDs) {
 		cur, want := s.Nodes[id], t.Nodes[id]
 		var ch canvas.Change
 		switch {
 		case want == nil && cur != nil:
 			ch = canvas.Change{Op: canvas.OpDelete, Kind: canvas.KindNode, ID: id}
-			deletedNodes[id] = true
 		case want != nil && cur == nil:
 			v, _ := json.Marshal(want)
 			ch = canvas.Change{Op: canvas.OpPut, Kind: canvas.KindNode, ID: id, Value: v}
@@ -700,14 +664,6 @@ func revertTo(s, t *canvas.State, nodeIDs, edgeIDs map[string]bool, keep string)
 		nodeChanges = append(nodeChanges, ch)
 		if id != keep {
 			rd.touched = append(rd.touched, canvas.Ref{Kind: canvas.KindNode, ID: id})
-		}
-		rd.nodes = append(rd.nodes, id)
-	}
-	// Edges of deleted nodes must go too.
-	for _, ed := range s.SortedEdges() {
-		if (deletedNodes[ed.From] || deletedNodes[ed.To]) && !edgeIDs[ed.ID] {
-			edgeDeletes = append(edgeDeletes, canvas.Change{Op: canvas.OpDelete, Kind: canvas.KindEdge, ID: ed.ID})
-			rd.touched = append(rd.touched, canvas.Ref{Kind: canvas.KindEdge, ID: ed.ID})
 		}
 	}
 	// Puts of nodes before deletes so that parents exist; children are

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/canvasd/canvasd/canvas"
 )
@@ -108,6 +109,18 @@ func TestDocVerbs(t *testing.T) {
 		{"search crlf keeps endings", "foo\r\nbar\r\nfoo", "search_replace", map[string]any{"search_pattern": "foo", "replace_with": "x\ny"}, "x\r\ny\r\nbar\r\nx\r\ny", 5},
 		{"search no match", "a\n", "search_replace", map[string]any{"search_pattern": "zzz", "replace_with": "x"}, "a\n", 1},
 		{"search unicode", "日本語\n", "search_replace", map[string]any{"search_pattern": "本", "replace_with": "🙂"}, "日🙂語\n", 1},
+		// A replacement ending the unterminated last line with an empty line
+		// ends the text with a line break instead (as replace_lines does).
+		{"search line break at the end of an unterminated last line", "a\nb", "search_replace", map[string]any{"search_pattern": "b", "replace_with": "x\n"}, "a\nx\n", 2},
+		{"search empties the unterminated last line", "a\nb", "search_replace", map[string]any{"search_pattern": "b", "replace_with": ""}, "a\n", 1},
+		{"search empties the only line", "b", "search_replace", map[string]any{"search_pattern": "b", "replace_with": ""}, "", 0},
+		{"search line break ends a one-line doc", "ab", "search_replace", map[string]any{"search_pattern": "b", "replace_with": "\n"}, "a\n", 1},
+		{"search crlf line break at the end of an unterminated last line", "a\r\nb", "search_replace", map[string]any{"search_pattern": "b", "replace_with": "x\r\n"}, "a\r\nx\r\n", 2},
+		{"search two line breaks at the end of an unterminated last line", "a\nb", "search_replace", map[string]any{"search_pattern": "b", "replace_with": "\n\n"}, "a\n\n\n", 3},
+		{"search line break in a terminated last line", "a\nb\n", "search_replace", map[string]any{"search_pattern": "b", "replace_with": "x\n"}, "a\nx\n\n", 3},
+		{"search unterminated last line stays unterminated", "a\nb", "search_replace", map[string]any{"search_pattern": "b", "replace_with": "x\ny"}, "a\nx\ny", 3},
+		{"search CR before a line break in the replacement", "a\nb\n", "search_replace", map[string]any{"search_pattern": "b", "replace_with": "x\r\r\ny"}, "a\nx\ny\n", 3},
+		{"search CR left at a line's end", "a\rb\nc\n", "search_replace", map[string]any{"search_pattern": "b", "replace_with": ""}, "a\nc\n", 2},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -284,6 +297,8 @@ func FuzzDocEdit(f *testing.F) {
 	f.Add("", uint8(1), 0, 0, "", false)
 	f.Add("日本\n語", uint8(2), 2, 2, "", false)
 	f.Add("foo\r\nfoo bar\r\n", uint8(3), 0, 0, "o", true)
+	f.Add("a\nb", uint8(4), 0, 0, "x\n", false)
+	f.Add("a\rb\nb", uint8(4), 0, 0, "\r\r\n", true)
 	f.Fuzz(fuzzBody)
 }
 
@@ -300,7 +315,7 @@ func fuzzBody(t *testing.T, text string, op uint8, a, b int, content string, crl
 		}
 		var typ string
 		args := map[string]any{}
-		switch op % 4 {
+		switch op % 5 {
 		case 0:
 			typ = "replace_lines"
 			args["start_line"], args["end_line"], args["new_content"] = a, b, content
@@ -313,6 +328,9 @@ func fuzzBody(t *testing.T, text string, op uint8, a, b int, content string, crl
 		case 3:
 			typ = "search_replace"
 			args["search_pattern"], args["replace_with"] = content, "R"
+		case 4: // the content as the replacement: line breaks and CRs inside a line
+			typ = "search_replace"
+			args["search_pattern"], args["replace_with"] = lastRune(text), content
 		}
 		got, dec, err := runDoc(t, text, typ, args)
 		if err != nil {
@@ -331,11 +349,17 @@ func fuzzBody(t *testing.T, text string, op uint8, a, b int, content string, crl
 		after, finalAfter := eolStyle(got)
 		if got != "" && text != "" {
 			emptyLast := false // an unterminated empty last line cannot exist (see doc.splice)
-			if cl, _, _ := contentLines(content); op%4 <= 1 && cl[len(cl)-1] == "" {
+			if cl, _, _ := contentLines(content); op%5 <= 1 && cl[len(cl)-1] == "" {
 				emptyLast = true
 			}
-			if op%4 == 2 && a >= 2 && a <= len(Lines(text)) && Lines(text)[a-2] == "" {
+			if op%5 == 2 && a >= 2 && a <= len(Lines(text)) && Lines(text)[a-2] == "" {
 				emptyLast = true
+			}
+			if ls := Lines(text); op%5 == 4 && len(ls) > 0 {
+				// The last line as search_replace leaves it (CRs before a line break dropped).
+				r := strings.ReplaceAll(strings.ReplaceAll(ls[len(ls)-1], lastRune(text), content), "\r\n", "\n")
+				r = strings.TrimRight(r, "\r")
+				emptyLast = r == "" || strings.HasSuffix(r, "\n")
 			}
 			if finalBefore != finalAfter && !(emptyLast && !finalBefore) {
 				t.Fatalf("final newline changed: %q -> %q", text, got)
@@ -347,6 +371,17 @@ func fuzzBody(t *testing.T, text string, op uint8, a, b int, content string, crl
 		// The diff of the edit reproduces the new text.
 		checkDiffReproduces(t, text, got)
 	}
+}
+
+// lastRune returns the last rune of text that is not white space ("b" when
+// there is none), a search pattern that matches in the last line.
+func lastRune(text string) string {
+	t := strings.TrimRight(text, " \t\r\n")
+	if t == "" {
+		return "b"
+	}
+	_, n := utf8.DecodeLastRuneInString(t)
+	return t[len(t)-n:]
 }
 
 // checkDiffReproduces rebuilds after's lines from before's lines and the

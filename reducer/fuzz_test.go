@@ -3,6 +3,8 @@ package reducer
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
+	"math/rand"
 	"reflect"
 	"strings"
 	"testing"
@@ -361,3 +363,78 @@ func checkDecideError(t testing.TB, err error) {
 	}
 	t.Fatalf("error %v is neither an Unprocessable FieldError nor a ConflictError", err)
 }
+
+// TestRandomHistoryKeepsInvariants runs random scripts of the fuzz seeds by
+// two actors, interleaved with their undos, redos and reverts of earlier
+// commits, and checks the invariants after every command that applied (undo
+// and revert over what the other actor did since must keep them too).
+func TestRandomHistoryKeepsInvariants(t *testing.T) {
+	seeds := fuzzSeeds()[:40]
+	trials := 1500
+	if testing.Short() {
+		trials = 300
+	}
+	for trial := 0; trial < trials; trial++ {
+		rng := rand.New(rand.NewSource(int64(trial)))
+		h := fuzzBaseRH(t)
+		var script []string
+		for i := 0; i < 16; i++ {
+			l := seeds[rng.Intn(len(seeds))]
+			if rng.Intn(3) == 0 {
+				switch r1, r2 := h.s.Rev-rng.Int63n(6), h.s.Rev-rng.Int63n(6); rng.Intn(4) {
+				case 0, 1:
+					l = `undo {}`
+				case 2:
+					l = `redo {}`
+				default:
+					if r1 == r2 {
+						l = fmt.Sprintf(`revert_commits {"revs":[%d]}`, r1)
+					} else {
+						l = fmt.Sprintf(`revert_commits {"revs":[%d,%d]}`, r1, r2)
+					}
+				}
+			}
+			actor := []string{"user-1", "bob"}[rng.Intn(2)]
+			typ, args := splitLine(l)
+			cmd := rhCommand(h.s, typ, args)
+			cmd.Actor.ID = actor
+			dec, err := Decide(h.s, cmd)
+			if err != nil {
+				checkDecideError(t, err)
+				continue
+			}
+			c := jsonRoundTrip(t, commitOf(cmd, dec))
+			if err := Apply(h.s, &c); err != nil {
+				t.Fatalf("trial %d: apply %s: %v", trial, l, err)
+			}
+			script = append(script, actor+": "+l)
+			if msg := invariantError(t, h.s); msg != "" {
+				t.Fatalf("trial %d: %s\nafter:\n  %s", trial, msg, strings.Join(script, "\n  "))
+			}
+		}
+	}
+}
+
+// invariantError returns checkInvariants' complaint about s, or "".
+func invariantError(t testing.TB, s *canvas.State) (msg string) {
+	ft := &fatalTB{TB: t}
+	defer func() {
+		if r := recover(); r != nil {
+			f, ok := r.(fatal)
+			if !ok {
+				panic(r)
+			}
+			msg = string(f)
+		}
+	}()
+	checkInvariants(ft, s)
+	return ""
+}
+
+type fatal string
+
+// fatalTB turns Fatalf into a panic of type fatal.
+type fatalTB struct{ testing.TB }
+
+func (f *fatalTB) Fatalf(format string, args ...any) { panic(fatal(fmt.Sprintf(format, args...))) }
+func (f *fatalTB) Helper()                           {}

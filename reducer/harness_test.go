@@ -130,6 +130,14 @@ func checkInvariants(t testing.TB, s *canvas.State) {
 			t.Fatalf("live node %q has a tombstone", id)
 		}
 	}
+	for id, n := range s.Nodes { // no parent chain loops
+		steps := 0
+		for p := n; p.ParentID != ""; p = s.Nodes[p.ParentID] {
+			if steps++; steps > len(s.Nodes) || p.ParentID == id {
+				t.Fatalf("node %q is its own ancestor (parent chain %q → %q ...)", id, id, n.ParentID)
+			}
+		}
+	}
 	for id, n := range s.Nodes {
 		if n.Type != "group" {
 			continue

@@ -308,7 +308,15 @@ func decideReorder(t *tx, args json.RawMessage) error {
 			i = j + 1
 		}
 		for _, m := range moves {
-			keys, err := KeysBetween(m.lo, m.hi, len(m.run))
+			var keys []string
+			var err error
+			if m.hi == "" && m.lo != "" {
+				// Above the topmost node: stay at or below integerKey(rev),
+				// as creates expect (tx.frontKeys).
+				keys, err = t.keysAbove(m.lo, len(m.run))
+			} else {
+				keys, err = KeysBetween(m.lo, m.hi, len(m.run))
+			}
 			if err != nil {
 				return fail(err)
 			}

@@ -100,13 +100,24 @@ func decideRevertCommits(s *canvas.State, cmd canvas.Command) (Decision, error) 
 		return dec, revertConflict(s, missing, 0, a)
 	}
 	rd := revertTo(s, t, nodeIDs, edgeIDs, "")
-	dec.Changes = rd.changes
 	dec.Touched = append(dec.Touched, rd.touched...)
+	// The nodes it deletes take their children and edges along (also those
+	// others added since), as delete_node does; see settle.
+	st, err := settle(s, &cmd, rd.changes)
+	dec.Touched = append(dec.Touched, st.touched...)
+	if err != nil {
+		return dec, err
+	}
+	if len(st.conflicting) > 0 {
+		return dec, revertConflict(s, st.conflicting, sinceRev(s, st.conflicting), a)
+	}
+	dec.Changes = st.changes
 	reverted := make([]int64, len(entries))
 	for i, e := range entries {
 		reverted[len(entries)-1-i] = e.Rev
 	}
-	dec.Result = RevertCommitsResult{Success: true, Reverted: reverted, NodesChanged: rd.nodes, EdgesChanged: rd.edges, Diff: rd.diff}
+	nodes, edges := changedIDs(dec.Changes)
+	dec.Result = RevertCommitsResult{Success: true, Reverted: reverted, NodesChanged: nodes, EdgesChanged: edges, Diff: rd.diff}
 	return dec, nil
 }
 

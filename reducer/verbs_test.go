@@ -73,6 +73,10 @@ func TestCreateErrors(t *testing.T) {
 		{"create_node", `{"id":"a"}`, "args.id", "already exists"},
 		{"create_node", `{"id":"bad id"}`, "args.id", "may only hold"},
 		{"create_node", `{"id":"` + long + `"}`, "args.id", "1 to 128"},
+		{"create_node", `{"id":"."}`, "args.id", "dots only"}, // a URL path cannot carry it
+		{"create_shape", `{"id":"..","type":"geo","x":1,"y":2}`, "args.id", "dots only"},
+		{"create_edge", `{"id":"...","from":"a","to":"a"}`, "args.id", "dots only"},
+		{"group", `{"ids":["a"],"group_id":".."}`, "args.group_id", "dots only"},
 		{"create_node", `{"type":"blob"}`, "args.type", "must be one of geo, note"},
 		{"create_node", `{"type":"group"}`, "args.type", "group command"},
 		{"create_node", `{"transform":{"w":-1}}`, "args.transform.w", "≥ 0"},
@@ -416,6 +420,9 @@ func TestReorder(t *testing.T) {
 		{`{"ids":["a","b"],"op":"bring_forward"}`, "c a b d e", "a b"},
 		{`{"ids":["e"],"op":"bring_forward"}`, "a b c d e", ""},
 		{`{"ids":["d","e"],"op":"bring_forward"}`, "a b c d e", ""},
+		{`{"ids":["d"],"op":"bring_forward"}`, "a b c e d", "d"},
+		{`{"ids":["c","d"],"op":"bring_forward"}`, "a b e c d", "c d"},
+		{`{"ids":["a","b","d"],"op":"bring_forward"}`, "c a b e d", "a b d"},
 		{`{"ids":["c"],"op":"send_backward"}`, "a c b d e", "c"},
 		{`{"ids":["b","e"],"op":"send_backward"}`, "b a c e d", "b e"},
 		{`{"ids":["a"],"op":"send_backward"}`, "a b c d e", ""},
@@ -436,6 +443,12 @@ func TestReorder(t *testing.T) {
 			}
 			if strings.Join(changed, " ") != c.changed {
 				t.Fatalf("changed %v, want %s", changed, c.changed)
+			}
+			checkInvariants(t, h.s)
+			// A create still goes in front of everything, with a key of its own.
+			h.box("new", 0, 0, 1, 1)
+			if got := zOrder(h.s); got != c.order+" new" {
+				t.Fatalf("order after a create = %s, want %s new", got, c.order)
 			}
 			checkInvariants(t, h.s)
 		})

@@ -1100,7 +1100,7 @@ export interface components {
             expires_at?: string;
         };
         CanvasCreateRequest: {
-            /** @description Minted (`c_` + 128 random bits in hex, unguessable) when absent. */
+            /** @description Minted (`c_` + 128 random bits in hex, unguessable) when absent. Not only dots (`.` and `..` cannot be path segments). */
             canvas_id?: string;
             title?: string;
         };
