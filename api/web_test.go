@@ -266,10 +266,13 @@ func (p *uiPage) do(actions ...chromedp.Action[chromedp.Void]) {
 	}
 }
 
-// screenshot keeps a picture of the page in the artifact directory.
+// screenshot keeps a picture of the page's viewport (the app fills it) in
+// the artifact directory. Not a full-page capture: capturing beyond the
+// viewport resizes it for a moment, and Excalidraw, measuring itself then,
+// could be left 0×0 for the test's next click.
 func (p *uiPage) screenshot(name string) string {
 	p.t.Helper()
-	png, err := chromedp.Run(p.ctx, chromedp.FullScreenshot(100))
+	png, err := chromedp.Run(p.ctx, chromedp.CaptureScreenshot())
 	if err != nil {
 		p.t.Fatal(err)
 	}

@@ -12,7 +12,7 @@ import { Excalidraw, CaptureUpdateAction, exportToCanvas, getCommonBounds, mutat
 import "@excalidraw/excalidraw/index.css";
 import { ConflictError, randomHex, type CanvasClient, type CanvasModel, type Commit, type ConflictResult, type Node as CanvasNode } from "@canvasd/client";
 import { actorColor, h, toast, why } from "./dom";
-import { draftOf, edgeElement, imageFileId, nodeElements, partOf, propsPatch, type El, type NodeDraft } from "./mapping";
+import { draftOf, edgeElement, elementId, imageFileId, nodeElements, partOf, propsPatch, type El, type NodeDraft } from "./mapping";
 
 /** What a commit touched, by kind. */
 export interface Applied {
@@ -31,6 +31,10 @@ const newCmdId = () => "cmd_ui_" + randomHex(9);
 /** A planned command; carries: the gesture's elements (id → version) that its commands send. */
 type Cmd = { id: string; type: string; args: any; nodes: string[]; fields: string[]; carries?: Map<string, number> };
 export interface Box { x: number; y: number; w: number; h: number }
+/** A shape moved: by (dx, dy), to (x, y). */
+type Move = { id: string; dx: number; dy: number; x: number; y: number };
+/** A shape turned by deg degrees about (ox, oy). */
+type Turn = { id: string; deg: number; ox: number; oy: number };
 
 const GEOMETRY = ["x", "y", "w", "h", "rotation"];
 
@@ -59,7 +63,7 @@ export class CanvasView {
   private parentOf = new Map<string, string>(); // node id → parent node id
   private edgesAt = new Map<string, Set<string>>(); // node id → ids of the edges at it
   private ends = new Map<string, [string, string]>(); // edge id → its from and to
-  private stage = new Map<string, El>(); // the elements on stage by id, as of the last push
+  private stage = new Map<string, El>(); // the elements on stage by id, as of the last push or planned edit
   private queue: Promise<void> = Promise.resolve();
   private collaborators = new Map<string, any>();
   private remoteSel = new Map<string, { sel: string[]; t: number }>();
@@ -192,6 +196,11 @@ export class CanvasView {
     }
     for (const id of a.nodes) this.pendingNodes.add(id);
     for (const id of a.edges) this.pendingEdges.add(id);
+    this.queueFlush();
+  }
+
+  /** Runs flush() in a task of its own, once for what is pending by then. */
+  private queueFlush(): void {
     if (this.flushQueued || this.loading) return; // load() shows them when it is done
     this.flushQueued = true;
     this.flushPort.postMessage(0);
@@ -295,11 +304,13 @@ export class CanvasView {
       if (JSON.stringify(merged) !== JSON.stringify(st.boundElements || [])) up.boundElements = merged.length ? merged : null;
       const before = contribution(st);
       mutateElement(st as any, up as any, true); // Excalidraw coalesces the redraws of one task into one
+      // The built version: the user's edits of a copy of st count one up from st's, never to it.
+      st.version = Math.max(st.version, el.version);
       this.lastSceneVersion = (this.lastSceneVersion - before + contribution(st)) | 0;
       this.rendered.set(st.id, st.version);
     }
     for (const [st] of plans) {
-      const id = st.containerId || partOf(st.id).node;
+      const id = nodeOf(st);
       const l = this.cache.get(id);
       if (l) this.cache.set(id, l.map((el) => this.stage.get(el.id) || el));
     }
@@ -341,17 +352,17 @@ export class CanvasView {
     if (!reset) for (const el of this.ex.getSceneElementsIncludingDeleted()) scene.set(el.id, el);
     const out: El[] = [];
     const boundTo = new Map<string, { id: string; type: string }[]>();
-    const keep = (el: El) => {
+    // The user's version stays (it may be the very object cached: an edit in place).
+    const mine = (el: El): El | undefined => {
       const cur = scene.get(el.id);
-      const node = partOf(el.id).node;
-      if (cur && (this.held.has(node) || this.isDirty(cur))) return cur; // the user's version stays
-      return el;
+      return cur && (this.held.has(partOf(el.id).node) || this.isDirty(cur)) ? cur : undefined;
     };
     const fresh = new Set<string>(); // ids whose server version goes on stage
     const add = (el: El) => {
-      const use = keep(el);
+      const kept = mine(el);
+      const use = kept || el;
       out.push(use);
-      if (use === el) fresh.add(el.id);
+      if (!kept) fresh.add(el.id);
       for (const b of [use.startBinding, use.endBinding]) {
         if (b?.elementId) {
           const l = boundTo.get(b.elementId) || [];
@@ -393,20 +404,30 @@ export class CanvasView {
     const now = this.ex.getSceneElementsIncludingDeleted();
     this.stage = new Map(now.map((el: El) => [el.id, el]));
     const onStage = new Map<string, El>();
+    let unplanned = false;
     for (const el of now) {
-      if (!fresh.has(el.id)) continue;
+      if (!fresh.has(el.id)) {
+        unplanned ||= this.isUnplanned(el);
+        continue;
+      }
       this.rendered.set(el.id, el.version);
       onStage.set(el.id, el);
     }
     for (const [id, els] of this.cache) {
       if (els.some((el) => onStage.has(el.id) && onStage.get(el.id) !== el)) this.cache.set(id, els.map((el) => onStage.get(el.id) || el));
     }
-    this.lastSceneVersion = sceneVersion(now);
+    // An edit whose onChange is yet to come (Excalidraw reports them in a later task) is planned then.
+    this.lastSceneVersion = unplanned ? -1 : sceneVersion(now);
   }
 
   private isDirty(el: El): boolean {
     const r = this.rendered.get(el.id);
     return r === undefined ? !el.isDeleted : r !== el.version;
+  }
+
+  /** An edit of the user's that plan() has not seen. */
+  private isUnplanned(el: El): boolean {
+    return this.isDirty(el) && this.sent.get(el.id) !== el.version && !(el.isDeleted && this.rendered.get(el.id) === undefined);
   }
 
   /**
@@ -452,28 +473,32 @@ export class CanvasView {
     const labels = new Map<string, El>();
     for (const el of els) {
       byId.set(el.id, el);
+      if (this.stage.get(el.id) !== el) this.stage.set(el.id, el); // an edit's copy: updates in place go to it
       if (el.type === "text" && el.containerId && !el.isDeleted) labels.set(el.containerId, el);
     }
     for (const [cid, t] of labels) byId.set(cid + "::text", t);
     const dirtyNodes = new Set<string>();
     const dirtyEdges = new Set<string>();
     for (const el of els) {
-      if (!this.isDirty(el) || this.sent.get(el.id) === el.version) continue;
-      if (this.rendered.get(el.id) === undefined && el.isDeleted) continue;
-      const node = el.type === "text" && el.containerId ? el.containerId : partOf(el.id).node;
+      if (!this.isUnplanned(el)) continue;
+      const node = nodeOf(el);
       if (m.edges.has(node) || (el.customData?.kind === "edge")) dirtyEdges.add(node);
-      else if (el.type === "arrow" && !m.nodes.has(node) && el.startBinding && el.endBinding && m.nodes.has(el.startBinding.elementId) && m.nodes.has(el.endBinding.elementId)) dirtyEdges.add(node);
+      else if (el.type === "arrow" && !m.nodes.has(node) && el.startBinding && el.endBinding && m.nodes.has(partOf(el.startBinding.elementId).node) && m.nodes.has(partOf(el.endBinding.elementId).node)) dirtyEdges.add(node);
       else dirtyNodes.add(node);
     }
     if (!dirtyNodes.size && !dirtyEdges.size) return [];
     const cmds: Cmd[] = [];
     const cmd = (type: string, args: any, nodes: string[], fields: string[]) => cmds.push({ id: newCmdId(), type, args, nodes, fields });
     const deleted: string[] = [];
-    const moves: { id: string; dx: number; dy: number; x: number; y: number }[] = [];
-    const groups = new Map<string, string[]>(); // new group id → its members (ids may start with "-": Excalidraw's nanoids)
+    const moves: Move[] = [];
+    const turns: Turn[] = [];
+    const groups = new Map<string, { members: Set<string>; depth: number }>(); // new group id → what it holds (ids may start with "-": Excalidraw's nanoids)
     const ungroups = new Set<string>();
-    for (const id of dirtyNodes) {
-      const el = byId.get(id);
+    // Frames first: a new shape in a new frame is created after it.
+    const order = [...dirtyNodes].sort((a, b) => +(byId.get(elementId(b))?.type === "frame") - +(byId.get(elementId(a))?.type === "frame"));
+    const created = new Set<string>();
+    for (const id of order) {
+      const el = byId.get(elementId(id));
       const prev = m.nodes.get(id);
       if (!el) continue;
       if (el.isDeleted) {
@@ -487,27 +512,35 @@ export class CanvasView {
       // A dropped or picked image is on stage before its file is read: it is
       // created once its data URL is there (the next change), not empty first.
       if (!prev && d.type === "image" && !d.props.url) continue;
+      // Excalidraw's groupIds run from the innermost group out; the ones the server lacks are new.
+      const want: string[] = (el.groupIds || []).filter((g: string) => !g.includes("::")).map((g: string) => partOf(g).node);
       if (!prev) {
         const args: any = { id, type: d.type, x: d.x, y: d.y, w: d.w, h: d.h, props: d.props };
         if (d.rotation) args.rotation = d.rotation;
         if (d.name) args.name = d.name;
-        if (el.frameId && m.nodes.has(el.frameId)) args.parent_id = el.frameId;
+        // In the innermost group the server has (new inner ones are made below), else in its frame.
+        const frame = el.frameId ? partOf(el.frameId).node : "";
+        const parent = want.find((g) => m.nodes.has(g)) || (m.nodes.has(frame) || created.has(frame) ? frame : "");
+        if (parent) args.parent_id = parent;
         if (d.type === "draw" || d.type === "arrow" || d.type === "line") { args.w = Math.max(1, d.w); args.h = Math.max(1, d.h); }
         for (const k of Object.keys(d.props)) if (d.props[k] === null) delete d.props[k];
         cmd("create_shape", args, [id], []);
-        continue;
+        created.add(id);
+      } else {
+        this.planUpdate(id, d, prev, cmd, moves, turns);
+        for (const g of groupChain(prev, m.nodes)) if (!want.includes(g)) ungroups.add(g);
       }
-      this.planUpdate(id, d, prev, cmd, moves);
-      const want = (el.groupIds || []).filter((g: string) => !g.includes("::"));
-      const had = groupChain(prev, m.nodes);
-      if (want[0] !== had[0]) {
-        if (want.length > had.length && want[0] && !m.nodes.has(want[0])) groups.set(want[0], [...(groups.get(want[0]) || []), id]);
-        else if (had[0] && !want.includes(had[0])) ungroups.add(had[0]);
-      }
+      // A new group holds the next inner group, or the shape.
+      want.forEach((g, k) => {
+        if (m.nodes.has(g)) return;
+        const gr = groups.get(g) || { members: new Set<string>(), depth: k };
+        gr.members.add(k ? want[k - 1] : id);
+        groups.set(g, gr);
+      });
     }
     if (deleted.length) cmd("delete_shape", { ids: deleted }, deleted, GEOMETRY);
     // One relative move for shapes dragged together, absolute otherwise.
-    const byDelta = new Map<string, typeof moves>();
+    const byDelta = new Map<string, Move[]>();
     for (const mv of moves) {
       const k = `${mv.dx},${mv.dy}`;
       byDelta.set(k, [...(byDelta.get(k) || []), mv]);
@@ -516,13 +549,33 @@ export class CanvasView {
       if (group.length > 1) cmd("move", { ids: group.map((g) => g.id), dx: group[0].dx, dy: group[0].dy }, group.map((g) => g.id), ["x", "y"]);
       else cmd("move", { id: group[0].id, x: group[0].x, y: group[0].y }, [group[0].id], ["x", "y"]);
     }
+    // One rotate for shapes turned together (about the same point).
+    const byTurn = new Map<string, Turn[]>();
+    for (const tu of turns) {
+      const k = `${tu.deg},${Math.round(tu.ox)},${Math.round(tu.oy)}`;
+      byTurn.set(k, [...(byTurn.get(k) || []), tu]);
+    }
+    for (const group of byTurn.values()) {
+      const ids = group.map((g) => g.id);
+      cmd("rotate", { ids, degrees: group[0].deg, origin_x: group[0].ox, origin_y: group[0].oy }, ids, ["rotation", "x", "y"]);
+    }
     for (const gid of ungroups) cmd("ungroup", { id: gid }, [gid], ["parent_id"]);
-    for (const [gid, ids] of groups) if (ids.length > 1) cmd("group", { ids, group_id: gid }, ids, ["parent_id"]);
-    for (const id of dirtyEdges) this.planEdge(id, byId.get(id), cmd);
+    for (const [gid, gr] of [...groups].sort((a, b) => a[1].depth - b[1].depth)) {
+      const ids = [...gr.members];
+      if (ids.length > 1) cmd("group", { ids, group_id: gid }, ids, ["parent_id"]);
+    }
+    // An edge at a deleted shape goes with it.
+    const gone = new Set<string>();
+    const drop = (id: string, depth: number) => {
+      gone.add(id);
+      if (depth < 64) for (const k of this.children.get(id) || []) drop(k, depth + 1);
+    };
+    for (const id of deleted) drop(id, 0);
+    for (const id of dirtyEdges) this.planEdge(id, byId.get(elementId(id)), gone, cmd);
     // Mark what was planned as sent.
     const carries = new Map<string, number>();
     for (const el of els) {
-      const node = el.type === "text" && el.containerId ? el.containerId : partOf(el.id).node;
+      const node = nodeOf(el);
       if (dirtyNodes.has(node) || dirtyEdges.has(node)) {
         this.sent.set(el.id, el.version);
         carries.set(el.id, el.version);
@@ -532,20 +585,35 @@ export class CanvasView {
     return cmds;
   }
 
+  /**
+   * Plans bringing node prev to draft d: props and size as commands, a move
+   * or a turn into moves or turns (plan() sends those of shapes that went
+   * together as one command).
+   */
   private planUpdate(id: string, d: NodeDraft, prev: CanvasNode, cmd: (t: string, a: any, n: string[], f: string[]) => void,
-    moves: { id: string; dx: number; dy: number; x: number; y: number }[]): void {
+    moves: Move[], turns: Turn[]): void {
     const near = (a: number, b: number) => Math.abs(a - b) < 0.01;
     const sized = !near(d.w, prev.w) || !near(d.h, prev.h);
-    const turned = Math.abs(d.rotation - (prev.rotation || 0)) > 1e-6 && prev.type !== "arrow" && prev.type !== "line" && prev.type !== "draw";
+    // The turn in degrees, in [-180, 180), rounded as sent (a smaller one is none).
+    const raw = ((d.rotation - (prev.rotation || 0)) * 180) / Math.PI;
+    const deg = Math.round((((raw % 360) + 540) % 360 - 180) * 1000) / 1000;
     const moved = !near(d.x, prev.x) || !near(d.y, prev.y);
     const linear = prev.type === "arrow" || prev.type === "line" || prev.type === "draw";
-    if (turned) {
-      let deg = ((d.rotation - (prev.rotation || 0)) * 180) / Math.PI;
-      deg = Math.round(deg * 1000) / 1000;
-      cmd("rotate", { ids: [id], degrees: deg }, [id], ["rotation", "x", "y"]);
+    if (deg) {
+      // About the point that takes the corner where the user sees it: the
+      // centre Excalidraw turned the selection about (not the server's default, the nodes' centre).
+      const a = (deg * Math.PI) / 180, s = Math.sin(a), c = Math.cos(a);
+      const vx = d.x - (prev.x * c - prev.y * s), vy = d.y - (prev.x * s + prev.y * c), det = 2 - 2 * c;
+      turns.push({ id, deg, ox: ((1 - c) * vx - s * vy) / det, oy: (s * vx + (1 - c) * vy) / det });
+      if (sized && !linear) cmd("resize", { id, w: d.w, h: d.h }, [id], ["w", "h"]);
     } else if (sized && !linear) {
       cmd("resize", { id, w: d.w, h: d.h }, [id], ["w", "h"]);
-      if (moved) cmd("move", { id, x: d.x, y: d.y }, [id], ["x", "y"]);
+      if (moved) {
+        cmd("move", { id, x: d.x, y: d.y }, [id], ["x", "y"]);
+        // A frame's move moves its children; Excalidraw's resize leaves them where they are.
+        const kids = prev.type === "frame" ? [...(this.children.get(id) || [])] : [];
+        if (kids.length) cmd("move", { ids: kids, dx: prev.x - d.x, dy: prev.y - d.y }, kids, ["x", "y"]);
+      }
     } else if (moved) {
       moves.push({ id, dx: Math.round((d.x - prev.x) * 100) / 100, dy: Math.round((d.y - prev.y) * 100) / 100, x: d.x, y: d.y });
     }
@@ -564,15 +632,16 @@ export class CanvasView {
     }
   }
 
-  private planEdge(id: string, el: El | undefined, cmd: (t: string, a: any, n: string[], f: string[]) => void): void {
+  /** The commands for the arrow of edge id; none for an edge at a shape in gone (deleted with it). */
+  private planEdge(id: string, el: El | undefined, gone: Set<string>, cmd: (t: string, a: any, n: string[], f: string[]) => void): void {
     const m = this.model!;
     const e = m.edges.get(id);
-    if (!el) return;
+    if (!el || (e && (gone.has(e.from) || gone.has(e.to)))) return;
     if (el.isDeleted) {
       if (e) cmd("delete_edge", { id }, [id], ["from", "to"]);
       return;
     }
-    const from = el.startBinding?.elementId, to = el.endBinding?.elementId;
+    const from = el.startBinding && partOf(el.startBinding.elementId).node, to = el.endBinding && partOf(el.endBinding.elementId).node;
     if (!e) {
       if (from && to && m.nodes.has(from) && m.nodes.has(to)) cmd("create_edge", { id, from, to, type: "arrow" }, [from, to], []);
       return;
@@ -605,7 +674,7 @@ export class CanvasView {
         ? (await this.client.applyResult(cid, cmds[0].type, cmds[0].args, { baseRev: base, cmdId: cmds[0].id, idempotencyKey: cmds[0].id })).rev
         : (await this.client.applyBatch(cid, cmds.map(({ id, type, args }) => ({ id, type: type as any, args })), { baseRev: base })).current_rev;
       const carries = cmds[0]?.carries;
-      if (carries) void this.caughtUp(rev).then(() => this.settle(m, rev, carries));
+      if (carries) void this.caughtUp(rev, 0).then(() => this.settle(m, rev, carries));
     } catch (err) {
       if (cid !== this.canvasId()) return;
       if (this.model !== m) { // re-read meanwhile: the scene shows the server's version
@@ -621,14 +690,19 @@ export class CanvasView {
   /**
    * The server holds what the user did: once the model has the commit, the
    * user's elements it carried that the user has not changed since are the
-   * server's version, so later commits from others show on them.
+   * server's version, so later commits from others show on them. Those the
+   * model has moved on from while they were the user's (the stream brought
+   * the commit, and maybe others', before the answer) are shown anew.
    */
   private settle(m: CanvasModel, rev: number, carries: Map<string, number>): void {
     if (this.model !== m || m.rev < rev) return; // a reload shows the server's version anyway
     for (const el of this.ex.getSceneElementsIncludingDeleted()) {
-      const node = el.containerId || partOf(el.id).node;
-      if (carries.get(el.id) === el.version && !this.held.has(node)) this.rendered.set(el.id, el.version);
+      const node = nodeOf(el);
+      if (carries.get(el.id) !== el.version || this.held.has(node)) continue;
+      this.rendered.set(el.id, el.version);
+      if (!this.cache.get(node)?.includes(el)) (m.nodes.has(node) ? this.pendingNodes : this.pendingEdges).add(node);
     }
+    if (this.pendingNodes.size || this.pendingEdges.size) this.queueFlush();
   }
 
   /**
@@ -672,9 +746,10 @@ export class CanvasView {
       h("button", { type: "button", class: "keep", text: deleted ? "Keep mine (recreate)" : "Keep mine", onclick: async () => {
         box.remove();
         await this.caughtUp(body?.current_rev || 0);
+        // Planned anew from the scene against the server's version: what the user sees is saved (what was deleted is created).
         for (const n of nodes) this.held.delete(n);
-        if (deleted) this.lastSceneVersion = -1; // re-plan from the scene: creates what was deleted
-        else await this.sendNow(fresh, 0);
+        for (const el of this.ex.getSceneElementsIncludingDeleted()) if (nodes.includes(nodeOf(el))) this.sent.delete(el.id);
+        this.lastSceneVersion = -1;
         this.changed(this.ex.getSceneElementsIncludingDeleted(), this.ex.getAppState(), this.ex.getFiles());
       } }),
       h("button", { type: "button", class: "theirs", text: "Take theirs", onclick: () => { box.remove(); this.revert(nodes); } }));
@@ -683,13 +758,14 @@ export class CanvasView {
 
   /**
    * Waits until the model reached rev (its commits come over the stream),
-   * at most 15 s (a slow stream: the server's 409 then tells again).
+   * at most ms (by default 15 s: on a slow stream the server's 409 tells
+   * again); 0: however long it takes.
    */
-  caughtUp(rev: number): Promise<void> {
+  caughtUp(rev: number, ms = 15000): Promise<void> {
     if (!this.model || this.model.rev >= rev) return Promise.resolve();
     return new Promise((resolve) => {
       const w = { rev, resolve: () => { clearTimeout(timer); resolve(); } };
-      const timer = setTimeout(() => { this.waiters.delete(w); resolve(); }, 15000);
+      const timer = ms ? setTimeout(() => { this.waiters.delete(w); resolve(); }, ms) : undefined;
       this.waiters.add(w);
     });
   }
@@ -704,14 +780,15 @@ export class CanvasView {
     }
   }
 
-  /** Drops the user's versions of nodes and shows the server's. */
-  private revert(nodes: string[]): void {
+  /** Drops the user's versions of nodes (and of the edges at them) and shows the server's. */
+  private revert(ids: string[]): void {
     if (!this.model) return;
+    const nodes = [...new Set([...ids, ...ids.flatMap((n) => [...(this.edgesAt.get(n) || [])])])];
     for (const n of nodes) {
       this.held.delete(n);
       for (const el of this.ex.getSceneElementsIncludingDeleted()) {
         // Counted as shown, so that push() puts the server's version in its place.
-        if (partOf(el.id).node === n || el.containerId === n) { this.sent.delete(el.id); this.rendered.set(el.id, el.version); }
+        if (nodeOf(el) === n) { this.sent.delete(el.id); this.rendered.set(el.id, el.version); }
       }
       if (this.model.nodes.has(n)) this.build(n);
       else if (this.model.edges.has(n)) this.buildEdge(n);
@@ -719,7 +796,7 @@ export class CanvasView {
     }
     // Elements of nodes that do not exist on the server disappear.
     const scene = this.ex.getSceneElementsIncludingDeleted().filter((el: El) => {
-      const n = el.containerId || partOf(el.id).node;
+      const n = nodeOf(el);
       return !nodes.includes(n) || this.model!.nodes.has(n) || this.model!.edges.has(n);
     });
     this.ex.updateScene({ elements: scene, captureUpdate: CaptureUpdateAction.NEVER });
@@ -763,7 +840,7 @@ export class CanvasView {
   gesture(actor: string, cursor: { x: number; y: number }, selection: string[] | undefined): void {
     const col = actorColor(actor);
     const sel: Record<string, boolean> = {};
-    for (const id of selection || []) sel[id] = true;
+    for (const id of selection || []) sel[elementId(id)] = true;
     this.collaborators.set(actor, { pointer: { x: cursor.x, y: cursor.y, tool: "pointer" }, button: "up", username: actor.length > 24 ? actor.slice(0, 23) + "…" : actor,
       selectedElementIds: sel, color: { background: col, stroke: col }, id: actor, socketId: actor });
     this.remoteSel.set(actor, { sel: selection || [], t: Date.now() });
@@ -791,7 +868,7 @@ export class CanvasView {
     let els: El[] = this.ex.getSceneElements();
     if (ids?.length) {
       const want = new Set(ids);
-      els = els.filter((el) => want.has(partOf(el.id).node) || (el.containerId && want.has(el.containerId)));
+      els = els.filter((el) => want.has(nodeOf(el)));
     }
     let b = bounds || this.viewport();
     if (ids?.length && !bounds && els.length) {
@@ -860,6 +937,11 @@ const IN_PLACE_SKIP = new Set(["id", "type", "version", "versionNonce", "updated
 /** An element's part of sceneVersion. */
 function contribution(el: El): number {
   return (el.version * 31 + (el.versionNonce & 1023)) | 0;
+}
+
+/** The node (or edge) that element el shows: a bound label's is its container's. */
+function nodeOf(el: El): string {
+  return partOf(el.containerId || el.id).node;
 }
 
 /** Fits the bound labels among els into their containers. */

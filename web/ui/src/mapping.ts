@@ -2,13 +2,17 @@
 //
 // One node becomes one primary element with the node's id, plus parts whose
 // ids are "<node id>::<part>": the bound text of a shape with a label, the
-// extra strokes of a multi-stroke drawing. An edge (from → to) becomes an
+// extra strokes of a multi-stroke drawing (elementId() spells the few ids
+// that would read as another's part). An edge (from → to) becomes an
 // arrow bound at both ends, with the edge's id. Group nodes have no element:
 // their descendants carry the group's id in groupIds, as Excalidraw groups.
 // Frames are frames; their children carry frameId.
 //
 // Geometry: canvasd rotates a shape about its top-left corner (x, y),
-// Excalidraw about its centre; both keep w and h unrotated.
+// Excalidraw about its centre; both keep w and h unrotated. A line, arrow,
+// drawing or polygon is a list of points: canvasd's are relative to the
+// node's corner, Excalidraw's to the first point, turned about the middle
+// of the points' box.
 
 import type { Edge as CanvasEdge, Node as CanvasNode } from "@canvasd/client";
 
@@ -85,6 +89,65 @@ export function toNodeXY(x: number, y: number, w: number, h: number, r: number):
 
 const round = (v: number) => Math.round(v * 100) / 100;
 
+type Pt = { x: number; y: number };
+
+/** The middle of the box of points. */
+function middle(pts: readonly Pt[]): Pt {
+  const xs = pts.map((q) => q.x), ys = pts.map((q) => q.y);
+  return { x: (Math.min(...xs) + Math.max(...xs)) / 2, y: (Math.min(...ys) + Math.max(...ys)) / 2 };
+}
+
+/** q turned by r about the origin. */
+function turn(q: Pt, r: number): Pt {
+  const s = Math.sin(r), c = Math.cos(r);
+  return { x: q.x * c - q.y * s, y: q.x * s + q.y * c };
+}
+
+/**
+ * Points of a node at corner (x, y) turned by r, as a linear element places
+ * them: its (x, y), its points relative to the first one and its size.
+ */
+function placePoints(x: number, y: number, r: number, pts: readonly Pt[]): { x: number; y: number; points: number[][]; width: number; height: number } {
+  const m = middle(pts), tm = turn(m, r);
+  const xs = pts.map((q) => q.x), ys = pts.map((q) => q.y);
+  return {
+    x: x + tm.x - m.x + pts[0].x, y: y + tm.y - m.y + pts[0].y,
+    points: pts.map((q) => [q.x - pts[0].x, q.y - pts[0].y]),
+    width: Math.max(...xs) - Math.min(...xs), height: Math.max(...ys) - Math.min(...ys),
+  };
+}
+
+/** The page positions of the points of linear element el. */
+function pagePoints(el: El): Pt[] {
+  const pts = (el.points as number[][]).map(([x, y]) => ({ x, y }));
+  const m = middle(pts), r = el.angle || 0;
+  return pts.map((q) => {
+    const t = turn({ x: q.x - m.x, y: q.y - m.y }, r);
+    return { x: el.x + m.x + t.x, y: el.y + m.y + t.y };
+  });
+}
+
+/** The points of linear element el in the coordinates of a node where its first point is at o. */
+function localPoints(el: El, o: Pt): Pt[] {
+  const pts = el.points as number[][];
+  return pts.map(([px, py]) => ({ x: px - pts[0][0] + o.x, y: py - pts[0][1] + o.y }));
+}
+
+/**
+ * The inverse of placePoints for linear element el whose first point is at
+ * o in node coordinates: the node's corner.
+ */
+function cornerOf(el: El, o: Pt): Pt {
+  const m = middle((el.points as number[][]).map(([x, y]) => ({ x, y })));
+  const t = turn(middle(localPoints(el, o)), el.angle || 0);
+  return { x: el.x + m.x - t.x, y: el.y + m.y - t.y };
+}
+
+/** Page point q in the coordinates of a node at corner at, turned by r. */
+function toLocal(q: Pt, at: Pt, r: number): Pt {
+  return turn({ x: q.x - at.x, y: q.y - at.y }, -r);
+}
+
 function seedOf(id: string): number {
   let x = 7;
   for (const ch of id) x = (x * 31 + ch.charCodeAt(0)) >>> 0;
@@ -108,7 +171,7 @@ export function groupIdsOf(n: CanvasNode, nodes: Map<string, CanvasNode>): strin
   const out: string[] = [];
   let p = n.parent_id ? nodes.get(n.parent_id) : undefined;
   for (let depth = 0; p && depth < 64; depth++) {
-    if (p.type === "group") out.push(p.id);
+    if (p.type === "group") out.push(elementId(p.id));
     p = p.parent_id ? nodes.get(p.parent_id) : undefined;
   }
   return out;
@@ -117,7 +180,7 @@ export function groupIdsOf(n: CanvasNode, nodes: Map<string, CanvasNode>): strin
 function frameOf(n: CanvasNode, nodes: Map<string, CanvasNode>): string | null {
   let p = n.parent_id ? nodes.get(n.parent_id) : undefined;
   for (let depth = 0; p && depth < 64; depth++) {
-    if (p.type === "frame") return p.id;
+    if (p.type === "frame") return elementId(p.id);
     p = p.parent_id ? nodes.get(p.parent_id) : undefined;
   }
   return null;
@@ -196,6 +259,7 @@ function docPreview(n: CanvasNode): string {
  */
 export function nodeElements(n: CanvasNode, nodes: Map<string, CanvasNode>, version: number): El[] {
   const p = n.props || {};
+  const id = elementId(n.id);
   const groupIds = groupIdsOf(n, nodes);
   const frameId = frameOf(n, nodes);
   const common = { groupIds, frameId, customData: { kind: n.type } as Record<string, unknown> };
@@ -204,14 +268,14 @@ export function nodeElements(n: CanvasNode, nodes: Map<string, CanvasNode>, vers
   const geom = { x: n.x, y: n.y, w: n.w, h: n.h, rotation: n.rotation };
   const withLabel = (el: El, text: string, tp: Props = p): El[] => {
     if (!text) return [el];
-    const t = textEl(n.id + "::text", text, el, tp, version, geom, { groupIds, frameId, customData: { part: "text" } });
+    const t = textEl(id + "::text", text, el, tp, version, geom, { groupIds, frameId, customData: { part: "text" } });
     el.boundElements = [{ id: t.id, type: "text" }];
     return [el, t];
   };
   switch (n.type) {
     case "note": {
       const bg = (PALETTE[str(p.color)] || PALETTE.yellow)[1];
-      const el = base(n.id, "rectangle", geom, version, { ...common, backgroundColor: bg, fillStyle: "solid", strokeColor: "transparent",
+      const el = base(id, "rectangle", geom, version, { ...common, backgroundColor: bg, fillStyle: "solid", strokeColor: "transparent",
         roundness: { type: 3 }, roughness: 0 });
       return withLabel(el, str(p.text) || " ");
     }
@@ -221,17 +285,17 @@ export function nodeElements(n: CanvasNode, nodes: Map<string, CanvasNode>, vers
       const lines = text.split("\n");
       const w = num(n.w) > 1 ? n.w : Math.max(...lines.map((l) => l.length)) * fs * 0.6 + 4;
       const h = num(n.h) > 1 ? n.h : lines.length * fs * 1.25;
-      const el = textEl(n.id, text, null, p, version, { ...geom, w, h }, { ...common, strokeColor: color });
+      const el = textEl(id, text, null, p, version, { ...geom, w, h }, { ...common, strokeColor: color });
       return [el];
     }
     case "frame":
-      return [base(n.id, "frame", geom, version, { ...common, frameId: null, name: str(n.name) || "Frame", roughness: 0 })];
+      return [base(id, "frame", geom, version, { ...common, frameId: null, name: str(n.name) || "Frame", roughness: 0 })];
     case "group":
       return [];
     case "doc": {
-      const el = base(n.id, "rectangle", geom, version, { ...common, backgroundColor: "#f8f9fa", fillStyle: "solid",
+      const el = base(id, "rectangle", geom, version, { ...common, backgroundColor: "#f8f9fa", fillStyle: "solid",
         strokeColor: "#495057", roughness: 0, strokeWidth: 1, roundness: { type: 3 } });
-      const t = textEl(n.id + "::text", docPreview(n), el, { font: "mono", size: "s" }, version, geom,
+      const t = textEl(id + "::text", docPreview(n), el, { font: "mono", size: "s" }, version, geom,
         { groupIds, frameId, customData: { part: "text", readOnly: true }, textAlign: "left", verticalAlign: "top", fontSize: 13 });
       el.boundElements = [{ id: t.id, type: "text" }];
       return [el, t];
@@ -239,37 +303,31 @@ export function nodeElements(n: CanvasNode, nodes: Map<string, CanvasNode>, vers
     case "image": {
       const url = str(p.url || p.src);
       if (/^data:image\/(png|jpeg|gif|webp);base64,/.test(url)) {
-        return [base(n.id, "image", geom, version, { ...common, fileId: imageFileId(url), status: "saved", scale: [1, 1], crop: null, strokeColor: "transparent" })];
+        return [base(id, "image", geom, version, { ...common, fileId: imageFileId(url), status: "saved", scale: [1, 1], crop: null, strokeColor: "transparent" })];
       }
-      const el = base(n.id, "rectangle", geom, version, { ...common, backgroundColor: "#eef0f3", strokeColor: "#adb5bd", strokeStyle: "dashed", roughness: 0 });
+      const el = base(id, "rectangle", geom, version, { ...common, backgroundColor: "#eef0f3", strokeColor: "#adb5bd", strokeStyle: "dashed", roughness: 0 });
       return withLabel(el, "🖼 " + (str(n.name) || url || "image"));
     }
     case "arrow":
     case "line": {
-      let pts = pointList(n.type === "line" ? p.points : null);
-      if (n.type === "arrow" || pts.length < 2) {
-        const a = p.start as any, b = p.end as any;
-        pts = [{ x: num(a?.x, 0), y: num(a?.y, 0) }, { x: num(b?.x, num(n.w, 100)), y: num(b?.y, num(n.h, 0)) }];
-      }
-      const el = linear(n.id, n.type, n.x, n.y, pts, version, { ...common, strokeColor: color, strokeWidth: sw, strokeStyle: strokeStyle(p) });
+      const el = linear(id, n.type, n, linePoints(n), version, { ...common, strokeColor: color, strokeWidth: sw, strokeStyle: strokeStyle(p) });
       if (n.type === "arrow") {
         el.endArrowhead = "arrow";
         el.startArrowhead = null;
-        if (p.start_binding) el.startBinding = { elementId: str(p.start_binding), focus: 0, gap: 6 };
-        if (p.end_binding) el.endBinding = { elementId: str(p.end_binding), focus: 0, gap: 6 };
+        if (p.start_binding) el.startBinding = { elementId: elementId(str(p.start_binding)), focus: 0, gap: 6 };
+        if (p.end_binding) el.endBinding = { elementId: elementId(str(p.end_binding)), focus: 0, gap: 6 };
         return withLabel(el, str(p.text));
       }
       return [el];
     }
     case "draw": {
-      const segs = (Array.isArray(p.segments) ? p.segments : []).map((s: any) => pointList(s?.points)).filter((s) => s.length);
-      if (!segs.length) segs.push([{ x: 0, y: 0 }, { x: num(n.w, 1), y: num(n.h, 1) }]);
+      const segs = strokesOf(n);
       return segs.map((pts, i) => {
-        const el = linear(i === 0 ? n.id : `${n.id}::s${i}`, "freedraw", n.x, n.y, pts, version,
+        const el = linear(i === 0 ? id : `${id}::s${i}`, "freedraw", n, pts, version,
           { ...common, strokeColor: color, strokeWidth: sw, customData: i === 0 ? common.customData : { part: "segment" } });
         el.pressures = [];
         el.simulatePressure = true;
-        if (segs.length > 1) el.groupIds = [n.id + "::strokes", ...groupIds];
+        if (segs.length > 1) el.groupIds = [id + "::strokes", ...groupIds];
         return el;
       });
     }
@@ -281,37 +339,55 @@ export function nodeElements(n: CanvasNode, nodes: Map<string, CanvasNode>, vers
       delete (style as El).customFill;
       const label = str(p.text) || (n.type !== "geo" ? str(n.name) : "");
       if (kind || !polygon(geo, 1, 1)) {
-        const el = base(n.id, kind || "rectangle", geom, version, { ...style, roundness: kind === "rectangle" || !kind ? { type: 3 } : { type: 2 } });
+        const el = base(id, kind || "rectangle", geom, version, { ...style, roundness: kind === "rectangle" || !kind ? { type: 3 } : { type: 2 } });
         return withLabel(el, label);
       }
-      const pts = polygon(geo, Math.max(1, num(n.w)), Math.max(1, num(n.h)))!;
+      const w = Math.max(1, num(n.w)), h = Math.max(1, num(n.h)), r = num(n.rotation);
+      const pts = polygon(geo, w, h)!;
       pts.push(pts[0]);
-      const el = base(n.id, "line", geom, version, { ...style, points: pts, polygon: true, lastCommittedPoint: null,
-        startBinding: null, endBinding: null, startArrowhead: null, endArrowhead: null });
+      // Placed as restoreElements would leave it (first point at (0, 0), size of the points' box).
+      const at = placePoints(num(n.x), num(n.y), r, pts.map(([x, y]) => ({ x, y })));
+      const el = base(id, "line", geom, version, { ...style, customData: { ...common.customData, geo }, polygon: true, lastCommittedPoint: null,
+        startBinding: null, endBinding: null, startArrowhead: null, endArrowhead: null, ...at });
       if (!label) return [el];
-      const t = textEl(n.id + "::text", label, null, p, version, { x: 0, y: 0, w: n.w, h: n.h },
-        { groupIds: [n.id + "::label", ...groupIds], frameId, customData: { part: "text" }, textAlign: "center" });
-      el.groupIds = [n.id + "::label", ...groupIds];
+      const t = textEl(id + "::text", label, null, p, version, { x: 0, y: 0, w: n.w, h: n.h },
+        { groupIds: [id + "::label", ...groupIds], frameId, customData: { part: "text" }, textAlign: "center" });
+      el.groupIds = [id + "::label", ...groupIds];
       const fs = t.fontSize as number, lines = label.split("\n");
       t.width = Math.max(...lines.map((l) => l.length)) * fs * 0.6;
       t.height = lines.length * fs * 1.25;
-      t.x = el.x + (el.width - t.width) / 2;
-      t.y = el.y + (el.height - t.height) / 2;
+      const mid = turn({ x: w / 2, y: h / 2 }, r);
+      t.x = num(n.x) + mid.x - t.width / 2;
+      t.y = num(n.y) + mid.y - t.height / 2;
+      t.angle = r;
       return [el, t];
     }
   }
 }
 
-/** A line, arrow or freedraw at (x, y) with points relative to it. */
-function linear(id: string, type: string, x: number, y: number, pts: { x: number; y: number }[], version: number, extra: El): El {
-  // Excalidraw wants the first point at (0, 0).
-  const ox = pts[0].x, oy = pts[0].y;
-  const rel = pts.map((q) => [q.x - ox, q.y - oy]);
-  const xs = rel.map((q) => q[0]), ys = rel.map((q) => q[1]);
-  const w = Math.max(...xs) - Math.min(...xs), h = Math.max(...ys) - Math.min(...ys);
-  return base(id, type, { x: x + ox, y: y + oy, w, h, rotation: 0 }, version, {
-    points: rel, lastCommittedPoint: null, startBinding: null, endBinding: null, startArrowhead: null, endArrowhead: null,
-    roundness: type === "arrow" ? { type: 2 } : null, ...extra, width: w, height: h,
+/** The points of a line or arrow node, relative to its corner. */
+function linePoints(n: CanvasNode): Pt[] {
+  const p = n.props || {};
+  const pts = pointList(n.type === "line" ? p.points : null);
+  if (n.type === "line" && pts.length >= 2) return pts;
+  const a = p.start as any, b = p.end as any;
+  return [{ x: num(a?.x, 0), y: num(a?.y, 0) }, { x: num(b?.x, num(n.w, 100)), y: num(b?.y, num(n.h, 0)) }];
+}
+
+/** The strokes of a drawing node, relative to its corner. */
+function strokesOf(n: CanvasNode): Pt[][] {
+  const p = n.props || {};
+  const segs = (Array.isArray(p.segments) ? p.segments : []).map((s: any) => pointList(s?.points)).filter((s) => s.length);
+  if (!segs.length) segs.push([{ x: 0, y: 0 }, { x: num(n.w, 1), y: num(n.h, 1) }]);
+  return segs;
+}
+
+/** A line, arrow or freedraw of points relative to the corner of node n (turned as n). */
+function linear(id: string, type: string, n: { x: number; y: number; rotation?: number }, pts: Pt[], version: number, extra: El): El {
+  const at = placePoints(num(n.x), num(n.y), num(n.rotation), pts);
+  return base(id, type, { x: 0, y: 0, w: at.width, h: at.height, rotation: num(n.rotation) }, version, {
+    lastCommittedPoint: null, startBinding: null, endBinding: null, startArrowhead: null, endArrowhead: null,
+    roundness: type === "arrow" ? { type: 2 } : null, ...extra, ...at,
   });
 }
 
@@ -332,13 +408,13 @@ export function edgeElement(e: CanvasEdge, nodes: Map<string, CanvasNode>, versi
   const p1 = exitPoint(ba, { x: bb.x + bb.w / 2, y: bb.y + bb.h / 2 });
   const p2 = exitPoint(bb, { x: ba.x + ba.w / 2, y: ba.y + ba.h / 2 });
   const p = e.props || {};
-  const el = linear(e.id, "arrow", 0, 0, [p1, p2], version, {
+  const el = linear(elementId(e.id), "arrow", { x: 0, y: 0 }, [p1, p2], version, {
     strokeColor: strokeOf(p, "grey"), strokeWidth: STROKE[str(p.size)] || 2, strokeStyle: strokeStyle(p),
     customData: { kind: "edge" },
   });
   el.endArrowhead = "arrow";
-  el.startBinding = { elementId: e.from, focus: 0, gap: 6 };
-  el.endBinding = { elementId: e.to, focus: 0, gap: 6 };
+  el.startBinding = { elementId: elementId(e.from), focus: 0, gap: 6 };
+  el.endBinding = { elementId: elementId(e.to), focus: 0, gap: 6 };
   return el;
 }
 
@@ -353,10 +429,20 @@ export function imageFileId(url: string): string {
   return `img-${url.length}-${(x >>> 0).toString(36)}${(y >>> 0).toString(36)}`;
 }
 
-/** The node id and part of an element id. */
+/**
+ * The element id of node or edge id. An id that would read as another's
+ * part ("a::text" is a's label, and so would "a:" + "::text" be) is spelt
+ * "!" and the id with "!" for ":" (ids hold no "!").
+ */
+export function elementId(id: string): string {
+  return id.includes("::") || id.endsWith(":") ? "!" + id.replaceAll(":", "!") : id;
+}
+
+/** The node (or edge) id and part of an element id. */
 export function partOf(id: string): { node: string; part: string } {
   const i = id.indexOf("::");
-  return i < 0 ? { node: id, part: "" } : { node: id.slice(0, i), part: id.slice(i + 2) };
+  const head = i < 0 ? id : id.slice(0, i);
+  return { node: head.startsWith("!") ? head.slice(1).replaceAll("!", ":") : head, part: i < 0 ? "" : id.slice(i + 2) };
 }
 
 /** A node as an element shows it: the fields a user can change in the editor. */
@@ -379,7 +465,7 @@ export interface NodeDraft {
  */
 export function draftOf(el: El, byId: Map<string, El>, prev: CanvasNode | undefined, files: Record<string, any>): NodeDraft | null {
   if (partOf(el.id).part || el.customData?.kind === "edge") return null;
-  const kind = prev?.type || kindOfNew(el);
+  const kind = prev?.type || (el.customData?.geo ? "geo" : kindOfNew(el));
   const props: Props = {};
   const w = round(el.width), h = round(el.height);
   const [x, y] = toNodeXY(el.x, el.y, el.width, el.height, el.angle || 0);
@@ -414,25 +500,33 @@ export function draftOf(el: El, byId: Map<string, El>, prev: CanvasNode | undefi
     }
     case "arrow":
     case "line": {
-      const pts = (el.points as number[][]).map(([px, py]) => ({ x: round(px), y: round(py) }));
-      d.x = round(el.x); d.y = round(el.y); d.rotation = 0;
+      const o = prev ? linePoints(prev)[0] : { x: 0, y: 0 };
+      const at = cornerOf(el, o);
+      const pts = localPoints(el, o).map((q) => ({ x: round(q.x), y: round(q.y) }));
+      d.x = round(at.x); d.y = round(at.y);
       props.color = stroke; props.size = size; props.dash = dash;
       if (kind === "arrow") {
         props.start = pts[0];
         props.end = pts[pts.length - 1];
         if (labelText) props.text = labelText;
-        props.start_binding = el.startBinding?.elementId || null;
-        props.end_binding = el.endBinding?.elementId || null;
+        props.start_binding = el.startBinding ? partOf(el.startBinding.elementId).node : null;
+        props.end_binding = el.endBinding ? partOf(el.endBinding.elementId).node : null;
       } else {
         props.points = pts;
       }
       break;
     }
     case "draw": {
-      const strokes = [el, ...[...byId.values()].filter((o) => partOf(o.id).node === el.id && partOf(o.id).part.startsWith("s") && !o.isDeleted)];
+      const strokes = [el, ...[...byId.values()].filter((o) => partOf(o.id).node === partOf(el.id).node && partOf(o.id).part.startsWith("s") && !o.isDeleted)];
       props.color = stroke; props.size = size;
-      d.x = round(el.x); d.y = round(el.y); d.rotation = 0;
-      props.segments = strokes.map((s) => ({ type: "free", points: (s.points as number[][]).map(([px, py]) => ({ x: round(px + s.x - el.x), y: round(py + s.y - el.y) })) }));
+      // The node is where the first stroke puts it; the others' points come
+      // from the page, so a stroke at another angle keeps its look.
+      const at = cornerOf(el, prev ? strokesOf(prev)[0][0] : { x: 0, y: 0 });
+      const segs = strokes.map((s) => pagePoints(s).map((q) => toLocal(q, at, d.rotation)));
+      const xs = segs.flat().map((q) => q.x), ys = segs.flat().map((q) => q.y);
+      d.x = round(at.x); d.y = round(at.y);
+      d.w = round(Math.max(...xs) - Math.min(...xs)); d.h = round(Math.max(...ys) - Math.min(...ys));
+      props.segments = segs.map((pts) => ({ type: "free", points: pts.map((q) => ({ x: round(q.x), y: round(q.y) })) }));
       break;
     }
     default: {
@@ -447,6 +541,11 @@ export function draftOf(el: El, byId: Map<string, El>, prev: CanvasNode | undefi
       else props.fill = prev?.props?.fill === "semi" ? "semi" : "solid";
       if (labelText || (prev && prev.props?.text)) props.text = labelText;
       if (el.type === "line") {
+        const unit = polygon(str(props.geo), 1, 1);
+        if (unit) {
+          const b = polygonBox(el, unit);
+          d.x = round(b.x); d.y = round(b.y); d.w = round(b.w); d.h = round(b.h);
+        }
         const polyLabel = byId.get(el.id + "::text");
         props.text = polyLabel && !polyLabel.isDeleted ? str(polyLabel.originalText ?? polyLabel.text) : str(prev?.props?.text);
         if (!props.text) delete props.text;
@@ -454,6 +553,15 @@ export function draftOf(el: El, byId: Map<string, El>, prev: CanvasNode | undefi
     }
   }
   return d;
+}
+
+/** The box (corner and size) of the polygon of unit-box points unit that line element el draws. */
+function polygonBox(el: El, unit: number[][]): { x: number; y: number; w: number; h: number } {
+  const span = (v: number[]) => Math.max(...v) - Math.min(...v);
+  const pts = el.points as number[][];
+  const w = span(pts.map((q) => q[0])) / span(unit.map((q) => q[0])), h = span(pts.map((q) => q[1])) / span(unit.map((q) => q[1]));
+  const at = cornerOf(el, { x: unit[0][0] * w, y: unit[0][1] * h });
+  return { x: at.x, y: at.y, w, h };
 }
 
 /** The canvasd type of an element a user just drew. */

@@ -1,0 +1,641 @@
+package api
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
+
+	"github.com/canvasd/canvasd/canvas"
+)
+
+// The canvas's mapping of edits to commands, in Chromium: each test seeds a
+// canvas through the API, edits it as a user does (or through Excalidraw's
+// scene API where a pointer gesture is impractical) and checks what the
+// server has, often against a second person's tab, whose scene is built from
+// the server's state alone.
+
+// canvasUI is a seeded canvas open in Chromium for an editor.
+type canvasUI struct {
+	t     *testing.T
+	e     *testEnv
+	p     *uiPage
+	open  func(url string, init ...string) *uiPage
+	cid   string
+	agent string
+}
+
+// openCanvasUI creates canvas cid, applies seed (create_shape args, or
+// {"verb": ..., "args": ...} for other verbs) as an agent and opens it for
+// an editor with holdStreamScript and init, at zoom 1 showing canvas x 150
+// to 950 and y 0 to 670 (the style panel of a selection covers x < 370).
+func openCanvasUI(t *testing.T, cid string, seed []map[string]any, init ...string) *canvasUI {
+	t.Helper()
+	open := uiBrowser(t, 120*time.Second)
+	e := newTestEnv(t)
+	editor, _ := e.token(canvas.RoleEditor, canvas.ActorHuman)
+	agent, _ := e.token(canvas.RoleEditor, canvas.ActorAgent)
+	e.must(201, "POST", "/api/canvases", testAdmin, map[string]any{"canvas_id": cid, "title": cid})
+	c := &canvasUI{t: t, e: e, open: open, cid: cid, agent: agent}
+	for _, s := range seed {
+		if v, ok := s["verb"].(string); ok {
+			c.apply(v, s["args"].(map[string]any))
+		} else {
+			c.apply("create_shape", s)
+		}
+	}
+	c.p = open(e.srv.URL+"/?canvas="+cid+"#access_token="+editor, append([]string{holdStreamScript}, init...)...)
+	e.diag = c.p.state
+	c.live(c.p)
+	c.p.eval(`canvasd.view.ex.updateScene({appState: {zoom: {value: 1}, scrollX: -150, scrollY: 0}}), true`, nil)
+	c.p.poll("view at zoom 1", `(() => { const a = canvasd.view.ex.getAppState(); return a.zoom.value === 1 && a.scrollX === -150 && a.scrollY === 0; })()`)
+	return c
+}
+
+// live waits until p shows the canvas, live.
+func (c *canvasUI) live(p *uiPage) {
+	c.t.Helper()
+	p.poll("canvas live", `document.getElementById('conn').textContent === 'live' && document.body.dataset.loaded === '`+c.cid+`'`)
+}
+
+// observer opens the canvas for another editor, who only watches: its scene
+// is built from the server's state.
+func (c *canvasUI) observer() *uiPage {
+	c.t.Helper()
+	tok, _ := c.e.token(canvas.RoleEditor, canvas.ActorHuman)
+	o := c.open(c.e.srv.URL + "/?canvas=" + c.cid + "#access_token=" + tok)
+	c.live(o)
+	return o
+}
+
+// apply runs a command as the agent at the server's head.
+func (c *canvasUI) apply(typ string, args map[string]any) map[string]any {
+	c.t.Helper()
+	return c.e.must(200, "POST", "/canvas_commands/"+c.cid+"/command", c.agent, env(typ, c.head(), args))
+}
+
+// head is the server's revision.
+func (c *canvasUI) head() int64 {
+	c.t.Helper()
+	return int64(c.e.snapshot(c.cid)["head_rev"].(float64))
+}
+
+// commitsAfter lists the commits after rev: type and args.
+func (c *canvasUI) commitsAfter(rev int64) []map[string]any {
+	c.t.Helper()
+	var log struct {
+		Commits []map[string]any `json:"commits"`
+	}
+	r := c.e.do("GET", fmt.Sprintf("/canvas_commands/%s/events?after_rev=%d&limit=1000", c.cid, rev), testAdmin, nil)
+	if r.Status != 200 || json.Unmarshal(r.Body, &log) != nil {
+		c.t.Fatalf("events: %d %.200s", r.Status, r.Body)
+	}
+	return log.Commits
+}
+
+// sceneEdit changes the page's scene as Excalidraw's own actions do: fn
+// (JavaScript, el → el) returns a changed copy of an element, or the element
+// itself; changed ones get a new version.
+func sceneEdit(p *uiPage, fn string) {
+	p.t.Helper()
+	p.eval(`(() => { const ex = canvasd.view.ex, f = `+fn+`;
+		ex.updateScene({elements: ex.getSceneElementsIncludingDeleted().map(el => { const n = f(el);
+			return n === el ? el : {...n, version: el.version + 1, versionNonce: el.versionNonce + 1}; })});
+		return true; })()`, nil)
+}
+
+// vertsJS gives the page positions of the outline of elements by id: their
+// points, or the corners of their box, turned about the middle of those as
+// Excalidraw draws them (a curved line's middle is its curve's: a little off).
+const vertsJS = `((ids) => {
+	const els = new Map(canvasd.view.ex.getSceneElements().map(el => [el.id, el])), out = {};
+	for (const id of ids) {
+		const el = els.get(id);
+		if (!el) continue;
+		const pts = el.points ? el.points.map(p => [p[0], p[1]]) : [[0, 0], [el.width, 0], [el.width, el.height], [0, el.height]];
+		const xs = pts.map(p => p[0]), ys = pts.map(p => p[1]);
+		const mx = (Math.min(...xs) + Math.max(...xs)) / 2, my = (Math.min(...ys) + Math.max(...ys)) / 2;
+		const s = Math.sin(el.angle || 0), c = Math.cos(el.angle || 0);
+		out[id] = pts.map(([x, y]) => [el.x + mx + (x - mx) * c - (y - my) * s, el.y + my + (x - mx) * s + (y - my) * c]);
+	}
+	return out; })`
+
+// verts are outlines by element id.
+type verts map[string][][2]float64
+
+// pageVerts reads the outlines of elements ids on p.
+func pageVerts(p *uiPage, ids ...string) verts {
+	p.t.Helper()
+	b, _ := json.Marshal(ids)
+	var v verts
+	p.eval(vertsJS+`(`+string(b)+`)`, &v)
+	return v
+}
+
+// vertsDiff describes how a and b differ by more than tol (empty when they do not).
+func vertsDiff(a, b verts, tol float64) string {
+	var out []string
+	for id, pa := range a {
+		pb, ok := b[id]
+		if !ok || len(pa) != len(pb) {
+			out = append(out, fmt.Sprintf("%s: %d points vs %d", id, len(pa), len(pb)))
+			continue
+		}
+		for i := range pa {
+			if math.Abs(pa[i][0]-pb[i][0]) > tol || math.Abs(pa[i][1]-pb[i][1]) > tol {
+				out = append(out, fmt.Sprintf("%s[%d]: %.2f vs %.2f", id, i, pa[i], pb[i]))
+				break
+			}
+		}
+	}
+	for id := range b {
+		if _, ok := a[id]; !ok {
+			out = append(out, id+": missing")
+		}
+	}
+	slices.Sort(out)
+	return strings.Join(out, "; ")
+}
+
+// sameVerts waits until the outlines of ids on o (built from the server's
+// state) are those on p, within half a pixel.
+func sameVerts(t *testing.T, what string, p, o *uiPage, ids ...string) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		want, got := pageVerts(p, ids...), pageVerts(o, ids...)
+		d := vertsDiff(want, got, 0.5)
+		if d == "" && len(want) == len(ids) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: the server's version differs from the user's scene (%d of %d elements there): %s", what, len(want), len(ids), d)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// nodeVerts is where canvasd puts the outline pts (node coordinates) of
+// node n: turned by its rotation about its top-left corner.
+func nodeVerts(n map[string]any, pts [][2]float64) [][2]float64 {
+	x, y, r := n["x"].(float64), n["y"].(float64), n["rotation"].(float64)
+	s, c := math.Sin(r), math.Cos(r)
+	out := make([][2]float64, len(pts))
+	for i, p := range pts {
+		out[i] = [2]float64{x + p[0]*c - p[1]*s, y + p[0]*s + p[1]*c}
+	}
+	return out
+}
+
+// contentTop is the middle of the top edge of the box around every
+// element's outline on p (Ctrl+A's selection: its rotation handle is 22 px
+// above).
+func contentTop(p *uiPage) (float64, float64) {
+	p.t.Helper()
+	var top struct{ X, Y float64 }
+	p.eval(`(() => { const els = canvasd.view.ex.getSceneElements(), v = `+vertsJS+`(els.map(el => el.id));
+		let x1 = Infinity, x2 = -Infinity, y1 = Infinity;
+		for (const pts of Object.values(v)) for (const [x, y] of pts) { x1 = Math.min(x1, x); x2 = Math.max(x2, x); y1 = Math.min(y1, y); }
+		return {x: (x1 + x2) / 2, y: y1}; })()`, &top)
+	return top.X, top.Y
+}
+
+// nearly: two numbers of a JSON answer within 0.02.
+func nearly(a, b any) bool { return math.Abs(a.(float64)-b.(float64)) < 0.02 }
+
+// TestWebUICanvasDeleteWithEdge: deleting two shapes together with the
+// arrow that joins them deletes all three (delete_shape deletes the edge
+// with them: no delete_edge of an edge already gone); the arrow from one of
+// them to a third shape goes too.
+func TestWebUICanvasDeleteWithEdge(t *testing.T) {
+	c := openCanvasUI(t, "ui-del-edge", []map[string]any{
+		{"id": "s:a", "type": "geo", "x": 400, "y": 200, "w": 120, "h": 80, "props": map[string]any{"geo": "rectangle", "fill": "solid"}},
+		{"id": "s:b", "type": "geo", "x": 700, "y": 200, "w": 120, "h": 80, "props": map[string]any{"geo": "rectangle", "fill": "solid"}},
+		{"id": "s:c", "type": "geo", "x": 400, "y": 450, "w": 120, "h": 80, "props": map[string]any{"geo": "rectangle", "fill": "solid"}},
+		{"verb": "create_edge", "args": map[string]any{"id": "e:ab", "from": "s:a", "to": "s:b"}},
+		{"verb": "create_edge", "args": map[string]any{"id": "e:ac", "from": "s:a", "to": "s:c"}},
+	})
+	p := c.p
+	// s:a, s:b and the arrow between them, by a selection box around them.
+	p.drag(380, 150, 850, 320)
+	p.pollSelection("box-selected", "s:a", "s:b")
+	p.poll("the arrow selected too", `canvasd.view.ex.getAppState().selectedElementIds['e:ab'] === true`)
+	p.do(chromedp.KeyEvent(kb.Delete))
+	c.e.waitNodes(c.cid, "shapes deleted", func(n map[string]map[string]any) bool {
+		_, a := n["s:a"]
+		_, b := n["s:b"]
+		return !a && !b
+	})
+	if edges := c.e.snapshot(c.cid)["state"].(map[string]any)["edges"].([]any); len(edges) != 0 {
+		t.Errorf("edges left: %v", edges)
+	}
+	p.poll("only s:c left on screen", `JSON.stringify(canvasd.view.ex.getSceneElements().map(el => el.id)) === '["s:c"]'`)
+}
+
+// TestWebUICanvasPolygons: shapes drawn as Excalidraw lines (triangle,
+// star, pentagon, a turned hexagon) are where the server says, and stay
+// there on a change of colour (an update_shape alone); a drag moves them
+// by what the user dragged, a resize resizes them as the user sees.
+func TestWebUICanvasPolygons(t *testing.T) {
+	c := openCanvasUI(t, "ui-polygons", []map[string]any{
+		{"id": "s:tri", "type": "geo", "x": 400, "y": 150, "w": 120, "h": 100, "props": map[string]any{"geo": "triangle", "fill": "solid", "color": "red", "text": "Tri"}},
+		{"id": "s:star", "type": "geo", "x": 600, "y": 150, "w": 100, "h": 100, "props": map[string]any{"geo": "star", "fill": "solid", "color": "yellow"}},
+		{"id": "s:pent", "type": "geo", "x": 800, "y": 150, "w": 100, "h": 100, "props": map[string]any{"geo": "pentagon", "fill": "solid"}},
+		{"id": "s:hex", "type": "geo", "x": 500, "y": 400, "w": 120, "h": 80, "rotation": 0.5, "props": map[string]any{"geo": "hexagon", "fill": "solid"}},
+	})
+	p := c.p
+	ids := []string{"s:tri", "s:star", "s:pent", "s:hex"}
+	before := c.e.nodes(c.cid)
+	// The turned hexagon is drawn where canvasd has it.
+	hex := before["s:hex"]
+	w, h := hex["w"].(float64), hex["h"].(float64)
+	want := nodeVerts(hex, [][2]float64{{w * 0.25, 0}, {w * 0.75, 0}, {w, h / 2}, {w * 0.75, h}, {w * 0.25, h}, {0, h / 2}, {w * 0.25, 0}})
+	got := pageVerts(p, "s:hex")["s:hex"]
+	if d := vertsDiff(verts{"s:hex": want}, verts{"s:hex": got}, 0.5); d != "" {
+		t.Errorf("the turned hexagon is drawn elsewhere: %s", d)
+	}
+	o := c.observer()
+
+	// A change of colour: one update_shape each, nothing moves.
+	rev := c.head()
+	sceneEdit(p, `el => ['s:tri', 's:star', 's:pent', 's:hex'].includes(el.id) ? {...el, strokeColor: '#2f9e44'} : el`)
+	nodes := c.e.waitNodes(c.cid, "recoloured", func(n map[string]map[string]any) bool {
+		for _, id := range ids {
+			if n[id]["props"].(map[string]any)["color"] != "green" {
+				return false
+			}
+		}
+		return true
+	})
+	for _, id := range ids {
+		for _, k := range []string{"x", "y", "w", "h", "rotation"} {
+			if !nearly(nodes[id][k], before[id][k]) {
+				t.Errorf("%s: %s %v after a change of colour, was %v", id, k, nodes[id][k], before[id][k])
+			}
+		}
+	}
+	for _, cm := range c.commitsAfter(rev) {
+		if cm["type"] != "update_shape" {
+			t.Errorf("a change of colour sent %v %v", cm["type"], cm["args"])
+		}
+	}
+	sameVerts(t, "recoloured", p, o, ids...)
+
+	// A drag moves the triangle by what the user dragged.
+	var x0, y0 float64
+	p.eval(`canvasd.view.ex.getSceneElements().find(el => el.id === 's:tri').x`, &x0)
+	p.eval(`canvasd.view.ex.getSceneElements().find(el => el.id === 's:tri').y`, &y0)
+	p.drag(460, 220, 500, 250)
+	var x1, y1 float64
+	p.eval(`canvasd.view.ex.getSceneElements().find(el => el.id === 's:tri').x`, &x1)
+	p.eval(`canvasd.view.ex.getSceneElements().find(el => el.id === 's:tri').y`, &y1)
+	if x1-x0 < 20 {
+		t.Fatalf("the drag did not move the triangle: x %v → %v", x0, x1)
+	}
+	nodes = c.e.waitNodes(c.cid, "moved", func(n map[string]map[string]any) bool { return !nearly(n["s:tri"]["x"], before["s:tri"]["x"]) })
+	if n := nodes["s:tri"]; math.Abs(n["x"].(float64)-(400+x1-x0)) > 0.02 || math.Abs(n["y"].(float64)-(150+y1-y0)) > 0.02 || !nearly(n["w"], 120.0) || !nearly(n["h"], 100.0) {
+		t.Errorf("dragged by (%v, %v): the server has %v", x1-x0, y1-y0, n)
+	}
+	sameVerts(t, "moved", p, o, ids...)
+
+	// The star widened by half from its left edge (as Excalidraw's handle does:
+	// its points scale, its left stays) and the hexagon made taller.
+	sceneEdit(p, `el => el.id === 's:star' ? {...el, width: el.width * 1.5, points: el.points.map(([x, y]) => [x * 1.5, y])}
+		: el.id === 's:hex' ? {...el, height: el.height * 1.25, points: el.points.map(([x, y]) => [x, y * 1.25])} : el`)
+	nodes = c.e.waitNodes(c.cid, "resized", func(n map[string]map[string]any) bool {
+		return !nearly(n["s:star"]["w"], 100.0) && !nearly(n["s:hex"]["h"], 80.0)
+	})
+	if n := nodes["s:star"]; !nearly(n["w"], 150.0) || !nearly(n["h"], 100.0) {
+		t.Errorf("the star widened by half: %v", n)
+	}
+	if n := nodes["s:hex"]; !nearly(n["w"], 120.0) || !nearly(n["h"], 100.0) || !nearly(n["rotation"], 0.5) {
+		t.Errorf("the hexagon made taller: %v", n)
+	}
+	sameVerts(t, "resized", p, o, ids...)
+}
+
+// TestWebUICanvasFrameResize: a frame resized by its left edge and then its
+// top-left corner keeps its children where they are.
+func TestWebUICanvasFrameResize(t *testing.T) {
+	c := openCanvasUI(t, "ui-frame-resize", []map[string]any{
+		{"id": "s:frame", "type": "frame", "name": "F", "x": 520, "y": 200, "w": 380, "h": 250},
+		{"id": "s:kid", "type": "geo", "parent_id": "s:frame", "x": 600, "y": 280, "w": 100, "h": 60, "props": map[string]any{"geo": "rectangle", "fill": "solid"}},
+	})
+	p := c.p
+	o := c.observer()
+	// The frame's name selects it; its left edge (a band just outside it) resizes it.
+	p.clickCSS(`div[id$="frame-name-s:frame"]`)
+	p.pollSelection("the frame selected", "s:frame")
+	p.drag(517, 320, 457, 320)
+	nodes := c.e.waitNodes(c.cid, "resized from the left", func(n map[string]map[string]any) bool { return n["s:frame"]["x"].(float64) < 500 })
+	var el struct{ X, Y, Width, Height float64 }
+	p.eval(`canvasd.view.ex.getSceneElements().find(el => el.id === 's:frame')`, &el)
+	if f := nodes["s:frame"]; !nearly(f["x"], el.X) || !nearly(f["w"], el.Width) || !nearly(f["y"], 200.0) || !nearly(f["h"], 250.0) {
+		t.Errorf("the frame is %v on the server, %+v on screen", f, el)
+	}
+	if k := nodes["s:kid"]; !nearly(k["x"], 600.0) || !nearly(k["y"], 280.0) {
+		t.Errorf("the frame's child moved: %v", k)
+	}
+	// The top-left corner (Excalidraw's handle sits just outside it).
+	p.drag(el.X-6, 194, el.X-46, 154)
+	nodes = c.e.waitNodes(c.cid, "resized from the corner", func(n map[string]map[string]any) bool { return n["s:frame"]["y"].(float64) < 180 })
+	if k := nodes["s:kid"]; !nearly(k["x"], 600.0) || !nearly(k["y"], 280.0) {
+		t.Errorf("the frame's child moved: %v", k)
+	}
+	sameVerts(t, "resized frame", p, o, "s:frame", "s:kid")
+}
+
+// TestWebUICanvasRotateTogether: shapes rotated together, a group by its
+// handle, then a group and a shape, turn about their common centre on the
+// server as on screen.
+func TestWebUICanvasRotateTogether(t *testing.T) {
+	c := openCanvasUI(t, "ui-rotate-together", []map[string]any{
+		{"id": "s:a", "type": "geo", "x": 400, "y": 300, "w": 120, "h": 80, "props": map[string]any{"geo": "rectangle", "fill": "solid"}},
+		{"id": "s:b", "type": "geo", "x": 600, "y": 320, "w": 80, "h": 80, "props": map[string]any{"geo": "ellipse", "fill": "solid"}},
+		{"id": "s:c", "type": "geo", "x": 800, "y": 300, "w": 100, "h": 60, "rotation": 0.3, "props": map[string]any{"geo": "rectangle", "fill": "solid"}},
+		{"verb": "group", "args": map[string]any{"ids": []string{"s:a", "s:b"}, "group_id": "g:ab"}},
+	})
+	p := c.p
+	o := c.observer()
+	ids := []string{"s:a", "s:b", "s:c"}
+	// The group: a click on a member selects it; its rotation handle is 22 px above its top.
+	p.click(460, 340)
+	p.pollSelection("the group selected", "s:a", "s:b")
+	sx, sy := p.screen(540, 300)
+	p.dragScreen(sx, sy-22, sx+120, sy+10)
+	c.e.waitNodes(c.cid, "group rotated", func(n map[string]map[string]any) bool { return n["s:a"]["rotation"].(float64) > 0.1 })
+	sameVerts(t, "group rotated", p, o, ids...)
+	// Everything: the group and s:c, about their common centre.
+	p.do(chromedp.KeyEvent(kb.Escape))
+	p.do(chromedp.KeyEvent("a", chromedp.KeyModifiers(chromedp.ModifierCtrl)))
+	p.pollSelection("all selected", ids...)
+	sx, sy = p.screen(contentTop(p))
+	rot := c.e.nodes(c.cid)["s:c"]["rotation"].(float64)
+	p.dragScreen(sx, sy-22, sx+150, sy+40)
+	c.e.waitNodes(c.cid, "all rotated", func(n map[string]map[string]any) bool { return !nearly(n["s:c"]["rotation"], rot) })
+	sameVerts(t, "all rotated", p, o, ids...)
+}
+
+// TestWebUICanvasNestedGroups: a group grouped with a shape nests it in a
+// new group; ungrouping the outer group keeps the inner one.
+func TestWebUICanvasNestedGroups(t *testing.T) {
+	c := openCanvasUI(t, "ui-nested-groups", []map[string]any{
+		{"id": "s:a", "type": "geo", "x": 400, "y": 300, "w": 100, "h": 80, "props": map[string]any{"geo": "rectangle", "fill": "solid"}},
+		{"id": "s:b", "type": "geo", "x": 550, "y": 300, "w": 100, "h": 80, "props": map[string]any{"geo": "rectangle", "fill": "solid"}},
+		{"id": "s:c", "type": "geo", "x": 700, "y": 300, "w": 100, "h": 80, "props": map[string]any{"geo": "rectangle", "fill": "solid"}},
+		{"verb": "group", "args": map[string]any{"ids": []string{"s:a", "s:b"}, "group_id": "g:ab"}},
+	})
+	p := c.p
+	p.click(450, 340)
+	p.pollSelection("the group selected", "s:a", "s:b")
+	p.click(750, 340, chromedp.ModifierShift)
+	p.pollSelection("and s:c", "s:a", "s:b", "s:c")
+	p.do(chromedp.KeyEvent("g", chromedp.KeyModifiers(chromedp.ModifierCtrl)))
+	nodes := c.e.waitNodes(c.cid, "nested group", func(n map[string]map[string]any) bool {
+		g := n["g:ab"]["parent_id"]
+		return g != nil && g != "" && n["s:c"]["parent_id"] == g
+	})
+	outer := nodes["g:ab"]["parent_id"].(string)
+	if nodes[outer]["type"] != "group" || nodes["s:a"]["parent_id"] != "g:ab" || nodes["s:b"]["parent_id"] != "g:ab" {
+		t.Errorf("nested under %v: %v", outer, nodes)
+	}
+	// A click now selects the outer group; ungrouping it leaves g:ab.
+	p.do(chromedp.KeyEvent(kb.Escape))
+	p.click(750, 340)
+	p.pollSelection("the outer group selected", "s:a", "s:b", "s:c")
+	p.do(chromedp.KeyEvent("G", chromedp.KeyModifiers(chromedp.ModifierCtrl, chromedp.ModifierShift)))
+	nodes = c.e.waitNodes(c.cid, "outer ungrouped", func(n map[string]map[string]any) bool {
+		_, ok := n[outer]
+		return !ok
+	})
+	if nodes["g:ab"]["parent_id"] != "" || nodes["s:c"]["parent_id"] != "" || nodes["s:a"]["parent_id"] != "g:ab" {
+		t.Errorf("after ungrouping the outer group: %v", nodes)
+	}
+}
+
+// TestWebUICanvasRotateLinear: turned lines, arrows and drawings are drawn
+// as canvasd has them, and turning them on screen turns them on the server.
+func TestWebUICanvasRotateLinear(t *testing.T) {
+	c := openCanvasUI(t, "ui-rotate-linear", []map[string]any{
+		{"id": "s:line", "type": "line", "x": 400, "y": 200, "rotation": 0.4, "props": map[string]any{"points": []any{
+			map[string]any{"x": 0, "y": 0}, map[string]any{"x": 80, "y": 60}, map[string]any{"x": 160, "y": 0}}}},
+		{"id": "s:arrow", "type": "arrow", "x": 700, "y": 200, "w": 150, "h": 50, "props": map[string]any{
+			"start": map[string]any{"x": 0, "y": 0}, "end": map[string]any{"x": 150, "y": 50}}},
+		{"id": "s:pen", "type": "draw", "x": 450, "y": 400, "w": 150, "h": 60, "props": map[string]any{"segments": []any{
+			map[string]any{"type": "free", "points": []any{map[string]any{"x": 0, "y": 30}, map[string]any{"x": 40, "y": 0}, map[string]any{"x": 80, "y": 60}}},
+			map[string]any{"type": "free", "points": []any{map[string]any{"x": 100, "y": 0}, map[string]any{"x": 150, "y": 60}}}}}},
+	})
+	p := c.p
+	// The turned line is drawn where canvasd has it.
+	line := c.e.nodes(c.cid)["s:line"]
+	want := nodeVerts(line, [][2]float64{{0, 0}, {80, 60}, {160, 0}})
+	if d := vertsDiff(verts{"s:line": want}, pageVerts(p, "s:line"), 0.5); d != "" {
+		t.Errorf("the turned line is drawn elsewhere: %s", d)
+	}
+	o := c.observer()
+	ids := []string{"s:line", "s:arrow", "s:pen", "s:pen::s1"}
+	// An agent turns the arrow.
+	c.apply("rotate", map[string]any{"ids": []string{"s:arrow"}, "degrees": 30})
+	arrow := c.e.nodes(c.cid)["s:arrow"]
+	want = nodeVerts(arrow, [][2]float64{{0, 0}, {150, 50}})
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		d := vertsDiff(verts{"s:arrow": want}, pageVerts(p, "s:arrow"), 0.5)
+		if d == "" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the turned arrow is drawn elsewhere: %s", d)
+		}
+	}
+	// The user turns everything by the selection's handle.
+	p.do(chromedp.KeyEvent(kb.Escape))
+	p.click(300, 600)
+	p.do(chromedp.KeyEvent("a", chromedp.KeyModifiers(chromedp.ModifierCtrl)))
+	p.pollSelection("all selected", "s:arrow", "s:line", "s:pen")
+	sx, sy := p.screen(contentTop(p))
+	p.dragScreen(sx, sy-22, sx+160, sy+30)
+	c.e.waitNodes(c.cid, "rotated", func(n map[string]map[string]any) bool { return n["s:pen"]["rotation"].(float64) > 0.1 })
+	sameVerts(t, "rotated", p, o, ids...)
+	// A change of colour of the turned line leaves it where it is.
+	rev := c.head()
+	sceneEdit(p, `el => el.id === 's:line' ? {...el, strokeColor: '#e03131'} : el`)
+	c.e.waitNodes(c.cid, "recoloured", func(n map[string]map[string]any) bool { return n["s:line"]["props"].(map[string]any)["color"] == "red" })
+	for _, cm := range c.commitsAfter(rev) {
+		if cm["type"] != "update_shape" {
+			t.Errorf("a change of colour sent %v %v", cm["type"], cm["args"])
+		}
+	}
+	sameVerts(t, "recoloured", p, o, ids...)
+}
+
+// TestWebUICanvasDuplicate: a duplicated group is a new group of new
+// shapes; a duplicated frame a new frame with its new children.
+func TestWebUICanvasDuplicate(t *testing.T) {
+	c := openCanvasUI(t, "ui-duplicate", []map[string]any{
+		{"id": "s:a", "type": "geo", "x": 400, "y": 150, "w": 100, "h": 80, "props": map[string]any{"geo": "rectangle", "fill": "solid"}},
+		{"id": "s:b", "type": "geo", "x": 550, "y": 150, "w": 100, "h": 80, "props": map[string]any{"geo": "ellipse", "fill": "solid"}},
+		{"verb": "group", "args": map[string]any{"ids": []string{"s:a", "s:b"}, "group_id": "g:ab"}},
+		{"id": "s:frame", "type": "frame", "name": "F", "x": 400, "y": 400, "w": 300, "h": 200},
+		{"id": "s:kid", "type": "geo", "parent_id": "s:frame", "x": 450, "y": 450, "w": 100, "h": 60, "props": map[string]any{"geo": "rectangle", "fill": "solid"}},
+	})
+	p := c.p
+	seeded := map[string]bool{"s:a": true, "s:b": true, "g:ab": true, "s:frame": true, "s:kid": true}
+	fresh := func(n map[string]map[string]any, typ string) []string {
+		var out []string
+		for id, node := range n {
+			if !seeded[id] && node["type"] == typ {
+				out = append(out, id)
+			}
+		}
+		return out
+	}
+	p.click(450, 190)
+	p.pollSelection("the group selected", "s:a", "s:b")
+	p.do(chromedp.KeyEvent("d", chromedp.KeyModifiers(chromedp.ModifierCtrl)))
+	nodes := c.e.waitNodes(c.cid, "duplicated group", func(n map[string]map[string]any) bool { return len(fresh(n, "geo")) == 2 })
+	copies := fresh(nodes, "geo")
+	g, _ := nodes[copies[0]]["parent_id"].(string)
+	if g == "" || g == "g:ab" || nodes[copies[1]]["parent_id"] != g || nodes[g]["type"] != "group" {
+		t.Errorf("the copies %v are in %q and %q", copies, nodes[copies[0]]["parent_id"], nodes[copies[1]]["parent_id"])
+	}
+	p.do(chromedp.KeyEvent(kb.Escape))
+	p.clickCSS(`div[id$="frame-name-s:frame"]`)
+	p.pollSelection("the frame selected", "s:frame")
+	p.do(chromedp.KeyEvent("d", chromedp.KeyModifiers(chromedp.ModifierCtrl)))
+	nodes = c.e.waitNodes(c.cid, "duplicated frame", func(n map[string]map[string]any) bool {
+		return len(fresh(n, "frame")) == 1 && len(fresh(n, "geo")) == 3
+	})
+	f := fresh(nodes, "frame")[0]
+	for _, id := range fresh(nodes, "geo") {
+		if !slices.Contains(copies, id) && nodes[id]["parent_id"] != f {
+			t.Errorf("the frame's copied child %s is in %q, want the copied frame %s", id, nodes[id]["parent_id"], f)
+		}
+	}
+}
+
+// TestWebUICanvasKeepMine: "Keep mine" after a conflict saves what the
+// user sees (a move of two shapes, sent as relative, is not re-applied on
+// top of the other's move), and "Keep mine (recreate)" recreates a shape
+// another deleted.
+func TestWebUICanvasKeepMine(t *testing.T) {
+	c := openCanvasUI(t, "ui-keep-mine", []map[string]any{
+		{"id": "s:a", "type": "geo", "x": 400, "y": 200, "w": 100, "h": 80, "props": map[string]any{"geo": "rectangle", "fill": "solid"}},
+		{"id": "s:b", "type": "geo", "x": 600, "y": 200, "w": 100, "h": 80, "props": map[string]any{"geo": "rectangle", "fill": "solid"}},
+	})
+	p := c.p
+	p.eval(`window.__holdSSE = true`, nil)
+	c.apply("move", map[string]any{"id": "s:a", "x": 400, "y": 500})
+	p.click(300, 100)
+	p.do(chromedp.KeyEvent("a", chromedp.KeyModifiers(chromedp.ModifierCtrl)))
+	p.pollSelection("both selected", "s:a", "s:b")
+	p.drag(450, 240, 500, 280)
+	p.poll("conflict explained", `!!document.querySelector('#conflicts .conflict')`)
+	p.eval(`window.__holdSSE = false`, nil)
+	var mine map[string]struct{ X, Y float64 }
+	p.eval(`Object.fromEntries(canvasd.view.ex.getSceneElements().filter(el => el.id === 's:a' || el.id === 's:b').map(el => [el.id, {x: el.x, y: el.y}]))`, &mine)
+	if mine["s:a"].Y > 300 {
+		t.Fatalf("the user's version is not on screen: %v", mine)
+	}
+	p.clickCSS(`#conflicts .conflict button.keep`)
+	nodes := c.e.waitNodes(c.cid, "kept mine", func(n map[string]map[string]any) bool { return !nearly(n["s:b"]["x"], 600.0) })
+	for _, id := range []string{"s:a", "s:b"} {
+		if n := nodes[id]; !nearly(n["x"], mine[id].X) || !nearly(n["y"], mine[id].Y) {
+			t.Errorf("kept mine: %s is at (%v, %v) on the server, (%v, %v) on screen", id, n["x"], n["y"], mine[id].X, mine[id].Y)
+		}
+	}
+	p.poll("conflict closed", `!document.querySelector('#conflicts .conflict')`)
+
+	// Another deletes s:b while the user moves it. (A click on empty canvas
+	// clears the selection: the focus is on the button, Escape would not.)
+	p.click(850, 600)
+	p.pollSelection("empty canvas clicked")
+	p.eval(`window.__holdSSE = true`, nil)
+	c.apply("delete_shape", map[string]any{"ids": []string{"s:b"}})
+	bx := mine["s:b"].X
+	p.drag(bx+50, 270, bx+50, 350)
+	p.poll("conflict explained", `!!document.querySelector('#conflicts .conflict button.keep') && document.querySelector('#conflicts .conflict button.keep').textContent.includes('recreate')`)
+	p.eval(`window.__holdSSE = false`, nil)
+	var b struct{ X, Y float64 }
+	p.eval(`canvasd.view.ex.getSceneElements().find(el => el.id === 's:b')`, &b)
+	p.clickCSS(`#conflicts .conflict button.keep`)
+	nodes = c.e.waitNodes(c.cid, "recreated", func(n map[string]map[string]any) bool { _, ok := n["s:b"]; return ok })
+	if n := nodes["s:b"]; !nearly(n["x"], b.X) || !nearly(n["y"], b.Y) {
+		t.Errorf("recreated s:b at (%v, %v), on screen (%v, %v)", n["x"], n["y"], b.X, b.Y)
+	}
+}
+
+// holdAnswersScript is test instrumentation: while window.__holdAnswers is
+// true, the answers to the page's commands are held back (the commit comes
+// over the stream first).
+const holdAnswersScript = `(() => {
+  const f = window.fetch;
+  window.fetch = async (...args) => {
+    const res = await f(...args);
+    const url = String(args[0] && args[0].url || args[0]);
+    if (/\/canvas_commands\/[^/]+\/commands?$/.test(url)) while (window.__holdAnswers) await new Promise((r) => setTimeout(r, 20));
+    return res;
+  };
+})();`
+
+// TestWebUICanvasOwnCommitFirst: when the stream brings the user's commit
+// (and another's after it) before the answer to the command, the user's
+// shape shows the server's version once the answer comes.
+func TestWebUICanvasOwnCommitFirst(t *testing.T) {
+	c := openCanvasUI(t, "ui-own-commit", []map[string]any{
+		{"id": "s:a", "type": "geo", "x": 400, "y": 200, "w": 100, "h": 80, "props": map[string]any{"geo": "rectangle", "fill": "solid", "color": "blue"}},
+	}, holdAnswersScript)
+	p := c.p
+	p.eval(`window.__holdAnswers = true`, nil)
+	p.drag(450, 240, 500, 280)
+	c.e.waitNodes(c.cid, "moved", func(n map[string]map[string]any) bool { return !nearly(n["s:a"]["x"], 400.0) })
+	rev := c.head()
+	p.poll("the move came over the stream", fmt.Sprintf(`canvasd.model.rev >= %d`, rev))
+	c.apply("update_shape", map[string]any{"id": "s:a", "props": map[string]any{"color": "red"}})
+	p.poll("the recolour came over the stream", fmt.Sprintf(`canvasd.model.rev >= %d`, rev+1))
+	p.eval(`window.__holdAnswers = false`, nil)
+	p.poll("the server's colour shown", `canvasd.view.ex.getSceneElements().find(el => el.id === 's:a').strokeColor === '#e03131'`)
+}
+
+// TestWebUICanvasColonIds: node ids with "::" in them are nodes, not the
+// parts of other nodes' elements.
+func TestWebUICanvasColonIds(t *testing.T) {
+	c := openCanvasUI(t, "ui-colon-ids", []map[string]any{
+		{"id": "n", "type": "geo", "x": 400, "y": 200, "w": 120, "h": 80, "props": map[string]any{"geo": "rectangle", "fill": "solid", "text": "label of n"}},
+		{"id": "n::text", "type": "geo", "x": 600, "y": 200, "w": 120, "h": 80, "props": map[string]any{"geo": "rectangle", "fill": "solid", "color": "red"}},
+		{"id": "m:", "type": "geo", "x": 400, "y": 400, "w": 120, "h": 80, "props": map[string]any{"geo": "rectangle", "fill": "solid", "text": "label of m:"}},
+		{"id": "m::text", "type": "geo", "x": 600, "y": 400, "w": 120, "h": 80, "props": map[string]any{"geo": "rectangle", "fill": "solid"}},
+		{"verb": "create_edge", "args": map[string]any{"id": "e::1", "from": "n::text", "to": "m::text"}},
+	})
+	p := c.p
+	p.click(660, 240)
+	p.pollSelection("n::text selected", "n::text")
+	p.drag(660, 240, 700, 300)
+	nodes := c.e.waitNodes(c.cid, "n::text moved", func(n map[string]map[string]any) bool { return !nearly(n["n::text"]["x"], 600.0) })
+	if n := nodes["n"]; !nearly(n["x"], 400.0) || n["props"].(map[string]any)["text"] != "label of n" {
+		t.Errorf("n changed: %v", n)
+	}
+	p.click(460, 440)
+	p.pollSelection("m: selected", "m:")
+	p.drag(460, 440, 420, 500)
+	nodes = c.e.waitNodes(c.cid, "m: moved", func(n map[string]map[string]any) bool { return !nearly(n["m:"]["x"], 400.0) })
+	if n := nodes["m::text"]; !nearly(n["x"], 600.0) {
+		t.Errorf("m::text moved with m: %v", n)
+	}
+	o := c.observer()
+	var labels []string
+	o.eval(`canvasd.view.ex.getSceneElements().filter(el => el.type === 'text').map(el => el.originalText).sort()`, &labels)
+	if !slices.Equal(labels, []string{"label of m:", "label of n"}) {
+		t.Errorf("labels %q", labels)
+	}
+	var arrow bool
+	o.eval(`canvasd.view.ex.getSceneElements().some(el => el.type === 'arrow' && canvasd.view.ex.getSceneElements().some(s => s.id === el.startBinding?.elementId && s.type === 'rectangle'))`, &arrow)
+	if !arrow {
+		t.Errorf("the edge e::1 is not drawn between its shapes")
+	}
+}
