@@ -28,11 +28,26 @@ type ctxKey int
 
 const principalKey ctxKey = 1
 
+// credential is what a request's token established: its principal, and
+// when the token expires (zero: never). The auth middleware stores it in
+// the request's context.
+type credential struct {
+	canvas.Principal
+	expires time.Time
+}
+
 // principalFrom returns the authenticated principal of a request that passed
 // the auth middleware.
 func principalFrom(ctx context.Context) canvas.Principal {
-	p, _ := ctx.Value(principalKey).(canvas.Principal)
-	return p
+	c, _ := ctx.Value(principalKey).(credential)
+	return c.Principal
+}
+
+// tokenExpiry returns when the token of a request that passed the auth
+// middleware expires (zero: never).
+func tokenExpiry(ctx context.Context) time.Time {
+	c, _ := ctx.Value(principalKey).(credential)
+	return c.expires
 }
 
 // authenticator resolves bearer tokens to principals. A token verified
@@ -58,7 +73,7 @@ const tokenCacheTTL = time.Second
 const maxCachedTokens = 4096
 
 type verifiedToken struct {
-	p     canvas.Principal
+	c     credential
 	until time.Time
 }
 
@@ -76,7 +91,7 @@ func (a *authenticator) forget(actorID string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	for h, v := range a.cache {
-		if v.p.Actor.ID == actorID {
+		if v.c.Actor.ID == actorID {
 			delete(a.cache, h)
 		}
 	}
@@ -110,58 +125,59 @@ func tokenFrom(r *http.Request) string {
 	return r.URL.Query().Get("access_token")
 }
 
-// authenticate returns the principal of r's token. A request without a token
+// authenticate returns the credential of r's token. A request without a token
 // is a 401; one with a token from an address the throttle refuses is a 429
 // (the token unchecked); a token that is malformed, unknown, revoked or
 // expired is a 401 and counts as a failure of r's address.
-func (a *authenticator) authenticate(r *http.Request) (canvas.Principal, error) {
+func (a *authenticator) authenticate(r *http.Request) (credential, error) {
 	tok := tokenFrom(r)
 	if tok == "" {
-		return canvas.Principal{}, fmt.Errorf("%w: send Authorization: Bearer <token> (or ?access_token= for SSE and pages); an admin creates tokens with POST /api/tokens or `canvasd token create`", canvas.ErrUnauthorized)
+		return credential{}, fmt.Errorf("%w: send Authorization: Bearer <token> (or ?access_token= for SSE and pages); an admin creates tokens with POST /api/tokens or `canvasd token create`", canvas.ErrUnauthorized)
 	}
 	if err := a.throttle.check(r, a.now); err != nil {
-		return canvas.Principal{}, err
+		return credential{}, err
 	}
-	p, err := a.verify(r, tok)
+	c, err := a.verify(r, tok)
 	if err != nil && errors.Is(err, canvas.ErrUnauthorized) {
 		a.throttle.fail(r, a.now())
 	}
-	return p, err
+	return c, err
 }
 
 // verify checks the token tok of r.
-func (a *authenticator) verify(r *http.Request, tok string) (canvas.Principal, error) {
+func (a *authenticator) verify(r *http.Request, tok string) (credential, error) {
 	if len(tok) > 512 {
-		return canvas.Principal{}, fmt.Errorf("%w: the token is malformed", canvas.ErrUnauthorized)
+		return credential{}, fmt.Errorf("%w: the token is malformed", canvas.ErrUnauthorized)
 	}
 	sum := sha256.Sum256([]byte(tok))
 	hash := sum[:]
 	if a.adminHash != nil && subtle.ConstantTimeCompare(hash, a.adminHash) == 1 {
-		return canvas.Principal{Actor: canvas.Actor{ID: AdminActorID, Type: canvas.ActorService}, Role: canvas.RoleAdmin}, nil
+		return credential{Principal: canvas.Principal{Actor: canvas.Actor{ID: AdminActorID, Type: canvas.ActorService}, Role: canvas.RoleAdmin}}, nil
 	}
 	now := a.now()
 	a.mu.RLock()
 	v, ok := a.cache[sum]
 	a.mu.RUnlock()
 	if ok && now.Before(v.until) {
-		return v.p, nil
+		return v.c, nil
 	}
 	rec, err := a.st.TokenByHash(r.Context(), hash)
 	if errors.Is(err, canvas.ErrNotFound) {
-		return canvas.Principal{}, fmt.Errorf("%w: the token is unknown or revoked", canvas.ErrUnauthorized)
+		return credential{}, fmt.Errorf("%w: the token is unknown or revoked", canvas.ErrUnauthorized)
 	}
 	if err != nil {
-		return canvas.Principal{}, err
+		return credential{}, err
 	}
 	// The lookup is by hash; compare again in constant time as the contract says.
 	if subtle.ConstantTimeCompare(rec.Hash, hash) != 1 {
-		return canvas.Principal{}, fmt.Errorf("%w: the token is unknown or revoked", canvas.ErrUnauthorized)
+		return credential{}, fmt.Errorf("%w: the token is unknown or revoked", canvas.ErrUnauthorized)
 	}
 	if rec.Expired(now) {
-		return canvas.Principal{}, fmt.Errorf("%w: the token expired at %s; an admin mints a new one", canvas.ErrUnauthorized,
+		return credential{}, fmt.Errorf("%w: the token expired at %s; an admin mints a new one", canvas.ErrUnauthorized,
 			rec.ExpiresAt.Format(time.RFC3339))
 	}
-	p := canvas.Principal{Actor: canvas.Actor{ID: rec.ActorID, Type: rec.ActorType}, Role: rec.Role, Canvases: rec.Canvases}
+	c := credential{Principal: canvas.Principal{Actor: canvas.Actor{ID: rec.ActorID, Type: rec.ActorType}, Role: rec.Role, Canvases: rec.Canvases},
+		expires: rec.ExpiresAt}
 	until := now.Add(tokenCacheTTL)
 	if !rec.ExpiresAt.IsZero() && rec.ExpiresAt.Before(until) {
 		until = rec.ExpiresAt // never trusted past its expiry
@@ -170,20 +186,21 @@ func (a *authenticator) verify(r *http.Request, tok string) (canvas.Principal, e
 	if len(a.cache) >= maxCachedTokens {
 		clear(a.cache)
 	}
-	a.cache[sum] = verifiedToken{p: p, until: until}
+	a.cache[sum] = verifiedToken{c: c, until: until}
 	a.mu.Unlock()
-	return p, nil
+	return c, nil
 }
 
-// requireAuth rejects requests without a valid token and stores the principal in the context.
+// requireAuth rejects requests without a valid token and stores its
+// credential (principalFrom, tokenExpiry) in the context.
 func (s *Server) requireAuth(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		p, err := s.auth.authenticate(r)
+		c, err := s.auth.authenticate(r)
 		if err != nil {
 			s.problem(w, r, err)
 			return
 		}
-		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), principalKey, p)))
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), principalKey, c)))
 	})
 }
 

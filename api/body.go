@@ -115,6 +115,16 @@ func readAll(body io.Reader, size int64) ([]byte, error) {
 	return b, nil
 }
 
+// decodeOptionalJSON is decodeJSON for a body the route does not require:
+// an empty (or blank) body leaves v as it is.
+func decodeOptionalJSON(r *http.Request, v any) error {
+	b, err := readBody(r)
+	if err != nil || len(bytes.TrimSpace(b)) == 0 {
+		return err
+	}
+	return decodeJSON(r, v)
+}
+
 // decodeJSON strictly decodes a request body into v; errors are 400s naming
 // the problem (or the body's 413 or 408).
 func decodeJSON(r *http.Request, v any) error {

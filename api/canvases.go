@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strconv"
 	"time"
+	"unicode/utf8"
 
 	"github.com/canvasd/canvasd/canvas"
 )
@@ -18,13 +19,15 @@ type createCanvasRequest struct {
 	Title    string `json:"title,omitempty"`
 }
 
+// handleCreateCanvas serves POST /api/canvases. The body is optional:
+// without one (or without canvas_id) the server mints the id.
 func (s *Server) handleCreateCanvas(w http.ResponseWriter, r *http.Request) {
 	if err := authorize(r, "", canvas.RoleEditor); err != nil {
 		s.problem(w, r, err)
 		return
 	}
 	var req createCanvasRequest
-	if err := decodeJSON(r, &req); err != nil {
+	if err := decodeOptionalJSON(r, &req); err != nil {
 		s.problem(w, r, err)
 		return
 	}
@@ -36,7 +39,7 @@ func (s *Server) handleCreateCanvas(w http.ResponseWriter, r *http.Request) {
 		s.problem(w, r, err)
 		return
 	}
-	if len(req.Title) > 500 {
+	if utf8.RuneCountInString(req.Title) > 500 {
 		s.problem(w, r, canvas.Unprocessable("title", "is longer than 500 characters"))
 		return
 	}
@@ -89,6 +92,9 @@ func (s *Server) handleGetCanvas(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, c)
 }
 
+// handleDeleteCanvas serves DELETE /api/canvases/{canvas_id}: the canvas and
+// its log go, and every stream of it ends with a reset saying so, on every
+// process sharing the store (Hub.canvasDeleted).
 func (s *Server) handleDeleteCanvas(w http.ResponseWriter, r *http.Request) {
 	id, err := pathParam(r, "canvas_id")
 	if err == nil {
@@ -103,6 +109,7 @@ func (s *Server) handleDeleteCanvas(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.engine.Forget(id)
+	s.hub.canvasDeleted(id)
 	w.WriteHeader(http.StatusNoContent)
 }
 

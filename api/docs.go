@@ -22,6 +22,7 @@ import (
 	"net/http"
 	"strconv"
 	"time"
+	"unicode/utf8"
 
 	"github.com/canvasd/canvasd/canvas"
 	"github.com/canvasd/canvasd/reducer"
@@ -138,11 +139,9 @@ func (s *Server) handleCreateNamedSnapshot(w http.ResponseWriter, r *http.Reques
 		return
 	}
 	var req namedSnapshotRequest
-	if r.ContentLength != 0 {
-		if err := decodeJSON(r, &req); err != nil {
-			s.problem(w, r, err)
-			return
-		}
+	if err := decodeOptionalJSON(r, &req); err != nil {
+		s.problem(w, r, err)
+		return
 	}
 	snap, err := s.createNamedSnapshot(r.Context(), id, principalFrom(r.Context()).Actor, req.Label, req.Description)
 	if err != nil {
@@ -288,10 +287,10 @@ func (s *Server) docSelection(ctx context.Context, canvasID, nodeID string, star
 
 // createNamedSnapshot marks the canvas's current head revision.
 func (s *Server) createNamedSnapshot(ctx context.Context, canvasID string, actor canvas.Actor, label, description string) (store.NamedSnapshot, error) {
-	if len(label) > 200 {
+	if utf8.RuneCountInString(label) > 200 {
 		return store.NamedSnapshot{}, canvas.Invalid("label", "is longer than 200 characters")
 	}
-	if len(description) > 4000 {
+	if utf8.RuneCountInString(description) > 4000 {
 		return store.NamedSnapshot{}, canvas.Invalid("description", "is longer than 4000 characters")
 	}
 	head, _, err := s.engine.Head(ctx, canvasID)

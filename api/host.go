@@ -119,12 +119,12 @@ func (h *hostAPI) handlePage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !host.IsPublicAsset(rest) {
-		p, err := h.s.auth.authenticate(r)
+		c, err := h.s.auth.authenticate(r)
 		if err != nil {
 			h.s.problem(w, r, err)
 			return
 		}
-		r = r.WithContext(context.WithValue(r.Context(), principalKey, p))
+		r = r.WithContext(context.WithValue(r.Context(), principalKey, c))
 		if err := authorize(r, session, canvas.RoleViewer); err != nil {
 			h.s.problem(w, r, err)
 			return

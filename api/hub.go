@@ -20,6 +20,7 @@ import (
 // engine (they are durable). An ephemeral event that finds it full kicks
 // the subscriber (it gets a reset event and reconnects with Last-Event-ID).
 // A commit is encoded once for all subscribers, and its bytes are shared.
+// Deleting a canvas ends its streams with a reset (canvasDeleted).
 //
 // With a relay (Config.Broadcaster, relay.go) ephemeral events also reach the
 // subscribers of the other processes sharing the store, and Subscribers
@@ -33,7 +34,8 @@ type Hub struct {
 	fans     map[string]*fanout // the subscribers of each canvas in subs, by fan-out shard
 	fanStats fanStats
 
-	relay atomic.Pointer[relay] // nil: this process only
+	relay     atomic.Pointer[relay]                 // nil: this process only
+	onDeleted atomic.Pointer[func(canvasID string)] // setOnDeleted
 
 	brokerMu sync.Mutex
 	brokers  []*host.Broker // bound through CanvasInvokeDeliverer, for answers relayed from other processes
@@ -59,6 +61,10 @@ type subscriber struct {
 	lagged chan struct{} // holds a signal while commits were left out of a full ch
 	kicked chan struct{}
 	once   sync.Once
+	// ended is the reason of the reset that ends the stream on purpose (its
+	// canvas was deleted), set before kicked is closed; "": kicked because
+	// it fell behind.
+	ended  string
 	client *browserClient // nil: the stream declared no browser
 	shard  *fanShard      // set by fanout.add
 
@@ -77,6 +83,24 @@ type subscriber struct {
 }
 
 func (s *subscriber) kick() { s.once.Do(func() { close(s.kicked) }) }
+
+// end kicks the subscriber so that its stream ends with a reset giving reason.
+func (s *subscriber) end(reason string) {
+	s.once.Do(func() {
+		s.ended = reason
+		close(s.kicked)
+	})
+}
+
+// isKicked reports whether the stream is ending (kicked or ended).
+func (s *subscriber) isKicked() bool {
+	select {
+	case <-s.kicked:
+		return true
+	default:
+		return false
+	}
+}
 
 // lag records that a commit was left out of the subscriber's full queue.
 func (s *subscriber) lag() {
@@ -187,6 +211,61 @@ func (h *Hub) subscribe(canvasID string, b *browserClient) *subscriber {
 		s.enqueue(&frame{data: hostFrame(canvasID, h.Host(canvasID))})
 	}
 	return s
+}
+
+// canvasDeletedReason is the reason of the reset that ends a deleted canvas's streams.
+const canvasDeletedReason = "the canvas was deleted; re-read it (a canvas created again under its id is a new canvas: re-read its snapshot)"
+
+// canvasDeleted ends every stream of a deleted canvas with a reset event
+// (canvasDeletedReason), on this process and, with a relay, on the others,
+// which also drop the canvas from their engines (setOnDeleted). Frames
+// published after it returns reach none of these streams, so a canvas
+// created again under the same id is followed by new streams only.
+func (h *Hub) canvasDeleted(canvasID string) {
+	h.endLocal(canvasID, canvasDeletedReason)
+	if r := h.relay.Load(); r != nil {
+		r.queue(relayEvent{CanvasID: canvasID, Deleted: true})
+	}
+}
+
+// setOnDeleted makes fn run when another process reports a deleted canvas,
+// before the canvas's streams here end (the Server drops it from its
+// engine, whose copy would otherwise go on serving it).
+func (h *Hub) setOnDeleted(fn func(canvasID string)) { h.onDeleted.Store(&fn) }
+
+// deletedElsewhere handles a deletion another process reported.
+func (h *Hub) deletedElsewhere(canvasID string) {
+	if fn := h.onDeleted.Load(); fn != nil {
+		(*fn)(canvasID)
+	}
+	h.endLocal(canvasID, canvasDeletedReason)
+}
+
+// endLocal takes the canvas's subscribers here out of the hub (nothing more
+// is fanned out to them) and ends each stream with a reset giving reason;
+// their goroutines still unsubscribe as they end (a no-op by then).
+func (h *Hub) endLocal(canvasID, reason string) {
+	h.mu.Lock()
+	set, fo := h.subs[canvasID], h.fans[canvasID]
+	if fo != nil {
+		for s := range set {
+			fo.remove(s)
+		}
+		fo.close()
+	}
+	delete(h.subs, canvasID)
+	delete(h.fans, canvasID)
+	h.mu.Unlock()
+	if len(set) == 0 {
+		return
+	}
+	for s := range set {
+		s.end(reason)
+	}
+	if r := h.relay.Load(); r != nil {
+		r.touch(streamKey{id: canvasID})
+	}
+	h.elect(canvasID) // its host candidates are gone
 }
 
 func (h *Hub) unsubscribe(canvasID string, s *subscriber) {

@@ -62,6 +62,7 @@ func authorizeTarget(r *http.Request, t host.Target, need canvas.Role) error {
 // handleInvoke serves POST /api/invoke: it sends the invoke to the target's
 // browsers and answers with the first browser answer (200), or a 504
 // problem with unconfirmed (a browser was connected but did not answer).
+// A canvas that does not exist is a 404 (after authorization), at once.
 func (h *hostAPI) handleInvoke(w http.ResponseWriter, r *http.Request) {
 	var req invokeRequest
 	if err := decodeJSON(r, &req); err != nil {
@@ -80,6 +81,12 @@ func (h *hostAPI) handleInvoke(w http.ResponseWriter, r *http.Request) {
 	if req.TimeoutMS < 0 || req.TimeoutMS > host.MaxInvokeTimeout.Milliseconds() {
 		h.s.problem(w, r, canvas.Invalid("timeout_ms", "must be 1 to %d", host.MaxInvokeTimeout.Milliseconds()))
 		return
+	}
+	if t.CanvasID != "" {
+		if _, err := h.s.st.GetCanvas(r.Context(), t.CanvasID); err != nil {
+			h.s.problem(w, r, err)
+			return
+		}
 	}
 	ctx := r.Context()
 	if req.Action == canvas.InvokeAgentScreenshot && t.CanvasID != "" {

@@ -29,6 +29,9 @@ import (
 //     broadcasts the queue in order. A receiving process hands the event to
 //     its local subscribers only (it never re-broadcasts), and the store
 //     skips a process's own broadcasts, so each subscriber sees an event once.
+//   - A deleted canvas: the process that deleted it tells the others, which
+//     drop it from their engines and end its streams there with a reset
+//     (Hub.canvasDeleted), as it does with its own.
 //   - Presence: each process broadcasts its subscriber counts per canvas and
 //     per host session when they change (coalesced), all of them every
 //     presenceEvery, and when its listener (re)connects it asks the others
@@ -114,6 +117,7 @@ type relayEvent struct {
 	Session  string          `json:"s,omitempty"`
 	Host     []host.Event    `json:"h,omitempty"`
 	Input    *inputMsg       `json:"i,omitempty"` // browser input for an agent session (browsers.go)
+	Deleted  bool            `json:"x,omitempty"` // canvas CanvasID was deleted: end its streams (Hub.canvasDeleted)
 }
 
 type presenceMsg struct {
@@ -474,6 +478,8 @@ func (r *relay) receive(topic string, payload []byte) {
 		switch {
 		case err == nil && ev.Input != nil && ev.Input.SessionID != "":
 			r.hub.deliverInput(ev.Input.SessionID, ev.Input.Kind, ev.Input.Data, false)
+		case err == nil && ev.Deleted && ev.CanvasID != "":
+			r.hub.deletedElsewhere(ev.CanvasID)
 		case err == nil && ev.CanvasID != "" && ev.Event != "":
 			r.hub.send(ev.CanvasID, &frame{data: sseFrame(ev.Event, "", ev.Data), to: ev.To})
 		case err == nil && host.ValidateSession(ev.Session) == nil && len(ev.Host) > 0:

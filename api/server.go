@@ -96,6 +96,7 @@ func New(cfg Config) (*Server, error) {
 	if am, ok := cfg.Agent.(AgentMessages); ok {
 		cfg.Hub.setAgentMessages(am)
 	}
+	cfg.Hub.setOnDeleted(cfg.Engine.Forget) // a canvas another process deleted
 	if cfg.Broadcaster != nil {
 		if err := cfg.Hub.enableRelay(cfg.Broadcaster, cfg.Logger); err != nil {
 			return nil, err

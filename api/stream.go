@@ -108,7 +108,8 @@ func (s *Server) handleCanvasStream(w http.ResponseWriter, r *http.Request) {
 
 // streamLive sends live commits and events from sub until the client goes
 // away, it is kicked (an ephemeral event found its queue full) or falls
-// more than Config.MaxReplay commits behind, or the server closes streams;
+// more than Config.MaxReplay commits behind, its canvas is deleted (a reset
+// saying so ends it: Hub.canvasDeleted), or the server closes streams;
 // then it releases sub, out and actor's stream slot. Commits left out of a
 // full queue are read from the engine. last is the revision the client has.
 // On a hijacked TCP connection, sub's fan-out shard writes most frames
@@ -140,12 +141,17 @@ func (s *Server) streamLive(ctx context.Context, id, actor string, sub *subscrib
 			return
 		case <-sub.kicked:
 			sub.wmu.Lock()
+			sub.direct = nil // the reset is the last frame: no direct write after it
 			if sub.partial { // finish the frame the client has the start of
 				out.write((<-sub.ch).data)
 			}
-			out.write(behindReset(sub.last))
+			if sub.ended != "" {
+				out.write(sseEvent(canvas.EventReset, "", canvas.ResetInfo{HeadRev: sub.last, Reason: sub.ended}))
+			} else {
+				out.write(behindReset(sub.last))
+				s.hub.fanStats.behind.Add(1)
+			}
 			sub.wmu.Unlock()
-			s.hub.fanStats.behind.Add(1)
 			return
 		case <-sub.lagged:
 			if !s.sendLive(ctx, id, sub, nil, out) {
@@ -191,7 +197,7 @@ func (s *Server) sendLive(ctx context.Context, id string, sub *subscriber, first
 	if first != nil {
 		sub.queued.Add(-1) // written below, before wmu is released
 		sub.partial = sub.partial && !first.rest
-		if !s.emit(ctx, id, first, &sub.last, out.write) {
+		if !s.emit(ctx, id, sub, first, out.write) {
 			return false
 		}
 	}
@@ -200,7 +206,7 @@ func (s *Server) sendLive(ctx context.Context, id string, sub *subscriber, first
 		case f := <-sub.ch:
 			sub.queued.Add(-1)
 			sub.partial = sub.partial && !f.rest
-			if !s.emit(ctx, id, f, &sub.last, out.write) {
+			if !s.emit(ctx, id, sub, f, out.write) {
 				return false
 			}
 		default:
@@ -208,6 +214,9 @@ func (s *Server) sendLive(ctx context.Context, id string, sub *subscriber, first
 		}
 	}
 	if first == nil {
+		if sub.isKicked() { // ending: its reset comes next, not the log (of a canvas perhaps deleted)
+			return out.flush()
+		}
 		head, _, err := s.engine.Head(ctx, id)
 		if err != nil || head-sub.last > s.cfg.MaxReplay || !s.fillGap(ctx, id, &sub.last, head+1, out.write) {
 			out.write(behindReset(sub.last))
@@ -224,17 +233,23 @@ func behindReset(last int64) []byte {
 		Reason: "this subscriber fell too far behind; reconnect with Last-Event-ID or re-read the snapshot"})
 }
 
-// emit writes one live frame, skipping commits already sent and filling any
-// gap before it from the engine.
-func (s *Server) emit(ctx context.Context, id string, f *frame, last *int64, write func([]byte) bool) bool {
+// emit writes one live frame of sub (whose wmu the caller holds), skipping
+// commits already sent and filling any gap before it from the engine; a
+// stream that is ending (its reset comes next) skips a commit after a gap.
+func (s *Server) emit(ctx context.Context, id string, sub *subscriber, f *frame, write func([]byte) bool) bool {
 	if f.rev > 0 {
-		if f.rev <= *last {
+		if f.rev <= sub.last {
 			return true // already replayed
 		}
-		if f.rev > *last+1 && !s.fillGap(ctx, id, last, f.rev, write) {
-			return false
+		if f.rev > sub.last+1 {
+			if sub.isKicked() {
+				return true
+			}
+			if !s.fillGap(ctx, id, &sub.last, f.rev, write) {
+				return false
+			}
 		}
-		*last = f.rev
+		sub.last = f.rev
 	}
 	return write(f.data)
 }

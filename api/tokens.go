@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"time"
+	"unicode/utf8"
 
 	"github.com/canvasd/canvasd/canvas"
 	"github.com/canvasd/canvasd/store"
@@ -32,7 +33,7 @@ func NewTokenRecord(req canvas.TokenRequest, now time.Time) (store.TokenRecord, 
 	if req.ActorID == AdminActorID {
 		return store.TokenRecord{}, canvas.TokenGrant{}, canvas.Unprocessable("actor_id", "%q is reserved for the admin token", AdminActorID)
 	}
-	if len(req.Name) > 200 {
+	if utf8.RuneCountInString(req.Name) > 200 {
 		return store.TokenRecord{}, canvas.TokenGrant{}, canvas.Unprocessable("name", "is longer than 200 characters")
 	}
 	if len(req.Canvases) > 1000 {
@@ -68,6 +69,21 @@ func expiry(rec store.TokenRecord) *time.Time {
 	return &rec.ExpiresAt
 }
 
+// withinExpiry refuses (403) a token that would outlive its minter's token,
+// which expires at minter (zero: never): one that expires later, or never.
+func withinExpiry(rec store.TokenRecord, minter time.Time) error {
+	if minter.IsZero() || (!rec.ExpiresAt.IsZero() && !rec.ExpiresAt.After(minter)) {
+		return nil
+	}
+	left := int64(minter.Sub(rec.CreatedAt) / time.Second)
+	if left < 1 {
+		return fmt.Errorf("%w: your token expires at %s, in less than a second, and a token never outlives the token that mints it",
+			canvas.ErrForbidden, minter.Format(time.RFC3339))
+	}
+	return fmt.Errorf("%w: your token expires at %s and a token never outlives the token that mints it: give expires_in of at most %d (seconds)",
+		canvas.ErrForbidden, minter.Format(time.RFC3339), left)
+}
+
 // tokenAdmin returns the principal of a token-management request: it needs
 // the admin role. A scoped admin manages only tokens whose canvases lie within
 // its own scope (canvas.Principal.Covers): it can never mint, list or revoke
@@ -80,6 +96,10 @@ func tokenAdmin(r *http.Request) (canvas.Principal, error) {
 	return p, nil
 }
 
+// handleCreateToken serves POST /api/tokens. The token minted never grants
+// more than the caller's own: its canvases lie within the caller's scope,
+// and it expires no later than the caller's token (withinExpiry); 403
+// otherwise.
 func (s *Server) handleCreateToken(w http.ResponseWriter, r *http.Request) {
 	p, err := tokenAdmin(r)
 	if err != nil {
@@ -95,6 +115,9 @@ func (s *Server) handleCreateToken(w http.ResponseWriter, r *http.Request) {
 	if err == nil && !p.Covers(rec.Canvases) {
 		err = fmt.Errorf("%w: your token has %s, so it can mint tokens only for those canvases: list some of them in canvases "+
 			"(a token for every canvas needs an unscoped admin token)", canvas.ErrForbidden, describeScope(p))
+	}
+	if err == nil {
+		err = withinExpiry(rec, tokenExpiry(r.Context()))
 	}
 	if err == nil {
 		err = s.st.CreateToken(r.Context(), rec)
