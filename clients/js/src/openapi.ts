@@ -26,7 +26,10 @@ export interface paths {
          *     A token never grants more than its minter holds: an admin token scoped to canvases mints tokens
          *     only for a subset of its own canvases (403 otherwise); a token for every canvas needs an unscoped
          *     admin token. With `expires_in` (seconds) the token expires: from then on it is refused (401) and
-         *     the store deletes it soon after; without it the token lasts until revoked.
+         *     the store deletes it soon after; without it the token lasts until revoked. A token that expires
+         *     mints only tokens that expire no later than itself: `expires_in` absent, or reaching past the
+         *     minter's expiry, is a 403 whose detail gives the largest `expires_in` allowed (it is not shortened
+         *     silently).
          */
         post: operations["createToken"];
         delete?: never;
@@ -72,6 +75,7 @@ export interface paths {
         /**
          * Create a canvas (editor on every canvas).
          * @description Without `canvas_id` the server mints an unguessable id (≥ 128 bits). Creating an existing id is 409.
+         *     The body is optional: none (or an empty one) is the same as `{}`; a body that is not valid JSON is 400.
          *     Needs a token without canvases (a token scoped to canvases, even an admin one, gets 403).
          */
         post: operations["createCanvas"];
@@ -95,7 +99,12 @@ export interface paths {
         get: operations["getCanvas"];
         put?: never;
         post?: never;
-        /** Delete a canvas with its log and snapshots (admin). */
+        /**
+         * Delete a canvas with its log and snapshots (admin).
+         * @description Every stream of the canvas (`GET /sse/canvas/{canvas_id}`), on every process sharing the store, ends
+         *     with a `reset` event whose `reason` says the canvas was deleted; re-reading it then answers 404. A
+         *     canvas created again under the same id is a new canvas, followed by new streams only.
+         */
         delete: operations["deleteCanvas"];
         options?: never;
         head?: never;
@@ -251,8 +260,9 @@ export interface paths {
          *       are replayed in order, then live commits follow. No duplicates, no gaps.
          *     - `caught_up` — `data: {"head_rev": N}` after the replay (`StreamCaughtUp`).
          *     - `reset` — `data: {"head_rev": N, "reason": "..."}` when the id cannot be resumed (unknown,
-         *       ahead of head, store reset) or the subscriber fell too far behind; re-read the snapshot.
-         *       Nothing is silently dropped (`StreamReset`).
+         *       ahead of head, store reset), the subscriber fell too far behind, or the canvas was deleted (the
+         *       stream then ends; re-reading answers 404); re-read the snapshot. Nothing is silently dropped
+         *       (`StreamReset`).
          *     - `gesture` (no `id`) — `data:` a `Gesture`, ephemeral.
          *     - `agent:action` (`AgentActionEnvelope`), `agent:chat` (`AgentChat`), `agent:status`
          *       (`AgentStatus`), `agent:screenshot_request` (`ScreenshotRequest`), `invoke` (`InvokeEvent`).
@@ -650,7 +660,8 @@ export interface paths {
          *     PostgreSQL, the browsers of every process receive the invoke (canvas and host streams alike), and
          *     any process accepts the answer. The action `agent:screenshot` on a canvas goes to the canvas's
          *     elected host browser only: 503 at once when there is none, and 503 as soon as the host leaves
-         *     while the invoke waits (retry: another host is elected).
+         *     while the invoke waits (retry: another host is elected). A `canvas_id` that names no canvas is a 404
+         *     at once (a caller without the editor role on it gets 403 all the same).
          */
         post: operations["invoke"];
         delete?: never;
@@ -1062,7 +1073,7 @@ export interface components {
             name?: string;
             /**
              * Format: int64
-             * @description Seconds until the token expires (at most ten years; 422 outside 1 to 315360000). Absent (or 0) means it never expires.
+             * @description Seconds until the token expires (at most ten years; 422 outside 1 to 315360000). Absent (or 0) means it never expires. Minted by a token that expires, it is required and must not reach past the minter's expiry (403 otherwise).
              */
             expires_in?: number;
         };
@@ -1102,6 +1113,7 @@ export interface components {
         CanvasCreateRequest: {
             /** @description Minted (`c_` + 128 random bits in hex, unguessable) when absent. Not only dots (`.` and `..` cannot be path segments). */
             canvas_id?: string;
+            /** @description At most 500 characters (Unicode code points, not bytes); 422 beyond. */
             title?: string;
         };
         Canvas: {
