@@ -274,6 +274,10 @@ func TestStreamDirectWritesAfterIdle(t *testing.T) {
 	if m := s.next(); m.Event != "canvas_commit" || m.json(t)["rev"] != 1.0 {
 		t.Fatalf("want commit 1, got %+v", m)
 	}
+	// The shard counts a frame once its write returned, which may be after the reader has it.
+	for deadline := time.Now().Add(2 * time.Second); stats.direct.Load() == direct0 && time.Now().Before(deadline); {
+		time.Sleep(5 * time.Millisecond)
+	}
 	if stats.direct.Load() == direct0 {
 		t.Fatalf("the commit after %v idle was not written directly (queued %d)", sseWriteTimeout, stats.queued.Load())
 	}
