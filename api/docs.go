@@ -29,15 +29,20 @@ import (
 	"github.com/canvasd/canvasd/store"
 )
 
+// docRoute returns the canvas and node ids of a document route, which the
+// caller may read (viewer on the canvas).
+func docRoute(r *http.Request) (canvasID, nodeID string, err error) {
+	if canvasID, err = pathParam(r, "canvas_id"); err != nil {
+		return "", "", err
+	}
+	if nodeID, err = pathParam(r, "node_id"); err != nil {
+		return "", "", err
+	}
+	return canvasID, nodeID, authorize(r, canvasID, canvas.RoleViewer)
+}
+
 func (s *Server) handleDocContent(w http.ResponseWriter, r *http.Request) {
-	id, err := pathParam(r, "canvas_id")
-	var nodeID string
-	if err == nil {
-		nodeID, err = pathParam(r, "node_id")
-	}
-	if err == nil {
-		err = authorize(r, id, canvas.RoleViewer)
-	}
+	id, nodeID, err := docRoute(r)
 	if err != nil {
 		s.problem(w, r, err)
 		return
@@ -62,14 +67,7 @@ func (s *Server) handleDocContent(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) handleDocDiff(w http.ResponseWriter, r *http.Request) {
-	id, err := pathParam(r, "canvas_id")
-	var nodeID string
-	if err == nil {
-		nodeID, err = pathParam(r, "node_id")
-	}
-	if err == nil {
-		err = authorize(r, id, canvas.RoleViewer)
-	}
+	id, nodeID, err := docRoute(r)
 	if err != nil {
 		s.problem(w, r, err)
 		return
@@ -89,14 +87,7 @@ func (s *Server) handleDocDiff(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) handleDocSelection(w http.ResponseWriter, r *http.Request) {
-	id, err := pathParam(r, "canvas_id")
-	var nodeID string
-	if err == nil {
-		nodeID, err = pathParam(r, "node_id")
-	}
-	if err == nil {
-		err = authorize(r, id, canvas.RoleViewer)
-	}
+	id, nodeID, err := docRoute(r)
 	if err != nil {
 		s.problem(w, r, err)
 		return
