@@ -1,5 +1,7 @@
 // Turning an edit of a document's text into one document command.
 
+import { splitLines } from "./model.js";
+
 /** A command that edits a doc node: its type and args (send it with CanvasClient.apply). */
 export interface DocCommand {
   type: "replace_lines" | "insert_lines" | "delete_lines" | "update_node";
@@ -30,12 +32,10 @@ export function docEdit(nodeId: string, before: string, after: string): DocComma
   };
   if (a.includes("\r") || b.includes("\r")) return whole(); // a lone CR is not a line break to the server
   if (a === "") return { type: "insert_lines", args: { node_id: nodeId, insert_after_line: 0, content: b } };
-  const al = lineUnits(a);
+  const al = splitLines(a); // lines with their "\n": equal units are equal lines, terminated or not alike
   if (b === "") return { type: "delete_lines", args: { node_id: nodeId, start_line: 1, end_line: al.length } };
   if (a.endsWith("\n") !== b.endsWith("\n")) return whole(); // line commands keep the final newline as it is
-  // Lines with their terminators: equal units are equal lines, the last one
-  // terminated or not as in its text.
-  const bl = lineUnits(b);
+  const bl = splitLines(b);
   let pre = 0;
   while (pre < al.length && pre < bl.length && al[pre] === bl[pre]) pre++;
   let suf = 0;
@@ -45,9 +45,4 @@ export function docEdit(nodeId: string, before: string, after: string): DocComma
   if (removed === 0) return { type: "insert_lines", args: { node_id: nodeId, insert_after_line: pre, content: added } };
   if (added === "") return { type: "delete_lines", args: { node_id: nodeId, start_line: pre + 1, end_line: pre + removed } };
   return { type: "replace_lines", args: { node_id: nodeId, start_line: pre + 1, end_line: pre + removed, new_content: added } };
-}
-
-/** The lines of a non-empty text, each with its "\n" (the last one may lack it). */
-function lineUnits(text: string): string[] {
-  return text.match(/[^\n]*\n|[^\n]+$/g) ?? [];
 }

@@ -10,7 +10,7 @@ import { Compartment, EditorState, StateEffect, StateField, ChangeSet, RangeSetB
 import { EditorView, Decoration, lineNumbers, highlightActiveLine, highlightActiveLineGutter, keymap, drawSelection, type DecorationSet } from "@codemirror/view";
 import { defaultKeymap } from "@codemirror/commands";
 import { syntaxHighlighting, defaultHighlightStyle, bracketMatching, indentOnInput } from "@codemirror/language";
-import { docEdit, randomHex, type ApplyResult, type CanvasClient, type CanvasModel, type Commit } from "@canvasd/client";
+import { docEdit, randomHex, splitLines, type ApplyResult, type CanvasClient, type CanvasModel, type Commit } from "@canvasd/client";
 import { actorColor, h, toast, why } from "./dom";
 
 /**
@@ -70,9 +70,6 @@ function rebase(base: string, next: string, text: string): string {
 /** The text as the editor holds it: CodeMirror hands lines back joined by "\n". */
 const asEditor = (text: string) => text.replace(/\r\n/g, "\n");
 
-/** The number of lines of text in the server's line model ("" has none; a final newline ends the last line). */
-const lineCount = (text: string) => text === "" ? 0 : text.split("\n").length - (text.endsWith("\n") ? 1 : 0);
-
 // Lines others changed recently: a line decoration per changed line, mapped through edits.
 const markLines = StateEffect.define<{ lines: number[]; actor: string }>();
 const clearMarks = StateEffect.define<null>();
@@ -106,7 +103,6 @@ export class DocPanel {
   private view: EditorView | null = null;
   private language = new Compartment(); // the document's language, loaded after the editor opens
   private raw = ""; // the document's text as of the last sync with the model, as the server has it
-  private server = ""; // the same as the editor holds it (asEditor)
   /** The edit sent and not yet seen in the model: the editor text it makes, and its revision once answered. */
   private inflight: { result: string; rev?: number } | null = null;
   private gen = 0; // moves when the panel opens or closes a document: an answer for an earlier one is dropped
@@ -153,7 +149,6 @@ export class DocPanel {
     this.gen++;
     this.nodeId = id;
     this.raw = String(n.props?.text ?? "");
-    this.server = asEditor(this.raw);
     this.inflight = null;
     this.title.textContent = `${n.name || id}${n.props?.language ? " · " + n.props?.language : ""}`;
     this.el.hidden = false;
@@ -268,7 +263,6 @@ export class DocPanel {
       this.inflight = null;
     } else if (this.inflight) this.inflight.result = rebase(this.server, next, this.inflight.result);
     this.raw = raw;
-    this.server = next;
     const local = this.view.state.doc.toString();
     const cs = local === next ? null : rebaseChange(base, next, local);
     if (cs) this.view.dispatch({ changes: cs, userEvent: "remote" });
@@ -297,6 +291,11 @@ export class DocPanel {
         this.fading = window.setTimeout(() => this.view?.dispatch({ effects: clearMarks.of(null) }), 15000);
       }
     }
+  }
+
+  /** The text of the last sync as the editor holds it. */
+  private get server(): string {
+    return asEditor(this.raw);
   }
 
   /** Sends one command at the model's revision, remembered as this page's. */
@@ -419,7 +418,7 @@ export class DocPanel {
     const sel = this.view.state.selection.main;
     const doc = this.view.state.doc;
     // The empty line after a final newline is not a line to the server.
-    const lines = lineCount(this.server);
+    const lines = splitLines(this.raw).length;
     if (!lines) {
       toast("Add to Chat: the document is empty", "warn");
       return;
