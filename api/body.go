@@ -41,11 +41,9 @@ func (s *Server) jsonBody(n int64, next http.HandlerFunc) http.HandlerFunc {
 // anything else is a 400 and never reaches next.
 func (s *Server) noBody(next http.HandlerFunc) http.HandlerFunc {
 	return s.jsonBody(4<<10, func(w http.ResponseWriter, r *http.Request) {
-		if b, _ := readBody(r); len(bytes.TrimSpace(b)) > 0 {
-			if err := decodeJSON(r, &struct{}{}); err != nil {
-				s.problem(w, r, err)
-				return
-			}
+		if err := decodeOptionalJSON(r, &struct{}{}); err != nil {
+			s.problem(w, r, err)
+			return
 		}
 		next(w, r)
 	})

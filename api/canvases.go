@@ -73,10 +73,7 @@ func (s *Server) handleListCanvases(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) handleGetCanvas(w http.ResponseWriter, r *http.Request) {
-	id, err := pathParam(r, "canvas_id")
-	if err == nil {
-		err = authorize(r, id, canvas.RoleViewer)
-	}
+	id, err := canvasRoute(r, canvas.RoleViewer)
 	if err != nil {
 		s.problem(w, r, err)
 		return
@@ -96,10 +93,7 @@ func (s *Server) handleGetCanvas(w http.ResponseWriter, r *http.Request) {
 // its log go, and every stream of it ends with a reset saying so, on every
 // process sharing the store (Hub.canvasDeleted).
 func (s *Server) handleDeleteCanvas(w http.ResponseWriter, r *http.Request) {
-	id, err := pathParam(r, "canvas_id")
-	if err == nil {
-		err = authorize(r, id, canvas.RoleAdmin)
-	}
+	id, err := canvasRoute(r, canvas.RoleAdmin)
 	if err != nil {
 		s.problem(w, r, err)
 		return
@@ -114,10 +108,7 @@ func (s *Server) handleDeleteCanvas(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) handleSnapshot(w http.ResponseWriter, r *http.Request) {
-	id, err := pathParam(r, "canvas_id")
-	if err == nil {
-		err = authorize(r, id, canvas.RoleViewer)
-	}
+	id, err := canvasRoute(r, canvas.RoleViewer)
 	if err != nil {
 		s.problem(w, r, err)
 		return

@@ -11,10 +11,7 @@ import (
 )
 
 func (s *Server) handleCommand(w http.ResponseWriter, r *http.Request) {
-	id, err := pathParam(r, "canvas_id")
-	if err == nil {
-		err = authorize(r, id, canvas.RoleEditor)
-	}
+	id, err := canvasRoute(r, canvas.RoleEditor)
 	if err != nil {
 		s.problem(w, r, err)
 		return
@@ -44,10 +41,7 @@ type batchRequest struct {
 const maxBatch = 1000
 
 func (s *Server) handleBatch(w http.ResponseWriter, r *http.Request) {
-	id, err := pathParam(r, "canvas_id")
-	if err == nil {
-		err = authorize(r, id, canvas.RoleEditor)
-	}
+	id, err := canvasRoute(r, canvas.RoleEditor)
 	if err != nil {
 		s.problem(w, r, err)
 		return
@@ -95,10 +89,7 @@ type eventsResponse struct {
 }
 
 func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
-	id, err := pathParam(r, "canvas_id")
-	if err == nil {
-		err = authorize(r, id, canvas.RoleViewer)
-	}
+	id, err := canvasRoute(r, canvas.RoleViewer)
 	if err != nil {
 		s.problem(w, r, err)
 		return
@@ -159,10 +150,7 @@ type gestureEvent struct {
 }
 
 func (s *Server) handleGesture(w http.ResponseWriter, r *http.Request) {
-	id, err := pathParam(r, "canvas_id")
-	if err == nil {
-		err = authorize(r, id, canvas.RoleViewer)
-	}
+	id, err := canvasRoute(r, canvas.RoleViewer)
 	if err != nil {
 		s.problem(w, r, err)
 		return

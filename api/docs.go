@@ -32,13 +32,11 @@ import (
 // docRoute returns the canvas and node ids of a document route, which the
 // caller may read (viewer on the canvas).
 func docRoute(r *http.Request) (canvasID, nodeID string, err error) {
-	if canvasID, err = pathParam(r, "canvas_id"); err != nil {
+	if canvasID, err = canvasRoute(r, canvas.RoleViewer); err != nil {
 		return "", "", err
 	}
-	if nodeID, err = pathParam(r, "node_id"); err != nil {
-		return "", "", err
-	}
-	return canvasID, nodeID, authorize(r, canvasID, canvas.RoleViewer)
+	nodeID, err = pathParam(r, "node_id")
+	return canvasID, nodeID, err
 }
 
 func (s *Server) handleDocContent(w http.ResponseWriter, r *http.Request) {
@@ -121,10 +119,7 @@ type namedSnapshotRequest struct {
 }
 
 func (s *Server) handleCreateNamedSnapshot(w http.ResponseWriter, r *http.Request) {
-	id, err := pathParam(r, "canvas_id")
-	if err == nil {
-		err = authorize(r, id, canvas.RoleEditor)
-	}
+	id, err := canvasRoute(r, canvas.RoleEditor)
 	if err != nil {
 		s.problem(w, r, err)
 		return
@@ -148,10 +143,7 @@ type namedSnapshotList struct {
 }
 
 func (s *Server) handleListNamedSnapshots(w http.ResponseWriter, r *http.Request) {
-	id, err := pathParam(r, "canvas_id")
-	if err == nil {
-		err = authorize(r, id, canvas.RoleViewer)
-	}
+	id, err := canvasRoute(r, canvas.RoleViewer)
 	if err != nil {
 		s.problem(w, r, err)
 		return

@@ -131,10 +131,11 @@ func (sh *fanShard) run() {
 		}
 		sh.mu.Unlock()
 		var direct, queued int64
+		now := time.Now() // one clock read per frame, not per subscriber
 		for _, s := range subs {
 			switch {
 			case !s.wants(f):
-			case s.writeDirect(f):
+			case s.writeDirect(f, now):
 				direct++
 			default:
 				s.enqueue(f)
@@ -176,8 +177,9 @@ func (s *subscriber) enqueue(f *frame) {
 // when it is live, idle (nothing queued for it unwritten) and f is its next
 // frame, with one non-blocking write; what the socket does not take is
 // queued. It reports whether f was dealt with (written, queued, or already
-// sent); false: queue it.
-func (s *subscriber) writeDirect(f *frame) bool {
+// sent); false: queue it. now is when the shard took up f: the heartbeat
+// counts from it.
+func (s *subscriber) writeDirect(f *frame, now time.Time) bool {
 	if s.queued.Load() != 0 || !s.wmu.TryLock() {
 		return false
 	}
@@ -211,7 +213,7 @@ func (s *subscriber) writeDirect(f *frame) bool {
 	if f.rev > 0 {
 		s.last = f.rev
 	}
-	s.sentAt = time.Now()
+	s.sentAt = now
 	if n < len(f.data) {
 		// The rest goes first in the (empty: queued was 0) queue.
 		s.queued.Add(1)

@@ -82,9 +82,10 @@ type subscriber struct {
 	partial bool
 }
 
-func (s *subscriber) kick() { s.once.Do(func() { close(s.kicked) }) }
+func (s *subscriber) kick() { s.end("") }
 
-// end kicks the subscriber so that its stream ends with a reset giving reason.
+// end kicks the subscriber so that its stream ends with a reset giving
+// reason ("": it fell behind).
 func (s *subscriber) end(reason string) {
 	s.once.Do(func() {
 		s.ended = reason

@@ -109,6 +109,16 @@ func (s *Server) routes() chi.Router {
 	return r
 }
 
+// canvasRoute returns the canvas id of a route under /{canvas_id}, once the
+// caller is found to hold role on that canvas.
+func canvasRoute(r *http.Request, role canvas.Role) (string, error) {
+	id, err := pathParam(r, "canvas_id")
+	if err != nil {
+		return "", err
+	}
+	return id, authorize(r, id, role)
+}
+
 // pathParam returns the route parameter name, percent-decoded exactly once.
 // chi matches on r.URL.RawPath when the request path holds escapes Go would
 // not write itself (%3A for ':', %2F for '/', ...), and its parameters are

@@ -15,10 +15,7 @@ import (
 // already holds Config.MaxStreamsPerToken streams is refused with 429 before
 // anything is subscribed; the slot the stream takes is freed however it ends.
 func (s *Server) handleCanvasStream(w http.ResponseWriter, r *http.Request) {
-	id, err := pathParam(r, "canvas_id")
-	if err == nil {
-		err = authorize(r, id, canvas.RoleViewer)
-	}
+	id, err := canvasRoute(r, canvas.RoleViewer)
 	if err != nil {
 		s.problem(w, r, err)
 		return

@@ -96,9 +96,6 @@ func decideRevertCommits(s *canvas.State, cmd canvas.Command) (Decision, error) 
 	if err := Apply(t, &canvas.Commit{Rev: s.Rev + 1, Changes: inverse}); err != nil {
 		return dec, canvas.Unprocessable("args.revs", "revisions %v cannot be reverted: %v", a.Revs, err)
 	}
-	if missing := missingRefs(s, t, nodeIDs); len(missing) > 0 {
-		return dec, revertConflict(s, missing, 0, a)
-	}
 	rd := revertTo(s, t, nodeIDs, edgeIDs, "")
 	dec.Touched = append(dec.Touched, rd.touched...)
 	// The nodes it deletes take their children and edges along (also those
@@ -180,35 +177,6 @@ func revertRenames(hist canvas.History, c *canvas.Commit) map[canvas.Ref][2]int6
 		}
 	}
 	return renames
-}
-
-// missingRefs lists the nodes that the entities of t refer to (parents,
-// edge ends) but that will not exist after the revert: nodes of nodeIDs
-// absent from t, other nodes absent from s (someone deleted them since).
-func missingRefs(s, t *canvas.State, nodeIDs map[string]bool) []string {
-	has := func(id string) bool {
-		if nodeIDs[id] {
-			_, ok := t.Nodes[id]
-			return ok
-		}
-		_, ok := s.Nodes[id]
-		return ok
-	}
-	var out []string
-	for _, n := range t.Nodes {
-		if n.ParentID != "" && !has(n.ParentID) && !containsString(out, n.ParentID) {
-			out = append(out, n.ParentID)
-		}
-	}
-	for _, ed := range t.Edges {
-		for _, id := range []string{ed.From, ed.To} {
-			if !has(id) && !containsString(out, id) {
-				out = append(out, id)
-			}
-		}
-	}
-	sort.Strings(out)
-	return out
 }
 
 func revertConflict(s *canvas.State, ids []string, base int64, a revertCommitsArgs) error {

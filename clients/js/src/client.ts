@@ -146,7 +146,8 @@ function retryAfterMs(h: string | null): number | undefined {
   return Number(h.trim()) * 1000;
 }
 
-function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+/** Resolves after ms, or rejects with the signal's reason as soon as it aborts. */
+export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   return new Promise((resolve, reject) => {
     if (signal?.aborted) return reject(signal.reason);
     const t = setTimeout(() => {
@@ -335,14 +336,8 @@ export class CanvasClient {
     return d.canvases ?? [];
   }
 
-  getCanvas(canvasId: string): Promise<Canvas> {
-    return this.call("GET", "/api/canvases/" + seg(canvasId), { retry: true });
-  }
-
-  /** The canvas's current head revision (the default baseRev when this client has seen none). */
-  private async headRev(canvasId: string, signal?: AbortSignal): Promise<number> {
-    const cv = await this.call<Canvas>("GET", "/api/canvases/" + seg(canvasId), { retry: true, signal });
-    return cv.head_rev ?? 0;
+  getCanvas(canvasId: string, signal?: AbortSignal): Promise<Canvas> {
+    return this.call("GET", "/api/canvases/" + seg(canvasId), { retry: true, signal });
   }
 
   /** Deletes a canvas with its history (admin role). Not retried (it carries no idempotency key). */
@@ -418,7 +413,7 @@ export class CanvasClient {
     const path = `/canvas_commands/${seg(canvasId)}/command`;
     const baseKey = opts.idempotencyKey ?? newIdempotencyKey();
     let baseRev = opts.baseRev ?? this.heads.get(canvasId);
-    if (baseRev === undefined) baseRev = await this.headRev(canvasId, opts.signal);
+    if (baseRev === undefined) baseRev = (await this.getCanvas(canvasId, opts.signal)).head_rev ?? 0;
     let key = baseKey;
     let replans = 0;
     for (;;) {
@@ -460,7 +455,7 @@ export class CanvasClient {
     const path = `/canvas_commands/${seg(canvasId)}/commands`;
     const key = opts.idempotencyKey ?? newIdempotencyKey();
     let baseRev = opts.baseRev ?? this.heads.get(canvasId);
-    if (baseRev === undefined) baseRev = await this.headRev(canvasId, opts.signal);
+    if (baseRev === undefined) baseRev = (await this.getCanvas(canvasId, opts.signal)).head_rev ?? 0;
     const body = { base_rev: baseRev, idempotency_key: key, commands: commands.map((c) => ({ ...c, args: c.args ?? {} })) };
     const a = await this.send("POST", path, { body, retry: true, idempotencyKey: key, signal: opts.signal });
     if (a.status !== 200) throw this.error("POST", path, a, key);

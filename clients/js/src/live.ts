@@ -2,7 +2,7 @@
 // (declaration, host election, ordered and acknowledged agent envelopes,
 // screenshots, set_viewport, viewport/selection publishing).
 
-import type { ApplyOptions, ApplyResult, CanvasClient, CanvasStream } from "./client.js";
+import { sleep, type ApplyOptions, type ApplyResult, type CanvasClient, type CanvasStream } from "./client.js";
 import { CanvasError } from "./errors.js";
 import { randomHex } from "./ids.js";
 import { TERMINAL_AGENT_STATES } from "./events.js";
@@ -104,22 +104,6 @@ const BACKOFF_MS = 500;
 const MAX_BACKOFF_MS = 30000;
 /** How long the stream must stay caught up, without a failure, before the failure count starts over (ms). */
 const HEALTHY_MS = 5000;
-
-/** Resolves after ms, or rejects with the signal's reason as soon as it aborts. */
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal.aborted) return reject(signal.reason);
-    const onAbort = () => {
-      clearTimeout(t);
-      reject(signal.reason);
-    };
-    const t = setTimeout(() => {
-      signal.removeEventListener("abort", onAbort);
-      resolve();
-    }, ms);
-    signal.addEventListener("abort", onAbort, { once: true });
-  });
-}
 
 /** Whether a failed view publication would fail again with the same view (a 4xx other than 408 and 429). */
 function refused(err: unknown): boolean {
