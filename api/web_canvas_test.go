@@ -81,10 +81,7 @@ func (c *canvasUI) apply(typ string, args map[string]any) map[string]any {
 }
 
 // head is the server's revision.
-func (c *canvasUI) head() int64 {
-	c.t.Helper()
-	return int64(c.e.snapshot(c.cid)["head_rev"].(float64))
-}
+func (c *canvasUI) head() int64 { return headRev(c.t, c.e, c.cid) }
 
 // commitsAfter lists the commits after rev: type and args.
 func (c *canvasUI) commitsAfter(rev int64) []map[string]any {
@@ -226,14 +223,16 @@ func TestWebUICanvasDeleteWithEdge(t *testing.T) {
 	p.drag(380, 150, 850, 320)
 	p.pollSelection("box-selected", "s:a", "s:b")
 	p.poll("the arrow selected too", `canvasd.view.ex.getAppState().selectedElementIds['e:ab'] === true`)
+	rev := c.head()
 	p.do(chromedp.KeyEvent(kb.Delete))
 	c.e.waitNodes(c.cid, "shapes deleted", func(n map[string]map[string]any) bool {
 		_, a := n["s:a"]
 		_, b := n["s:b"]
 		return !a && !b
 	})
-	if edges := c.e.snapshot(c.cid)["state"].(map[string]any)["edges"].([]any); len(edges) != 0 {
-		t.Errorf("edges left: %v", edges)
+	// One delete_shape, which takes both edges along; no delete_edge.
+	if cs := c.commitsAfter(rev); len(cs) != 1 || cs[0]["type"] != "delete_shape" {
+		t.Errorf("the delete became %v, want one delete_shape", cs)
 	}
 	p.poll("only s:c left on screen", `JSON.stringify(canvasd.view.ex.getSceneElements().map(el => el.id)) === '["s:c"]'`)
 }
