@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"slices"
 	"sort"
 
 	"github.com/canvasd/canvasd/canvas"
@@ -294,7 +295,6 @@ func (t *tx) structureConflicts(ids []string) []string {
 			t.touch(nodeRef(id))
 		}
 	}
-	limit := len(t.s.Nodes) + len(t.nodes) + 1
 	for _, id := range ids {
 		n := t.nodes[id]
 		if n == nil {
@@ -306,20 +306,13 @@ func (t *tx) structureConflicts(ids []string) []string {
 				add(n.ParentID)
 				continue
 			}
-			var chain []string // the ancestors, nearest first, until id comes back
-			for cur := p; len(chain) < limit; {
-				if cur.ID == id {
-					if len(chain) == 0 {
-						add(id) // its own parent
-					}
-					for _, c := range chain {
-						add(c)
-					}
-					break
-				}
-				chain = append(chain, cur.ID)
-				if cur, ok = t.getNode(cur.ParentID); !ok {
-					break
+			// A cycle: id among its own ancestors; its members are those before it.
+			a := t.ancestors(id)
+			if i := slices.Index(a, id); i == 0 {
+				add(id) // its own parent
+			} else if i > 0 {
+				for _, c := range a[:i] {
+					add(c)
 				}
 			}
 		}

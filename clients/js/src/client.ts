@@ -146,6 +146,11 @@ function retryAfterMs(h: string | null): number | undefined {
   return Number(h.trim()) * 1000;
 }
 
+/** The nth delay (n ≥ 0) of an exponential backoff from base, capped at max, with jitter (half to all of it), in ms. */
+export function backoff(base: number, n: number, max: number): number {
+  return Math.min(max, base * 2 ** Math.min(n, 30)) * (0.5 + 0.5 * Math.random());
+}
+
 /** Resolves after ms, or rejects with the signal's reason as soon as it aborts. */
 export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   return new Promise((resolve, reject) => {
@@ -245,8 +250,7 @@ export class CanvasClient {
   }
 
   private delay(attempt: number, retryAfter: string | null): number {
-    let d = Math.min(this.maxBackoffMs, this.backoffMs * 2 ** Math.min(attempt, 30));
-    d *= 0.5 + 0.5 * Math.random();
+    let d = backoff(this.backoffMs, attempt, this.maxBackoffMs);
     const ra = retryAfterMs(retryAfter);
     if (ra !== undefined) d = Math.max(d, Math.min(ra, this.maxBackoffMs * 4));
     return d;
@@ -825,7 +829,7 @@ class FetchStream implements CanvasStream {
         // The server ends a stream after reset: the first reconnects at once;
         // a server answering reset again and again is not hammered.
         if (resets <= 1) continue;
-        d = Math.min(maxDelay, base * 2 ** Math.min(resets - 2, 30)) * (0.5 + 0.5 * Math.random());
+        d = backoff(base, resets - 2, maxDelay);
       } else {
         failures++;
         if (o.maxReconnects !== undefined && failures > o.maxReconnects) {
@@ -835,7 +839,7 @@ class FetchStream implements CanvasStream {
           });
         }
         o.onConnection?.("reconnecting");
-        d = Math.min(maxDelay, base * 2 ** Math.min(failures - 1, 30)) * (0.5 + 0.5 * Math.random());
+        d = backoff(base, failures - 1, maxDelay);
         // A refusal with Retry-After (429: the token holds too many streams; 503) waits at least that long.
         if (lastError instanceof CanvasError && lastError.retryAfterMs !== undefined) d = Math.max(d, Math.min(lastError.retryAfterMs, maxDelay));
       }

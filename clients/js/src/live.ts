@@ -2,7 +2,7 @@
 // (declaration, host election, ordered and acknowledged agent envelopes,
 // screenshots, set_viewport, viewport/selection publishing).
 
-import { sleep, type ApplyOptions, type ApplyResult, type CanvasClient, type CanvasStream } from "./client.js";
+import { backoff, sleep, type ApplyOptions, type ApplyResult, type CanvasClient, type CanvasStream } from "./client.js";
 import { CanvasError } from "./errors.js";
 import { randomHex } from "./ids.js";
 import { TERMINAL_AGENT_STATES } from "./events.js";
@@ -311,7 +311,7 @@ export class LiveCanvas {
         // back after every caught_up must back off more and more.
         if (caughtUpAt && Date.now() - caughtUpAt >= HEALTHY_MS) failures = 0;
         failures++;
-        const d = Math.min(MAX_BACKOFF_MS, BACKOFF_MS * 2 ** Math.min(failures - 1, 10)) * (0.5 + 0.5 * Math.random());
+        const d = backoff(BACKOFF_MS, failures - 1, MAX_BACKOFF_MS);
         try {
           await sleep(d, this.ctl.signal);
         } catch {

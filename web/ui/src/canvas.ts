@@ -256,14 +256,10 @@ export class CanvasView {
     const edges = new Set<string>(this.pendingEdges);
     const order = this.reorder; // the z-order of elements may have changed
     this.reorder = false;
-    const addTree = (id: string, depth: number) => {
-      nodes.add(id);
-      if (depth < 64) for (const k of this.children.get(id) || []) addTree(k, depth + 1);
-    };
     for (const id of this.pendingNodes) {
       const n = m.nodes.get(id);
       // Children show their groups and frames (and move with them).
-      if (n && (n.type === "group" || n.type === "frame")) addTree(id, 0);
+      if (n && (n.type === "group" || n.type === "frame")) this.subtree(id, nodes);
       else nodes.add(id);
       this.index(id);
     }
@@ -566,11 +562,7 @@ export class CanvasView {
     }
     // An edge at a deleted shape goes with it.
     const gone = new Set<string>();
-    const drop = (id: string, depth: number) => {
-      gone.add(id);
-      if (depth < 64) for (const k of this.children.get(id) || []) drop(k, depth + 1);
-    };
-    for (const id of deleted) drop(id, 0);
+    for (const id of deleted) this.subtree(id, gone);
     for (const id of dirtyEdges) this.planEdge(id, byId.get(elementId(id)), gone, cmd);
     // Mark what was planned as sent.
     const carries = new Map<string, number>();
@@ -605,17 +597,17 @@ export class CanvasView {
       const a = (deg * Math.PI) / 180, s = Math.sin(a), c = Math.cos(a);
       const vx = d.x - (prev.x * c - prev.y * s), vy = d.y - (prev.x * s + prev.y * c), det = 2 - 2 * c;
       turns.push({ id, deg, ox: ((1 - c) * vx - s * vy) / det, oy: (s * vx + (1 - c) * vy) / det });
-      if (sized && !linear) cmd("resize", { id, w: d.w, h: d.h }, [id], ["w", "h"]);
-    } else if (sized && !linear) {
-      cmd("resize", { id, w: d.w, h: d.h }, [id], ["w", "h"]);
-      if (moved) {
+    }
+    if (sized && !linear) cmd("resize", { id, w: d.w, h: d.h }, [id], ["w", "h"]);
+    if (moved && !deg) { // (a turned shape is placed by its rotate's origin)
+      if (sized && !linear) {
         cmd("move", { id, x: d.x, y: d.y }, [id], ["x", "y"]);
         // A frame's move moves its children; Excalidraw's resize leaves them where they are.
         const kids = prev.type === "frame" ? [...(this.children.get(id) || [])] : [];
         if (kids.length) cmd("move", { ids: kids, dx: prev.x - d.x, dy: prev.y - d.y }, kids, ["x", "y"]);
+      } else {
+        moves.push({ id, dx: Math.round((d.x - prev.x) * 100) / 100, dy: Math.round((d.y - prev.y) * 100) / 100, x: d.x, y: d.y });
       }
-    } else if (moved) {
-      moves.push({ id, dx: Math.round((d.x - prev.x) * 100) / 100, dy: Math.round((d.y - prev.y) * 100) / 100, x: d.x, y: d.y });
     }
     const patch = propsPatch(d, prev);
     const nameChanged = d.name !== undefined && d.name !== (prev.name || "");
@@ -687,6 +679,12 @@ export class CanvasView {
     }
   }
 
+  /** Adds node id and its descendants (64 levels at most) to into. */
+  private subtree(id: string, into: Set<string>, depth = 0): void {
+    into.add(id);
+    if (depth < 64) for (const k of this.children.get(id) || []) this.subtree(k, into, depth + 1);
+  }
+
   /**
    * The server holds what the user did: once the model has the commit, the
    * user's elements it carried that the user has not changed since are the
@@ -697,8 +695,9 @@ export class CanvasView {
   private settle(m: CanvasModel, rev: number, carries: Map<string, number>): void {
     if (this.model !== m || m.rev < rev) return; // a reload shows the server's version anyway
     for (const el of this.ex.getSceneElementsIncludingDeleted()) {
+      if (carries.get(el.id) !== el.version) continue;
       const node = nodeOf(el);
-      if (carries.get(el.id) !== el.version || this.held.has(node)) continue;
+      if (this.held.has(node)) continue;
       this.rendered.set(el.id, el.version);
       if (!this.cache.get(node)?.includes(el)) (m.nodes.has(node) ? this.pendingNodes : this.pendingEdges).add(node);
     }
