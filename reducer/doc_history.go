@@ -593,8 +593,7 @@ func decideRevertToSnapshot(s *canvas.State, cmd canvas.Command) (Decision, erro
 			edgeIDs[id] = true
 		}
 	}
-	rd := revertTo(s, t, nodeIDs, edgeIDs, a.NodeID)
-	dec.Touched = append(dec.Touched, rd.touched...)
+	rd := revertTo(s, t, nodeIDs, edgeIDs)
 	st, err := settle(s, &cmd, rd.changes)
 	dec.Touched = append(dec.Touched, st.touched...)
 	if err != nil {
@@ -619,33 +618,28 @@ func decideRevertToSnapshot(s *canvas.State, cmd canvas.Command) (Decision, erro
 // revertDiff is what revertTo decided.
 type revertDiff struct {
 	changes []canvas.Change
-	touched []canvas.Ref // the entities it changes (minus keep)
-	diff    string       // unified diffs of the documents it changes
+	diff    string // unified diffs of the documents it changes
 }
 
 // revertTo returns the changes that make the given nodes and edges of s
 // equal to those of t (absent from t: deleted; absent from s: put back).
-// Documents whose text differs change by line splices. keep is left out of
-// touched (the caller touches it). The caller settles the changes (settle:
-// the children and edges of deleted nodes go too, and so on).
-func revertTo(s, t *canvas.State, nodeIDs, edgeIDs map[string]bool, keep string) revertDiff {
+// Documents whose text differs change by line splices. The caller settles
+// the changes (settle, which also touches them: the children and edges of
+// deleted nodes go too, and so on).
+func revertTo(s, t *canvas.State, nodeIDs, edgeIDs map[string]bool) revertDiff {
 	var rd revertDiff
 	var diffs strings.Builder
 	// Deletes of edges first, then nodes in z-order of the target, then edge puts.
 	var nodeChanges, edgeDeletes, edgePuts []canvas.Change
 	for _, id := range sortedKeys(edgeIDs) {
 		cur, want := s.Edges[id], t.Edges[id]
-		ref := canvas.Ref{Kind: canvas.KindEdge, ID: id}
 		switch {
 		case want == nil && cur != nil:
 			edgeDeletes = append(edgeDeletes, canvas.Change{Op: canvas.OpDelete, Kind: canvas.KindEdge, ID: id})
 		case want != nil && (cur == nil || !edgesEqual(cur, want)):
 			v, _ := json.Marshal(want)
 			edgePuts = append(edgePuts, canvas.Change{Op: canvas.OpPut, Kind: canvas.KindEdge, ID: id, Value: v})
-		default:
-			continue
 		}
-		rd.touched = append(rd.touched, ref)
 	}
 	for _, id := range sortedKeys(nodeIDs) {
 		cur, want := s.Nodes[id], t.Nodes[id]
@@ -662,9 +656,6 @@ func revertTo(s, t *canvas.State, nodeIDs, edgeIDs map[string]bool, keep string)
 			continue
 		}
 		nodeChanges = append(nodeChanges, ch)
-		if id != keep {
-			rd.touched = append(rd.touched, canvas.Ref{Kind: canvas.KindNode, ID: id})
-		}
 	}
 	// Puts of nodes before deletes so that parents exist; children are
 	// deleted before parents by sorting deletes last (order among them is

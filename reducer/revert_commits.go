@@ -96,8 +96,7 @@ func decideRevertCommits(s *canvas.State, cmd canvas.Command) (Decision, error) 
 	if err := Apply(t, &canvas.Commit{Rev: s.Rev + 1, Changes: inverse}); err != nil {
 		return dec, canvas.Unprocessable("args.revs", "revisions %v cannot be reverted: %v", a.Revs, err)
 	}
-	rd := revertTo(s, t, nodeIDs, edgeIDs, "")
-	dec.Touched = append(dec.Touched, rd.touched...)
+	rd := revertTo(s, t, nodeIDs, edgeIDs)
 	// The nodes it deletes take their children and edges along (also those
 	// others added since), as delete_node does; see settle.
 	st, err := settle(s, &cmd, rd.changes)

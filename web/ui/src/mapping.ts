@@ -517,13 +517,14 @@ export function draftOf(el: El, byId: Map<string, El>, prev: CanvasNode | undefi
       break;
     }
     case "draw": {
-      const strokes = [el, ...[...byId.values()].filter((o) => partOf(o.id).node === partOf(el.id).node && partOf(o.id).part.startsWith("s") && !o.isDeleted)];
+      const node = partOf(el.id).node;
+      const strokes = [el, ...[...byId.values()].filter((o) => { const p = partOf(o.id); return p.node === node && p.part.startsWith("s") && !o.isDeleted; })];
       props.color = stroke; props.size = size;
       // The node is where the first stroke puts it; the others' points come
       // from the page, so a stroke at another angle keeps its look.
       const at = cornerOf(el, prev ? strokesOf(prev)[0][0] : { x: 0, y: 0 });
       const segs = strokes.map((s) => pagePoints(s).map((q) => toLocal(q, at, d.rotation)));
-      const xs = segs.flat().map((q) => q.x), ys = segs.flat().map((q) => q.y);
+      const all = segs.flat(), xs = all.map((q) => q.x), ys = all.map((q) => q.y);
       d.x = round(at.x); d.y = round(at.y);
       d.w = round(Math.max(...xs) - Math.min(...xs)); d.h = round(Math.max(...ys) - Math.min(...ys));
       props.segments = segs.map((pts) => ({ type: "free", points: pts.map((q) => ({ x: round(q.x), y: round(q.y) })) }));
