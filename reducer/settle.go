@@ -179,14 +179,7 @@ func settle(s *canvas.State, cmd *canvas.Command, changes []canvas.Change) (sett
 		if count[ref] > 0 {
 			continue
 		}
-		var ch canvas.Change
-		var ok bool
-		var err error
-		if ref.Kind == canvas.KindNode {
-			ch, _, ok, err = t.nodeChange(ref.ID)
-		} else {
-			ch, _, ok, err = t.edgeChange(ref.ID)
-		}
+		ch, _, ok, err := t.change(ref)
 		if err != nil {
 			return settled{touched: t.touched}, err
 		}

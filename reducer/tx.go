@@ -433,15 +433,7 @@ func (t *tx) finish() ([]canvas.Change, []any, error) {
 	changes := make([]canvas.Change, 0, len(t.order))
 	values := make([]any, 0, len(t.order))
 	for _, ref := range t.order {
-		var ch canvas.Change
-		var v any
-		var ok bool
-		var err error
-		if ref.Kind == canvas.KindNode {
-			ch, v, ok, err = t.nodeChange(ref.ID)
-		} else {
-			ch, v, ok, err = t.edgeChange(ref.ID)
-		}
+		ch, v, ok, err := t.change(ref)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -451,6 +443,14 @@ func (t *tx) finish() ([]canvas.Change, []any, error) {
 		}
 	}
 	return changes, values, nil
+}
+
+// change is nodeChange or edgeChange, by ref's kind.
+func (t *tx) change(ref canvas.Ref) (canvas.Change, any, bool, error) {
+	if ref.Kind == canvas.KindNode {
+		return t.nodeChange(ref.ID)
+	}
+	return t.edgeChange(ref.ID)
 }
 
 func (t *tx) nodeChange(id string) (canvas.Change, any, bool, error) {
