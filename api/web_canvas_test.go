@@ -350,6 +350,45 @@ func TestWebUICanvasFrameResize(t *testing.T) {
 	sameVerts(t, "resized frame", p, o, "s:frame", "s:kid")
 }
 
+// TestWebUICanvasIntoFrame: a shape dragged into a frame joins it on the
+// server (the frame's moves then carry it) and leaves it when dragged out;
+// a group dragged in joins as a whole.
+func TestWebUICanvasIntoFrame(t *testing.T) {
+	c := openCanvasUI(t, "ui-into-frame", []map[string]any{
+		{"id": "s:frame", "type": "frame", "name": "F", "x": 520, "y": 150, "w": 380, "h": 250},
+		{"id": "s:a", "type": "geo", "x": 420, "y": 480, "w": 80, "h": 60, "props": map[string]any{"geo": "rectangle", "fill": "solid"}},
+		{"id": "s:b", "type": "geo", "x": 700, "y": 480, "w": 60, "h": 60, "props": map[string]any{"geo": "ellipse", "fill": "solid"}},
+		{"id": "s:c", "type": "geo", "x": 800, "y": 480, "w": 60, "h": 60, "props": map[string]any{"geo": "rectangle", "fill": "solid"}},
+		{"verb": "group", "args": map[string]any{"ids": []string{"s:b", "s:c"}, "group_id": "s:g"}},
+	})
+	p := c.p
+	parent := func(n map[string]any) string { s, _ := n["parent_id"].(string); return s }
+	p.drag(460, 510, 620, 250)
+	nodes := c.e.waitNodes(c.cid, "the shape in the frame", func(n map[string]map[string]any) bool { return parent(n["s:a"]) == "s:frame" })
+	if a := nodes["s:a"]; !nearly(a["x"], 580.0) || !nearly(a["y"], 220.0) {
+		t.Errorf("the shape is not where it was dropped: %v", a)
+	}
+	// The frame's move carries it.
+	p.clickCSS(`div[id$="frame-name-s:frame"]`)
+	p.pollSelection("the frame selected", "s:frame")
+	c.apply("move", map[string]any{"id": "s:frame", "x": 540, "y": 150})
+	c.e.waitNodes(c.cid, "moved with its frame", func(n map[string]map[string]any) bool { return nearly(n["s:a"]["x"], 600.0) })
+	p.click(200, 600) // nothing selected
+	// A group dragged in joins as one; the shape dragged out leaves.
+	p.drag(730, 510, 730, 330)
+	nodes = c.e.waitNodes(c.cid, "the group in the frame", func(n map[string]map[string]any) bool { return parent(n["s:g"]) == "s:frame" })
+	if parent(nodes["s:b"]) != "s:g" || parent(nodes["s:c"]) != "s:g" {
+		t.Errorf("the group's shapes left it: %v %v", nodes["s:b"], nodes["s:c"])
+	}
+	p.click(200, 600)
+	p.drag(640, 250, 640, 560)
+	nodes = c.e.waitNodes(c.cid, "the shape out of the frame", func(n map[string]map[string]any) bool { return parent(n["s:a"]) == "" })
+	if a := nodes["s:a"]; !nearly(a["y"], 530.0) {
+		t.Errorf("the shape is not where it was dropped: %v", a)
+	}
+	sameVerts(t, "after the drags", p, c.observer(), "s:frame", "s:a", "s:b", "s:c")
+}
+
 // TestWebUICanvasRotateTogether: shapes rotated together, a group by its
 // handle, then a group and a shape, turn about their common centre on the
 // server as on screen.

@@ -2,6 +2,7 @@ package reducer
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 
 	"github.com/canvasd/canvasd/canvas"
@@ -55,6 +56,7 @@ type createShapeArgs struct {
 type updateNodeArgs struct {
 	ID        string         `json:"id"`
 	Name      *string        `json:"name"`
+	ParentID  *string        `json:"parent_id"`
 	Transform *transformArgs `json:"transform"`
 	Props     map[string]any `json:"props"`
 }
@@ -67,6 +69,7 @@ type updateShapeArgs struct {
 	H        *float64       `json:"h"`
 	Rotation *float64       `json:"rotation"`
 	Name     *string        `json:"name"`
+	ParentID *string        `json:"parent_id"`
 	Props    map[string]any `json:"props"`
 }
 
@@ -145,14 +148,8 @@ func (t *tx) createNode(sp nodeSpec) error {
 			return canvas.Unprocessable("args.id", "a node with id %q already exists; use update_node or another id", id)
 		}
 	}
-	if sp.parent != "" {
-		p, err := t.needNode("args.parent_id", sp.parent)
-		if err != nil {
-			return err
-		}
-		if !isContainer(p) {
-			return canvas.Unprocessable("args.parent_id", "node %q is a %q; only group and frame nodes hold children", p.ID, p.Type)
-		}
+	if _, err := t.needContainer(sp.parent); err != nil {
+		return err
 	}
 	keys, err := t.frontKeys(1)
 	if err != nil {
@@ -214,8 +211,26 @@ type geomUpdate struct {
 	prefix          string // field prefix for errors
 }
 
-// updateNode changes name, geometry and props of an existing node.
-func (t *tx) updateNode(id string, name *string, g geomUpdate, props map[string]any) error {
+// needContainer touches and returns the node that parent_id names, which
+// must be a group or a frame; "" (the canvas's top level) returns nil.
+func (t *tx) needContainer(parent string) (*canvas.Node, error) {
+	if parent == "" {
+		return nil, nil
+	}
+	p, err := t.needNode("args.parent_id", parent)
+	if err != nil {
+		return nil, err
+	}
+	if !isContainer(p) {
+		return nil, canvas.Unprocessable("args.parent_id", "node %q is a %q; only group and frame nodes hold children", p.ID, p.Type)
+	}
+	return p, nil
+}
+
+// updateNode changes name, parent, geometry and props of an existing node.
+// A new parent (a group or a frame, or "" for the top level) leaves the
+// node where it is on the canvas; a group left without children goes.
+func (t *tx) updateNode(id string, name, parent *string, g geomUpdate, props map[string]any) error {
 	n, err := t.needNode("args.id", id)
 	if err != nil {
 		return err
@@ -225,6 +240,15 @@ func (t *tx) updateNode(id string, name *string, g geomUpdate, props map[string]
 			return canvas.Unprocessable("args.name", "is longer than %d bytes", maxNameLen)
 		}
 		t.editNode(id).Name = *name
+	}
+	if parent != nil && *parent != n.ParentID {
+		if _, err := t.needContainer(*parent); err != nil {
+			return err
+		}
+		if *parent == id || slices.Contains(t.ancestors(*parent), id) {
+			return canvas.Unprocessable("args.parent_id", "node %q is %q or inside it: a node cannot hold itself", *parent, id)
+		}
+		t.setParent(t.editNode(id), *parent)
 	}
 	if err := t.setGeometry(id, g); err != nil {
 		return err
@@ -319,7 +343,7 @@ func (t *tx) setGeometry(id string, g geomUpdate) error {
 	return nil
 }
 
-// decideUpdateNode: update_node {id, name?, transform?, props?} (props merge as a JSON merge patch).
+// decideUpdateNode: update_node {id, name?, parent_id?, transform?, props?} (props merge as a JSON merge patch).
 func decideUpdateNode(t *tx, args json.RawMessage) error {
 	var a updateNodeArgs
 	if err := decodeArgs(args, &a); err != nil {
@@ -329,16 +353,16 @@ func decideUpdateNode(t *tx, args json.RawMessage) error {
 	if tr := a.Transform; tr != nil {
 		g.x, g.y, g.w, g.h, g.rot = tr.X, tr.Y, tr.W, tr.H, tr.Rotation
 	}
-	return t.updateNode(a.ID, a.Name, g, a.Props)
+	return t.updateNode(a.ID, a.Name, a.ParentID, g, a.Props)
 }
 
-// decideUpdateShape: update_shape {id, x?, y?, w?, h?, rotation?, name?, props?}.
+// decideUpdateShape: update_shape {id, x?, y?, w?, h?, rotation?, name?, parent_id?, props?}.
 func decideUpdateShape(t *tx, args json.RawMessage) error {
 	var a updateShapeArgs
 	if err := decodeArgs(args, &a); err != nil {
 		return err
 	}
-	return t.updateNode(a.ID, a.Name, geomUpdate{x: a.X, y: a.Y, w: a.W, h: a.H, rot: a.Rotation, prefix: "args."}, a.Props)
+	return t.updateNode(a.ID, a.Name, a.ParentID, geomUpdate{x: a.X, y: a.Y, w: a.W, h: a.H, rot: a.Rotation, prefix: "args."}, a.Props)
 }
 
 // decideDeleteNode: delete_node {id}; deletes descendants and every edge touching a deleted node.

@@ -95,6 +95,8 @@ func TestCreateErrors(t *testing.T) {
 		{"update_node", `{"id":"nope"}`, "args.id", `no node "nope"`},
 		{"update_node", `{"id":"a","transform":{"h":-1}}`, "args.transform.h", "≥ 0"},
 		{"update_shape", `{"id":"a","w":-1}`, "args.w", "≥ 0"},
+		{"update_shape", `{"id":"a","parent_id":"a"}`, "args.parent_id", "only group and frame"},
+		{"update_node", `{"id":"a","parent_id":"zz"}`, "args.parent_id", `no node "zz"`},
 		{"update_edge", `{"id":"nope","props":{}}`, "args.id", `no edge "nope"`},
 		{"delete_shape", `{"ids":[]}`, "args.ids", "at least one"},
 		{"delete_shape", `{"ids":["a","a"]}`, "args.ids[1]", "duplicate"},
@@ -147,6 +149,71 @@ func TestUpdateNodeEffectiveDiff(t *testing.T) {
 	if jsonOf(dec.Changes[0].Patch) != `{"rotation":3.141592653589793,"w":50}` {
 		t.Fatalf("patch = %s", jsonOf(dec.Changes[0].Patch))
 	}
+}
+
+// TestReparent: parent_id on update_shape and update_node moves a node into a
+// frame or group, or out to the top level, where it is on the canvas; the
+// frame's moves then carry it, a group's bounds follow, a group left empty
+// goes, and a node cannot go inside itself.
+func TestReparent(t *testing.T) {
+	h := newRH(t)
+	h.do("create_shape", `{"id":"f","type":"frame","x":0,"y":0,"w":500,"h":500}`)
+	h.do("create_shape", `{"id":"f2","type":"frame","x":600,"y":0,"w":100,"h":100,"parent_id":"f"}`)
+	h.box("a", 10, 10, 10, 10)
+	h.box("b", 40, 40, 10, 10)
+	dec := h.do("update_shape", `{"id":"a","parent_id":"f"}`)
+	if len(dec.Changes) != 1 || jsonOf(dec.Changes[0].Patch) != `{"parent_id":"f"}` {
+		t.Fatalf("into the frame: %s %s", changeSummary(dec.Changes), jsonOf(dec.Changes[0].Patch))
+	}
+	h.do("move", `{"id":"f","x":100,"y":0}`)
+	if n := h.node("a"); n.X != 110 || n.Y != 10 {
+		t.Fatalf("the frame's move did not carry its new child: %+v", n)
+	}
+	// Into a group: its bounds grow to hold it.
+	h.box("c", 300, 300, 10, 10)
+	h.do("group", `{"ids":["b","c"],"group_id":"g"}`)
+	h.do("update_node", `{"id":"a","parent_id":"g"}`)
+	if g := h.node("g"); g.X != 40 || g.W != 270 || h.node("a").ParentID != "g" {
+		t.Fatalf("group after reparent: %+v", g)
+	}
+	for _, bad := range []string{`{"id":"g","parent_id":"g"}`, `{"id":"f","parent_id":"f2"}`} {
+		before := h.s.Clone()
+		_, err := h.try("update_shape", bad)
+		wantFieldError(t, err, "args.parent_id", "a node cannot hold itself")
+		if !reflect.DeepEqual(before, h.s) {
+			t.Fatalf("%s changed the state", bad)
+		}
+	}
+	// Out to the top level, one by one: the group left empty goes.
+	for _, id := range []string{"a", "b", "c"} {
+		h.do("update_shape", `{"id":"`+id+`","parent_id":""}`)
+	}
+	if _, ok := h.s.Nodes["g"]; ok {
+		t.Fatalf("the emptied group is still there: %+v", h.node("g"))
+	}
+	if n := h.node("a"); n.ParentID != "" || n.X != 110 || n.Y != 10 {
+		t.Fatalf("out of the group, a moved or kept its parent: %+v", n)
+	}
+	checkInvariants(t, h.s)
+}
+
+// TestReparentUndo: undoing the reparent that emptied a group brings the
+// group back with its child in it.
+func TestReparentUndo(t *testing.T) {
+	s := canvas.NewState()
+	mustExec(t, s, "alice", "create_shape", map[string]any{"id": "a", "type": "geo", "x": 0, "y": 0, "w": 10, "h": 10})
+	mustExec(t, s, "alice", "create_shape", map[string]any{"id": "b", "type": "geo", "x": 50, "y": 0, "w": 10, "h": 10})
+	mustExec(t, s, "alice", "group", map[string]any{"ids": []string{"a", "b"}, "group_id": "g"})
+	mustExec(t, s, "alice", "update_shape", map[string]any{"id": "a", "parent_id": ""})
+	mustExec(t, s, "alice", "update_shape", map[string]any{"id": "b", "parent_id": ""})
+	if _, ok := s.Nodes["g"]; ok {
+		t.Fatal("the emptied group is still there")
+	}
+	mustExec(t, s, "alice", "undo", map[string]any{})
+	if g, ok := s.Nodes["g"]; !ok || s.Nodes["b"].ParentID != "g" || s.Nodes["a"].ParentID != "" || g.X != 50 || g.W != 10 {
+		t.Fatalf("after undo: g %+v, a in %q, b in %q", s.Nodes["g"], s.Nodes["a"].ParentID, s.Nodes["b"].ParentID)
+	}
+	checkInvariants(t, s)
 }
 
 func TestDeleteCascades(t *testing.T) {

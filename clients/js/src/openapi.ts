@@ -1393,6 +1393,8 @@ export interface components {
         UpdateNodeArgs: {
             id: string;
             name?: string;
+            /** @description Moves the node into this group or frame ("" for the top level), where it is on the canvas; not into itself or one of its descendants. A group left without children is deleted. */
+            parent_id?: string;
             transform?: components["schemas"]["Transform"];
             /** @description Merged into the node's props (null deletes a key). */
             props?: {
@@ -1443,6 +1445,8 @@ export interface components {
             h?: number;
             rotation?: number;
             name?: string;
+            /** @description Moves the node into this group or frame ("" for the top level), where it is on the canvas; not into itself or one of its descendants. A group left without children is deleted. */
+            parent_id?: string;
             props?: {
                 [key: string]: unknown;
             };

@@ -493,6 +493,7 @@ export class CanvasView {
     // Frames first: a new shape in a new frame is created after it.
     const order = [...dirtyNodes].sort((a, b) => +(byId.get(elementId(b))?.type === "frame") - +(byId.get(elementId(a))?.type === "frame"));
     const created = new Set<string>();
+    const reframed = new Set<string>();
     for (const id of order) {
       const el = byId.get(elementId(id));
       const prev = m.nodes.get(id);
@@ -524,7 +525,18 @@ export class CanvasView {
         created.add(id);
       } else {
         this.planUpdate(id, d, prev, cmd, moves, turns);
-        for (const g of groupChain(prev, m.nodes)) if (!want.includes(g)) ungroups.add(g);
+        const chain = groupChain(prev, m.nodes);
+        for (const g of chain) if (!want.includes(g)) ungroups.add(g);
+        // Dragged into or out of a frame: the shape, or the outermost group
+        // it stays in, changes parent (frames do not nest on screen).
+        const frame = el.frameId ? partOf(el.frameId).node : "";
+        let top = prev;
+        for (let p = m.nodes.get(top.parent_id || ""), d = 0; p?.type === "group" && d < 64; p = m.nodes.get(p.parent_id || ""), d++) top = p;
+        if (prev.type !== "frame" && chain.every((g) => want.includes(g)) && (top.parent_id || "") !== frame &&
+          (!frame || m.nodes.has(frame) || created.has(frame)) && !reframed.has(top.id)) {
+          reframed.add(top.id);
+          cmd("update_shape", { id: top.id, parent_id: frame }, [top.id], ["parent_id"]);
+        }
       }
       // A new group holds the next inner group, or the shape.
       want.forEach((g, k) => {
