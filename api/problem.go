@@ -84,7 +84,7 @@ func baseProblem(err error) Problem {
 	switch {
 	case errors.As(err, &mbe):
 		return newProblem(http.StatusRequestEntityTooLarge, "too-large", "Request body too large",
-			fmt.Sprintf("the request body is over the limit of %d bytes; send less, or split it (the limit is configurable on the server)", mbe.Limit), nil)
+			fmt.Sprintf("the request body is over this route's limit of %d bytes; send less, or split it (commands, batches and /mcp: the server's --max-command-bytes; other routes: fixed)", mbe.Limit), nil)
 	case errors.Is(err, os.ErrDeadlineExceeded):
 		return newProblem(http.StatusRequestTimeout, "request-timeout", "Request timeout",
 			"the request did not arrive within the server's read timeout (--read-timeout); send the whole body at once, or ask the operator for a longer timeout", nil)

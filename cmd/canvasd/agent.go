@@ -124,7 +124,14 @@ func runAgent(ctx context.Context, args []string, getenv func(string) string, st
 		return err
 	}
 	log := newLogger(c, stderr)
-	log.Info("canvasd agent worker starting", "server", c.ServerURL)
+	queue := "the embedded store in " + c.DataDir
+	if c.DatabaseURL != "" {
+		queue = "PostgreSQL (--database-url)"
+	}
+	// The runs are queued in the servers' store: a worker given another one
+	// (say a fresh ./data) finds none, so say which one it reads.
+	log.Info("canvasd agent worker starting: it takes the runs queued in its store, which must be the servers' (same --database-url, or the same --data-dir on their machine)",
+		"server", c.ServerURL, "store", queue)
 	st, err := openStore(ctx, c, log) // the servers' store, where their runs are queued
 	if err != nil {
 		return err

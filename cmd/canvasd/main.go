@@ -28,8 +28,11 @@ Usage:
   canvasd [serve] [flags]        run the server (default)
   canvasd migrate [flags]        apply database migrations and exit
   canvasd token create --role editor [--canvas ID]... [--actor-type agent] [--actor-id ID] [--name N] [--expires-in 24h]
-  canvasd agent --server URL --token T  a standalone agent worker (for servers run with --agent workers)
+  canvasd agent --server URL --token T [--database-url URL | --data-dir DIR]
+                                 a standalone agent worker for servers run with --agent workers; it reads
+                                 their queue from their store, so give it the same --database-url (or --data-dir)
   canvasd host a2ui push --jsonl FILE --session S   push A2UI messages to a host session (CANVASD_URL, CANVASD_TOKEN)
+  canvasd host a2ui reset --session S               clear a host session's A2UI surfaces (CANVASD_URL, CANVASD_TOKEN)
   canvasd help
 
 Flags (each also read from the environment variable shown):

@@ -108,8 +108,12 @@ func TestTokenCreateAndGeneratedAdmin(t *testing.T) {
 	if err := json.Unmarshal(out.Bytes(), &tok); err != nil || !strings.HasPrefix(tok["actor_id"].(string), "agent-") || tok["role"] != "editor" {
 		t.Fatalf("token output %s (%v)", out.String(), err)
 	}
-	if code := run(context.Background(), []string{"token", "create", "--role", "boss"}, e, &out, &errb); code != 1 {
-		t.Fatalf("bad role: code %d", code)
+	// What the flags ask for that cannot be a token is a usage error (exit 2), like a bad flag.
+	for _, args := range [][]string{{"--role", "boss"}, {}, {"--role", "editor", "--actor-type", "agent", "--actor-id", "bot-1"}} {
+		errb.Reset()
+		if code := run(context.Background(), append([]string{"token", "create"}, args...), e, &out, &errb); code != 2 || errb.Len() == 0 {
+			t.Fatalf("token create %q: code %d, stderr %q", args, code, errb.String())
+		}
 	}
 
 	// The first serve prints a generated admin token; the second does not.

@@ -30,7 +30,7 @@ func runToken(ctx context.Context, args []string, getenv func(string) string, st
 	var role, actorType string
 	fs.StringVar(&role, "role", "", "viewer, editor or admin (required)")
 	fs.StringVar(&actorType, "actor-type", "human", "agent, human or service")
-	fs.StringVar(&req.ActorID, "actor-id", "", "actor id (default: minted; agents get agent-{uuid})")
+	fs.StringVar(&req.ActorID, "actor-id", "", "actor id (default: minted; an agent's must be agent-{uuid})")
 	fs.StringVar(&req.Name, "name", "", "a label for the token")
 	fs.Var(&canvases, "canvas", "limit the token to this canvas (repeatable)")
 	expiresIn := fs.Duration("expires-in", 0, "the token expires after this long, e.g. 24h (default: never)")
@@ -43,6 +43,9 @@ func runToken(ctx context.Context, args []string, getenv func(string) string, st
 	if err := fs.Parse(args[1:]); err != nil {
 		return usageError{err.Error()}
 	}
+	if role == "" {
+		return usageError{"canvasd token create needs --role: viewer, editor or admin"}
+	}
 	req.Role, req.ActorType, req.Canvases = canvas.Role(role), canvas.ActorType(actorType), canvases
 	if *expiresIn < 0 || *expiresIn%time.Second != 0 {
 		return usageError{"--expires-in must be a positive whole number of seconds, like 90s or 24h"}
@@ -50,7 +53,7 @@ func runToken(ctx context.Context, args []string, getenv func(string) string, st
 	req.ExpiresIn = int64(*expiresIn / time.Second)
 	rec, resp, err := api.NewTokenRecord(req, time.Now())
 	if err != nil {
-		return err
+		return usageError{err.Error()} // what the flags asked for cannot be a token
 	}
 	st, err := openStore(ctx, c, newLogger(c, stderr))
 	if err != nil {
