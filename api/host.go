@@ -384,7 +384,7 @@ func (h *hostAPI) handleStream(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 			hb.Reset(h.s.cfg.Heartbeat)
-		case ev, ok := <-sub.C:
+		case evs, ok := <-sub.C:
 			if !ok {
 				reason := "the server is shutting down; reconnect"
 				if errors.Is(sub.Err(), host.ErrOverflow) {
@@ -394,16 +394,18 @@ func (h *hostAPI) handleStream(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 			for ok {
-				send, err := sub.Admit(ev)
-				if err != nil {
-					out.write(sseEvent("reset", "", map[string]string{"reason": "this stream missed surface updates made through another server; reconnect to receive the current surfaces"}))
-					return
-				}
-				if send {
-					out.write(sseFrame(ev.Name, "", ev.Data))
+				for _, ev := range evs {
+					send, err := sub.Admit(ev)
+					if err != nil {
+						out.write(sseEvent("reset", "", map[string]string{"reason": "this stream missed surface updates made through another server; reconnect to receive the current surfaces"}))
+						return
+					}
+					if send {
+						out.write(sseFrame(ev.Name, "", ev.Data))
+					}
 				}
 				select {
-				case ev, ok = <-sub.C:
+				case evs, ok = <-sub.C:
 				default:
 					ok = false
 				}

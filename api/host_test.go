@@ -338,6 +338,7 @@ func TestInvokeE2E(t *testing.T) {
 
 	// A browser that answers: the first answer wins, on a host session and on a canvas stream.
 	cid := e.canvas("c-invoke")
+	elsewhere, _ := e.token(canvas.RoleEditor, canvas.ActorHuman, e.canvas("c-invoke-other"))
 	canvasStream := e.stream("/sse/canvas/"+cid, browser, nil)
 	if ev := canvasStream.next(); ev.Event != "caught_up" {
 		t.Fatalf("canvas stream %+v", ev)
@@ -362,6 +363,8 @@ func TestInvokeE2E(t *testing.T) {
 		if a := e.must(200, "POST", "/api/invoke/"+id, browser, map[string]any{"ok": true, "result": 1}); a["accepted"] != false {
 			t.Fatalf("second answer %v", a)
 		}
+		// A late answer is still checked: a token for another canvas gets 403, not an acknowledgement.
+		e.must(403, "POST", "/api/invoke/"+id, elsewhere, map[string]any{"ok": true, "result": 2})
 		res := <-done
 		if res.Status != 200 || res.json(t)["result"] != float64(42) {
 			t.Fatalf("invoke result: %d %s", res.Status, res.Body)

@@ -134,7 +134,7 @@ func (h *hostAPI) handleAnswer(w http.ResponseWriter, r *http.Request) {
 		h.s.problem(w, r, err)
 		return
 	}
-	if t, err := h.broker.Pending(id); err == nil {
+	if t, err := h.broker.Target(id); err == nil {
 		if err := authorizeTarget(r, t, canvas.RoleViewer); err != nil {
 			h.s.problem(w, r, err)
 			return

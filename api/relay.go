@@ -583,7 +583,7 @@ func (r *relay) resolveLocal(id string, a host.Answer, p canvas.Principal) (resu
 // resolveWith answers invoke id on b for principal p, who needs the viewer
 // role on the invoke's target (as POST /api/invoke/{id} requires locally).
 func resolveWith(b *host.Broker, id string, a host.Answer, p canvas.Principal) (result, detail string, known bool) {
-	if t, err := b.Pending(id); err == nil {
+	if t, err := b.Target(id); err == nil {
 		scope := t.CanvasID
 		if t.HostSession != "" {
 			scope = t.HostSession

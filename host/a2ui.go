@@ -348,8 +348,9 @@ func parseDataModelUpdate(n int, b map[string]any, m *A2UIMessage, errs *lineErr
 		s, isStr := p.(string)
 		if !isStr {
 			errs.add(n, f+".path", "must be a string such as \"/user\"")
-		} else {
-			m.Path = pointerTokens(s)
+		} else if m.Path = pointerTokens(s); len(m.Path) > maxValueDepth {
+			errs.add(n, f+".path", "has %d segments; at most %d (a path and its contents' valueMap nesting together)", len(m.Path), maxValueDepth)
+			m.Path = nil
 		}
 	}
 	list, ok := b["contents"].([]any)
@@ -361,7 +362,7 @@ func parseDataModelUpdate(n int, b map[string]any, m *A2UIMessage, errs *lineErr
 		}
 		return
 	}
-	m.Contents = parseEntries(n, f+".contents", list, 0, errs)
+	m.Contents = parseEntries(n, f+".contents", list, len(m.Path), errs)
 }
 
 // pointerTokens splits a data-model path ("/a/b", "a/b", "/" or "") into
@@ -381,7 +382,7 @@ func pointerTokens(p string) []string {
 func parseEntries(n int, field string, list []any, depth int, errs *lineErrs) map[string]any {
 	out := make(map[string]any, len(list))
 	if depth > maxValueDepth {
-		errs.add(n, field, "nested deeper than %d levels", maxValueDepth)
+		errs.add(n, field, "nested deeper than %d levels (the path's segments count too)", maxValueDepth)
 		return out
 	}
 	for i, e := range list {

@@ -3,6 +3,7 @@ package host
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -133,8 +134,11 @@ func TestA2UIStateAndReplay(t *testing.T) {
 	if _, err := h.PushA2UI(ctx, "main", []byte(seedExample)); err != nil {
 		t.Fatal(err)
 	}
-	for i := 0; i < 2; i++ {
-		ev := <-sub.C
+	evs := <-sub.C // the push's two messages, together
+	if len(evs) != 2 {
+		t.Fatalf("%d events", len(evs))
+	}
+	for _, ev := range evs {
 		if ev.Name != EventA2UI {
 			t.Fatalf("event %q", ev.Name)
 		}
@@ -184,7 +188,7 @@ func TestA2UIStateAndReplay(t *testing.T) {
 	if err != nil || n != 1 {
 		t.Fatalf("reset: %d %v", n, err)
 	}
-	ev := <-sub2.C
+	ev := (<-sub2.C)[0]
 	if !strings.Contains(string(ev.Data), `"deleteSurface":{"surfaceId":"main"}`) {
 		t.Fatalf("reset event %s", ev.Data)
 	}
@@ -228,5 +232,101 @@ func TestA2UIStateLimit(t *testing.T) {
 	msgs, _ := h.A2UIMessages(ctx, "st")
 	if len(msgs) != 1 || strings.Contains(string(msgs[0]), "k"+itoa(n-1)) {
 		t.Fatalf("state after a rejected push: %s", msgs)
+	}
+}
+
+// TestA2UIDeepPathRefused: a dataModelUpdate path deeper than the data
+// model's nesting limit is a 422 naming it, and changes nothing: the state
+// another process (or a restart) reads stays whole.
+func TestA2UIDeepPathRefused(t *testing.T) {
+	a := openHost(t, Config{})
+	good := `{"surfaceUpdate":{"surfaceId":"keep","components":[{"id":"t","component":{"Text":{"text":{"literalString":"hi"}}}}]}}`
+	if _, err := a.PushA2UI(ctx, "s", []byte(good)); err != nil {
+		t.Fatal(err)
+	}
+	for _, segs := range []int{33, 12000} {
+		push := `{"dataModelUpdate":{"surfaceId":"other","path":"/` + strings.Repeat("a/", segs) + `","contents":[{"key":"k","valueString":"v"}]}}`
+		_, err := a.PushA2UI(ctx, "s", []byte(push))
+		var ve *ValidationError
+		if !errors.As(err, &ve) || ve.Lines[0].Field != "dataModelUpdate.path" {
+			t.Fatalf("path of %d segments: %v", segs, err)
+		}
+	}
+	// 20 segments and 13 levels of valueMap are 33 levels together.
+	deepMap := `{"key":"k","valueString":"v"}`
+	for range 13 {
+		deepMap = `{"key":"m","valueMap":[` + deepMap + `]}`
+	}
+	push := `{"dataModelUpdate":{"surfaceId":"other","path":"/` + strings.Repeat("a/", 20) + `","contents":[` + deepMap + `]}}`
+	if _, err := a.PushA2UI(ctx, "s", []byte(push)); err == nil || !strings.Contains(err.Error(), "path's segments count too") {
+		t.Fatalf("path and valueMap over the limit together: %v", err)
+	}
+	if m, _ := peer(t, a).A2UIMessages(ctx, "s"); len(m) != 1 {
+		t.Fatalf("another process reads %d messages, want the one surface", len(m))
+	}
+}
+
+// TestA2UIResetEmptyKeepsStreams: resetting a session without surfaces
+// changes nothing, so a live stream admits the next push (no false "missed
+// updates" reset).
+func TestA2UIResetEmptyKeepsStreams(t *testing.T) {
+	h := openHost(t, Config{})
+	sub, _, err := h.Subscribe(ctx, "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Close()
+	if n, err := h.ResetA2UI(ctx, "s"); err != nil || n != 0 {
+		t.Fatalf("reset: %d %v", n, err)
+	}
+	if _, err := h.PushA2UI(ctx, "s", []byte(`{"surfaceUpdate":{"surfaceId":"m","components":[{"id":"d","component":{"Divider":{}}}]}}`)); err != nil {
+		t.Fatal(err)
+	}
+	for _, ev := range <-sub.C {
+		if ok, err := sub.Admit(ev); !ok || err != nil {
+			t.Fatalf("the push after an empty reset: admit %v, %v", ok, err)
+		}
+	}
+}
+
+// TestA2UIBigPushKeepsSubscribers: a push of more messages than a
+// subscriber's queue holds reaches a live subscriber whole (a push takes one
+// place in the queue) and counts it.
+func TestA2UIBigPushKeepsSubscribers(t *testing.T) {
+	h := openHost(t, Config{})
+	sub, _, err := h.Subscribe(ctx, "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Close()
+	var b strings.Builder
+	for i := range 2 * DefaultQueueSize {
+		fmt.Fprintf(&b, `{"dataModelUpdate":{"surfaceId":"m","path":"/k%d","contents":[{"key":"v","valueNumber":%d}]}}`+"\n", i, i)
+	}
+	res, err := h.PushA2UI(ctx, "s", []byte(b.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if evs := <-sub.C; res.Browsers != 1 || len(evs) != 2*DefaultQueueSize || sub.Err() != nil {
+		t.Fatalf("push of %d lines: browsers %d, subscriber got %d events, err %v", 2*DefaultQueueSize, res.Browsers, len(evs), sub.Err())
+	}
+}
+
+// TestA2UIStatesBounded: the decoded states of sessions nobody uses are not
+// kept without bound (a viewer can open streams on any session name).
+func TestA2UIStatesBounded(t *testing.T) {
+	h := openHost(t, Config{})
+	for i := range 1000 {
+		sub, _, err := h.Subscribe(ctx, fmt.Sprintf("x%d", i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		sub.Close()
+	}
+	h.mu.Lock()
+	n := len(h.sessions)
+	h.mu.Unlock()
+	if n > maxIdleStates+1 {
+		t.Fatalf("%d session states kept after 1,000 sessions were used once", n)
 	}
 }

@@ -295,7 +295,7 @@ func TestFileAPI(t *testing.T) {
 	if err != nil || fi.Size != 9 || fi.Path != "a/b/page.html" || !fi.Created {
 		t.Fatalf("put: %+v %v", fi, err)
 	}
-	ev := <-sub.C
+	ev := (<-sub.C)[0]
 	if ev.Name != EventReload || !strings.Contains(string(ev.Data), `"a/b/page.html"`) {
 		t.Fatalf("event %s %s", ev.Name, ev.Data)
 	}

@@ -18,7 +18,7 @@ const (
 	DefaultMaxFileBytes  int64 = 10 << 20 // one file written through the file API
 	DefaultMaxImageBytes int64 = 10 << 20 // decoded bytes of one image message
 	DefaultMaxA2UIBytes  int64 = 1 << 20  // one JSONL push
-	DefaultQueueSize           = 256      // events buffered per SSE subscriber
+	DefaultQueueSize           = 256      // publishes (a push's messages count as one) buffered per SSE subscriber
 	DefaultMaxA2UILines        = 5000     // messages in one push
 	DefaultMaxComponents       = 10000    // components kept per surface
 	DefaultMaxSurfaces         = 256      // surfaces kept per session

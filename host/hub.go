@@ -39,9 +39,12 @@ var (
 // Subscription receives a session's events on C, in publish order. C is
 // closed when the subscription ends; Err then says why (nil after Close).
 type Subscription struct {
-	C <-chan Event
+	// C delivers each Publish's events, in order, as one slice (a push of
+	// many messages takes one place in the queue); it closes when the
+	// subscription ends. The slices are shared: read them, never change them.
+	C <-chan []Event
 
-	ch      chan Event
+	ch      chan []Event
 	hub     *Hub
 	session string
 	err     error // guarded by hub.mu
@@ -80,7 +83,7 @@ type Hub struct {
 	relay    Relay
 }
 
-// NewHub returns a hub whose subscribers buffer up to queue events each.
+// NewHub returns a hub whose subscribers buffer up to queue publishes each.
 func NewHub(queue int) *Hub {
 	if queue <= 0 {
 		queue = DefaultQueueSize
@@ -99,7 +102,7 @@ func (h *Hub) SetRelay(r Relay) {
 // Subscribe registers a subscriber for session. After CloseAll it returns a
 // subscription that is already ended with ErrHubClosed.
 func (h *Hub) Subscribe(session string) *Subscription {
-	ch := make(chan Event, h.queue)
+	ch := make(chan []Event, h.queue)
 	s := &Subscription{C: ch, ch: ch, hub: h, session: session}
 	h.mu.Lock()
 	if h.closed {
@@ -152,17 +155,19 @@ func (h *Hub) Deliver(session string, evs []Event) int {
 	return n
 }
 
-// sendLocked queues evs for s, ending s with ErrOverflow when its queue is full.
+// sendLocked queues evs for s as one entry, ending s with ErrOverflow when
+// its queue is full.
 func (s *Subscription) sendLocked(evs []Event) bool {
-	for _, ev := range evs {
-		select {
-		case s.ch <- ev:
-		default:
-			s.endLocked(ErrOverflow)
-			return false
-		}
+	if len(evs) == 0 {
+		return true
 	}
-	return true
+	select {
+	case s.ch <- evs:
+		return true
+	default:
+		s.endLocked(ErrOverflow)
+		return false
+	}
 }
 
 // Count returns the number of live subscribers of session on this process.

@@ -127,13 +127,19 @@ type Broker struct {
 
 	mu       sync.Mutex
 	pending  map[string]*pending
-	answered map[string]time.Time // finished ids, for recognising late answers
+	answered map[string]finished // finished ids, for recognising late answers
+}
+
+// finished is an invoke that was answered or timed out.
+type finished struct {
+	at     time.Time
+	target Target
 }
 
 // NewBroker returns a broker that sends invoke events through d (and binds
 // itself to d when d is a BrokerBinder).
 func NewBroker(d Deliverer) *Broker {
-	b := &Broker{deliver: d, now: time.Now, pending: map[string]*pending{}, answered: map[string]time.Time{}}
+	b := &Broker{deliver: d, now: time.Now, pending: map[string]*pending{}, answered: map[string]finished{}}
 	if bb, ok := d.(BrokerBinder); ok {
 		bb.BindBroker(b)
 	}
@@ -220,28 +226,34 @@ func (b *Broker) Invoke(ctx context.Context, t Target, action string, payload js
 func (b *Broker) finish(id string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	delete(b.pending, id)
-	b.answered[id] = b.now()
+	if p := b.pending[id]; p != nil {
+		delete(b.pending, id)
+		b.answered[id] = finished{b.now(), p.target}
+	}
 }
 
 func (b *Broker) pruneLocked() {
 	cut := b.now().Add(-answeredTTL)
-	for id, t := range b.answered {
-		if t.Before(cut) {
+	for id, f := range b.answered {
+		if f.at.Before(cut) {
 			delete(b.answered, id)
 		}
 	}
 }
 
-// Pending returns the target of a pending invoke, so a handler can check the
-// answering principal's access. An unknown or finished id is ErrNotFound.
-func (b *Broker) Pending(id string) (Target, error) {
+// Target returns the target of a pending or recently finished invoke, so a
+// handler can check the answering principal's access (a late answer too).
+// An id the broker never minted, or forgot, is ErrNotFound.
+func (b *Broker) Target(id string) (Target, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if p := b.pending[id]; p != nil {
 		return p.target, nil
 	}
-	return Target{}, fmt.Errorf("invoke %q is not pending: %w", id, canvas.ErrNotFound)
+	if f, ok := b.answered[id]; ok {
+		return f.target, nil
+	}
+	return Target{}, fmt.Errorf("invoke %q is unknown or expired: %w", id, canvas.ErrNotFound)
 }
 
 // Answer records a browser's answer. accepted is true for the first answer
@@ -258,7 +270,7 @@ func (b *Broker) Answer(id string, a Answer) (accepted bool, err error) {
 		select {
 		case p.done <- a:
 			delete(b.pending, id)
-			b.answered[id] = b.now()
+			b.answered[id] = finished{b.now(), p.target}
 			return true, nil
 		default:
 			return false, nil

@@ -23,13 +23,13 @@ func TestInvokeFirstAnswerWins(t *testing.T) {
 	answered := make(chan struct{}) // closed when all eight answers returned
 	go func() {
 		defer close(answered)
-		ev := <-sub.C
+		ev := (<-sub.C)[0]
 		var req InvokeRequest
 		if err := json.Unmarshal(ev.Data, &req); err != nil || ev.Name != EventInvoke {
 			t.Errorf("event %s %s", ev.Name, ev.Data)
 			return
 		}
-		if _, err := b.Pending(req.InvokeID); err != nil {
+		if _, err := b.Target(req.InvokeID); err != nil {
 			t.Errorf("pending: %v", err)
 		}
 		var wg sync.WaitGroup
@@ -87,7 +87,7 @@ func testInvokeTimeouts(t *testing.T) {
 	if d := time.Since(start); d != 50*time.Millisecond {
 		t.Fatalf("waited %v, want the timeout of 50ms", d)
 	}
-	ev := <-sub.C
+	ev := (<-sub.C)[0]
 	var req InvokeRequest
 	_ = json.Unmarshal(ev.Data, &req)
 	if req.TimeoutMS != 50 || len(req.InvokeID) != 36 {
@@ -100,8 +100,12 @@ func testInvokeTimeouts(t *testing.T) {
 	if _, err := b.Answer("inv_00000000000000000000000000000000", Answer{OK: true}); !errors.Is(err, canvas.ErrNotFound) {
 		t.Fatalf("unknown id: %v", err)
 	}
-	if _, err := b.Pending(req.InvokeID); !errors.Is(err, canvas.ErrNotFound) {
-		t.Fatalf("pending after timeout: %v", err)
+	// Its target stays known (a late answerer's access is checked against it); a made-up id's is not.
+	if tg, err := b.Target(req.InvokeID); err != nil || tg.HostSession != "quiet" {
+		t.Fatalf("target after timeout: %+v %v", tg, err)
+	}
+	if _, err := b.Target("inv_00000000000000000000000000000000"); !errors.Is(err, canvas.ErrNotFound) {
+		t.Fatalf("target of an unknown id: %v", err)
 	}
 
 	// Context cancellation ends the wait.
@@ -151,12 +155,12 @@ func TestHubOverflowNeverBlocks(t *testing.T) {
 	fast := hub.Subscribe("s")
 	for i := 0; i < 1000; i++ {
 		hub.Publish("s", Event{Name: "x", Data: json.RawMessage(itoa(i))})
-		ev, ok := <-fast.C
+		evs, ok := <-fast.C
 		if !ok {
 			t.Fatalf("fast subscriber ended at event %d: %v", i, fast.Err())
 		}
-		if string(ev.Data) != itoa(i) {
-			t.Fatalf("fast subscriber got %s, want %d", ev.Data, i)
+		if len(evs) != 1 || string(evs[0].Data) != itoa(i) {
+			t.Fatalf("fast subscriber got %v, want %d", evs, i)
 		}
 	}
 	// The slow subscriber was ended with ErrOverflow; its channel is closed after its buffer.
@@ -188,7 +192,7 @@ func TestPresentValidation(t *testing.T) {
 	if n, err := h.Present("p", Presentation{Action: PresentNavigate, Path: "yolo/", Placement: &Placement{Width: &w}}); err != nil || n != 1 {
 		t.Fatalf("present: %d %v", n, err)
 	}
-	ev := <-sub.C
+	ev := (<-sub.C)[0]
 	if ev.Name != EventPresent || string(ev.Data) != `{"action":"navigate","path":"yolo/","placement":{"width":300}}` {
 		t.Fatalf("event %s %s", ev.Name, ev.Data)
 	}

@@ -126,16 +126,16 @@ func TestHubRelay(t *testing.T) {
 	if err != nil || res.Browsers != 3 {
 		t.Fatalf("push: %+v %v (want 1 local + 2 remote browsers)", res, err)
 	}
-	for i := 0; i < 2; i++ {
-		if ev := <-sub.C; ev.Version != 1 {
+	for i, ev := range <-sub.C {
+		if ev.Version != 1 {
 			t.Fatalf("local event %d has version %d", i, ev.Version)
 		}
 	}
 	h.Hub().Deliver("s", []Event{{Name: EventReload, Data: []byte(`{}`)}})
 	select {
-	case ev := <-sub.C:
-		if ev.Name != EventReload {
-			t.Fatalf("delivered %s", ev.Name)
+	case evs := <-sub.C:
+		if evs[0].Name != EventReload {
+			t.Fatalf("delivered %s", evs[0].Name)
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("Deliver did not reach the local subscriber")

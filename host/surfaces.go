@@ -31,6 +31,7 @@ type surface struct {
 // version; mu serializes this process's writers of the session (writers of
 // other processes are kept out by the store's version check).
 type sessionState struct {
+	users    int // guarded by Host.mu: calls between lockState and unlockState
 	mu       sync.Mutex
 	loaded   bool
 	version  int64    // the store's state version these surfaces are
@@ -49,15 +50,38 @@ type persisted struct {
 // attempts it backs off for a random 1 ms to 20 ms.
 const maxSaveWait = 3 * time.Second
 
-func (h *Host) state(session string) *sessionState {
+// maxIdleStates bounds the sessions whose decoded state is kept while
+// nothing uses it (the store has it; the next use reads it again).
+const maxIdleStates = 64
+
+// lockState returns session's state, locked and counted as in use; the
+// caller ends with unlockState.
+func (h *Host) lockState(session string) *sessionState {
 	h.mu.Lock()
-	defer h.mu.Unlock()
 	st := h.sessions[session]
 	if st == nil {
 		st = &sessionState{surfaces: map[string]*surface{}}
 		h.sessions[session] = st
 	}
+	st.users++
+	h.mu.Unlock()
+	st.mu.Lock()
 	return st
+}
+
+// unlockState unlocks st; once more than maxIdleStates sessions are kept,
+// the unused ones are dropped.
+func (h *Host) unlockState(st *sessionState) {
+	st.mu.Unlock()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if st.users--; st.users == 0 && len(h.sessions) > maxIdleStates {
+		for name, o := range h.sessions {
+			if o.users == 0 {
+				delete(h.sessions, name)
+			}
+		}
+	}
 }
 
 // loadLocked brings st up to the store's current state (decoding only when
@@ -206,9 +230,8 @@ func (h *Host) PushA2UI(ctx context.Context, session string, body []byte) (PushR
 	if err != nil {
 		return PushResult{}, err
 	}
-	st := h.state(session)
-	st.mu.Lock()
-	defer st.mu.Unlock()
+	st := h.lockState(session)
+	defer h.unlockState(st)
 	for start := time.Now(); ; {
 		if err := h.loadLocked(ctx, session, st); err != nil {
 			return PushResult{}, err
@@ -451,14 +474,18 @@ func (h *Host) ResetA2UI(ctx context.Context, session string) (int, error) {
 	if err := ValidateSession(session); err != nil {
 		return 0, err
 	}
-	st := h.state(session)
-	st.mu.Lock()
-	defer st.mu.Unlock()
+	st := h.lockState(session)
+	defer h.unlockState(st)
 	for start := time.Now(); ; {
 		if err := h.loadLocked(ctx, session, st); err != nil {
 			return 0, err
 		}
 		ids := st.order
+		if len(ids) == 0 {
+			// Nothing to delete: the state (and its version, which the
+			// streams follow) stays as it is.
+			return 0, nil
+		}
 		err := h.saveLocked(ctx, session, st, map[string]*surface{}, nil)
 		if raced(session, start, &err) {
 			continue
@@ -483,9 +510,8 @@ func (h *Host) A2UIMessages(ctx context.Context, session string) ([]json.RawMess
 	if err := ValidateSession(session); err != nil {
 		return nil, err
 	}
-	st := h.state(session)
-	st.mu.Lock()
-	defer st.mu.Unlock()
+	st := h.lockState(session)
+	defer h.unlockState(st)
 	if err := h.loadLocked(ctx, session, st); err != nil {
 		return nil, err
 	}
@@ -558,9 +584,8 @@ func (h *Host) Subscribe(ctx context.Context, session string) (*Subscription, []
 	// Register before reading the state: a push committed in between is
 	// then both in the snapshot and received, and Admit drops the copy.
 	sub := h.hub.Subscribe(session)
-	st := h.state(session)
-	st.mu.Lock()
-	defer st.mu.Unlock()
+	st := h.lockState(session)
+	defer h.unlockState(st)
 	if err := h.loadLocked(ctx, session, st); err != nil {
 		sub.Close()
 		return nil, nil, err
