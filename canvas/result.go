@@ -30,7 +30,10 @@ type ConflictResult struct {
 	BaseRev        int64    `json:"base_rev"`
 	ConflictingIDs []string `json:"conflicting_ids"`
 	RecoveryOps    []Commit `json:"recovery_ops"`
-	Suggestion     string   `json:"suggestion"`
+	// RecoveryOpsIncomplete: recovery_ops could not list every such commit
+	// (base_rev too far behind, or the log unreadable): re-read the snapshot.
+	RecoveryOpsIncomplete bool   `json:"recovery_ops_incomplete,omitempty"`
+	Suggestion            string `json:"suggestion"`
 }
 
 // ConflictError carries a ConflictResult through error returns; it wraps ErrConflict.

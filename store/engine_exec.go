@@ -21,8 +21,10 @@ import (
 // are still answered from the store.
 const maxIdemCache = 10000
 
-// maxRecoveryScan bounds how many commits a 409 scans for recovery_ops.
-const maxRecoveryScan = 2000
+// maxRecoveryScan bounds how far behind the head a 409's base_rev may be
+// for recovery_ops to list the commits since (as far as a stream replays);
+// further behind, the 409 says its recovery_ops are incomplete.
+const maxRecoveryScan = 10000
 
 // Execute decides and commits one command on a canvas for actor. It answers
 // applied and conflicting commands and idempotent replays; other failures are
@@ -541,13 +543,23 @@ func (e *Engine) conflict(ctx context.Context, l *live, cmd canvas.Command, head
 	}
 	sort.Strings(ids)
 	ops := []canvas.Commit{}
+	incomplete := false
 	if cmd.BaseRev < head {
-		after, err := e.commitsAfterLocked(ctx, l, cmd.BaseRev, maxRecoveryScan)
-		if err == nil {
-			for _, c := range after {
-				if len(want) == 0 || c.Touches(want) {
-					ops = append(ops, *c)
-				}
+		var after []*canvas.Commit
+		var err error
+		reread := fmt.Sprintf("re-read the canvas (GET /canvas_commands/snapshot/%s), then re-plan", l.id)
+		if behind := head - cmd.BaseRev; behind > maxRecoveryScan {
+			incomplete = true
+			suggestion = fmt.Sprintf("base_rev %d is %d commits behind the head, more than recovery_ops lists (%d), so it lists none: %s. %s",
+				cmd.BaseRev, behind, maxRecoveryScan, reread, suggestion)
+		} else if after, err = e.commitsAfterLocked(ctx, l, cmd.BaseRev, maxRecoveryScan); err != nil {
+			incomplete = true
+			e.log.Warn("reading the commits of a conflict's recovery_ops failed", "canvas", l.id, "err", err)
+			suggestion = fmt.Sprintf("the commits since base_rev could not be read for recovery_ops: %s. %s", reread, suggestion)
+		}
+		for _, c := range after {
+			if len(want) == 0 || c.Touches(want) {
+				ops = append(ops, *c)
 			}
 		}
 		for i := range pendingCommits {
@@ -557,7 +569,7 @@ func (e *Engine) conflict(ctx context.Context, l *live, cmd canvas.Command, head
 		}
 	}
 	return &canvas.ConflictError{Result: canvas.ConflictResult{Status: canvas.StatusConflict, CurrentRev: head,
-		BaseRev: cmd.BaseRev, ConflictingIDs: ids, RecoveryOps: ops, Suggestion: suggestion}}
+		BaseRev: cmd.BaseRev, ConflictingIDs: ids, RecoveryOps: ops, RecoveryOpsIncomplete: incomplete, Suggestion: suggestion}}
 }
 
 func (e *Engine) cacheIdem(l *live, rec *IdempotencyRecord) {

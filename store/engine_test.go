@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"reflect"
 	"sync"
 	"testing"
@@ -319,4 +320,60 @@ func (p *pruneSignal) PruneIdempotency(ctx context.Context, cutoff time.Time) (i
 	default:
 	}
 	return n, err
+}
+
+// TestConflictRecoveryOpsReachFar: a 409's recovery_ops hold the commit that
+// changed the conflicting shape also when thousands of other commits came
+// first; a base_rev further behind than recovery_ops reach gets a 409 that
+// says its recovery_ops are incomplete (and how to recover) instead of an
+// empty list that looks complete.
+func TestConflictRecoveryOpsReachFar(t *testing.T) {
+	ctx := context.Background()
+	e, st := newEngine(t, filepath.Join(t.TempDir(), "c.db"), nil)
+	if err := st.CreateCanvas(ctx, canvas.Canvas{ID: "c", CreatedAt: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	head := int64(0)
+	apply := func(envs ...canvas.Envelope) {
+		t.Helper()
+		ans, err := e.ExecuteBatch(ctx, "c", human, head, "", envs)
+		if err != nil || ans.Outcome != store.OutcomeApplied {
+			t.Fatalf("%v %v %.200s", err, ans.Outcome, ans.Result)
+		}
+		head += int64(len(envs))
+	}
+	moveY := func(n int) {
+		for ; n > 0; n -= 1000 {
+			envs := make([]canvas.Envelope, min(n, 1000))
+			for i := range envs {
+				envs[i] = envelope("move", head, map[string]any{"ids": []string{"Y"}, "dx": 1, "dy": 0})
+			}
+			apply(envs...)
+		}
+	}
+	apply(envelope("create_shape", 0, map[string]any{"id": "X", "type": "geo", "x": 0, "y": 0}),
+		envelope("create_shape", 0, map[string]any{"id": "Y", "type": "geo", "x": 0, "y": 0}))
+	moveY(2100)
+	apply(envelope("move", head, map[string]any{"ids": []string{"X"}, "dx": 5, "dy": 0}))
+	changedX := head
+	conflict := func() canvas.ConflictResult {
+		t.Helper()
+		ans, err := e.Execute(ctx, "c", canvas.Actor{ID: "agent-z", Type: canvas.ActorAgent},
+			envelope("move", 1, map[string]any{"ids": []string{"X"}, "dx": 1, "dy": 0}))
+		var res canvas.ConflictResult
+		if err != nil || ans.Outcome != store.OutcomeConflict || json.Unmarshal(ans.Result, &res) != nil {
+			t.Fatalf("stale move of X: %v %v %.200s", err, ans.Outcome, ans.Result)
+		}
+		return res
+	}
+	res := conflict()
+	if len(res.RecoveryOps) != 1 || res.RecoveryOps[0].Rev != changedX || res.RecoveryOpsIncomplete {
+		t.Fatalf("recovery_ops of a conflict %d commits back: %d ops (incomplete %v), want the move of X at rev %d",
+			head-1, len(res.RecoveryOps), res.RecoveryOpsIncomplete, changedX)
+	}
+	moveY(8000) // base_rev 1 is now more than 10,000 commits behind
+	res = conflict()
+	if !res.RecoveryOpsIncomplete || len(res.RecoveryOps) != 0 || !strings.Contains(res.Suggestion, "re-read the canvas (GET /canvas_commands/snapshot/c)") {
+		t.Fatalf("a conflict %d commits back: incomplete %v, %d ops, suggestion %q", head-1, res.RecoveryOpsIncomplete, len(res.RecoveryOps), res.Suggestion)
+	}
 }

@@ -1336,6 +1336,8 @@ export interface components {
             conflicting_ids: string[];
             /** @description The commits after `base_rev` that touched `conflicting_ids`, in revision order. */
             recovery_ops: components["schemas"]["Commit"][];
+            /** @description Present (true) when recovery_ops could not list every such commit: base_rev is more than 10,000 commits behind the head (then it lists none). Re-read the snapshot instead of applying them. */
+            recovery_ops_incomplete?: boolean;
             /** @description What to do next (re-read, re-plan, resend with the new base_rev). */
             suggestion: string;
         };

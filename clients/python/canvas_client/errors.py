@@ -131,6 +131,8 @@ class ConflictError(CanvasError):
         base_rev: the base revision the command was sent with.
         conflicting_ids: ids of the nodes/edges that changed after base_rev.
         recovery_ops: the commits after base_rev that touched those ids.
+        recovery_ops_incomplete: True when recovery_ops could not list them
+            all (base_rev too far behind): re-read the snapshot instead.
         suggestion: the server's advice on how to recover.
         problem: the whole 409 body (conflict result or problem document).
         idempotency_key: the key the rejected command was sent with (commands only).
@@ -146,6 +148,7 @@ class ConflictError(CanvasError):
         self.base_rev: Optional[int] = base if isinstance(base, int) else None
         self.conflicting_ids: List[str] = list(body.get("conflicting_ids") or [])
         self.recovery_ops: List[Dict[str, Any]] = list(body.get("recovery_ops") or [])
+        self.recovery_ops_incomplete: bool = body.get("recovery_ops_incomplete") is True
         self.suggestion: Optional[str] = body.get("suggestion")
 
 

@@ -144,6 +144,7 @@ class ConflictTest(E2E):
         self.assertEqual([op["rev"] for op in e.recovery_ops], [2])
         self.assertEqual(e.recovery_ops[0]["type"], "update_node")
         self.assertEqual(e.recovery_ops[0]["args"]["name"], "A by other")
+        self.assertFalse(e.recovery_ops_incomplete)
         self.assertEqual(e.problem["status"], "conflict")
         self.assertTrue(e.suggestion)
         self.assertEqual(e.idempotency_key, "k-" + a)
