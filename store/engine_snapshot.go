@@ -41,6 +41,7 @@ type chainStats struct {
 // snapJob is one capture for the snapshotter.
 type snapJob struct {
 	l       *live
+	eventID string // of the commit at the capture's revision
 	capture *reducer.SnapshotCapture
 	base    int64
 	merge   bool // merge the chain ending here into a whole snapshot
@@ -52,7 +53,7 @@ func (e *Engine) maybeSnapshot(l *live) {
 	if l.state.Rev-l.snapRev < e.cfg.SnapshotEvery {
 		return
 	}
-	j := snapJob{l: l, base: l.snapRev}
+	j := snapJob{l: l, eventID: l.headEventID, base: l.snapRev}
 	if l.snapBroken.Load() {
 		j.base = 0
 		j.capture = reducer.CaptureWhole(l.state)
@@ -114,7 +115,7 @@ func (e *Engine) storeSnapshot(j snapJob) {
 	rev := j.capture.Rev()
 	data, err := j.capture.Encode()
 	if err == nil {
-		err = e.st.SaveStateSnapshot(ctx, l.id, StateSnapshot{Rev: rev, Schema: reducer.Schema, Data: data})
+		err = e.st.SaveStateSnapshot(ctx, l.id, StateSnapshot{Rev: rev, Schema: reducer.Schema, Data: data, EventID: j.eventID})
 	}
 	if err != nil {
 		l.snapBroken.Store(true)
@@ -131,7 +132,7 @@ func (e *Engine) storeSnapshot(j snapJob) {
 	if err == nil && len(chain) > 1 {
 		var whole []byte
 		if whole, err = reducer.MergeSnapshots(chain...); err == nil {
-			err = e.st.SaveStateSnapshot(ctx, l.id, StateSnapshot{Rev: rev, Schema: reducer.Schema, Data: whole})
+			err = e.st.SaveStateSnapshot(ctx, l.id, StateSnapshot{Rev: rev, Schema: reducer.Schema, Data: whole, EventID: j.eventID})
 		}
 	}
 	if err != nil { // the deltas stay: loads merge them, and a later merge retries

@@ -186,3 +186,91 @@ func TestBrokenSnapshotChainIsIgnored(t *testing.T) {
 		t.Fatalf("snapshot of a missing canvas: %v", err)
 	}
 }
+
+// heldSnapshots holds the first SaveStateSnapshot until release is closed
+// (as encoding and storing a big canvas takes a while), then closes saved.
+type heldSnapshots struct {
+	store.Store
+	once    sync.Once
+	release chan struct{}
+	saved   chan error
+}
+
+func (h *heldSnapshots) SaveStateSnapshot(ctx context.Context, canvasID string, snap store.StateSnapshot) error {
+	first := false
+	h.once.Do(func() { first = true })
+	if !first {
+		return h.Store.SaveStateSnapshot(ctx, canvasID, snap)
+	}
+	<-h.release
+	err := h.Store.SaveStateSnapshot(ctx, canvasID, snap)
+	h.saved <- err
+	return err
+}
+
+// TestSnapshotOfDeletedCanvasDropped: a snapshot still being stored when
+// its canvas is deleted and created again under the same id does not land
+// in the new canvas (whose cold load would otherwise start from the old
+// canvas's shapes).
+func TestSnapshotOfDeletedCanvasDropped(t *testing.T) {
+	ctx := context.Background()
+	sq, err := sqlitestore.Open(ctx, filepath.Join(t.TempDir(), "c.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sq.Close()
+	st := &heldSnapshots{Store: sq, release: make(chan struct{}), saved: make(chan error, 1)}
+	e := store.NewEngine(st, store.EngineConfig{SnapshotEvery: 5})
+	if err := e.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer e.Stop()
+	create := func(e *store.Engine, n int, prefix string) {
+		for i := range int64(n) {
+			if _, err := e.Execute(ctx, "c", human, envelope("create_shape", i, map[string]any{"id": fmt.Sprintf("%s%d", prefix, i), "type": "geo", "x": 0, "y": 0})); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := sq.CreateCanvas(ctx, canvas.Canvas{ID: "c", CreatedAt: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	create(e, 5, "old") // the snapshot of rev 5 is on its way
+	if err := sq.DeleteCanvas(ctx, "c"); err != nil {
+		t.Fatal(err)
+	}
+	e.Forget("c")
+	if err := sq.CreateCanvas(ctx, canvas.Canvas{ID: "c", CreatedAt: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	other := store.NewEngine(sq, store.EngineConfig{SnapshotEvery: 1000})
+	if err := other.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	create(other, 6, "new")
+	other.Stop()
+	close(st.release)
+	if err := <-st.saved; !errors.Is(err, canvas.ErrNotFound) {
+		t.Fatalf("the deleted canvas's snapshot: %v, want ErrNotFound", err)
+	}
+	cold := store.NewEngine(sq, store.EngineConfig{})
+	if err := cold.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer cold.Stop()
+	var got *canvas.State
+	if err := cold.View(ctx, "c", -1, func(s *canvas.State, _ string) error { got = s.Clone(); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	commits, err := sq.ReadCommits(ctx, "c", 0, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := reducer.Replay(commits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got.Scene(), want.Scene()) {
+		t.Fatalf("the re-created canvas loads %d nodes, its log has %d", len(got.Nodes), len(want.Nodes))
+	}
+}

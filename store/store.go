@@ -180,6 +180,11 @@ type StateSnapshot struct {
 	Rev    int64
 	Schema int
 	Data   []byte
+	// EventID, when set, is the event id of the commit at Rev: the store
+	// saves the snapshot only while that commit is in the canvas's log
+	// (ErrNotFound otherwise), so a snapshot of a deleted canvas never lands
+	// in a canvas created again under its id. Loads leave it empty.
+	EventID string
 }
 
 // Outcome is what became of a command or batch the Engine executed. The API

@@ -22,12 +22,17 @@ func (s *Store) SaveStateSnapshot(ctx context.Context, canvasID string, snap sto
 	if data == nil {
 		data = []byte{}
 	}
-	_, err := s.pool.Exec(ctx,
-		`INSERT INTO state_snapshots (canvas_id, rev, schema, data) VALUES ($1, $2, $3, $4)
+	tag, err := s.pool.Exec(ctx,
+		`INSERT INTO state_snapshots (canvas_id, rev, schema, data)
+		 SELECT $1, $2, $3, $4
+		 WHERE $5 = '' OR EXISTS (SELECT 1 FROM commits WHERE canvas_id = $1 AND rev = $2 AND event_id = $5)
 		 ON CONFLICT (canvas_id, rev) DO UPDATE SET schema = excluded.schema, data = excluded.data, created_at = now()`,
-		canvasID, snap.Rev, snap.Schema, data)
+		canvasID, snap.Rev, snap.Schema, data, snap.EventID)
 	if fkViolation(err) {
 		return fmt.Errorf("canvas %q: %w", canvasID, canvas.ErrNotFound)
+	}
+	if err == nil && tag.RowsAffected() == 0 {
+		return fmt.Errorf("canvas %q has no commit %s at rev %d (deleted and created again?): %w", canvasID, snap.EventID, snap.Rev, canvas.ErrNotFound)
 	}
 	return s.wrap(ctx, "save snapshot", err)
 }

@@ -611,6 +611,16 @@ func (s *Store) SaveStateSnapshot(ctx context.Context, canvasID string, snap sto
 		if err := w.mustExist(canvasID, "save state snapshot"); err != nil {
 			return err
 		}
+		if snap.EventID != "" {
+			var one int
+			err := w.conn.QueryRowContext(bg, `SELECT 1 FROM commits WHERE canvas_id = ? AND rev = ? AND event_id = ?`, canvasID, snap.Rev, snap.EventID).Scan(&one)
+			if errors.Is(err, sql.ErrNoRows) {
+				return fmt.Errorf("canvas %q has no commit %s at rev %d (deleted and created again?): %w", canvasID, snap.EventID, snap.Rev, canvas.ErrNotFound)
+			}
+			if err != nil {
+				return mapErr("save state snapshot of "+canvasID, err)
+			}
+		}
 		if _, err := w.conn.ExecContext(bg, `INSERT INTO state_snapshots (canvas_id, rev, schema, data) VALUES (?, ?, ?, ?)
 			ON CONFLICT (canvas_id, rev) DO UPDATE SET schema = excluded.schema, data = excluded.data`,
 			canvasID, snap.Rev, snap.Schema, data); err != nil {

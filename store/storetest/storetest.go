@@ -853,6 +853,26 @@ func testStateSnapshots(t *testing.T, h *harness) {
 	}
 	_, err = s.LoadStateSnapshot(ctx, "c-missing", 100)
 	wantErr(t, "LoadStateSnapshot of a missing canvas", err, canvas.ErrNotFound)
+
+	// With an event id, a snapshot lands only while that commit is the
+	// canvas's: not in a canvas deleted and created again under its id.
+	mustCreate(t, s, "c3")
+	mustAppend(t, s, "c3", 0, commitsFrom("c3", 1, 2))
+	old := commitAt("c3", 2).EventID
+	if err := s.SaveStateSnapshot(ctx, "c3", store.StateSnapshot{Rev: 2, Schema: 1, Data: []byte("old"), EventID: old}); err != nil {
+		t.Fatalf("SaveStateSnapshot with its commit's event id: %v", err)
+	}
+	if err := s.DeleteCanvas(ctx, "c3"); err != nil {
+		t.Fatal(err)
+	}
+	mustCreate(t, s, "c3")
+	again := commitsFrom("c3", 1, 2)
+	again[1].EventID = "2-00000000000000ff"
+	mustAppend(t, s, "c3", 0, again)
+	err = s.SaveStateSnapshot(ctx, "c3", store.StateSnapshot{Rev: 2, Schema: 1, Data: []byte("old"), EventID: old})
+	wantErr(t, "SaveStateSnapshot of the deleted canvas's commit", err, canvas.ErrNotFound)
+	_, err = s.LoadStateSnapshot(ctx, "c3", 100)
+	wantErr(t, "LoadStateSnapshot after a refused save", err, canvas.ErrNotFound)
 }
 
 func testIdempotency(t *testing.T, h *harness) {
