@@ -220,8 +220,9 @@ func (s *subscriber) writeDirect(f *frame, now time.Time) bool {
 		select {
 		case s.ch <- &frame{data: f.data[n:], rest: true}:
 			s.partial = true
-		default: // filled meanwhile by enqueue: the frame cannot be completed
+		default: // filled meanwhile by enqueue: the stream ends after this frame
 			s.queued.Add(-1)
+			s.unsent = f.data[n:]
 			s.kick()
 		}
 	}

@@ -80,6 +80,10 @@ type subscriber struct {
 	// partial: the connection holds the start of a frame whose rest is the
 	// first frame in ch; nothing else may be written before it (guarded by wmu).
 	partial bool
+	// unsent: the rest of a frame the connection holds the start of, when ch
+	// had no room for it (the stream was kicked then); the reset follows it
+	// (guarded by wmu).
+	unsent []byte
 }
 
 func (s *subscriber) kick() { s.end("") }

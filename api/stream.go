@@ -139,8 +139,11 @@ func (s *Server) streamLive(ctx context.Context, id, actor string, sub *subscrib
 		case <-sub.kicked:
 			sub.wmu.Lock()
 			sub.direct = nil // the reset is the last frame: no direct write after it
-			if sub.partial { // finish the frame the client has the start of
+			switch { // finish the frame the client has the start of
+			case sub.partial:
 				out.write((<-sub.ch).data)
+			case sub.unsent != nil:
+				out.write(sub.unsent)
 			}
 			if sub.ended != "" {
 				out.write(sseEvent(canvas.EventReset, "", canvas.ResetInfo{HeadRev: sub.last, Reason: sub.ended}))
