@@ -292,13 +292,17 @@ func (e *Engine) tryGroup(ctx context.Context, l *live, group []*request) ([]*pe
 				continue
 			}
 			if o, ok := keyOwner[r.idemKey]; ok {
-				if group[o].fp != r.fp {
+				switch {
+				case group[o].fp == r.fp:
+					p.follower = o + 1
+					continue
+				case ps[o].idem != nil: // the key is taken by the earlier command
 					p.err = idemMismatch(r.idemKey, 0)
 					p.outcome = "rejected"
-				} else {
-					p.follower = o + 1
+					continue
 				}
-				continue
+				// The earlier command with this key stored nothing (a
+				// conflict, a refusal): the key is free for this one.
 			}
 			if keyOwner == nil {
 				keyOwner = map[string]int{}

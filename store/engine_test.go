@@ -6,8 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
-	"strings"
 	"reflect"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -375,5 +375,73 @@ func TestConflictRecoveryOpsReachFar(t *testing.T) {
 	res = conflict()
 	if !res.RecoveryOpsIncomplete || len(res.RecoveryOps) != 0 || !strings.Contains(res.Suggestion, "re-read the canvas (GET /canvas_commands/snapshot/c)") {
 		t.Fatalf("a conflict %d commits back: incomplete %v, %d ops, suggestion %q", head-1, res.RecoveryOpsIncomplete, len(res.RecoveryOps), res.Suggestion)
+	}
+}
+
+// gatedAppends holds the first Append until release is closed, so that the
+// commands sent meanwhile are decided together, in one group.
+type gatedAppends struct {
+	store.Store
+	once    sync.Once
+	held    chan struct{}
+	release chan struct{}
+}
+
+func (g *gatedAppends) Append(ctx context.Context, canvasID string, head int64, commits []canvas.Commit, idem []store.IdempotencyRecord) error {
+	g.once.Do(func() { close(g.held); <-g.release })
+	return g.Store.Append(ctx, canvasID, head, commits, idem)
+}
+
+// TestIdempotencyKeyFreedByConflict: in one group, a command whose key an
+// earlier command of the group used but did not store (it conflicted) is
+// decided on its own, not refused as a reuse of the key.
+func TestIdempotencyKeyFreedByConflict(t *testing.T) {
+	ctx := context.Background()
+	sq, err := sqlitestore.Open(ctx, filepath.Join(t.TempDir(), "c.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sq.Close()
+	if err := sq.CreateCanvas(ctx, canvas.Canvas{ID: "c", CreatedAt: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	if err := sq.Append(ctx, "c", 0, []canvas.Commit{{CanvasID: "c", Rev: 1, EventID: "1-01", Type: "create_shape", ActorID: human.ID, ActorType: human.Type, TS: time.Now(),
+		Changes: []canvas.Change{{Op: canvas.OpPut, Kind: canvas.KindNode, ID: "X", Value: json.RawMessage(`{"id":"X","type":"geo","x":0,"y":0,"w":10,"h":10,"index":"a1","props":{}}`)}}}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	g := &gatedAppends{Store: sq, held: make(chan struct{}), release: make(chan struct{})}
+	e := store.NewEngine(g, store.EngineConfig{})
+	if err := e.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer e.Stop()
+	type result struct {
+		ans store.Answer
+		err error
+	}
+	send := func(env canvas.Envelope) chan result {
+		ch := make(chan result, 1)
+		go func() { a, err := e.Execute(ctx, "c", human, env); ch <- result{a, err} }()
+		return ch
+	}
+	first := send(envelope("move", 1, map[string]any{"ids": []string{"X"}, "dx": 1, "dy": 0})) // rev 2, held in Append
+	<-g.held
+	stale := envelope("move", 1, map[string]any{"ids": []string{"X"}, "dx": 5, "dy": 0}) // X changes at rev 2: 409
+	stale.IdempotencyKey = "k"
+	conflicted := send(stale)
+	time.Sleep(200 * time.Millisecond) // queued in this order
+	fresh := envelope("create_shape", 2, map[string]any{"id": "Y", "type": "geo", "x": 0, "y": 0})
+	fresh.IdempotencyKey = "k"
+	applied := send(fresh)
+	time.Sleep(200 * time.Millisecond)
+	close(g.release)
+	if r := <-first; r.err != nil || r.ans.Outcome != store.OutcomeApplied {
+		t.Fatalf("first: %v %v", r.err, r.ans.Outcome)
+	}
+	if r := <-conflicted; r.err != nil || r.ans.Outcome != store.OutcomeConflict {
+		t.Fatalf("stale move: %v %v %.200s", r.err, r.ans.Outcome, r.ans.Result)
+	}
+	if r := <-applied; r.err != nil || r.ans.Outcome != store.OutcomeApplied {
+		t.Fatalf("the next command with the key the conflict did not store: %v %v %.200s", r.err, r.ans.Outcome, r.ans.Result)
 	}
 }
