@@ -231,10 +231,24 @@ func (r *Runner) PostMessage(ctx context.Context, sessionID string, m UserMessag
 	if err != nil {
 		return err
 	}
-	if !m.Principal.CanAccess(rec.CanvasID, canvas.RoleEditor) {
-		return fmt.Errorf("%w: sending a message to agent session %q needs the editor role on canvas %q", canvas.ErrForbidden, sessionID, rec.CanvasID)
+	if err := mayMessage(m.Principal, sessionID, rec.CanvasID); err != nil {
+		return err
 	}
 	return elsewhere(r.post(ctx, sessionID, t, entry), m)
+}
+
+// mayMessage checks that p may send a message to agent session sessionID
+// on canvasID: the editor role there (canvas.ErrForbidden); a session on a
+// canvas p cannot even view is not there for p (canvas.ErrNotFound), as for
+// every read of a session.
+func mayMessage(p canvas.Principal, sessionID, canvasID string) error {
+	if !p.CanAccess(canvasID, canvas.RoleViewer) {
+		return fmt.Errorf("agent session %q: %w", sessionID, canvas.ErrNotFound)
+	}
+	if !p.CanAccess(canvasID, canvas.RoleEditor) {
+		return fmt.Errorf("%w: sending a message to agent session %q needs the editor role on canvas %q", canvas.ErrForbidden, sessionID, canvasID)
+	}
+	return nil
 }
 
 // PostIfRunning posts m to session sessionID as PostMessage does, but only
@@ -464,8 +478,8 @@ func (q *Queue) PostMessage(ctx context.Context, sessionID string, m UserMessage
 	if err != nil {
 		return err
 	}
-	if !m.Principal.CanAccess(rec.CanvasID, canvas.RoleEditor) {
-		return fmt.Errorf("%w: sending a message to agent session %q needs the editor role on canvas %q", canvas.ErrForbidden, sessionID, rec.CanvasID)
+	if err := mayMessage(m.Principal, sessionID, rec.CanvasID); err != nil {
+		return err
 	}
 	return errQueueMessages
 }

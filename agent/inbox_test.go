@@ -281,7 +281,7 @@ func TestPostMessageErrors(t *testing.T) {
 	}{
 		"unknown session": {"as_nope", agent.UserMessage{Principal: editor(), Prompt: "x"}, canvas.ErrNotFound},
 		"viewer":          {id, agent.UserMessage{Principal: viewer, Prompt: "x"}, canvas.ErrForbidden},
-		"other canvas":    {id, agent.UserMessage{Principal: editor("c2"), Prompt: "x"}, canvas.ErrForbidden},
+		"other canvas":    {id, agent.UserMessage{Principal: editor("c2"), Prompt: "x"}, canvas.ErrNotFound}, // as every read of a session it cannot see
 		"empty":           {id, agent.UserMessage{Principal: editor()}, canvas.ErrInvalid},
 		"not a data URL":  {id, agent.UserMessage{Principal: editor(), Prompt: "x", ImageDataURL: "http://x/y.png"}, canvas.ErrInvalid},
 		"too long":        {id, agent.UserMessage{Principal: editor(), Prompt: strings.Repeat("x", agent.MaxMessagePromptBytes+1)}, canvas.ErrInvalid},
@@ -353,8 +353,12 @@ func TestQueueRefusesMessages(t *testing.T) {
 	if err := q.PostMessage(ctx, "as_nope", agent.UserMessage{Principal: editor(), Prompt: "x"}); !errors.Is(err, canvas.ErrNotFound) {
 		t.Fatalf("unknown: %v", err)
 	}
-	if err := q.PostMessage(ctx, id, agent.UserMessage{Principal: editor("c2"), Prompt: "x"}); !errors.Is(err, canvas.ErrForbidden) {
-		t.Fatalf("forbidden: %v", err)
+	if err := q.PostMessage(ctx, id, agent.UserMessage{Principal: editor("c2"), Prompt: "x"}); !errors.Is(err, canvas.ErrNotFound) {
+		t.Fatalf("a session on a canvas the sender cannot see: %v", err)
+	}
+	viewer := canvas.Principal{Actor: canvas.Actor{ID: "human-2", Type: canvas.ActorHuman}, Role: canvas.RoleViewer}
+	if err := q.PostMessage(ctx, id, agent.UserMessage{Principal: viewer, Prompt: "x"}); !errors.Is(err, canvas.ErrForbidden) {
+		t.Fatalf("viewer: %v", err)
 	}
 	if _, err := q.PostToCanvas(ctx, "c1", agent.UserMessage{Principal: editor(), Prompt: "x"}); !errors.Is(err, canvas.ErrUnavailable) {
 		t.Fatalf("queue to canvas: %v", err)

@@ -12,9 +12,12 @@ import (
 // Placement: what an agent creates goes into free space. The shapes of the
 // canvas that the session did not create are obstacles; a create that would
 // overlap one moves to the nearest free position, and the move becomes the
-// session's coordinate offset, applied to its later creates too, so that a
-// composition moves as a whole. Moving or updating existing shapes is the
-// model's choice and is never corrected (the lints report what it causes).
+// reply's coordinate offset, applied to its later creates too, so that a
+// composition moves as a whole. The offset ends with the turn: the next
+// turn's model sees the canvas as it is (the moved shapes where they landed)
+// and its coordinates need no shift. Moving or updating existing shapes is
+// the model's choice and is never corrected (the lints report what it
+// causes).
 
 // placeGap is the space kept between new content and obstacles.
 const placeGap = 24
@@ -65,17 +68,24 @@ func solid(typ string, r rect) bool {
 // placer keeps one session's new content in free space.
 type placer struct {
 	obstacles []rect
-	placed    []rect          // the session's creates this turn: a moved create avoids them too
-	own       map[string]bool // shapes the session created
-	moved     map[string]bool // shapes placement moved
-	dx, dy    float64         // the session's coordinate offset
+	placed    []rect                // the session's creates this turn: a moved create avoids them too
+	own       map[string]bool       // shapes the session created
+	moved     map[string]bool       // shapes placement moved
+	dx, dy    float64               // this turn's coordinate offset
+	shifted   map[string][2]float64 // this turn's creates that placement moved, by how much: their children follow
 }
 
-func newPlacer() *placer { return &placer{own: map[string]bool{}, moved: map[string]bool{}} }
+func newPlacer() *placer {
+	return &placer{own: map[string]bool{}, moved: map[string]bool{}, shifted: map[string][2]float64{}}
+}
 
-// reset takes the obstacles of a turn: the solid shapes the session did not create.
+// reset takes the obstacles of a turn: the solid shapes the session did not
+// create. The previous turn's offset is dropped: this turn's model placed its
+// creates from the canvas as it is now.
 func (p *placer) reset(nodes []*canvas.Node) {
 	p.obstacles, p.placed = p.obstacles[:0], p.placed[:0]
+	p.dx, p.dy = 0, 0
+	clear(p.shifted)
 	for _, n := range nodes {
 		if r := nodeRect(n); !p.own[n.ID] && solid(n.Type, r) {
 			p.obstacles = append(p.obstacles, r)
@@ -83,10 +93,11 @@ func (p *placer) reset(nodes []*canvas.Node) {
 	}
 }
 
-// place moves a sanitized create_shape (params x, y, w, h) by the session's
+// place moves a sanitized create_shape (params x, y, w, h) by the turn's
 // offset and, if it then overlaps an obstacle, to the nearest free position
-// (updating the offset). Creates inside a parent (a frame or group) and
-// connectors only take the offset.
+// (updating the offset). A create inside a parent (a frame or group) moves
+// as its parent did if the parent is one of this reply's moved creates, and
+// stays as it is otherwise; connectors only take the offset.
 func (p *placer) place(a Action) {
 	if a.Name != "create_shape" {
 		return
@@ -95,9 +106,15 @@ func (p *placer) place(a Action) {
 	p.own[id] = true
 	x, _ := a.Params["x"].(float64)
 	y, _ := a.Params["y"].(float64)
-	if _, inParent := a.Params["parent_id"]; inParent {
+	if parent, inParent := a.Params["parent_id"]; inParent {
+		pid, _ := parent.(string)
+		if d, ok := p.shifted[pid]; ok {
+			a.Params["x"], a.Params["y"] = clamp(x+d[0], -MaxCoord, MaxCoord), clamp(y+d[1], -MaxCoord, MaxCoord)
+			p.shifted[id] = d
+		}
 		return
 	}
+	x0, y0 := x, y
 	x, y = clamp(x+p.dx, -MaxCoord, MaxCoord), clamp(y+p.dy, -MaxCoord, MaxCoord)
 	typ, _ := a.Params["type"].(string)
 	r := createRect(typ, x, y, a.Params)
@@ -112,6 +129,9 @@ func (p *placer) place(a Action) {
 		p.placed = append(p.placed, r)
 	}
 	a.Params["x"], a.Params["y"] = r.x0, r.y0
+	if r.x0 != x0 || r.y0 != y0 {
+		p.shifted[id] = [2]float64{r.x0 - x0, r.y0 - y0}
+	}
 }
 
 // free reports whether r overlaps no obstacle (and, with own, none of the

@@ -36,7 +36,7 @@ func (m Message) split() (static, rest string) {
 type ModelRequest struct {
 	Model       string // the provider's model name (after "openai:", "anthropic:", "google:")
 	Messages    []Message
-	Temperature *float32 // nil: provider default; follow-ups use 0 (stricter sampling)
+	Temperature *float32 // nil: provider default; follow-ups use 0 (stricter sampling; not sent to OpenAI's reasoning models)
 	// Task is the plain instruction of this turn (the user's message, or the
 	// follow-up/replan instruction); the fake model answers from it.
 	Task string
@@ -160,7 +160,9 @@ func (o *OpenAIProvider) Vision() bool { return o.vision }
 // Stream starts a streaming chat completion. With an output bound it sends
 // max_tokens, which OpenAI-compatible servers widely accept, except to
 // OpenAI's reasoning models (names starting with o1, o3, o4 or gpt-5),
-// which refuse max_tokens and get max_completion_tokens instead.
+// which refuse max_tokens and get max_completion_tokens instead. The
+// request's temperature is sent too, except to those reasoning models,
+// which refuse any but their default.
 func (o *OpenAIProvider) Stream(ctx context.Context, req ModelRequest) (ModelStream, error) {
 	// include_usage: the last chunk carries the call's usage (cached prompt
 	// tokens included); without it a streamed completion reports none.
@@ -172,7 +174,7 @@ func (o *OpenAIProvider) Stream(ctx context.Context, req ModelRequest) (ModelStr
 			cr.MaxTokens = o.maxTokens
 		}
 	}
-	if req.Temperature != nil {
+	if req.Temperature != nil && !openaiReasoningModel(req.Model) {
 		ctx = context.WithValue(ctx, temperatureKey{}, *req.Temperature)
 	}
 	for _, m := range req.Messages {
@@ -195,7 +197,8 @@ func (o *OpenAIProvider) Stream(ctx context.Context, req ModelRequest) (ModelStr
 }
 
 // openaiReasoningModel reports whether model is one of OpenAI's reasoning
-// models, which take max_completion_tokens and refuse max_tokens.
+// models, which take max_completion_tokens and refuse max_tokens and any
+// temperature but the default.
 func openaiReasoningModel(model string) bool {
 	for _, p := range []string{"o1", "o3", "o4", "gpt-5"} {
 		if strings.HasPrefix(model, p) {
@@ -239,17 +242,26 @@ func (d temperatureDoer) Do(req *http.Request) (*http.Response, error) {
 type openaiStream struct {
 	s         *openai.ChatCompletionStream
 	usage     Usage
+	finished  bool // a choice carried a finish_reason
 	truncated bool // a choice finished with "length"
 }
 
 // Recv returns the next non-empty content delta, or io.EOF at the end. A
 // chunk's usage (the last one's, with include_usage) is kept for Usage, a
-// finish_reason "length" for Truncated.
+// finish_reason "length" for Truncated. go-openai reports io.EOF both after
+// [DONE] and when the body just ends, so the reply is complete only once a
+// choice carried a finish_reason (a stream that has one but no [DONE] is
+// accepted): without one, a connection cut or an error chunk that is no
+// choice (vLLM's {"object":"error",...} before [DONE]) is an error, not the
+// end of the reply.
 func (o *openaiStream) Recv() (string, error) {
 	for {
 		r, err := o.s.Recv()
 		if err != nil {
 			if errors.Is(err, io.EOF) {
+				if !o.finished {
+					return "", errors.New("openai stream: the stream ended without a finish_reason (connection cut)")
+				}
 				return "", io.EOF
 			}
 			return "", fmt.Errorf("openai stream: %w", err)
@@ -264,6 +276,7 @@ func (o *openaiStream) Recv() (string, error) {
 		var b strings.Builder
 		for _, c := range r.Choices {
 			b.WriteString(c.Delta.Content)
+			o.finished = o.finished || c.FinishReason != ""
 			o.truncated = o.truncated || c.FinishReason == openai.FinishReasonLength
 		}
 		if b.Len() > 0 {

@@ -2,10 +2,13 @@ package agent
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"maps"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -217,13 +220,15 @@ func TestProviderErrors(t *testing.T) {
 	}
 	ant := providertest.NewAnthropic(t, "k", func(r providertest.AnthropicRequest) providertest.Reply { return script(r.Model) })
 	gem := providertest.NewGemini(t, "k", func(r providertest.GeminiRequest) providertest.Reply { return script(r.Model) })
+	oai := providertest.NewOpenAI(t, "k", func(r providertest.OpenAIRequest) providertest.Reply { return script(r.Model) })
 	cfg := DefaultConfig()
 	cfg.AnthropicAPIKey, cfg.AnthropicBaseURL, cfg.GoogleAPIKey, cfg.GoogleBaseURL = "k", ant.URL, "k", gem.URL
+	cfg.OpenAIAPIKey, cfg.OpenAIBaseURL = "k", oai.URL+"/v1"
 	p := testProviders(t, cfg)
 	for _, c := range []struct{ model, want string }{
 		{"e401", "401"}, {"e429", "429"}, {"e500", "500"}, {"malformed", "stream"}, {"cut", "ended"},
 	} {
-		for _, prov := range []string{"anthropic", "google"} {
+		for _, prov := range []string{"anthropic", "google", "openai"} {
 			_, err := stream(t, p, prov+":"+c.model, testPrompt(nil))
 			if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), prov) {
 				t.Errorf("%s:%s: error %v, want one naming %s and %q", prov, c.model, err, prov, c.want)
@@ -260,6 +265,74 @@ func TestProviderErrors(t *testing.T) {
 	prov, _, _ := p.Get("anthropic:ok")
 	if _, err := prov.Stream(ctx, testPrompt(nil)); !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled anthropic call: %v", err)
+	}
+}
+
+// TestOpenAIStreamEnd: go-openai reports io.EOF both after [DONE] and when
+// the connection drops, so an OpenAI-compatible reply is complete only once a
+// choice carried a finish_reason. A vLLM-style error chunk followed by
+// [DONE], or a body that just stops, is an error saying the stream ended
+// without one; a reply with a finish_reason but no [DONE] is accepted.
+func TestOpenAIStreamEnd(t *testing.T) {
+	chunk := func(content, finish string) string {
+		c, _ := json.Marshal(content)
+		f := "null"
+		if finish != "" {
+			f = `"` + finish + `"`
+		}
+		return fmt.Sprintf(`data: {"id":"x","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"content":%s},"finish_reason":%s}]}`+"\n\n", c, f)
+	}
+	for _, c := range []struct {
+		name, body string
+		want       string // "": the stream succeeds with reply
+	}{
+		{"error chunk then [DONE]", chunk(reply[:10], "") + `data: {"object":"error","message":"overloaded","type":"BadRequestError","code":400}` + "\n\ndata: [DONE]\n\n", "finish_reason"},
+		{"cut", chunk(reply[:10], ""), "finish_reason"},
+		{"[DONE] without a finish_reason", chunk(reply, "") + "data: [DONE]\n\n", "finish_reason"},
+		{"finish_reason without [DONE]", chunk(reply, "") + chunk("", "stop"), ""},
+		{"finish_reason and [DONE]", chunk(reply, "") + chunk("", "stop") + "data: [DONE]\n\n", ""},
+	} {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "text/event-stream")
+			io.WriteString(w, c.body)
+		}))
+		cfg := DefaultConfig()
+		cfg.OpenAIAPIKey, cfg.OpenAIBaseURL = "k", srv.URL+"/v1"
+		got, err := stream(t, testProviders(t, cfg), "openai:m", testPrompt(nil))
+		srv.Close()
+		if c.want == "" {
+			if err != nil || got != reply {
+				t.Errorf("%s: streamed %q, %v; want the reply", c.name, got, err)
+			}
+			continue
+		}
+		if err == nil || !strings.Contains(err.Error(), "openai") || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: streamed %q, error %v; want one naming openai and %q", c.name, got, err, c.want)
+		}
+	}
+}
+
+// TestOpenAIReasoningModelTemperature: OpenAI's reasoning models (o1, o3,
+// o4, gpt-5) refuse any temperature but their default, so a follow-up's
+// temperature 0 is left off their requests; other models get it on the wire.
+func TestOpenAIReasoningModelTemperature(t *testing.T) {
+	oai := providertest.NewOpenAI(t, "k", func(providertest.OpenAIRequest) providertest.Reply { return providertest.Reply{Text: reply} })
+	cfg := DefaultConfig()
+	cfg.OpenAIAPIKey, cfg.OpenAIBaseURL = "k", oai.URL+"/v1"
+	p := testProviders(t, cfg)
+	zero := float32(0)
+	for model, reasoning := range map[string]bool{"o1": true, "o3-mini": true, "o4-mini": true, "gpt-5-mini": true, "gpt-4o": false} {
+		if _, err := stream(t, p, "openai:"+model, testPrompt(&zero)); err != nil {
+			t.Fatalf("%s: %v", model, err)
+		}
+		r := oai.Requests()
+		tp := r[len(r)-1].Temperature
+		if reasoning && tp != nil {
+			t.Errorf("%s: temperature %v on the wire, want none", model, *tp)
+		}
+		if !reasoning && (tp == nil || *tp != 0) {
+			t.Errorf("%s: temperature %v on the wire, want 0", model, tp)
+		}
 	}
 }
 

@@ -22,6 +22,7 @@ import (
 
 	canvasd "github.com/canvasd/canvasd"
 	"github.com/canvasd/canvasd/agent"
+	"github.com/canvasd/canvasd/agent/providertest"
 	"github.com/canvasd/canvasd/canvas"
 	"github.com/canvasd/canvasd/client"
 	"github.com/canvasd/canvasd/host"
@@ -878,6 +879,76 @@ func TestAgentWatchdogAndModelFailure(t *testing.T) {
 	sess = e2.run(client.AgentRunRequest{RoomID: "w", Message: "x"})
 	if sess.State != client.AgentError || !strings.Contains(sess.Detail, "401") {
 		t.Fatalf("session %s %q", sess.State, sess.Detail)
+	}
+}
+
+// TestAgentOpenAICutStream: an OpenAI-compatible stream that breaks off
+// mid-reply (no finish_reason, no [DONE]; go-openai reports io.EOF as after
+// [DONE]) ends the session in error with the reason in detail, as a cut
+// Anthropic or Gemini stream does, instead of "done" with the rest of the
+// reply silently lost.
+func TestAgentOpenAICutStream(t *testing.T) {
+	first := `{"actions":[{"name":"create_shape","params":{"type":"note","x":0,"y":0,"props":{"text":"one"}}},`
+	full := first + `{"name":"create_shape","params":{"type":"note","x":400,"y":0,"props":{"text":"two"}}}]}`
+	oai := providertest.NewOpenAI(t, "sk-test", func(providertest.OpenAIRequest) providertest.Reply {
+		return providertest.Reply{Text: full, ChunkSize: len(first), Cut: true}
+	})
+	e := newAgentEnv(t, nil, func(c *agent.Config) {
+		c.Model, c.OpenAIBaseURL, c.LowActionThreshold = "openai:gpt-test", oai.URL+"/v1", 0
+	})
+	e.newCanvas("cut")
+	sess := e.run(client.AgentRunRequest{RoomID: "cut", Message: "two notes"})
+	if sess.State != client.AgentError || !strings.Contains(sess.Detail, "openai") || !strings.Contains(sess.Detail, "finish_reason") {
+		t.Fatalf("a cut OpenAI stream ended the session %s (%q), want error naming openai and the missing finish_reason", sess.State, sess.Detail)
+	}
+	if n := len(oai.Requests()); n != 1 {
+		t.Fatalf("%d model calls, want 1 (no follow-up after the failure)", n)
+	}
+	if nodeByName(e.snapshot("cut"), "two") != nil {
+		t.Fatal("the action after the cut was applied")
+	}
+}
+
+// TestAgentPlacementOffsetWithinOneReply: the shift placement gives a reply's
+// creates (the first would cover a human's shape) is not applied again to a
+// later turn's creates, which the model placed from the canvas as it is: a
+// caption asked for left of the shifted hero, in free space, lands there.
+func TestAgentPlacementOffsetWithinOneReply(t *testing.T) {
+	var e *agentEnv
+	var calls atomic.Int32
+	oai := providertest.NewOpenAI(t, "sk-test", func(providertest.OpenAIRequest) providertest.Reply {
+		switch calls.Add(1) {
+		case 1:
+			return providertest.Reply{Text: actionsJSON(
+				`{"name":"create_shape","params":{"type":"note","x":100,"y":100,"w":200,"h":200,"props":{"text":"HERO"}}}`,
+				`{"name":"add_detail","params":{"hint":"a caption beside the hero"}}`)}
+		case 2:
+			hero := nodeByName(e.snapshot("pl"), "HERO")
+			return providertest.Reply{Text: actionsJSON(fmt.Sprintf(
+				`{"name":"create_shape","params":{"type":"note","x":%g,"y":%g,"w":200,"h":200,"props":{"text":"CAPTION"}}}`, hero.X-260, hero.Y))}
+		}
+		return providertest.Reply{Text: actionsJSON()}
+	})
+	e = newAgentEnv(t, nil, func(c *agent.Config) {
+		c.Model, c.OpenAIBaseURL, c.LowActionThreshold = "openai:gpt-test", oai.URL+"/v1", 0
+	})
+	e.newCanvas("pl")
+	base := int64(0)
+	if _, err := e.human.Command(context.Background(), "pl", canvas.Envelope{Type: "create_shape", BaseRev: &base,
+		Args: json.RawMessage(`{"id":"shape:wall","type":"geo","x":0,"y":-5000,"w":1000,"h":10000,"props":{"geo":"rectangle"}}`)}); err != nil {
+		t.Fatal(err)
+	}
+	sess := e.run(client.AgentRunRequest{RoomID: "pl", Message: "a hero with a caption", Viewport: &client.Box{X: 0, Y: 0, W: 1000, H: 1000}})
+	snap := e.snapshot("pl")
+	hero, capt := nodeByName(snap, "HERO"), nodeByName(snap, "CAPTION")
+	if sess.State != client.AgentDone || hero == nil || capt == nil {
+		t.Fatalf("session %s %q: hero %v, caption %v", sess.State, sess.Detail, hero, capt)
+	}
+	if hero.X+hero.W > 0 && hero.X < 1000 {
+		t.Fatalf("the hero at (%g,%g) covers the wall", hero.X, hero.Y)
+	}
+	if capt.X != hero.X-260 || capt.Y != hero.Y {
+		t.Fatalf("the caption, asked for in free space at (%g,%g), was placed at (%g,%g)", hero.X-260, hero.Y, capt.X, capt.Y)
 	}
 }
 

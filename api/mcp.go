@@ -323,6 +323,12 @@ func (s *Server) mcpSaveSnapshot(ctx context.Context, in mcpSaveSnapshot) (*mcp.
 	if err := mcpAuthorize(ctx, in.CanvasID, canvas.RoleEditor); err != nil {
 		return nil, nil, err
 	}
+	if in.NodeID != "" {
+		// A node_id that names no document is refused before anything is written.
+		if _, _, _, err := s.docAt(ctx, in.CanvasID, in.NodeID, -1, false); err != nil {
+			return nil, nil, mcpError(err)
+		}
+	}
 	snap, err := s.createNamedSnapshot(ctx, in.CanvasID, principalFrom(ctx).Actor, in.Label, in.Description)
 	if err != nil {
 		return nil, nil, mcpError(err)
@@ -342,6 +348,9 @@ func (s *Server) mcpGetState(ctx context.Context, in mcpGetState) (*mcp.CallTool
 	}
 	at := int64(-1)
 	if in.AtRev != nil {
+		if *in.AtRev < 0 { // as GET /canvas_commands/snapshot/{canvas_id}?at_rev= refuses it
+			return nil, nil, mcpError(canvas.Invalid("at_rev", "must be a revision number ≥ 0, got %d", *in.AtRev))
+		}
 		at = *in.AtRev
 	}
 	var out canvas.Snapshot

@@ -203,3 +203,44 @@ func TestMCPRequiresAuth(t *testing.T) {
 		t.Fatalf("status %d without a token", resp.StatusCode)
 	}
 }
+
+// TestMCPSaveSnapshotUnknownNode: canvas_save_snapshot with a node_id that
+// names no document is a tool error and creates no snapshot (it used to
+// create one and answer success, dropping the node_id).
+func TestMCPSaveSnapshotUnknownNode(t *testing.T) {
+	e, cid, tok := docSetup(t)
+	cs := mcpSession(t, e, tok)
+	_, isErr, text := callTool(t, cs, "canvas_save_snapshot", map[string]any{"canvas_id": cid, "node_id": "nope", "label": "ghost"})
+	if !isErr || !strings.Contains(text, "404") || !strings.Contains(text, `"nope"`) {
+		t.Fatalf("save_snapshot of an unknown node: isError %v, %s", isErr, text)
+	}
+	if list := e.must(200, "GET", "/api/canvases/"+cid+"/snapshots", tok, nil)["snapshots"].([]any); len(list) != 0 {
+		t.Fatalf("the refused save_snapshot created %d snapshots: %v", len(list), list)
+	}
+	// With a document's id it is saved, with the document's line count.
+	snap, isErr, text := callTool(t, cs, "canvas_save_snapshot", map[string]any{"canvas_id": cid, "node_id": "doc1", "label": "ok"})
+	if isErr || snap["line_count"].(float64) != 5 {
+		t.Fatalf("save_snapshot: %v %s", snap, text)
+	}
+	if list := e.must(200, "GET", "/api/canvases/"+cid+"/snapshots", tok, nil)["snapshots"].([]any); len(list) != 1 {
+		t.Fatalf("%d snapshots, want 1", len(list))
+	}
+}
+
+// TestMCPGetStateNegativeRev: canvas_get_state refuses a negative at_rev as
+// GET /canvas_commands/snapshot does (400, field at_rev) instead of
+// answering with the head state.
+func TestMCPGetStateNegativeRev(t *testing.T) {
+	e, cid, tok := docSetup(t)
+	cs := mcpSession(t, e, tok)
+	for _, rev := range []int{-1, -5} {
+		out, isErr, text := callTool(t, cs, "canvas_get_state", map[string]any{"canvas_id": cid, "at_rev": rev})
+		if !isErr || !strings.Contains(text, "400") || !strings.Contains(text, "at_rev") || !strings.Contains(text, "≥ 0") {
+			t.Fatalf("at_rev %d: isError %v, %v %s", rev, isErr, out, text)
+		}
+	}
+	out, isErr, text := callTool(t, cs, "canvas_get_state", map[string]any{"canvas_id": cid, "at_rev": 0})
+	if isErr || out["head_rev"].(float64) != 0 || len(out["state"].(map[string]any)["nodes"].([]any)) != 0 {
+		t.Fatalf("at_rev 0: %v %s", out, text)
+	}
+}
