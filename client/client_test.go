@@ -617,6 +617,56 @@ func TestStreamHeartbeatOnlyDropsAreNotFailures(t *testing.T) {
 	}
 }
 
+// TestStreamDefaultsCarryBigEvents: with the default bounds, an event as
+// large as the server may send (a commit of a 1 MiB command is about 2 MiB,
+// an invoke up to 16 MiB) arrives whole.
+func TestStreamDefaultsCarryBigEvents(t *testing.T) {
+	big := strings.Repeat("x", 17<<20)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, "event: invoke\ndata: "+big+"\n\n")
+	}))
+	defer srv.Close()
+	st := newTestClient(t, srv.URL).Stream(context.Background(), "c1", StreamOptions{})
+	defer st.Close()
+	if ev, err := recvWithin(t, st, 10*time.Second); err != nil || len(ev.Data) != len(big) {
+		t.Fatalf("a %d-byte event: %d bytes, %v", len(big), len(ev.Data), err)
+	}
+}
+
+// TestStreamIdleReconnects: a connection on which nothing arrives for the
+// idle timeout (a half-open one: no heartbeat) is dropped, and the stream
+// reconnects with Last-Event-ID instead of waiting forever.
+func TestStreamIdleReconnects(t *testing.T) {
+	var mu sync.Mutex
+	var lastIDs []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		lastIDs = append(lastIDs, r.Header.Get("Last-Event-ID"))
+		conn := len(lastIDs)
+		mu.Unlock()
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprintf(w, "id: %d-e\nevent: canvas_commit\ndata: {\"rev\":%d}\n\n", conn, conn)
+		w.(http.Flusher).Flush()
+		<-r.Context().Done() // then silent
+	}))
+	defer srv.Close()
+	st := newTestClient(t, srv.URL).Stream(context.Background(), "c1",
+		StreamOptions{IdleTimeout: 200 * time.Millisecond, MinRetry: time.Millisecond})
+	defer st.Close()
+	for want := 1; want <= 2; want++ {
+		ev, err := recvWithin(t, st, 5*time.Second)
+		if err != nil || ev.ID != fmt.Sprintf("%d-e", want) {
+			t.Fatalf("event %d: %+v, %v", want, ev, err)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if lastIDs[1] != "1-e" {
+		t.Fatalf("the reconnect after the silence sent Last-Event-ID %q, want 1-e", lastIDs[1])
+	}
+}
+
 // TestStreamURLEscapesOnce: ids are escaped exactly once in request paths and
 // StreamURL, under a base path of its own.
 func TestStreamURLEscapesOnce(t *testing.T) {

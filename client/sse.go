@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/canvasd/canvasd/canvas"
@@ -62,12 +63,19 @@ type ResetInfo = canvas.ResetInfo
 type StreamOptions struct {
 	// LastEventID resumes after this event id (a head_event_id or an integer revision).
 	LastEventID string
-	// MaxLineBytes bounds one line of the stream (default 1 MiB); a longer
-	// line ends the stream with ErrLineTooLong.
+	// MaxLineBytes bounds one line of the stream (default 64 MiB: a commit
+	// of a command at the server's largest body, 1 MiB by default, is about
+	// twice that; an invoke's payload may be 16 MiB); a longer line ends the
+	// stream with ErrLineTooLong.
 	MaxLineBytes int
-	// MaxEventBytes bounds one event's data (default 8 MiB); a larger event
+	// MaxEventBytes bounds one event's data (default 64 MiB); a larger event
 	// ends the stream with ErrLineTooLong.
 	MaxEventBytes int
+	// IdleTimeout drops a connection on which nothing arrives for this long
+	// (the server sends a heartbeat every 15 s), and the stream reconnects
+	// with Last-Event-ID: a half-open connection does not hang Recv. Default
+	// 45 s; negative: never.
+	IdleTimeout time.Duration
 	// MinRetry and MaxRetry bound the reconnect backoff (defaults 200 ms and
 	// 10 s); the server's "retry:" field replaces MinRetry. A refusal with
 	// Retry-After (a 429 when the token holds too many streams, a 503) waits
@@ -86,7 +94,7 @@ type StreamOptions struct {
 }
 
 // ErrLineTooLong ends a stream whose line or event exceeds its bound.
-var ErrLineTooLong = errors.New("client: SSE line or event over the size limit")
+var ErrLineTooLong = errors.New("client: SSE line or event over the size limit (StreamOptions.MaxLineBytes, MaxEventBytes)")
 
 // Stream reads a canvas's SSE stream, reconnecting with Last-Event-ID after
 // a dropped connection so that, with a server that honours it, the caller
@@ -126,10 +134,13 @@ func (c *Client) Stream(ctx context.Context, canvasID string, opts StreamOptions
 // whose segments are escaped as url.PathEscape does.
 func (c *Client) StreamPath(ctx context.Context, path string, opts StreamOptions) *Stream {
 	if opts.MaxLineBytes <= 0 {
-		opts.MaxLineBytes = 1 << 20
+		opts.MaxLineBytes = 64 << 20
 	}
 	if opts.MaxEventBytes <= 0 {
-		opts.MaxEventBytes = 8 << 20
+		opts.MaxEventBytes = 64 << 20
+	}
+	if opts.IdleTimeout == 0 {
+		opts.IdleTimeout = 45 * time.Second
 	}
 	if opts.MinRetry <= 0 {
 		opts.MinRetry = 200 * time.Millisecond
@@ -331,7 +342,11 @@ func (s *Stream) connect() error {
 		res.Body.Close()
 		return errStreamClosed
 	}
-	s.body = res.Body
+	body := io.ReadCloser(res.Body)
+	if s.opts.IdleTimeout > 0 {
+		body = newIdleBody(res.Body, s.opts.IdleTimeout)
+	}
+	s.body = body
 	s.connects++
 	s.failures = 0 // the server took us: a drop from here on starts a new run of failures
 	if last != "" && s.resetRev != nil {
@@ -340,7 +355,7 @@ func (s *Stream) connect() error {
 		s.resetRev = nil
 	}
 	s.mu.Unlock()
-	sc := bufio.NewScanner(res.Body)
+	sc := bufio.NewScanner(body)
 	// The scanner's limit is the larger of its max and its buffer's capacity.
 	sc.Buffer(make([]byte, 0, min(4096, s.opts.MaxLineBytes)), s.opts.MaxLineBytes)
 	sc.Split((&sseSplitter{}).split)
@@ -488,3 +503,40 @@ func (c *Client) StreamURL(canvasID string) string {
 	}
 	return u
 }
+
+// idleBody is a stream's response body that closes itself when no read
+// returns data for idle; the read then fails with errIdle.
+type idleBody struct {
+	io.ReadCloser
+	idle     time.Duration
+	t        *time.Timer
+	timedOut atomic.Bool
+}
+
+func newIdleBody(rc io.ReadCloser, idle time.Duration) *idleBody {
+	b := &idleBody{ReadCloser: rc, idle: idle}
+	b.t = time.AfterFunc(idle, func() {
+		b.timedOut.Store(true)
+		_ = rc.Close()
+	})
+	return b
+}
+
+func (b *idleBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if n > 0 {
+		b.t.Reset(b.idle)
+	}
+	if err != nil && b.timedOut.Load() {
+		err = fmt.Errorf("client: SSE connection silent for %v (no heartbeat): %w", b.idle, errIdle)
+	}
+	return n, err
+}
+
+func (b *idleBody) Close() error {
+	b.t.Stop()
+	return b.ReadCloser.Close()
+}
+
+// errIdle: a stream's connection went silent; the stream reconnects.
+var errIdle = errors.New("connection idle")
