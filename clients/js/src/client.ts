@@ -823,7 +823,7 @@ class FetchStream implements CanvasStream {
         conn.abort(new Error("reconnecting"));
       }
       if (this.ctl.signal.aborted) return;
-      const base = serverRetry ?? o.reconnectDelayMs ?? 500;
+      const base = serverRetry || (o.reconnectDelayMs ?? 500); // retry: 0 means no value, as in the other clients
       let d: number;
       if (reset) {
         // The server ends a stream after reset: the first reconnects at once;

@@ -108,6 +108,22 @@ test("the stream keeps the last retry: the server sent, also across a connection
   }
 });
 
+test("retry: 0 from the server keeps the option's delay (no reconnect loop)", async () => {
+  const srv = await local((req, res) => {
+    openStream(res);
+    res.end("retry: 0\n\n" + frame("caught_up", { head_rev: 0 }));
+  });
+  try {
+    const c = new CanvasClient({ baseUrl: srv.url, token: "t" });
+    const s = c.stream("c1", { reconnectDelayMs: 300 });
+    let caughtUp = 0;
+    for await (const ev of s) if (ev.event === "caught_up" && ++caughtUp === 3) break;
+    for (const gap of gaps(srv.connects)) assert.ok(gap >= 140, `reconnected ${gap} ms after retry: 0 (the option says 300 ms, with jitter at least 150)`);
+  } finally {
+    await srv.close();
+  }
+});
+
 test("a server answering every connect with reset is reconnected to with a growing delay", async () => {
   const srv = await local((req, res) => {
     openStream(res);

@@ -533,7 +533,7 @@ class CanvasAgentClient:
         other than 0) doubled after each consecutive failure up to
         max_reconnect_delay, with jitter; after max_reconnects consecutive
         failures (None: never gives up) it raises CanvasConnectionError or the
-        last ServerError. 401/403/404 raise at once.
+        last ServerError. 400/401/403/404 raise at once.
 
         A ``reset`` event is yielded too: the caller must re-read the snapshot
         (get_state) and ignore commits with rev ≤ its head_rev; the stream goes
@@ -573,8 +573,8 @@ class CanvasAgentClient:
                         r.status, r.reason, problem=r.data if isinstance(r.data, dict) else None, body=body,
                         headers=hdrs, method="GET", url=self.base_url + path,
                     )
-                    if r.status not in _RETRY_STATUSES and r.status != 429:
-                        raise err
+                    if r.status in (400, 401, 403, 404):
+                        raise err  # a refusal retrying cannot change; any other reconnects
                     error, retry_after = err, hdrs.get("retry-after")
                 elif resp is not None:
                     parser.reset_connection()

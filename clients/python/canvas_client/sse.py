@@ -3,10 +3,14 @@ events" interpretation rules), independent of any transport."""
 
 import codecs
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Any, List, Optional
 
 __all__ = ["Event", "SSEParser"]
+
+
+_EOL = re.compile(r"\r\n|\r|\n")
 
 
 @dataclass
@@ -53,7 +57,7 @@ class SSEParser:
         self._id_buffer = last_event_id
         self.retry: Optional[int] = None
         self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
-        self._buf = ""
+        self._tail: List[str] = []  # the pieces of the unfinished line
         self._started = False
         self._pending_cr = False
         self._reset_block()
@@ -73,7 +77,7 @@ class SSEParser:
         """Forgets partial input (call when a connection ends); keeps last_event_id and retry."""
         self._decoder.reset()
         self._id_buffer = self.last_event_id  # an id of an undispatched block does not count
-        self._buf = ""
+        self._tail = []
         self._started = False
         self._pending_cr = False
         self._reset_block()
@@ -85,31 +89,28 @@ class SSEParser:
             self._started = True
             if text.startswith("\ufeff"):
                 text = text[1:]
-        if self._pending_cr and text.startswith("\n"):
-            text = text[1:]  # the LF of a CRLF split across chunks
-        self._pending_cr = False
-        self._buf += text
+        if self._pending_cr and text:
+            if text.startswith("\n"):
+                text = text[1:]  # the LF of a CRLF split across chunks
+            self._pending_cr = False
         out: List[Event] = []
-        start = 0
-        buf = self._buf
-        n = len(buf)
-        i = 0
-        while i < n:
-            c = buf[i]
-            if c == "\n" or c == "\r":
-                line = buf[start:i]
-                if c == "\r":
-                    if i + 1 < n:
-                        if buf[i + 1] == "\n":
-                            i += 1
-                    else:
-                        self._pending_cr = True
-                ev = self._line(line)
-                if ev is not None:
-                    out.append(ev)
-                start = i + 1
-            i += 1
-        self._buf = buf[start:]
+        pos = 0
+        # Only the new text is scanned; an unfinished line waits in pieces
+        # (joined once it ends), so a long line costs time linear in its size.
+        for m in _EOL.finditer(text):
+            line = text[pos:m.start()]
+            if self._tail:
+                self._tail.append(line)
+                line = "".join(self._tail)
+                self._tail = []
+            if m.end() == len(text) and m.group() == "\r":
+                self._pending_cr = True  # its LF may start the next chunk
+            ev = self._line(line)
+            if ev is not None:
+                out.append(ev)
+            pos = m.end()
+        if pos < len(text):
+            self._tail.append(text[pos:])
         return out
 
     def _line(self, line: str) -> Optional[Event]:

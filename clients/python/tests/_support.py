@@ -162,6 +162,7 @@ class FaultProxy:
       the client connection without forwarding the answer (the command applied
       but the client never heard).
     - "503": answer the request with 503 (Retry-After: 0) without forwarding it.
+    - "500": answer the request with a 500 problem document without forwarding it.
     - "sse_retry0": answer the request with an event stream that sends only
       ``retry: 0`` and ends, without forwarding it.
 
@@ -229,6 +230,13 @@ class FaultProxy:
                 self._record(req)
                 c.sendall(b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/problem+json\r\n"
                           b"Retry-After: 0\r\nConnection: close\r\nContent-Length: 2\r\n\r\n{}")
+                c.close()
+                return
+            if action == "500":
+                self._record(_read_http_request(c))
+                body = b'{"type":"about:blank","title":"Internal Server Error","status":500,"detail":"boom"}'
+                c.sendall(b"HTTP/1.1 500 Internal Server Error\r\nContent-Type: application/problem+json\r\n"
+                          b"Connection: close\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body))
                 c.close()
                 return
             if action == "sse_retry0":

@@ -77,6 +77,21 @@ class SSEParserTest(unittest.TestCase):
         _, evs = parse_all(b"data: not json\n\n")
         self.assertEqual(evs[0].data, "not json")
 
+    def test_long_line_in_many_chunks(self):
+        line = "x" * (1 << 20)
+        raw = ('id: 7\r\ndata: "%s"\r\n\r\n' % line).encode()
+        for chunk in (4096, 65536, 65535):
+            with self.subTest(chunk=chunk):
+                p, evs = parse_all(raw, chunk=chunk)
+                self.assertEqual([(e.id, len(e.data)) for e in evs], [("7", len(line))])
+
+    def test_cr_then_an_empty_chunk_then_lf(self):
+        # A CR ending a chunk, a chunk that decodes to nothing (half a UTF-8
+        # character), then the CRLF's LF: one line end, not two.
+        p = SSEParser()
+        evs = p.feed(b"data: a\r") + p.feed(b"") + p.feed(b"\ndata: \xc3") + p.feed(b"\xa9\n\n")
+        self.assertEqual([e.raw for e in evs], ["a\n\u00e9"])
+
     def test_incomplete_block_is_not_dispatched_and_reset_connection_drops_it(self):
         p = SSEParser("8")
         self.assertEqual(p.feed(b'id: 9\nevent: canvas_commit\ndata: {"rev": 9}\n'), [])

@@ -158,6 +158,16 @@ class StreamTest(unittest.TestCase):
         self.assertEqual(proxy.connections, 4)
         self.assertEqual(delays, [0.1, 0.2, 0.4])
 
+    def test_a_server_error_reconnects(self):
+        # Only 400, 401, 403 and 404 end the stream at once; a 500 is retried.
+        proxy = _support.FaultProxy(SERVER.port, actions=["500", "500"])
+        self.addCleanup(proxy.close)
+        pc = CanvasAgentClient(proxy.url, token=SERVER.admin_token)
+        pc._sleep = lambda d: None
+        ev = next(pc.stream(self.cid, reconnect_delay=0.01, max_reconnects=5, read_timeout=5))
+        self.assertEqual(ev.event, "caught_up")
+        self.assertEqual(proxy.connections, 3)
+
     def test_errors_that_cannot_be_retried_raise(self):
         with self.assertRaises(NotFoundError):
             next(self.c.stream("no-such-canvas", **stream_opts()))
