@@ -61,6 +61,9 @@ type authenticator struct {
 
 	mu    sync.RWMutex
 	cache map[[sha256.Size]byte]verifiedToken // by the token's hash
+	// revocations counts forget calls: a store read that began before one
+	// is not cached (it may have read the token just revoked).
+	revocations uint64
 }
 
 // tokenCacheTTL is how long a verified token is trusted without reading the
@@ -86,10 +89,13 @@ func newAuthenticator(st store.Store, adminToken string, maxFailures int) *authe
 	return a
 }
 
-// forget drops the cached tokens of an actor (its token was revoked).
+// forget drops the cached tokens of an actor (its token was revoked; call
+// it after the store's revocation), and keeps reads of the store that were
+// under way from caching them again.
 func (a *authenticator) forget(actorID string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	a.revocations++
 	for h, v := range a.cache {
 		if v.c.Actor.ID == actorID {
 			delete(a.cache, h)
@@ -157,6 +163,7 @@ func (a *authenticator) verify(r *http.Request, tok string) (credential, error) 
 	now := a.now()
 	a.mu.RLock()
 	v, ok := a.cache[sum]
+	revocations := a.revocations
 	a.mu.RUnlock()
 	if ok && now.Before(v.until) {
 		return v.c, nil
@@ -183,10 +190,12 @@ func (a *authenticator) verify(r *http.Request, tok string) (credential, error) 
 		until = rec.ExpiresAt // never trusted past its expiry
 	}
 	a.mu.Lock()
-	if len(a.cache) >= maxCachedTokens {
-		clear(a.cache)
+	if a.revocations == revocations { // else a token was revoked meanwhile: maybe this one
+		if len(a.cache) >= maxCachedTokens {
+			clear(a.cache)
+		}
+		a.cache[sum] = verifiedToken{c: c, until: until}
 	}
-	a.cache[sum] = verifiedToken{c: c, until: until}
 	a.mu.Unlock()
 	return c, nil
 }

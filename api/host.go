@@ -347,12 +347,18 @@ func (h *hostAPI) handleStream(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	actor := principalFrom(r.Context()).Actor.ID
-	if err := h.s.streams.acquire(actor); err != nil {
+	ended := make(chan string, 1) // why the server ends the stream (the token expired or was revoked)
+	slot, err := h.s.streams.acquire(principalFrom(r.Context()).Actor.ID, tokenExpiry(r.Context()), func(reason string) {
+		select {
+		case ended <- reason:
+		default:
+		}
+	})
+	if err != nil {
 		h.s.problem(w, r, err)
 		return
 	}
-	defer h.s.streams.release(actor)
+	defer h.s.streams.release(slot)
 	sub, snapshot, err := h.host.Subscribe(r.Context(), session)
 	if err != nil {
 		h.s.problem(w, r, err)
@@ -377,6 +383,10 @@ func (h *hostAPI) handleStream(w http.ResponseWriter, r *http.Request) {
 		case <-h.s.closing:
 			return
 		case <-out.done():
+			return
+		case reason := <-ended:
+			out.write(sseEvent("reset", "", map[string]string{"reason": reason}))
+			out.flush()
 			return
 		case <-hb.C:
 			out.write([]byte(heartbeatComment))

@@ -46,43 +46,81 @@ func retryAfterSeconds(d time.Duration) string {
 const streamRetryAfter = 5 * time.Second
 
 // streamSlots caps the streams (GET /sse/canvas/..., GET /sse/host/...) one
-// token (its actor id) holds open at once in this process. The zero limit
-// means no cap. Its methods are safe for concurrent use.
+// token (its actor id) holds open at once in this process, and ends them
+// when the token expires or is revoked here. The zero limit means no cap.
+// Its methods are safe for concurrent use.
 type streamSlots struct {
 	limit int
 	mu    sync.Mutex
-	open  map[string]int // by actor id; an actor without open streams has no entry
+	open  map[string]map[*streamSlot]struct{} // by actor id; an actor without open streams has no entry
+}
+
+// streamSlot is one open stream's place: end ends the stream with a reason
+// (the client is told, then the connection closes).
+type streamSlot struct {
+	actor  string
+	end    func(reason string)
+	expiry *time.Timer // ends the stream when its token expires; nil: never
 }
 
 func newStreamSlots(limit int) *streamSlots {
-	return &streamSlots{limit: limit, open: map[string]int{}}
+	return &streamSlots{limit: limit, open: map[string]map[*streamSlot]struct{}{}}
 }
 
-// acquire takes a slot for one stream of actor, or returns a 429 problem
+// Why the server ends a token's streams.
+const (
+	tokenExpiredReason = "the token expired; an admin mints a new one"
+	tokenRevokedReason = "the token was revoked"
+)
+
+// acquire takes a slot for one stream of actor, whose token expires at
+// expires (zero: never; the stream is ended then), or returns a 429 problem
 // when actor already holds limit streams. Every successful acquire must be
 // followed by exactly one release, whatever ends the stream.
-func (s *streamSlots) acquire(actor string) error {
+func (s *streamSlots) acquire(actor string, expires time.Time, end func(reason string)) (*streamSlot, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	n := s.open[actor]
+	n := len(s.open[actor])
 	if s.limit > 0 && n >= s.limit {
-		return &tooManyError{slug: "too-many-streams", retryAfter: streamRetryAfter,
+		return nil, &tooManyError{slug: "too-many-streams", retryAfter: streamRetryAfter,
 			detail: fmt.Sprintf("this token already has %d streams open on this server, the most it may hold at once "+
 				"(--max-streams-per-token); close streams you no longer read (each browser tab holds one or two), then retry", n),
 			extra: map[string]any{"limit": s.limit}}
 	}
-	s.open[actor] = n + 1
-	return nil
+	slot := &streamSlot{actor: actor, end: end}
+	if !expires.IsZero() {
+		slot.expiry = time.AfterFunc(time.Until(expires), func() { end(tokenExpiredReason) })
+	}
+	if s.open[actor] == nil {
+		s.open[actor] = map[*streamSlot]struct{}{}
+	}
+	s.open[actor][slot] = struct{}{}
+	return slot, nil
 }
 
 // release frees a slot acquire took.
-func (s *streamSlots) release(actor string) {
+func (s *streamSlots) release(slot *streamSlot) {
+	if slot.expiry != nil {
+		slot.expiry.Stop()
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if n := s.open[actor] - 1; n > 0 {
-		s.open[actor] = n
-	} else {
-		delete(s.open, actor)
+	delete(s.open[slot.actor], slot)
+	if len(s.open[slot.actor]) == 0 {
+		delete(s.open, slot.actor)
+	}
+}
+
+// endAll ends every open stream of actor with reason.
+func (s *streamSlots) endAll(actor, reason string) {
+	s.mu.Lock()
+	slots := make([]*streamSlot, 0, len(s.open[actor]))
+	for slot := range s.open[actor] {
+		slots = append(slots, slot)
+	}
+	s.mu.Unlock()
+	for _, slot := range slots {
+		slot.end(reason)
 	}
 }
 
@@ -90,7 +128,7 @@ func (s *streamSlots) release(actor string) {
 func (s *streamSlots) count(actor string) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.open[actor]
+	return len(s.open[actor])
 }
 
 // authFailureWindow is the window of the failed-token throttle: an address

@@ -29,19 +29,20 @@ func (s *Server) handleCanvasStream(w http.ResponseWriter, r *http.Request) {
 		s.problem(w, r, err)
 		return
 	}
-	actor := principalFrom(r.Context()).Actor.ID
-	if err := s.streams.acquire(actor); err != nil {
-		s.problem(w, r, err)
-		return
-	}
 	ctx := r.Context()
 	// Register before reading the head: a commit made in between is then in
 	// the queue (and dropped as a duplicate if the head already has it).
 	sub := s.hub.subscribe(id, browser)
+	slot, err := s.streams.acquire(principalFrom(ctx).Actor.ID, tokenExpiry(ctx), sub.end)
+	if err != nil {
+		s.hub.unsubscribe(id, sub)
+		s.problem(w, r, err)
+		return
+	}
 	head, _, err := s.engine.Head(ctx, id)
 	if err != nil {
 		s.hub.unsubscribe(id, sub)
-		s.streams.release(actor)
+		s.streams.release(slot)
 		s.problem(w, r, err)
 		return
 	}
@@ -51,7 +52,7 @@ func (s *Server) handleCanvasStream(w http.ResponseWriter, r *http.Request) {
 		if !live {
 			out.close()
 			s.hub.unsubscribe(id, sub)
-			s.streams.release(actor)
+			s.streams.release(slot)
 		}
 	}()
 	reset := func(head int64, reason string) {
@@ -97,22 +98,23 @@ func (s *Server) handleCanvasStream(w http.ResponseWriter, r *http.Request) {
 	if out.conn != nil {
 		// The connection is ours: return, so net/http frees the request, its
 		// buffers and this deep stack, and follow the canvas on a small goroutine.
-		go s.streamLive(context.Background(), id, actor, sub, out, last)
+		go s.streamLive(context.Background(), id, slot, sub, out, last)
 		return
 	}
-	s.streamLive(ctx, id, actor, sub, out, last)
+	s.streamLive(ctx, id, slot, sub, out, last)
 }
 
 // streamLive sends live commits and events from sub until the client goes
 // away, it is kicked (an ephemeral event found its queue full) or falls
 // more than Config.MaxReplay commits behind, its canvas is deleted (a reset
-// saying so ends it: Hub.canvasDeleted), or the server closes streams;
-// then it releases sub, out and actor's stream slot. Commits left out of a
+// saying so ends it: Hub.canvasDeleted), its token expires or is revoked
+// (slot ends it with a reset saying so), or the server closes streams;
+// then it releases sub, out and the stream's slot. Commits left out of a
 // full queue are read from the engine. last is the revision the client has.
 // On a hijacked TCP connection, sub's fan-out shard writes most frames
 // itself (fanout.go); this goroutine writes what is queued.
-func (s *Server) streamLive(ctx context.Context, id, actor string, sub *subscriber, out *sseOut, last int64) {
-	defer s.streams.release(actor)
+func (s *Server) streamLive(ctx context.Context, id string, slot *streamSlot, sub *subscriber, out *sseOut, last int64) {
+	defer s.streams.release(slot)
 	defer s.hub.unsubscribe(id, sub)
 	defer func() {
 		sub.wmu.Lock()

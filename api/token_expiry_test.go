@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -80,4 +81,51 @@ func TestTokenExpiry(t *testing.T) {
 	e.must(200, "GET", "/api/canvases", secret, nil)
 	clock.advance(400 * time.Millisecond) // still within the cache's second
 	e.must(401, "GET", "/api/canvases", secret, nil)
+}
+
+// TestStreamsEndWithTheirToken: revoking a token through the API ends its
+// open canvas and host streams (a reset saying why, then the connection
+// closes, and the slots are free), and a token's stream ends when the token
+// expires: no stream outlives the right to open it.
+func TestStreamsEndWithTheirToken(t *testing.T) {
+	e := newTestEnv(t)
+	c := e.canvas("c_token_streams")
+	ended := func(name string, s *sseStream, why string) {
+		t.Helper()
+		ev := s.next()
+		for ev.Event != "reset" {
+			ev = s.next()
+		}
+		if reason, _ := ev.json(t)["reason"].(string); !strings.Contains(reason, why) {
+			t.Fatalf("%s stream: reset %q, want one saying %q", name, ev.Data, why)
+		}
+		deadline := time.After(5 * time.Second)
+		for {
+			select {
+			case _, ok := <-s.events:
+				if !ok {
+					return
+				}
+			case <-deadline:
+				t.Fatalf("%s stream still open after its reset", name)
+			}
+		}
+	}
+	tok, actor := e.token(canvas.RoleViewer, canvas.ActorHuman)
+	cs := e.stream("/sse/canvas/"+c, tok, nil)
+	if ev := cs.next(); ev.Event != "caught_up" {
+		t.Fatalf("first event %+v", ev)
+	}
+	hs := e.stream("/sse/host/"+c, tok, nil)
+	e.must(http.StatusNoContent, "DELETE", "/api/tokens/"+actor, testAdmin, nil)
+	ended("canvas", cs, "revoked")
+	ended("host", hs, "revoked")
+	waitUntil(t, 10*time.Second, "the revoked token's slots are free", func() bool { return e.api.streams.count(actor) == 0 })
+
+	short := e.must(201, "POST", "/api/tokens", testAdmin, map[string]any{"role": "viewer", "actor_type": "human", "expires_in": 1})
+	s := e.stream("/sse/canvas/"+c, short["token"].(string), nil)
+	if ev := s.next(); ev.Event != "caught_up" {
+		t.Fatalf("first event %+v", ev)
+	}
+	ended("expiring", s, "expired")
 }

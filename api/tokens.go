@@ -188,5 +188,6 @@ func (s *Server) handleRevokeToken(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.auth.forget(actorID)
+	s.streams.endAll(actorID, tokenRevokedReason)
 	w.WriteHeader(http.StatusNoContent)
 }
