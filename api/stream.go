@@ -141,7 +141,8 @@ func (s *Server) streamLive(ctx context.Context, id string, slot *streamSlot, su
 		case <-sub.kicked:
 			sub.wmu.Lock()
 			sub.direct = nil // the reset is the last frame: no direct write after it
-			switch { // finish the frame the client has the start of
+			// Finish the frame the client has the start of.
+			switch {
 			case sub.partial:
 				out.write((<-sub.ch).data)
 			case sub.unsent != nil:
