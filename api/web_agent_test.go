@@ -521,3 +521,27 @@ func mustBase64(t *testing.T, url string) []byte {
 	}
 	return b
 }
+
+// TestWebUIAgentFollowsTheCanvasRuns: a page with no run of its own follows
+// the run going on on its canvas, and the next one once that one ended; its
+// badge shows the state of the run it follows, not another run's.
+func TestWebUIAgentFollowsTheCanvasRuns(t *testing.T) {
+	c := openCanvasUI(t, "ui-agent-follow", nil)
+	p := c.p
+	status := func(sid, state string) {
+		c.e.api.hub.PublishEvent(c.cid, "agent:status", map[string]any{"type": "agent:status", "sessionId": sid, "state": state})
+	}
+	following := func(what, sid, badge string) {
+		t.Helper()
+		p.poll(what, `document.getElementById('agent-panel').dataset.sessionId === '`+sid+`' && document.getElementById('agent-status').textContent === '`+badge+`' && new URLSearchParams(location.search).get('agent') === '`+sid+`'`)
+	}
+	status("sess-one", "calling_model")
+	following("the run going on", "sess-one", "calling_model")
+	status("sess-two", "error")
+	p.poll("another run's failure in the chat", `document.getElementById('agent-log').textContent.includes('agent sess-two: Failed.')`)
+	following("still the first run, with its own state", "sess-one", "calling_model")
+	status("sess-one", "done")
+	following("the first run ended", "sess-one", "done")
+	status("sess-three", "calling_model")
+	following("the next run going on", "sess-three", "calling_model")
+}

@@ -19,6 +19,7 @@ export interface AgentContext {
 export class AgentPanel {
   el: HTMLElement;
   session = ""; // the session this page talks to
+  private own = false; // the session is one this page started (not one it follows)
   private running = false;
   private prompt: HTMLTextAreaElement;
   private log: HTMLElement;
@@ -109,6 +110,7 @@ export class AgentPanel {
   /** Makes sid the session this page talks to, kept in the address for a reload. */
   private follow(sid: string): void {
     this.session = sid;
+    this.own = false;
     this.el.dataset.sessionId = sid;
     this.remember(sid);
   }
@@ -131,6 +133,7 @@ export class AgentPanel {
   /** Starts over for another canvas. */
   reset(): void {
     this.session = "";
+    this.own = false;
     this.running = false;
     this.log.replaceChildren();
     this.todos.replaceChildren();
@@ -189,6 +192,7 @@ export class AgentPanel {
 
   private started(sid: string): void {
     this.follow(sid);
+    this.own = true;
     this.review.replaceChildren();
     if (this.ended.has(sid)) this.finished(sid);
     else this.setRunning(true);
@@ -242,9 +246,14 @@ export class AgentPanel {
     const sid = String(d?.sessionId || "");
     const short = sid.slice(0, 8);
     if (topic === "agent:status") {
-      // A page without a run of its own follows the one going on on the canvas: its todos, then its review.
-      if (sid && !this.session && !TERMINAL.has(d.state)) this.follow(sid);
-      this.badge(String(d.state));
+      // A page without a run of its own follows the one going on on the canvas
+      // (its todos, then its review), and the next one once that one ended.
+      const free = !this.session || (!this.own && this.ended.has(this.session));
+      if (sid && sid !== this.session && free && !TERMINAL.has(d.state)) {
+        this.follow(sid);
+        this.review.replaceChildren();
+      }
+      if (!this.session || sid === this.session) this.badge(String(d.state)); // not another run's state
       const say = statusText(String(d.state), d.detail);
       if (say) this.line(say.warn ? "status warn" : "status", `agent${short && sid !== this.session ? " " + short : ""}: `, say.text);
       if (sid && TERMINAL.has(d.state)) {
