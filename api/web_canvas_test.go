@@ -557,6 +557,43 @@ func TestWebUICanvasDuplicate(t *testing.T) {
 	}
 }
 
+// TestWebUICanvasDuplicateKinds: a duplicated note stays a note (its
+// colour and text), and a duplicated document a document (its name,
+// language and text), not boxes drawn like them.
+func TestWebUICanvasDuplicateKinds(t *testing.T) {
+	c := openCanvasUI(t, "ui-duplicate-kinds", []map[string]any{
+		{"id": "n1", "type": "note", "x": 400, "y": 150, "w": 200, "h": 200, "props": map[string]any{"color": "yellow", "text": "hello"}},
+		{"id": "d1", "type": "doc", "name": "a.md", "x": 650, "y": 150, "w": 260, "h": 200, "props": map[string]any{"language": "markdown", "text": "# A\nbody\n"}},
+	})
+	p := c.p
+	copyOf := func(original string, x, y float64) map[string]any {
+		t.Helper()
+		p.click(x, y)
+		p.pollSelection(original+" selected", original)
+		p.do(chromedp.KeyEvent("d", chromedp.KeyModifiers(chromedp.ModifierCtrl)))
+		var copied map[string]any
+		c.e.waitNodes(c.cid, "a copy of "+original, func(n map[string]map[string]any) bool {
+			for id, node := range n {
+				if id != "n1" && id != "d1" && (copied == nil || copied["id"] == id) && node["x"].(float64) > x-20 && node["x"].(float64) < x+200 {
+					copied = node
+					return true
+				}
+			}
+			return false
+		})
+		p.do(chromedp.KeyEvent(kb.Escape))
+		return copied
+	}
+	note := copyOf("n1", 420, 170)
+	if props, _ := note["props"].(map[string]any); note["type"] != "note" || props["color"] != "yellow" || props["text"] != "hello" {
+		t.Errorf("the copy of a note: %v %v", note["type"], note["props"])
+	}
+	doc := copyOf("d1", 670, 170)
+	if props, _ := doc["props"].(map[string]any); doc["type"] != "doc" || doc["name"] != "a.md" || props["language"] != "markdown" || props["text"] != "# A\nbody\n" {
+		t.Errorf("the copy of a document: %v %v %v", doc["type"], doc["name"], doc["props"])
+	}
+}
+
 // TestWebUICanvasKeepMine: "Keep mine" after a conflict saves what the
 // user sees (a move of two shapes, sent as relative, is not re-applied on
 // top of the other's move), and "Keep mine (recreate)" recreates a shape

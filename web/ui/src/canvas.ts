@@ -504,7 +504,7 @@ export class CanvasView {
         continue;
       }
       if (prev?.type === "doc" && partOf(el.id).part) continue;
-      const d = draftOf(el, byId, prev, files);
+      const d = draftOf(el, byId, prev, files, prev ? undefined : m.nodes.get(String(el.customData?.node ?? "")));
       if (!d) continue;
       // A dropped or picked image is on stage before its file is read: it is
       // created once its data URL is there (the next change), not empty first.

@@ -262,7 +262,9 @@ export function nodeElements(n: CanvasNode, nodes: Map<string, CanvasNode>, vers
   const id = elementId(n.id);
   const groupIds = groupIdsOf(n, nodes);
   const frameId = frameOf(n, nodes);
-  const common = { groupIds, frameId, customData: { kind: n.type } as Record<string, unknown> };
+  // customData.node names the node: a copy (duplicate, paste) keeps it, and
+  // becomes a node of the same kind with the original's other props (draftOf).
+  const common = { groupIds, frameId, customData: { kind: n.type, node: n.id } as Record<string, unknown> };
   const color = strokeOf(p);
   const sw = STROKE[str(p.size)] || 2;
   const geom = { x: n.x, y: n.y, w: n.w, h: n.h, rotation: n.rotation };
@@ -461,11 +463,14 @@ export interface NodeDraft {
  * The node that element el (with its parts among byId) describes, in
  * canvasd terms, or null for an element that is not a node (a part, an
  * edge's arrow). prev is the node as the server has it (undefined for a
- * new element): its unmanaged props are kept.
+ * new element): its unmanaged props are kept. source is the node a new
+ * element is a copy of (its customData.node): the copy is of its kind, and
+ * takes what the element does not show (a document's text, an image's URL).
  */
-export function draftOf(el: El, byId: Map<string, El>, prev: CanvasNode | undefined, files: Record<string, any>): NodeDraft | null {
+export function draftOf(el: El, byId: Map<string, El>, prev: CanvasNode | undefined, files: Record<string, any>, source?: CanvasNode): NodeDraft | null {
   if (partOf(el.id).part || el.customData?.kind === "edge") return null;
-  const kind = prev?.type || (el.customData?.geo ? "geo" : kindOfNew(el));
+  if (source && source.type !== el.customData?.kind) source = undefined;
+  const kind = prev?.type || source?.type || (el.customData?.geo ? "geo" : kindOfNew(el));
   const props: Props = {};
   const w = round(el.width), h = round(el.height);
   const [x, y] = toNodeXY(el.x, el.y, el.width, el.height, el.angle || 0);
@@ -491,11 +496,15 @@ export function draftOf(el: El, byId: Map<string, El>, prev: CanvasNode | undefi
       d.name = str(el.name);
       break;
     case "doc":
+      if (!prev && source) { // a copy: the same document
+        d.name = str(source.name);
+        for (const k of ["language", "text"]) if (source.props?.[k] !== undefined) props[k] = source.props[k];
+      }
       break;
     case "image": {
       const f = files[el.fileId];
       if (f?.dataURL) props.url = f.dataURL;
-      else if (prev) props.url = prev.props?.url;
+      else if (prev || source) props.url = (prev || source)!.props?.url;
       break;
     }
     case "arrow":
