@@ -594,6 +594,52 @@ func TestWebUICanvasDuplicateKinds(t *testing.T) {
 	}
 }
 
+// TestWebUICanvasEdgeStyleAndLabel: an edge's arrow recoloured (as the
+// style panel does) and labelled by double-click is saved (update_edge with
+// the props), and another person's tab shows both.
+func TestWebUICanvasEdgeStyleAndLabel(t *testing.T) {
+	c := openCanvasUI(t, "ui-edge-style", []map[string]any{
+		{"id": "a", "type": "geo", "x": 400, "y": 200, "w": 120, "h": 80, "props": map[string]any{"geo": "rectangle"}},
+		{"id": "b", "type": "geo", "x": 700, "y": 200, "w": 120, "h": 80, "props": map[string]any{"geo": "rectangle"}},
+		{"verb": "create_edge", "args": map[string]any{"id": "e1", "from": "a", "to": "b"}},
+	})
+	p := c.p
+	edgeProps := func(what string, ok func(props map[string]any) bool) {
+		t.Helper()
+		deadline := time.Now().Add(20 * time.Second)
+		for {
+			var st struct {
+				Edges []struct {
+					ID    string         `json:"id"`
+					Props map[string]any `json:"props"`
+				} `json:"edges"`
+			}
+			r := c.e.do("GET", "/canvas_commands/snapshot/"+c.cid, c.agent, nil)
+			var snap struct {
+				State json.RawMessage `json:"state"`
+			}
+			if json.Unmarshal(r.Body, &snap) == nil && json.Unmarshal(snap.State, &st) == nil && len(st.Edges) == 1 && ok(st.Edges[0].Props) {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: the edge on the server is %s", what, snap.State)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	sceneEdit(p, `el => el.id === 'e1' ? {...el, strokeColor: '#e03131', strokeStyle: 'dashed'} : el`)
+	edgeProps("recoloured", func(props map[string]any) bool { return props["color"] == "red" && props["dash"] == "dashed" })
+	p.dblclick(610, 240)
+	p.poll("the label editor", `!!canvasd.view.ex.getAppState().editingTextElement`)
+	p.do(chromedp.KeyEvent("calls"))
+	p.do(chromedp.KeyEvent(kb.Escape))
+	edgeProps("labelled", func(props map[string]any) bool { return props["text"] == "calls" && props["color"] == "red" })
+	o := c.observer()
+	o.poll("the other tab shows the label and colour", `(() => { const els = canvasd.view.ex.getSceneElements();
+		return els.some(e => e.type === 'text' && e.containerId === 'e1' && e.text === 'calls') &&
+			els.some(e => e.id === 'e1' && e.strokeColor === '#e03131' && e.strokeStyle === 'dashed'); })()`)
+}
+
 // TestWebUICanvasKeepMine: "Keep mine" after a conflict saves what the
 // user sees (a move of two shapes, sent as relative, is not re-applied on
 // top of the other's move), and "Keep mine (recreate)" recreates a shape

@@ -336,6 +336,16 @@ func (p *uiPage) click(x, y float64, mods ...chromedp.Modifier) {
 		chromedp.MouseEvent(chromedp.MouseReleased, sx, sy, chromedp.ButtonLeft, chromedp.ClickCount(1)), chromedp.Sleep(40*time.Millisecond))
 }
 
+// dblclick double-clicks canvas point (x, y) (Excalidraw: edit a label).
+func (p *uiPage) dblclick(x, y float64) {
+	p.t.Helper()
+	sx, sy := p.screen(x, y)
+	p.waitCanvasAt(sx, sy)
+	p.do(chromedp.MouseEvent(chromedp.MouseMoved, sx, sy), chromedp.Sleep(40*time.Millisecond),
+		chromedp.MouseClickXY(sx, sy), chromedp.Sleep(30*time.Millisecond),
+		chromedp.MouseClickXY(sx, sy, chromedp.ClickCount(2)), chromedp.Sleep(100*time.Millisecond))
+}
+
 // waitCanvasAt waits until page point (sx, sy) shows Excalidraw's canvas,
 // not a toast, dialog or panel over it, and fails naming what covers it.
 func (p *uiPage) waitCanvasAt(sx, sy float64) {

@@ -12,7 +12,7 @@ import { Excalidraw, CaptureUpdateAction, exportToCanvas, getCommonBounds, mutat
 import "@excalidraw/excalidraw/index.css";
 import { ConflictError, randomHex, type CanvasClient, type CanvasModel, type Commit, type ConflictResult, type Node as CanvasNode } from "@canvasd/client";
 import { actorColor, h, toast, why } from "./dom";
-import { draftOf, edgeElement, elementId, imageFileId, nodeElements, partOf, propsPatch, type El, type NodeDraft } from "./mapping";
+import { draftOf, edgeElements, edgePatch, elementId, imageFileId, nodeElements, partOf, propsPatch, type El, type NodeDraft } from "./mapping";
 
 /** What a commit touched, by kind. */
 export interface Applied {
@@ -142,8 +142,7 @@ export class CanvasView {
       for (const el of nodeElements(n, model.nodes, 2 + (n.updated_rev || 0))) { raw.push(el); owner.push(n.id); }
     }
     for (const e of model.edges.values()) {
-      const el = edgeElement(e, model.nodes, 2 + (e.updated_rev || 0));
-      if (el) { raw.push(el); owner.push(e.id); }
+      for (const el of edgeElements(e, model.nodes, 2 + (e.updated_rev || 0))) { raw.push(el); owner.push(e.id); }
     }
     // One restore for all: the fractional indices come out valid, in z-order.
     const ownerOf = new Map<string, string>();
@@ -331,12 +330,12 @@ export class CanvasView {
   private buildEdge(id: string): void {
     const e = this.model!.edges.get(id);
     const prev = this.cache.get(id);
-    const el = e ? edgeElement(e, this.model!.nodes, (prev?.[0]?.version || 0) + 2 + (e.updated_rev || 0)) : null;
-    if (!el) {
+    const built = e ? edgeElements(e, this.model!.nodes, (prev?.[0]?.version || 0) + 2 + (e.updated_rev || 0)) : [];
+    if (!built.length) {
       this.cache.delete(id);
       return;
     }
-    const els = restoreElements([el] as any, null, { repairBindings: false }) as any;
+    const els = restoreElements(built as any, null, { repairBindings: false }) as any;
     keepIndices(els, prev);
     this.cache.set(id, els);
   }
@@ -575,7 +574,7 @@ export class CanvasView {
     // An edge at a deleted shape goes with it.
     const gone = new Set<string>();
     for (const id of deleted) this.subtree(id, gone);
-    for (const id of dirtyEdges) this.planEdge(id, byId.get(elementId(id)), gone, cmd);
+    for (const id of dirtyEdges) this.planEdge(id, byId.get(elementId(id)), byId, gone, cmd);
     // Mark what was planned as sent.
     const carries = new Map<string, number>();
     for (const el of els) {
@@ -636,8 +635,8 @@ export class CanvasView {
     }
   }
 
-  /** The commands for the arrow of edge id; none for an edge at a shape in gone (deleted with it). */
-  private planEdge(id: string, el: El | undefined, gone: Set<string>, cmd: (t: string, a: any, n: string[], f: string[]) => void): void {
+  /** The commands for the arrow of edge id (and its label among byId); none for an edge at a shape in gone (deleted with it). */
+  private planEdge(id: string, el: El | undefined, byId: Map<string, El>, gone: Set<string>, cmd: (t: string, a: any, n: string[], f: string[]) => void): void {
     const m = this.model!;
     const e = m.edges.get(id);
     if (!el || (e && (gone.has(e.from) || gone.has(e.to)))) return;
@@ -650,13 +649,18 @@ export class CanvasView {
       if (from && to && m.nodes.has(from) && m.nodes.has(to)) cmd("create_edge", { id, from, to, type: "arrow" }, [from, to], []);
       return;
     }
+    const patch = edgePatch(el, byId, e); // its colour, stroke, dash or label changed
     if (from && to && (from !== e.from || to !== e.to) && m.nodes.has(from) && m.nodes.has(to)) {
+      const props: Record<string, unknown> = { ...e.props, ...patch };
+      for (const k of Object.keys(props)) if (props[k] === null) delete props[k];
       cmd("delete_edge", { id }, [id], ["from", "to"]);
-      cmd("create_edge", { id, from, to, type: e.type || "arrow", props: e.props }, [from, to], []);
+      cmd("create_edge", { id, from, to, type: e.type || "arrow", props }, [from, to], []);
     } else if (from !== e.from || to !== e.to) {
       this.buildEdge(id); // a loose end snaps back: an edge joins two shapes
       this.rendered.set(el.id, el.version); // so push() puts the server's version in its place
       this.push(false);
+    } else if (patch) {
+      cmd("update_edge", { id, props: patch }, [id], Object.keys(patch).map((k) => "props." + k));
     }
     // Otherwise a shape it joins moved: the arrow follows on screen and
     // settles with that shape's command (plan() counts it as carried).

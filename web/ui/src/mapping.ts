@@ -402,10 +402,10 @@ function exitPoint(b: { x: number; y: number; w: number; h: number }, p: { x: nu
   return { x: cx + dx * t, y: cy + dy * t };
 }
 
-/** The arrow of an edge, bound to both of its nodes. */
-export function edgeElement(e: CanvasEdge, nodes: Map<string, CanvasNode>, version: number): El | null {
+/** The arrow of an edge, bound to both of its nodes, and its label (props.text); none when it cannot be drawn. */
+export function edgeElements(e: CanvasEdge, nodes: Map<string, CanvasNode>, version: number): El[] {
   const a = nodes.get(e.from), b = nodes.get(e.to);
-  if (!a || !b || a.type === "group" || b.type === "group") return null;
+  if (!a || !b || a.type === "group" || b.type === "group") return [];
   const ba = { x: a.x, y: a.y, w: a.w, h: a.h }, bb = { x: b.x, y: b.y, w: b.w, h: b.h };
   const p1 = exitPoint(ba, { x: bb.x + bb.w / 2, y: bb.y + bb.h / 2 });
   const p2 = exitPoint(bb, { x: ba.x + ba.w / 2, y: ba.y + ba.h / 2 });
@@ -417,7 +417,35 @@ export function edgeElement(e: CanvasEdge, nodes: Map<string, CanvasNode>, versi
   el.endArrowhead = "arrow";
   el.startBinding = { elementId: elementId(e.from), focus: 0, gap: 6 };
   el.endBinding = { elementId: elementId(e.to), focus: 0, gap: 6 };
-  return el;
+  const text = str(p.text);
+  if (!text) return [el];
+  const box = { x: Math.min(p1.x, p2.x), y: Math.min(p1.y, p2.y), w: Math.abs(p2.x - p1.x), h: Math.abs(p2.y - p1.y), rotation: 0 };
+  const t = textEl(el.id + "::text", text, el, p, version, box as El, { customData: { part: "text" } });
+  el.boundElements = [{ id: t.id, type: "text" }];
+  return [el, t];
+}
+
+/**
+ * The props of edge e that its arrow el (with its label among byId) shows
+ * otherwise: colour, stroke width, dash and label, as a merge patch (null
+ * removes the label), or null when they agree.
+ */
+export function edgePatch(el: El, byId: Map<string, El>, e: CanvasEdge): Props | null {
+  const p = e.props || {};
+  const out: Props = {};
+  const color = colorName(str(el.strokeColor));
+  if (color !== colorName(strokeOf(p, "grey"))) out.color = color;
+  if (el.strokeWidth !== (STROKE[str(p.size)] || 2)) out.size = sizeName(el.strokeWidth);
+  if (el.strokeStyle !== strokeStyle(p)) out.dash = el.strokeStyle === "dashed" ? "dashed" : el.strokeStyle === "dotted" ? "dotted" : "draw";
+  const label = byId.get(el.id + "::text");
+  const text = label && !label.isDeleted ? str(label.originalText ?? label.text) : "";
+  if (text.trim() !== str(p.text).trim()) out.text = text.trim() ? text : null;
+  return Object.keys(out).length ? out : null;
+}
+
+/** The size name of a stroke width. */
+function sizeName(w: number): string {
+  return w <= 1 ? "s" : w <= 2 ? "m" : w <= 4 ? "l" : "xl";
 }
 
 /** A stable file id for an image's data URL. */
@@ -478,7 +506,7 @@ export function draftOf(el: El, byId: Map<string, El>, prev: CanvasNode | undefi
   const label = byId.get(el.id + "::text");
   const labelText = label && !label.isDeleted ? str(label.originalText ?? label.text) : "";
   const stroke = colorName(str(el.strokeColor));
-  const size = el.strokeWidth <= 1 ? "s" : el.strokeWidth <= 2 ? "m" : el.strokeWidth <= 4 ? "l" : "xl";
+  const size = sizeName(el.strokeWidth);
   const dash = el.strokeStyle === "dashed" ? "dashed" : el.strokeStyle === "dotted" ? "dotted" : "draw";
   switch (kind) {
     case "note":
