@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -1179,4 +1180,54 @@ func TestWebUITwoBrowsers(t *testing.T) {
 	}
 	b.poll("bob's list shows it with its title", `(() => { const li = document.querySelector('#canvas-list li[data-canvas-id="`+created+`"]');
 		return !!li && li.querySelector('.ctitle').textContent === 'Plan <b>B</b>' && !li.querySelector('.ctitle b'); })()`)
+}
+
+// docText is the text of document node id on the server.
+func (c *canvasUI) docText(id string) string {
+	s, _ := c.e.nodes(c.cid)[id]["props"].(map[string]any)["text"].(string)
+	return s
+}
+
+// TestWebUIDocumentMergeBetweenEdits: someone else's edit of line 5 that
+// arrives while the user's edits of lines 1 and 10 are unsent (refused with
+// a 409, the page's stream held back) is merged between them: both the
+// editor and the server end with all three.
+func TestWebUIDocumentMergeBetweenEdits(t *testing.T) {
+	body := "l1\nl2\nl3\nl4\nl5\nl6\nl7\nl8\nl9\nl10\n"
+	c := openCanvasUI(t, "ui-doc-merge", []map[string]any{
+		{"id": "d1", "type": "doc", "name": "d1", "x": 200, "y": 100, "w": 360, "h": 220, "props": map[string]any{"language": "markdown", "text": body}},
+	})
+	p := c.p
+	p.eval(`canvasd.doc.open("d1"), true`, nil)
+	p.poll("the document open", `canvasd.doc.text() === `+strconv.Quote(body))
+	p.eval(`window.__holdSSE = true`, nil)
+	c.apply("replace_lines", map[string]any{"node_id": "d1", "start_line": 5, "end_line": 5, "new_content": "REMOTE"})
+	p.clickCSS(`#doc-panel .cm-line:nth-child(1)`)
+	p.do(chromedp.KeyEvent(kb.End), chromedp.KeyEvent("X"), chromedp.KeyEvent(kb.End, chromedp.KeyModifiers(chromedp.ModifierCtrl)),
+		chromedp.KeyEvent(kb.ArrowUp), chromedp.KeyEvent(kb.End), chromedp.KeyEvent("Y"))
+	p.poll("the edit refused for the change it has not seen", `[...document.querySelectorAll('.toast')].some(t => t.textContent.includes('changed meanwhile'))`)
+	p.eval(`window.__holdSSE = false`, nil)
+	want := "l1X\nl2\nl3\nl4\nREMOTE\nl6\nl7\nl8\nl9\nl10Y\n"
+	p.poll("the editor merged", `canvasd.doc.text() === `+strconv.Quote(want))
+	c.e.waitNodes(c.cid, "the server merged", func(map[string]map[string]any) bool { return c.docText("d1") == want })
+}
+
+// TestWebUIDocumentCloseWhileSending: what the user typed while an earlier
+// edit was on its way (answered, its commit not yet on the page's stream)
+// is saved when the panel closes, not dropped.
+func TestWebUIDocumentCloseWhileSending(t *testing.T) {
+	c := openCanvasUI(t, "ui-doc-close", []map[string]any{
+		{"id": "d1", "type": "doc", "name": "d1", "x": 200, "y": 100, "w": 360, "h": 220, "props": map[string]any{"language": "markdown", "text": "hello\n"}},
+	})
+	p := c.p
+	p.eval(`canvasd.doc.open("d1"), true`, nil)
+	p.poll("the document open", `canvasd.doc.text() === "hello\n"`)
+	p.eval(`window.__holdSSE = true`, nil)
+	p.clickCSS(`#doc-panel .cm-line:nth-child(1)`)
+	p.do(chromedp.KeyEvent(kb.End), chromedp.KeyEvent("1"))
+	c.e.waitNodes(c.cid, "the first edit saved", func(map[string]map[string]any) bool { return c.docText("d1") == "hello1\n" })
+	p.do(chromedp.KeyEvent("2"))
+	p.clickCSS("#doc-close")
+	p.eval(`window.__holdSSE = false`, nil)
+	c.e.waitNodes(c.cid, "what was typed before closing saved", func(map[string]map[string]any) bool { return c.docText("d1") == "hello12\n" })
 }

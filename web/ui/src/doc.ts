@@ -50,15 +50,70 @@ function textChange(a: string, b: string): { from: number; to: number; insert: s
 }
 
 /**
+ * The changes from a to b as ranges of a, found line by line (Myers' diff:
+ * the fewest lines removed and added) and narrowed to the characters that
+ * differ, so that edits in separate places stay separate; one range when the
+ * texts differ in more than maxD lines.
+ */
+function lineChanges(a: string, b: string, maxD = 500): { from: number; to: number; insert: string }[] {
+  if (a === b) return [];
+  const al = splitLines(a), bl = splitLines(b), n = al.length, m = bl.length;
+  const max = Math.min(n + m, maxD), off = max + 1;
+  const v = new Int32Array(2 * max + 3); // the furthest x on each diagonal k (at off + k)
+  const trace: Int32Array[] = [];
+  let found = -1;
+  search: for (let d = 0; d <= max; d++) {
+    trace.push(v.slice());
+    for (let k = -d; k <= d; k += 2) {
+      let x = k === -d || (k !== d && v[off + k - 1]! < v[off + k + 1]!) ? v[off + k + 1]! : v[off + k - 1]! + 1;
+      let y = x - k;
+      while (x < n && y < m && al[x] === bl[y]) { x++; y++; }
+      v[off + k] = x;
+      if (x >= n && y >= m) { found = d; break search; }
+    }
+  }
+  if (found < 0) return [textChange(a, b)!];
+  // Back from the end: each step removes a line of a or adds one of b.
+  const steps: { at: number; add?: string }[] = [];
+  let x = n, y = m;
+  for (let d = found; d > 0; d--) {
+    const vd = trace[d]!, k = x - y;
+    const pk = k === -d || (k !== d && vd[off + k - 1]! < vd[off + k + 1]!) ? k + 1 : k - 1;
+    const px = vd[off + pk]!, py = px - pk;
+    while (x > px && y > py) { x--; y--; }
+    steps.push(x === px ? { at: px, add: bl[py]! } : { at: px });
+    x = px; y = py;
+  }
+  steps.reverse();
+  const offs = [0];
+  for (const l of al) offs.push(offs[offs.length - 1]! + l.length);
+  const hunks: { from: number; to: number; add: string[] }[] = [];
+  for (const st of steps) {
+    const h = hunks[hunks.length - 1];
+    if (h && st.at === h.to) {
+      if (st.add === undefined) h.to++;
+      else h.add.push(st.add);
+    } else hunks.push({ from: st.at, to: st.at + (st.add === undefined ? 1 : 0), add: st.add === undefined ? [] : [st.add] });
+  }
+  // Each hunk narrowed to the characters that differ: an edit inside a line
+  // leaves the rest of the line to a concurrent edit of it.
+  return hunks.flatMap((h) => {
+    const from = offs[h.from]!, c = textChange(a.slice(from, offs[h.to]!), h.add.join(""));
+    return c ? [{ from: from + c.from, to: from + c.to, insert: c.insert }] : [];
+  });
+}
+
+/**
  * The change base → next, made to apply to text (base with edits of its
- * own): as a ChangeSet over text, or null when next is base.
+ * own, each kept where it was: lineChanges): as a ChangeSet over text, or
+ * null when next is base.
  */
 function rebaseChange(base: string, next: string, text: string): ChangeSet | null {
   const remote = textChange(base, next);
   if (!remote) return null;
   const theirs = ChangeSet.of([remote], base.length);
-  const mine = textChange(base, text);
-  return mine ? theirs.map(ChangeSet.of([mine], base.length)) : theirs;
+  const mine = lineChanges(base, text);
+  return mine.length ? theirs.map(ChangeSet.of(mine, base.length)) : theirs;
 }
 
 /** text with the change base → next merged under its own edits. */
@@ -97,14 +152,27 @@ const recentField = StateField.define<DecorationSet>({
   provide: (f) => EditorView.decorations.from(f),
 });
 
+/**
+ * An edit sent and not yet seen in the model: the editor text it makes
+ * (result), the server's text it was sent against (base, as the editor
+ * holds it), its revision once answered, and settled once it was answered
+ * or refused.
+ */
+interface Sent {
+  result: string;
+  base: string;
+  rev?: number;
+  settled: Promise<void>;
+}
+
 export class DocPanel {
   el: HTMLElement;
   nodeId = "";
   private view: EditorView | null = null;
   private language = new Compartment(); // the document's language, loaded after the editor opens
   private raw = ""; // the document's text as of the last sync with the model, as the server has it
-  /** The edit sent and not yet seen in the model: the editor text it makes, and its revision once answered. */
-  private inflight: { result: string; rev?: number } | null = null;
+  /** The edit sent and not yet seen in the model (see Sent). */
+  private inflight: Sent | null = null;
   private gen = 0; // moves when the panel opens or closes a document: an answer for an earlier one is dropped
   private timer = 0;
   private fading = 0;
@@ -145,7 +213,7 @@ export class DocPanel {
       toast(`no document ${id} on this canvas`, "warn");
       return;
     }
-    if (this.view) this.flush(); // the unsent edit of the document open until now
+    this.leave(); // the unsent edit of the document open until now
     this.gen++;
     this.nodeId = id;
     this.raw = String(n.props?.text ?? "");
@@ -177,7 +245,7 @@ export class DocPanel {
   }
 
   close(): void {
-    this.flush();
+    this.leave();
     this.gen++;
     this.inflight = null;
     this.view?.destroy();
@@ -193,6 +261,41 @@ export class DocPanel {
   /** The editor's text (for tests and Add to Chat). */
   text(): string {
     return this.view ? this.view.state.doc.toString() : "";
+  }
+
+  /**
+   * Sends what the user typed in the open document and has not sent: at
+   * once, or, behind an edit still on its way, once that one is settled
+   * (sendLeft). Call it before the panel leaves the document.
+   */
+  private leave(): void {
+    if (!this.view) return;
+    const text = this.view.state.doc.toString();
+    if (!this.inflight) void this.flush();
+    else if (text !== this.inflight.result) void this.sendLeft(this.canvasId(), this.nodeId, this.inflight, text);
+  }
+
+  /**
+   * Sends text, what the user made of document nodeId (of canvas cid)
+   * behind the edit sent, once sent is settled: merged with what others
+   * changed since, against the document as the server has it then.
+   */
+  private async sendLeft(cid: string, nodeId: string, sent: Sent, text: string): Promise<void> {
+    await sent.settled;
+    try {
+      const n = (await this.client.getState(cid)).state.nodes.find((x) => x.id === nodeId);
+      if (!n) throw new Error("the document was deleted");
+      const raw = String(n.props?.text ?? "");
+      // What the server had when the user's edit left the editor: the sent edit's text once applied, else the text it was sent against.
+      const base = sent.rev !== undefined ? sent.result : sent.base;
+      const c = docEdit(nodeId, raw, rebase(base, asEditor(raw), text));
+      if (!c) return;
+      const id = "cmd_ui_" + randomHex(9);
+      this.mine.add(id);
+      await this.client.applyResult(cid, c.type, c.args, { cmdId: id, idempotencyKey: id });
+    } catch (err) {
+      toast(`your last edit of ${nodeId} was not saved: ${why(err)}`, "bad", 8000);
+    }
   }
 
   private schedule(): void {
@@ -212,7 +315,8 @@ export class DocPanel {
     const local = this.view.state.doc.toString();
     const c = docEdit(this.nodeId, this.raw, local);
     if (!c) return;
-    const gen = this.gen, sent: { result: string; rev?: number } = { result: local };
+    let settle = () => {};
+    const gen = this.gen, sent: Sent = { result: local, base: this.server, settled: new Promise<void>((r) => (settle = r)) };
     this.inflight = sent;
     let rev = 0;
     try {
@@ -228,6 +332,8 @@ export class DocPanel {
       }
       toast("the document changed meanwhile: your edit is merged and sent again", "warn");
       rev = err.currentRev;
+    } finally {
+      settle();
     }
     // Its commit (or the ones a 409 missed) reaches the model on the stream: sync then, and send what is left.
     await this.caughtUp(rev);
