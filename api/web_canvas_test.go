@@ -640,6 +640,47 @@ func TestWebUICanvasEdgeStyleAndLabel(t *testing.T) {
 			els.some(e => e.id === 'e1' && e.strokeColor === '#e03131' && e.strokeStyle === 'dashed'); })()`)
 }
 
+// TestWebUICanvasDuplicateWithEdge: two shapes duplicated with the edge
+// between them (box-selected, Ctrl+D) make two shapes and an edge between
+// the copies, with the original's colour.
+func TestWebUICanvasDuplicateWithEdge(t *testing.T) {
+	c := openCanvasUI(t, "ui-duplicate-edge", []map[string]any{
+		{"id": "a", "type": "geo", "x": 400, "y": 200, "w": 120, "h": 80, "props": map[string]any{"geo": "rectangle", "fill": "solid"}},
+		{"id": "b", "type": "geo", "x": 700, "y": 200, "w": 120, "h": 80, "props": map[string]any{"geo": "rectangle", "fill": "solid"}},
+		{"verb": "create_edge", "args": map[string]any{"id": "e1", "from": "a", "to": "b", "props": map[string]any{"color": "blue"}}},
+	})
+	p := c.p
+	p.drag(380, 150, 850, 320)
+	p.pollSelection("box-selected", "a", "b")
+	p.poll("the arrow selected too", `canvasd.view.ex.getAppState().selectedElementIds['e1'] === true`)
+	p.do(chromedp.KeyEvent("d", chromedp.KeyModifiers(chromedp.ModifierCtrl)))
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		var snap struct {
+			State struct {
+				Nodes []struct{ ID string } `json:"nodes"`
+				Edges []struct {
+					ID, From, To string
+					Props        map[string]any
+				} `json:"edges"`
+			} `json:"state"`
+		}
+		_ = json.Unmarshal(c.e.do("GET", "/canvas_commands/snapshot/"+c.cid, c.agent, nil).Body, &snap)
+		if len(snap.State.Nodes) == 4 && len(snap.State.Edges) == 2 {
+			for _, e := range snap.State.Edges {
+				if e.ID != "e1" && (e.From == "a" || e.From == "b" || e.To == "a" || e.To == "b" || e.From == e.To || e.Props["color"] != "blue") {
+					t.Fatalf("the copied edge %+v does not join the copies with the original's colour", e)
+				}
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after the duplicate: %d nodes, %d edges on the server, want 4 and 2", len(snap.State.Nodes), len(snap.State.Edges))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
 // TestWebUICanvasKeepMine: "Keep mine" after a conflict saves what the
 // user sees (a move of two shapes, sent as relative, is not re-applied on
 // top of the other's move), and "Keep mine (recreate)" recreates a shape

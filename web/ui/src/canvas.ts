@@ -574,7 +574,7 @@ export class CanvasView {
     // An edge at a deleted shape goes with it.
     const gone = new Set<string>();
     for (const id of deleted) this.subtree(id, gone);
-    for (const id of dirtyEdges) this.planEdge(id, byId.get(elementId(id)), byId, gone, cmd);
+    for (const id of dirtyEdges) this.planEdge(id, byId.get(elementId(id)), byId, gone, created, cmd);
     // Mark what was planned as sent.
     const carries = new Map<string, number>();
     for (const el of els) {
@@ -635,10 +635,16 @@ export class CanvasView {
     }
   }
 
-  /** The commands for the arrow of edge id (and its label among byId); none for an edge at a shape in gone (deleted with it). */
-  private planEdge(id: string, el: El | undefined, byId: Map<string, El>, gone: Set<string>, cmd: (t: string, a: any, n: string[], f: string[]) => void): void {
+  /**
+   * The commands for the arrow of edge id (and its label among byId); none
+   * for an edge at a shape in gone (deleted with it). A new arrow may join
+   * shapes created in the same batch (created): a copied pair and its edge.
+   */
+  private planEdge(id: string, el: El | undefined, byId: Map<string, El>, gone: Set<string>, created: Set<string>,
+    cmd: (t: string, a: any, n: string[], f: string[]) => void): void {
     const m = this.model!;
     const e = m.edges.get(id);
+    const has = (n: string | null | undefined) => !!n && (m.nodes.has(n) || created.has(n));
     if (!el || (e && (gone.has(e.from) || gone.has(e.to)))) return;
     if (el.isDeleted) {
       if (e) cmd("delete_edge", { id }, [id], ["from", "to"]);
@@ -646,7 +652,12 @@ export class CanvasView {
     }
     const from = el.startBinding && partOf(el.startBinding.elementId).node, to = el.endBinding && partOf(el.endBinding.elementId).node;
     if (!e) {
-      if (from && to && m.nodes.has(from) && m.nodes.has(to)) cmd("create_edge", { id, from, to, type: "arrow" }, [from, to], []);
+      if (has(from) && has(to)) {
+        const args: Record<string, unknown> = { id, from, to, type: "arrow" };
+        const style = edgePatch(el, byId, { id, from: from!, to: to!, type: "arrow", props: {} } as any);
+        if (style) args.props = Object.fromEntries(Object.entries(style).filter(([, v]) => v !== null)); // a copy keeps the look
+        cmd("create_edge", args, [from!, to!].filter((n) => m.nodes.has(n)), []);
+      }
       return;
     }
     const patch = edgePatch(el, byId, e); // its colour, stroke, dash or label changed
