@@ -545,3 +545,26 @@ func TestWebUIAgentFollowsTheCanvasRuns(t *testing.T) {
 	status("sess-three", "calling_model")
 	following("the next run going on", "sess-three", "calling_model")
 }
+
+// TestWebUIAgentResumeKeepsUnreadSession: a page reloaded with ?agent= whose
+// session cannot be read at that moment (the request fails: the server away)
+// keeps following it, in the address too, and says so; a session that is
+// gone (404) is forgotten.
+func TestWebUIAgentResumeKeepsUnreadSession(t *testing.T) {
+	c := openCanvasUI(t, "ui-agent-resume", nil)
+	tok, _ := c.e.token(canvas.RoleEditor, canvas.ActorHuman)
+	failSessions := `(() => { const f = window.fetch; window.fetch = (...args) => {
+		const url = String(args[0] && args[0].url || args[0]);
+		return url.includes('/api/canvas-agent/sessions/') ? Promise.reject(new TypeError('network error (the test)')) : f(...args); }; })();`
+	p := c.open(c.e.srv.URL+"/?canvas="+c.cid+"&agent=as_unreadable#access_token="+tok, failSessions)
+	c.live(p)
+	p.poll("a warning", `[...document.querySelectorAll('.toast')].some(t => t.textContent.includes('could not read agent session'))`)
+	var agent string
+	p.eval(`new URLSearchParams(location.search).get('agent') || ''`, &agent)
+	if agent != "as_unreadable" {
+		t.Errorf("the session that could not be read left the address: agent=%q", agent)
+	}
+	gone := c.open(c.e.srv.URL + "/?canvas=" + c.cid + "&agent=as_gone#access_token=" + tok)
+	c.live(gone)
+	gone.poll("a session that is gone forgotten", `!new URLSearchParams(location.search).get('agent')`)
+}

@@ -81,13 +81,22 @@ export class AgentPanel {
   /**
    * Follows session sid again after a reload (its id is kept in the address):
    * its todos, and its review once it has ended, with the turns the server
-   * records as reverted. A session that is gone or of another canvas is
-   * forgotten.
+   * records as reverted. A session that is gone (404) or of another canvas
+   * is forgotten; one that cannot be read now (the server away) is kept.
    */
   async resume(sid: string): Promise<void> {
     this.follow(sid);
-    const s = await this.refresh();
+    let s: AgentSession | null = null;
+    try {
+      s = await this.client.agentSession(sid);
+    } catch (err: any) {
+      if (err?.status !== 404) { // not known to be gone: kept (in the address too) for the next try
+        toast(`could not read agent session ${sid.slice(0, 8)}: ${why(err)}`, "warn");
+        return;
+      }
+    }
     if (sid !== this.session) return;
+    if (s) this.showTodos(s);
     if (!s || s.canvas_id !== this.ctx.canvasId()) {
       this.session = "";
       delete this.el.dataset.sessionId;
@@ -286,9 +295,14 @@ export class AgentPanel {
     } catch {
       return null;
     }
+    this.showTodos(s);
+    return s;
+  }
+
+  /** Shows session s's todos with their status. */
+  private showTodos(s: AgentSession): void {
     this.todos.replaceChildren(...(s.todos || []).map((t: any) => h("li", { class: "todo " + t.status, "data-status": t.status },
       h("span", { class: "check", text: t.status === "done" ? "✓" : t.status === "skipped" ? "–" : "○" }), " " + t.text)));
-    return s;
   }
 
   /** A run of this page ended: show what it changed, to accept or revert. */
