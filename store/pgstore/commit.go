@@ -120,13 +120,16 @@ func (c *committer) put(j *appendJob) {
 func (c *committer) close() { c.gc.Close() }
 
 // run is the group committer's run function: it runs one batch and
-// schedules the NOTIFYs of the Appends that committed.
+// schedules the NOTIFYs of the Appends that committed, and of those that
+// may have (outcome unknown: a wake-up for nothing costs the other
+// processes one empty read; a missed one would leave their streams without
+// the commit until the canvas's next write).
 func (c *committer) run(batch []*appendJob) {
 	c.s.runBatch(batch)
 	c.batches.Add(1)
 	c.appends.Add(int64(len(batch)))
 	for _, j := range batch {
-		if j.err == nil {
+		if j.err == nil || errors.Is(j.err, canvas.ErrOutcomeUnknown) {
 			c.s.notify.add(j.canvasID)
 		}
 	}

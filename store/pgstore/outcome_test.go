@@ -249,3 +249,57 @@ func prepareAppend(t *testing.T, s *Store) {
 		c.Release()
 	}
 }
+
+// TestUnknownOutcomeStillNotified: an append whose answer was lost (outcome
+// unknown) but which committed still wakes the other processes, so their
+// engines, and streams, get the commit without waiting for the canvas's
+// next write.
+func TestUnknownOutcomeStillNotified(t *testing.T) {
+	dbURL := testURL(t)
+	schema := newSchema(t, dbURL)
+	target, rewrite := proxied(t, dbURL)
+	p := startProxy(t, target)
+	sa := openIn(t, rewrite(p.addr()), schema, WithOpTimeout(500*time.Millisecond), WithMaxConns(2))
+	sb := openIn(t, dbURL, schema)
+	ctx := context.Background()
+	mustCreateCanvas(t, sa, "c1")
+	if err := sa.Append(ctx, "c1", 0, mkCommits("c1", 0, 1, "first"), nil); err != nil {
+		t.Fatal(err)
+	}
+	eb := store.NewEngine(sb, store.EngineConfig{Logger: quietLogger()}) // another process, following c1
+	if err := eb.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(eb.Stop)
+	headOf := func(want int64, what string) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			h, _, err := eb.Head(ctx, "c1")
+			if err == nil && h == want {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: the other process's head is %d (%v), want %d", what, h, err, want)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	headOf(1, "loaded")
+	// B's listener is up once a commit reaches it by NOTIFY.
+	if err := sa.Append(ctx, "c1", 1, mkCommits("c1", 1, 1, "second"), nil); err != nil {
+		t.Fatal(err)
+	}
+	headOf(2, "notified of rev 2")
+	prepareAppend(t, sa)
+	p.deaf() // the append reaches PostgreSQL; its answer does not come back
+	err := sa.Append(ctx, "c1", 2, mkCommits("c1", 2, 1, "deaf"), nil)
+	p.restore()
+	if !errors.Is(err, canvas.ErrOutcomeUnknown) {
+		t.Fatalf("the append whose answer was lost: %v, want outcome unknown", err)
+	}
+	if c, err := sb.GetCanvas(ctx, "c1"); err != nil || c.HeadRev != 3 {
+		t.Fatalf("the store's head: %+v %v, want 3 (the append committed)", c, err)
+	}
+	headOf(3, "after the commit whose answer was lost")
+}
