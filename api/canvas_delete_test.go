@@ -4,9 +4,12 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"os"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/canvasd/canvasd/canvas"
 )
@@ -149,4 +152,55 @@ func TestDeleteCanvasEndsStreamsAcrossProcessesPG(t *testing.T) {
 	if snap["head_rev"] != 1.0 || len(snap["state"].(map[string]any)["nodes"].([]any)) != 1 {
 		t.Fatalf("process b serves %v, want the new canvas at revision 1", snap)
 	}
+}
+
+// terminateListeners ends the LISTEN connections of the stores on schema,
+// as a network blip would; the stores reconnect by themselves.
+func terminateListeners(t *testing.T, schema string) {
+	t.Helper()
+	conn, err := pgx.Connect(context.Background(), os.Getenv("CANVASD_TEST_DATABASE_URL"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	var n int
+	if err := conn.QueryRow(context.Background(), `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+		WHERE query LIKE 'LISTEN%' AND query LIKE '%' || $1 || '%'`, schema).Scan(&n); err != nil || n == 0 {
+		t.Fatalf("terminating the listeners of %s: %d, %v", schema, n, err)
+	}
+}
+
+// TestDeleteMissedWhileListenerDownPG: a deletion whose notice process b
+// missed (its listener was reconnecting) is found when b catches up: b
+// answers 404 and ends the canvas's streams. A canvas deleted and created
+// again under its id while b missed both is found too: b ends the old
+// copy's streams, then serves and writes the new canvas.
+func TestDeleteMissedWhileListenerDownPG(t *testing.T) {
+	url, schema := pgTestSchema(t)
+	a := newPGTestEnv(t, url, schema)
+	b := newPGTestEnv(t, url, schema)
+	seed := func(id string) *sseStream {
+		a.canvas(id)
+		for i := int64(0); i < 2; i++ {
+			a.must(200, "POST", "/canvas_commands/"+id+"/command", testAdmin, env("create_node", i, map[string]any{"name": "old"}))
+		}
+		s := b.stream("/sse/canvas/"+id, testAdmin, nil)
+		caughtUp(t, s)
+		return s
+	}
+	deleted, remade := seed("c_missed"), seed("c_remade")
+
+	terminateListeners(t, schema)
+	a.must(204, "DELETE", "/api/canvases/c_missed", testAdmin, nil)
+	a.must(204, "DELETE", "/api/canvases/c_remade", testAdmin, nil)
+	a.canvas("c_remade")
+	a.must(200, "POST", "/canvas_commands/c_remade/command", testAdmin, env("create_node", 0, map[string]any{"name": "new"}))
+
+	endsWithDeletion(t, b, deleted, "/sse/canvas/c_missed", 2)
+	b.must(404, "GET", "/canvas_commands/snapshot/c_missed", testAdmin, nil)
+	endsWithDeletion(t, b, remade, "/sse/canvas/c_remade", 2)
+	if snap := b.snapshot("c_remade"); snap["head_rev"] != 1.0 {
+		t.Fatalf("b serves %v, want the new canvas at revision 1", snap)
+	}
+	b.must(200, "POST", "/canvas_commands/c_remade/command", testAdmin, env("create_node", 1, map[string]any{"name": "from b"}))
 }

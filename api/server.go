@@ -97,6 +97,9 @@ func New(cfg Config) (*Server, error) {
 		cfg.Hub.setAgentMessages(am)
 	}
 	cfg.Hub.setOnDeleted(cfg.Engine.Forget) // a canvas another process deleted
+	// One the engine found deleted itself (the notice above was missed):
+	// its streams here end as they would have.
+	cfg.Engine.OnGone(func(id string) { cfg.Hub.endLocal(id, canvasDeletedReason) })
 	if cfg.Broadcaster != nil {
 		if err := cfg.Hub.enableRelay(cfg.Broadcaster, cfg.Logger); err != nil {
 			return nil, err

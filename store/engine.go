@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strconv"
@@ -70,7 +71,54 @@ type Engine struct {
 	lives map[string]*live
 
 	snaps chan snapJob // captures for the snapshotter (engine_snapshot.go)
+
+	onGone atomic.Pointer[func(canvasID string)] // see OnGone
 }
+
+// OnGone makes fn run when the engine finds that a canvas it holds was
+// deleted from the store, or deleted and created again under its id, by
+// another process whose notice this one missed (a relay message lost while
+// its listener reconnected): the engine has dropped the canvas, and fn ends
+// whatever still follows its old copy (its streams). Set it once, at start.
+func (e *Engine) OnGone(fn func(canvasID string)) { e.onGone.Store(&fn) }
+
+// gone drops l, found deleted or replaced in the store (the caller marked
+// it retired, under l.mu, so that readers holding it load the canvas anew),
+// and tells OnGone.
+func (e *Engine) gone(l *live) {
+	e.log.Warn("canvas deleted by another process: dropped from memory", "canvas", l.id)
+	e.mu.Lock()
+	if e.lives[l.id] == l {
+		delete(e.lives, l.id)
+	}
+	e.mu.Unlock()
+	l.cancel()
+	if fn := e.onGone.Load(); fn != nil {
+		(*fn)(l.id)
+	}
+}
+
+// errReplaced: the canvas in memory was deleted and created again under
+// its id by another process (a write to it is not written: retry).
+var errReplaced = fmt.Errorf("the canvas was deleted and created again by another process; retry: %w: %w", canvas.ErrUnavailable, canvas.ErrNotWritten)
+
+// stillThere checks that the store still has l's canvas: an error wrapping
+// canvas.ErrNotFound when it was deleted, errReplaced when it was deleted
+// and created again (another creation time, or a head behind the one in
+// memory), a store error, or nil. The caller holds l.mu.
+func (e *Engine) stillThere(ctx context.Context, l *live) error {
+	c, err := e.st.GetCanvas(ctx, l.id)
+	switch {
+	case err != nil:
+		return err
+	case !c.CreatedAt.Equal(l.createdAt) || c.HeadRev < l.state.Rev:
+		return fmt.Errorf("canvas %s: %w", l.id, errReplaced)
+	}
+	return nil
+}
+
+// isGone reports whether err says l's canvas is no longer the store's.
+func isGone(err error) bool { return errors.Is(err, canvas.ErrNotFound) || errors.Is(err, errReplaced) }
 
 // NewEngine returns an engine over st. Call Start before use and Stop after.
 func NewEngine(st Store, cfg EngineConfig) *Engine {
@@ -209,6 +257,7 @@ type live struct {
 
 	mu          sync.RWMutex // guards everything below; the writer holds it while deciding and appending
 	state       *canvas.State
+	createdAt   time.Time // the canvas's creation (a canvas created again under its id is another one)
 	headEventID string
 	retired     bool             // unloaded while idle: callers holding this live must get a fresh one
 	unsure      bool             // an append's outcome is unknown: catch up before the next decision (only the writer goroutine sets and clears it)
@@ -295,7 +344,11 @@ func (e *Engine) run(ctx context.Context, l *live) {
 	unsure.Stop()
 	defer unsure.Stop()
 	retryIn := unsureRetry
-	catchUp := func() {
+	// catchUp reads the log after a wake-up (another process appended, or
+	// this one's listener reconnected) or an unknown outcome; gone: the
+	// canvas is no longer the store's (stillThere), l is retired and must
+	// be dropped.
+	catchUp := func() (gone bool) {
 		l.mu.Lock()
 		defer l.mu.Unlock()
 		cctx, cancel := ctx, context.CancelFunc(func() {})
@@ -303,25 +356,43 @@ func (e *Engine) run(ctx context.Context, l *live) {
 			cctx, cancel = context.WithTimeout(ctx, e.cfg.WriteTimeout)
 		}
 		defer cancel()
-		if err := e.catchUp(cctx, l); err != nil {
+		before := l.state.Rev
+		err := e.catchUp(cctx, l)
+		if err == nil && l.state.Rev == before {
+			// Woken for nothing new: a duplicate wake-up, or a canvas
+			// deleted (and made again) by a process whose notice was missed.
+			err = e.stillThere(cctx, l)
+		}
+		switch {
+		case isGone(err):
+			l.retired = true
+			return true
+		case err != nil:
 			e.log.Warn("catch-up failed", "canvas", l.id, "err", err)
-			return
+			return false
 		}
 		l.unsure = false
+		return false
 	}
 	for {
 		select {
 		case <-ctx.Done():
-			e.drain(l)
+			if !l.isRetired() { // a retired canvas's queued commands go to the canvas loaded anew (submit)
+				e.drain(l)
+			}
 			return
 		case <-idle.C:
 			if e.retire(l) {
 				return
 			}
 		case <-l.wake:
-			catchUp()
+			if catchUp() {
+				e.gone(l) // its queue is drained once the loop sees its context end
+			}
 		case <-unsure.C:
-			catchUp()
+			if catchUp() {
+				e.gone(l)
+			}
 			retryIn = min(2*retryIn, maxUnsureRetry)
 		case r := <-l.reqs:
 			group = append(group[:0], r)
@@ -418,6 +489,7 @@ func (e *Engine) load(ctx context.Context, l *live) error {
 	if err != nil {
 		return err
 	}
+	l.createdAt = c.CreatedAt
 	l.state, l.snapRev, l.snapHist, l.chain = st, st.Rev, st.History, chain
 	l.headEventID = strconv.FormatInt(st.Rev, 10)
 	return e.catchUp(ctx, l)

@@ -202,7 +202,16 @@ func (e *Engine) process(ctx context.Context, l *live, group []*request) {
 			if attempt >= 3 {
 				time.Sleep(time.Duration(mrand.Int64N(int64(attempt) * int64(time.Millisecond))))
 			}
-			if cerr := e.catchUp(ctx, l); cerr != nil {
+			before := l.state.Rev
+			cerr := e.catchUp(ctx, l)
+			if cerr == nil && l.state.Rev == before { // the store's head moved, yet no commit is new to us
+				cerr = e.stillThere(ctx, l)
+			}
+			if isGone(cerr) {
+				l.retired = true
+				e.gone(l)
+			}
+			if cerr != nil {
 				e.failAll(group, cerr)
 				return
 			}
