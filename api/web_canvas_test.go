@@ -681,6 +681,41 @@ func TestWebUICanvasDuplicateWithEdge(t *testing.T) {
 	}
 }
 
+// slowCommandsScript is test instrumentation (not the app): it delays the
+// page's command POSTs by window.__slowCmd ms, as a slow network would.
+const slowCommandsScript = `(() => {
+  const f = window.fetch;
+  window.__slowCmd = 0;
+  window.fetch = async (...args) => {
+    const url = String(args[0] && args[0].url || args[0]);
+    if (/\/canvas_commands\/[^/]+\/commands?$/.test(url) && window.__slowCmd) await new Promise((r) => setTimeout(r, window.__slowCmd));
+    return f(...args);
+  };
+})();`
+
+// TestWebUICanvasSwitchWhileSending: two gestures on canvas A, the first on
+// its way (a slow network), the second queued behind it, then the user
+// opens canvas B: both land on A, none on B.
+func TestWebUICanvasSwitchWhileSending(t *testing.T) {
+	c := openCanvasUI(t, "ui-switch-a", []map[string]any{
+		{"id": "s:a", "type": "geo", "x": 400, "y": 200, "w": 120, "h": 80, "props": map[string]any{"geo": "rectangle", "fill": "solid"}},
+	}, slowCommandsScript)
+	p := c.p
+	c.e.must(201, "POST", "/api/canvases", testAdmin, map[string]any{"canvas_id": "ui-switch-b", "title": "B"})
+	c.e.must(200, "POST", "/canvas_commands/ui-switch-b/command", c.agent, env("create_shape", 0,
+		map[string]any{"id": "b:0", "type": "geo", "x": 100, "y": 600, "w": 50, "h": 50, "props": map[string]any{"geo": "rectangle"}}))
+	p.poll("B listed", `!!document.querySelector('li[data-canvas-id="ui-switch-b"]')`)
+	p.eval(`window.__slowCmd = 1500, true`, nil)
+	p.drag(460, 240, 520, 300) // a move, on its way for 1.5 s
+	p.tool("rectangle")
+	p.drag(650, 350, 800, 450) // a new rectangle, queued behind it
+	p.clickCSS(`li[data-canvas-id="ui-switch-b"]`)
+	c.e.waitNodes(c.cid, "both gestures on A", func(n map[string]map[string]any) bool { return len(n) == 2 && n["s:a"]["x"].(float64) > 450 })
+	if b := c.e.nodes("ui-switch-b"); len(b) != 1 {
+		t.Fatalf("canvas B has %d nodes, want its own one: %v", len(b), b)
+	}
+}
+
 // TestWebUICanvasKeepMine: "Keep mine" after a conflict saves what the
 // user sees (a move of two shapes, sent as relative, is not re-applied on
 // top of the other's move), and "Keep mine (recreate)" recreates a shape

@@ -30,6 +30,8 @@ const newCmdId = () => "cmd_ui_" + randomHex(9);
 
 /** A planned command; carries: the gesture's elements (id → version) that its commands send. */
 type Cmd = { id: string; type: string; args: any; nodes: string[]; fields: string[]; carries?: Map<string, number> };
+/** The canvas a gesture was made on: its id, and the model the page had of it. */
+type Target = { cid: string; m: CanvasModel };
 export interface Box { x: number; y: number; w: number; h: number }
 /** A shape moved: by (dx, dy), to (x, y). */
 type Move = { id: string; dx: number; dy: number; x: number; y: number };
@@ -129,6 +131,15 @@ export class CanvasView {
    * z-order (while Excalidraw may still be starting), and put on stage in one
    * update. Commits that arrive meanwhile are shown right after.
    */
+  /**
+   * The page leaves the canvas shown (another one opens): until the next
+   * load, edits of the scene on screen are not planned against it.
+   */
+  leave(): void {
+    this.model = null;
+    this.wake();
+  }
+
   async load(model: CanvasModel, fit: boolean): Promise<void> {
     const t0 = performance.now();
     const gen = ++this.loads;
@@ -677,15 +688,19 @@ export class CanvasView {
     // settles with that shape's command (plan() counts it as carried).
   }
 
-  /** Sends a gesture's commands (one batch), in order with earlier gestures. */
+  /**
+   * Sends a gesture's commands (one batch), in order with earlier gestures,
+   * to the canvas it was made on, also when the page has opened another
+   * one meanwhile.
+   */
   private send(cmds: Cmd[]): void {
-    this.queue = this.queue.then(() => this.sendNow(cmds, 0));
+    if (!this.model) return;
+    const at: Target = { cid: this.canvasId(), m: this.model };
+    this.queue = this.queue.then(() => this.sendNow(cmds, 0, at));
   }
 
-  private async sendNow(cmds: Cmd[], attempt: number): Promise<void> {
-    const m = this.model;
-    if (!m) return;
-    const cid = this.canvasId();
+  private async sendNow(cmds: Cmd[], attempt: number, at: Target): Promise<void> {
+    const { cid, m } = at;
     for (const c of cmds) this.myCommands.add(c.id);
     const base = m.rev;
     try {
@@ -695,12 +710,15 @@ export class CanvasView {
       const carries = cmds[0]?.carries;
       if (carries) void this.caughtUp(rev, 0).then(() => this.settle(m, rev, carries));
     } catch (err) {
-      if (cid !== this.canvasId()) return;
+      if (cid !== this.canvasId()) { // the page is on another canvas: nothing of this one to show or hold
+        toast(`${cmds.map((c) => c.type).join(", ")} on ${cid} was not saved: ${why(err)}`, "bad", 8000);
+        return;
+      }
       if (this.model !== m) { // re-read meanwhile: the scene shows the server's version
         toast(`${cmds.map((c) => c.type).join(", ")} was not saved (the canvas was re-read meanwhile): ${why(err)}`, "warn", 8000);
         return;
       }
-      if (err instanceof ConflictError) return this.conflict(cmds, err.conflict, attempt);
+      if (err instanceof ConflictError) return this.conflict(cmds, err.conflict, attempt, at);
       toast(`${cmds.map((c) => c.type).join(", ")} was refused: ${why(err)}`, "bad", 8000);
       this.revert(cmds.flatMap((c) => c.nodes)); // the server said no: show what it has
     }
@@ -736,7 +754,7 @@ export class CanvasView {
    * of those shapes, the same intent is sent again at the new head; otherwise
    * the user's version stays on screen, held, with the conflict explained.
    */
-  private async conflict(cmds: Cmd[], body: ConflictResult, attempt: number): Promise<void> {
+  private async conflict(cmds: Cmd[], body: ConflictResult, attempt: number, at: Target): Promise<void> {
     const mine = new Set(cmds.flatMap((c) => c.fields));
     const ids = new Set<string>(body?.conflicting_ids || cmds.flatMap((c) => c.nodes));
     const theirs = new Set<string>();
@@ -760,7 +778,7 @@ export class CanvasView {
     if (!overlap && attempt < 3) {
       await this.caughtUp(body?.current_rev || 0);
       toast(`re-applied your change on top of ${[...who].join(", ") || "another"}'s edit`, "ok", 3000);
-      return this.sendNow(fresh, attempt + 1);
+      return this.sendNow(fresh, attempt + 1, at);
     }
     const nodes = [...new Set(cmds.flatMap((c) => c.nodes))];
     for (const n of nodes) this.held.add(n);

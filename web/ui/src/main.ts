@@ -235,6 +235,7 @@ class App {
     if (this.doc.nodeId) this.doc.close();
     this.canvasId = id;
     this.model = null;
+    this.view.leave();
     this.agent.reset();
     this.timing = {};
     delete document.body.dataset.loaded;
