@@ -558,23 +558,25 @@ func TestWebUICanvasDuplicate(t *testing.T) {
 }
 
 // TestWebUICanvasDuplicateKinds: a duplicated note stays a note (its
-// colour and text), and a duplicated document a document (its name,
-// language and text), not boxes drawn like them.
+// colour and text), also cut and pasted, and a duplicated document a
+// document (its name, language and text), not boxes drawn like them.
 func TestWebUICanvasDuplicateKinds(t *testing.T) {
 	c := openCanvasUI(t, "ui-duplicate-kinds", []map[string]any{
 		{"id": "n1", "type": "note", "x": 400, "y": 150, "w": 200, "h": 200, "props": map[string]any{"color": "yellow", "text": "hello"}},
 		{"id": "d1", "type": "doc", "name": "a.md", "x": 650, "y": 150, "w": 260, "h": 200, "props": map[string]any{"language": "markdown", "text": "# A\nbody\n"}},
+		{"id": "n2", "type": "note", "x": 400, "y": 420, "w": 150, "h": 150, "props": map[string]any{"color": "green", "text": "remember"}},
 	})
 	p := c.p
 	copyOf := func(original string, x, y float64) map[string]any {
 		t.Helper()
+		before := c.e.nodes(c.cid)
 		p.click(x, y)
 		p.pollSelection(original+" selected", original)
 		p.do(chromedp.KeyEvent("d", chromedp.KeyModifiers(chromedp.ModifierCtrl)))
 		var copied map[string]any
 		c.e.waitNodes(c.cid, "a copy of "+original, func(n map[string]map[string]any) bool {
 			for id, node := range n {
-				if id != "n1" && id != "d1" && (copied == nil || copied["id"] == id) && node["x"].(float64) > x-20 && node["x"].(float64) < x+200 {
+				if _, old := before[id]; !old {
 					copied = node
 					return true
 				}
@@ -588,6 +590,30 @@ func TestWebUICanvasDuplicateKinds(t *testing.T) {
 	if props, _ := note["props"].(map[string]any); note["type"] != "note" || props["color"] != "yellow" || props["text"] != "hello" {
 		t.Errorf("the copy of a note: %v %v", note["type"], note["props"])
 	}
+	// A note cut and pasted (no node to copy from any more): still a note.
+	p.click(420, 440)
+	p.pollSelection("n2 selected", "n2")
+	p.do(chromedp.KeyEvent("x", chromedp.KeyModifiers(chromedp.ModifierCtrl)))
+	c.e.waitNodes(c.cid, "n2 cut", func(n map[string]map[string]any) bool { _, ok := n["n2"]; return !ok })
+	sx, sy := p.screen(750, 500)
+	p.do(chromedp.MouseEvent(chromedp.MouseMoved, sx, sy))
+	p.poll("the cut on the clipboard", `navigator.clipboard.readText().then(t => t.includes('remember'), () => true)`)
+	p.do(chromedp.KeyEvent("v", chromedp.KeyModifiers(chromedp.ModifierCtrl)))
+	pasted := c.e.waitNodes(c.cid, "n2 pasted", func(n map[string]map[string]any) bool {
+		for _, node := range n {
+			if node["x"].(float64) > 600 && node["y"].(float64) > 380 {
+				return true
+			}
+		}
+		return false
+	})
+	for _, node := range pasted {
+		if props, _ := node["props"].(map[string]any); node["x"].(float64) > 600 && node["y"].(float64) > 380 &&
+			(node["type"] != "note" || props["color"] != "green" || props["text"] != "remember") {
+			t.Errorf("the cut and pasted note: %v %v", node["type"], node["props"])
+		}
+	}
+	p.do(chromedp.KeyEvent(kb.Escape))
 	doc := copyOf("d1", 670, 170)
 	if props, _ := doc["props"].(map[string]any); doc["type"] != "doc" || doc["name"] != "a.md" || props["language"] != "markdown" || props["text"] != "# A\nbody\n" {
 		t.Errorf("the copy of a document: %v %v %v", doc["type"], doc["name"], doc["props"])

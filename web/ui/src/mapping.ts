@@ -498,7 +498,9 @@ export interface NodeDraft {
 export function draftOf(el: El, byId: Map<string, El>, prev: CanvasNode | undefined, files: Record<string, any>, source?: CanvasNode): NodeDraft | null {
   if (partOf(el.id).part || el.customData?.kind === "edge") return null;
   if (source && source.type !== el.customData?.kind) source = undefined;
-  const kind = prev?.type || source?.type || (el.customData?.geo ? "geo" : kindOfNew(el));
+  // Without its source (cut, or pasted from another canvas) a copy is what
+  // its element shows: a note's says all of it; a document's only its preview.
+  const kind = prev?.type || source?.type || (el.customData?.kind === "note" ? "note" : el.customData?.geo ? "geo" : kindOfNew(el));
   const props: Props = {};
   const w = round(el.width), h = round(el.height);
   const [x, y] = toNodeXY(el.x, el.y, el.width, el.height, el.angle || 0);
