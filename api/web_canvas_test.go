@@ -742,6 +742,29 @@ func TestWebUICanvasSwitchWhileSending(t *testing.T) {
 	}
 }
 
+// TestWebUICanvasOrderFontLock: bring to front (Ctrl+Shift+]) and a text's
+// font are saved (reorder, props.font), and a change the server does not
+// keep (a lock) does not freeze the shape: a later remote move shows.
+func TestWebUICanvasOrderFontLock(t *testing.T) {
+	c := openCanvasUI(t, "ui-order-font-lock", []map[string]any{
+		{"id": "s:a", "type": "geo", "x": 400, "y": 200, "w": 200, "h": 150, "props": map[string]any{"geo": "rectangle", "fill": "solid", "color": "red"}},
+		{"id": "s:b", "type": "geo", "x": 500, "y": 250, "w": 200, "h": 150, "props": map[string]any{"geo": "rectangle", "fill": "solid", "color": "blue"}},
+		{"id": "s:t", "type": "text", "x": 750, "y": 500, "w": 150, "h": 25, "props": map[string]any{"text": "hello"}},
+	})
+	p := c.p
+	p.click(420, 220) // s:a, where s:b does not cover it
+	p.pollSelection("s:a selected", "s:a")
+	p.do(chromedp.KeyEvent("]", chromedp.KeyModifiers(chromedp.ModifierCtrl|chromedp.ModifierShift)))
+	c.e.waitNodes(c.cid, "s:a in front", func(n map[string]map[string]any) bool { return n["s:a"]["index"].(string) > n["s:b"]["index"].(string) })
+	p.do(chromedp.KeyEvent(kb.Escape))
+	sceneEdit(p, `el => el.id === 's:t' ? {...el, fontFamily: 3} : el`) // as the font picker does: a monospaced font
+	c.e.waitNodes(c.cid, "the font saved", func(n map[string]map[string]any) bool { return n["s:t"]["props"].(map[string]any)["font"] == "mono" })
+	sceneEdit(p, `el => el.id === 's:b' ? {...el, locked: true} : el`)
+	time.Sleep(500 * time.Millisecond) // (nothing to wait for: a lock is the page's alone)
+	c.apply("move", map[string]any{"ids": []string{"s:b"}, "dx": 0, "dy": 100})
+	p.poll("the locked shape follows the server", `canvasd.view.ex.getSceneElements().find(el => el.id === 's:b').y === 350`)
+}
+
 // TestWebUICanvasKeepMine: "Keep mine" after a conflict saves what the
 // user sees (a move of two shapes, sent as relative, is not re-applied on
 // top of the other's move), and "Keep mine (recreate)" recreates a shape

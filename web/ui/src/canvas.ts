@@ -557,6 +557,7 @@ export class CanvasView {
       });
     }
     if (deleted.length) cmd("delete_shape", { ids: deleted }, deleted, GEOMETRY);
+    for (const [op, ids] of this.planOrder(els, dirtyNodes)) cmd("reorder", { ids, op }, ids, ["index"]);
     // One relative move for shapes dragged together, absolute otherwise.
     const byDelta = new Map<string, Move[]>();
     for (const mv of moves) {
@@ -586,6 +587,12 @@ export class CanvasView {
     const gone = new Set<string>();
     for (const id of deleted) this.subtree(id, gone);
     for (const id of dirtyEdges) this.planEdge(id, byId.get(elementId(id)), byId, gone, created, cmd);
+    if (!cmds.length) {
+      // Nothing the server keeps changed (a lock, say): the scene's version
+      // counts as shown, so that the server's later versions replace it.
+      for (const el of els) if (dirtyNodes.has(nodeOf(el)) || dirtyEdges.has(nodeOf(el))) this.rendered.set(el.id, el.version);
+      return [];
+    }
     // Mark what was planned as sent.
     const carries = new Map<string, number>();
     for (const el of els) {
@@ -597,6 +604,29 @@ export class CanvasView {
     }
     for (const c of cmds) c.carries = carries;
     return cmds;
+  }
+
+  /**
+   * The z-order changes among dirty (existing) nodes: each one whose rank
+   * among the nodes on screen differs from its rank on the server, as the
+   * reorder op that makes it (to the front or back when it is there now,
+   * else one step forward or backward), by op.
+   */
+  private planOrder(els: readonly El[], dirty: Set<string>): Map<string, string[]> {
+    const m = this.model!;
+    const out = new Map<string, string[]>();
+    if (![...dirty].some((n) => m.nodes.has(n))) return out;
+    const scene = els.filter((el) => !el.isDeleted && !partOf(el.id).part && m.nodes.has(nodeOf(el))).map(nodeOf);
+    const shown = new Set(scene);
+    const server = m.sorted().map((n) => n.id).filter((id) => shown.has(id));
+    const rank = new Map(server.map((id, i) => [id, i]));
+    scene.forEach((id, i) => {
+      const was = rank.get(id);
+      if (!dirty.has(id) || was === undefined || was === i) return;
+      const op = i === scene.length - 1 ? "bring_to_front" : i === 0 ? "send_to_back" : i > was ? "bring_forward" : "send_backward";
+      out.set(op, [...(out.get(op) || []), id]);
+    });
+    return out;
   }
 
   /**

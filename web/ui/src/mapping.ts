@@ -443,6 +443,11 @@ export function edgePatch(el: El, byId: Map<string, El>, e: CanvasEdge): Props |
   return Object.keys(out).length ? out : null;
 }
 
+/** The font name (props.font) of an Excalidraw font family, or undefined for one canvasd has no name for. */
+function fontName(family: unknown): string | undefined {
+  return Object.keys(FONT_FAMILY).find((k) => FONT_FAMILY[k] === family);
+}
+
 /** The size name of a stroke width. */
 function sizeName(w: number): string {
   return w <= 1 ? "s" : w <= 2 ? "m" : w <= 4 ? "l" : "xl";
@@ -514,10 +519,12 @@ export function draftOf(el: El, byId: Map<string, El>, prev: CanvasNode | undefi
     case "note":
       props.color = colorName(str(el.backgroundColor), true);
       props.text = labelText.trim() ? labelText : "";
+      if (labelText && fontName(label!.fontFamily)) props.font = fontName(label!.fontFamily);
       break;
     case "text": {
       props.color = stroke;
       props.text = str(el.originalText ?? el.text);
+      if (fontName(el.fontFamily)) props.font = fontName(el.fontFamily);
       const fs = el.fontSize as number;
       props.size = fs <= 16 ? "s" : fs <= 20 ? "m" : fs <= 28 ? "l" : "xl";
       break;
@@ -580,6 +587,7 @@ export function draftOf(el: El, byId: Map<string, El>, prev: CanvasNode | undefi
       else if (colorName(str(el.backgroundColor)) === stroke && PALETTE[stroke][0].toLowerCase() === str(el.backgroundColor).toLowerCase()) props.fill = "fill";
       else props.fill = prev?.props?.fill === "semi" ? "semi" : "solid";
       if (labelText || (prev && prev.props?.text)) props.text = labelText;
+      if (labelText && fontName(label!.fontFamily)) props.font = fontName(label!.fontFamily);
       if (el.type === "line") {
         const unit = polygon(str(props.geo), 1, 1);
         if (unit) {
@@ -629,6 +637,7 @@ export function propsPatch(d: NodeDraft, prev: CanvasNode): Props | null {
       if (k === "fill" && a === "none" && b === undefined) continue;
       if (k === "dash" && a === "draw" && b === undefined) continue;
       if (k === "size" && a === "m" && b === undefined) continue;
+      if (k === "font" && a === "draw" && b === undefined) continue;
       if (k === "color" && b === undefined && a === (prev.type === "note" ? "yellow" : "black")) continue;
       out[k] = a ?? null;
       any = true;
