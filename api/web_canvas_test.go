@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/input"
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
 
@@ -763,6 +764,37 @@ func TestWebUICanvasOrderFontLock(t *testing.T) {
 	time.Sleep(500 * time.Millisecond) // (nothing to wait for: a lock is the page's alone)
 	c.apply("move", map[string]any{"ids": []string{"s:b"}, "dx": 0, "dy": 100})
 	p.poll("the locked shape follows the server", `canvasd.view.ex.getSceneElements().find(el => el.id === 's:b').y === 350`)
+}
+
+// TestWebUICanvasDeletedWhileDragged: a shape another person deletes while
+// the user drags it is not silently created again when the user drops it:
+// the conflict shows, nothing is sent; Keep mine (recreate) then creates it
+// where the user dropped it.
+func TestWebUICanvasDeletedWhileDragged(t *testing.T) {
+	c := openCanvasUI(t, "ui-deleted-dragged", []map[string]any{
+		{"id": "s:a", "type": "geo", "x": 400, "y": 200, "w": 120, "h": 80, "props": map[string]any{"geo": "rectangle", "fill": "solid"}},
+	})
+	p := c.p
+	sx, sy := p.screen(460, 240)
+	held := func(p *input.DispatchMouseEventParams) { p.Button, p.Buttons = input.MouseButtonLeft, 1 }
+	p.do(chromedp.MouseEvent(chromedp.MouseMoved, sx, sy), chromedp.Sleep(40*time.Millisecond),
+		chromedp.MouseEvent(chromedp.MousePressed, sx, sy, held, chromedp.ClickCount(1)), chromedp.Sleep(40*time.Millisecond),
+		chromedp.MouseEvent(chromedp.MouseMoved, sx+20, sy+40, held), chromedp.Sleep(60*time.Millisecond),
+		chromedp.MouseEvent(chromedp.MouseMoved, sx+40, sy+80, held), chromedp.Sleep(60*time.Millisecond))
+	c.apply("delete_shape", map[string]any{"ids": []string{"s:a"}})
+	p.poll("the delete on the page", `!canvasd.model.nodes.has('s:a')`)
+	rev := c.head()
+	p.do(chromedp.MouseEvent(chromedp.MouseMoved, sx+60, sy+120, held), chromedp.Sleep(60*time.Millisecond),
+		chromedp.MouseEvent(chromedp.MouseReleased, sx+60, sy+120, chromedp.ButtonLeft, chromedp.ClickCount(1)))
+	p.poll("the conflict shown", `[...document.querySelectorAll('#conflicts .conflict')].some(b => b.textContent.includes('s:a'))`)
+	if cs := c.commitsAfter(rev); len(cs) != 0 {
+		t.Fatalf("sent after the drop: %v", cs)
+	}
+	p.clickCSS(`#conflicts .conflict .keep`)
+	n := c.e.waitNodes(c.cid, "recreated where dropped", func(n map[string]map[string]any) bool { _, ok := n["s:a"]; return ok })
+	if a := n["s:a"]; !nearly(a["x"], 460.0) || !nearly(a["y"], 320.0) {
+		t.Errorf("recreated at %v,%v, want where the user dropped it (460,320)", a["x"], a["y"])
+	}
 }
 
 // TestWebUICanvasKeepMine: "Keep mine" after a conflict saves what the

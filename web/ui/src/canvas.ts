@@ -50,6 +50,8 @@ export class CanvasView {
   private rendered = new Map<string, number>(); // element id → version we put in the scene
   private sent = new Map<string, number>(); // element id → version sent to the server, commit pending
   private held = new Set<string>(); // node ids whose user version stays on screen (conflict)
+  /** Nodes others deleted, by the commit that did: an edit of one on screen is a conflict, not a create. */
+  private deletedByOthers = new Map<string, Commit>();
   private lastSceneVersion = -1;
   private pendingNodes = new Set<string>(); // touched by commits not yet shown
   private pendingEdges = new Set<string>();
@@ -146,6 +148,7 @@ export class CanvasView {
     this.loading = true;
     this.pendingNodes.clear();
     this.pendingEdges.clear();
+    this.deletedByOthers.clear();
     this.reorder = false;
     const raw: El[] = [];
     const owner: string[] = []; // raw[i] belongs to node or edge owner[i]
@@ -201,8 +204,11 @@ export class CanvasView {
   applied(c: Commit, a: Applied): void {
     if (this.waiters.size) this.wake();
     if (!this.ex || (!this.model && !this.loading)) return;
+    const others = !this.myCommands.has(c.cmd_id);
     for (const ch of c.changes || []) {
       if (ch.kind === "node" && (ch.op !== "patch" || (ch.patch && ("index" in ch.patch || "parent_id" in ch.patch)))) this.reorder = true;
+      if (ch.kind === "node" && ch.op === "delete" && others) this.deletedByOthers.set(ch.id, c);
+      else if (ch.kind === "node" && ch.op === "put") this.deletedByOthers.delete(ch.id);
     }
     for (const id of a.nodes) this.pendingNodes.add(id);
     for (const id of a.edges) this.pendingEdges.add(id);
@@ -504,6 +510,7 @@ export class CanvasView {
     const order = [...dirtyNodes].sort((a, b) => +(byId.get(elementId(b))?.type === "frame") - +(byId.get(elementId(a))?.type === "frame"));
     const created = new Set<string>();
     const reframed = new Set<string>();
+    const lost: { cmd: Cmd; by: Commit }[] = [];
     for (const id of order) {
       const el = byId.get(elementId(id));
       const prev = m.nodes.get(id);
@@ -531,6 +538,11 @@ export class CanvasView {
         if (parent) args.parent_id = parent;
         if (d.type === "draw" || d.type === "arrow" || d.type === "line") { args.w = Math.max(1, d.w); args.h = Math.max(1, d.h); }
         for (const k of Object.keys(d.props)) if (d.props[k] === null) delete d.props[k];
+        const by = this.deletedByOthers.get(id);
+        if (by) { // someone deleted it while the user changed it: a conflict, not a new shape
+          lost.push({ cmd: { id: newCmdId(), type: "create_shape", args, nodes: [id], fields: GEOMETRY }, by });
+          continue;
+        }
         cmd("create_shape", args, [id], []);
         created.add(id);
       } else {
@@ -587,10 +599,19 @@ export class CanvasView {
     const gone = new Set<string>();
     for (const id of deleted) this.subtree(id, gone);
     for (const id of dirtyEdges) this.planEdge(id, byId.get(elementId(id)), byId, gone, created, cmd);
+    if (lost.length) {
+      // Shown as the 409 of a command that met the delete would be: held, with Keep mine (recreate) or Take theirs.
+      const body = { status: "conflict", current_rev: m.rev, base_rev: Math.min(...lost.map((l) => l.by.rev)) - 1,
+        conflicting_ids: lost.map((l) => l.cmd.nodes[0]!), recovery_ops: [...new Set(lost.map((l) => l.by))], suggestion: "" } as unknown as ConflictResult;
+      void this.conflict(lost.map((l) => l.cmd), body, Infinity, { cid: this.canvasId(), m });
+    }
     if (!cmds.length) {
       // Nothing the server keeps changed (a lock, say): the scene's version
       // counts as shown, so that the server's later versions replace it.
-      for (const el of els) if (dirtyNodes.has(nodeOf(el)) || dirtyEdges.has(nodeOf(el))) this.rendered.set(el.id, el.version);
+      for (const el of els) {
+        const n = nodeOf(el);
+        if ((dirtyNodes.has(n) || dirtyEdges.has(n)) && !this.held.has(n)) this.rendered.set(el.id, el.version);
+      }
       return [];
     }
     // Mark what was planned as sent.
@@ -821,7 +842,10 @@ export class CanvasView {
         box.remove();
         await this.caughtUp(body?.current_rev || 0);
         // Planned anew from the scene against the server's version: what the user sees is saved (what was deleted is created).
-        for (const n of nodes) this.held.delete(n);
+        for (const n of nodes) {
+          this.held.delete(n);
+          this.deletedByOthers.delete(n);
+        }
         for (const el of this.ex.getSceneElementsIncludingDeleted()) if (nodes.includes(nodeOf(el))) this.sent.delete(el.id);
         this.lastSceneVersion = -1;
         this.changed(this.ex.getSceneElementsIncludingDeleted(), this.ex.getAppState(), this.ex.getFiles());
