@@ -24,6 +24,13 @@ func endsWithDeletion(t *testing.T, e *testEnv, s *sseStream, path string, headR
 	if r := m.json(t); r["head_rev"] != headRev || !strings.Contains(r["reason"].(string), "deleted") {
 		t.Fatalf("%s: reset %v, want head_rev %v and a reason saying the canvas was deleted", path, r, headRev)
 	}
+	endsAfterReset(t, s, path)
+}
+
+// endsAfterReset requires stream s (of path) to end within 5 s, with no
+// event but heartbeats: what follows a reset that ends a stream.
+func endsAfterReset(t *testing.T, s *sseStream, path string) {
+	t.Helper()
 	deadline := time.After(5 * time.Second)
 	for {
 		select {
@@ -32,10 +39,10 @@ func endsWithDeletion(t *testing.T, e *testEnv, s *sseStream, path string, headR
 				return
 			}
 			if m.Event != "comment" {
-				t.Fatalf("%s: %s %s after the reset of a deleted canvas", path, m.Event, m.Data)
+				t.Fatalf("%s: %s %s after the reset that ends the stream", path, m.Event, m.Data)
 			}
 		case <-deadline:
-			t.Fatalf("%s: the stream of a deleted canvas did not end within 5s of its reset", path)
+			t.Fatalf("%s: the stream did not end within 5s of its reset", path)
 		}
 	}
 }

@@ -99,17 +99,7 @@ func TestStreamsEndWithTheirToken(t *testing.T) {
 		if reason, _ := ev.json(t)["reason"].(string); !strings.Contains(reason, why) {
 			t.Fatalf("%s stream: reset %q, want one saying %q", name, ev.Data, why)
 		}
-		deadline := time.After(5 * time.Second)
-		for {
-			select {
-			case _, ok := <-s.events:
-				if !ok {
-					return
-				}
-			case <-deadline:
-				t.Fatalf("%s stream still open after its reset", name)
-			}
-		}
+		endsAfterReset(t, s, name+" stream")
 	}
 	tok, actor := e.token(canvas.RoleViewer, canvas.ActorHuman)
 	cs := e.stream("/sse/canvas/"+c, tok, nil)
