@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -200,14 +201,17 @@ func TestDeleteMissedWhileListenerDownPG(t *testing.T) {
 	terminateListeners(t, schema)
 	a.must(204, "DELETE", "/api/canvases/c_missed", testAdmin, nil)
 	a.must(204, "DELETE", "/api/canvases/c_remade", testAdmin, nil)
-	a.canvas("c_remade")
-	a.must(200, "POST", "/canvas_commands/c_remade/command", testAdmin, env("create_node", 0, map[string]any{"name": "new"}))
+	a.canvas("c_remade") // with more commits than b's copy: b must not read them onto it
+	for i := int64(0); i < 3; i++ {
+		a.must(200, "POST", "/canvas_commands/c_remade/command", testAdmin, env("create_node", i, map[string]any{"name": "new"}))
+	}
 
 	endsWithDeletion(t, b, deleted, "/sse/canvas/c_missed", 2)
 	b.must(404, "GET", "/canvas_commands/snapshot/c_missed", testAdmin, nil)
 	endsWithDeletion(t, b, remade, "/sse/canvas/c_remade", 2)
-	if snap := b.snapshot("c_remade"); snap["head_rev"] != 1.0 {
-		t.Fatalf("b serves %v, want the new canvas at revision 1", snap)
+	snap := b.snapshot("c_remade")
+	if nodes := snap["state"].(map[string]any)["nodes"].([]any); snap["head_rev"] != 3.0 || len(nodes) != 3 || strings.Contains(fmt.Sprint(nodes), "old") {
+		t.Fatalf("b serves %v, want the new canvas: 3 new nodes at revision 3", snap)
 	}
-	b.must(200, "POST", "/canvas_commands/c_remade/command", testAdmin, env("create_node", 1, map[string]any{"name": "from b"}))
+	b.must(200, "POST", "/canvas_commands/c_remade/command", testAdmin, env("create_node", 3, map[string]any{"name": "from b"}))
 }

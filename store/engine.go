@@ -227,6 +227,11 @@ func (e *Engine) Wake(canvasID string) {
 	}
 	e.mu.Unlock()
 	for _, l := range targets {
+		if canvasID == "" {
+			// Every canvas: notices may have been missed (a listener
+			// reconnected), a deletion's among them: check the canvas too.
+			l.recheck.Store(true)
+		}
 		select {
 		case l.wake <- struct{}{}:
 		default: // a wake is already pending
@@ -257,7 +262,8 @@ type live struct {
 
 	mu          sync.RWMutex // guards everything below; the writer holds it while deciding and appending
 	state       *canvas.State
-	createdAt   time.Time // the canvas's creation (a canvas created again under its id is another one)
+	createdAt   time.Time   // the canvas's creation (a canvas created again under its id is another one)
+	recheck     atomic.Bool // set by Wake(""): the next catch-up first checks the canvas is still the store's
 	headEventID string
 	retired     bool             // unloaded while idle: callers holding this live must get a fresh one
 	unsure      bool             // an append's outcome is unknown: catch up before the next decision (only the writer goroutine sets and clears it)
@@ -356,12 +362,15 @@ func (e *Engine) run(ctx context.Context, l *live) {
 			cctx, cancel = context.WithTimeout(ctx, e.cfg.WriteTimeout)
 		}
 		defer cancel()
-		before := l.state.Rev
-		err := e.catchUp(cctx, l)
-		if err == nil && l.state.Rev == before {
-			// Woken for nothing new: a duplicate wake-up, or a canvas
-			// deleted (and made again) by a process whose notice was missed.
+		var err error
+		recheck := l.recheck.Swap(false)
+		if recheck {
+			// Notices may have been lost: the canvas may have been deleted
+			// (and made again) meanwhile; its log is then not ours to read.
 			err = e.stillThere(cctx, l)
+		}
+		if err == nil {
+			err = e.catchUp(cctx, l)
 		}
 		switch {
 		case isGone(err):
@@ -369,6 +378,9 @@ func (e *Engine) run(ctx context.Context, l *live) {
 			return true
 		case err != nil:
 			e.log.Warn("catch-up failed", "canvas", l.id, "err", err)
+			if recheck {
+				l.recheck.Store(true) // not checked yet: at the next wake-up
+			}
 			return false
 		}
 		l.unsure = false

@@ -202,10 +202,11 @@ func (e *Engine) process(ctx context.Context, l *live, group []*request) {
 			if attempt >= 3 {
 				time.Sleep(time.Duration(mrand.Int64N(int64(attempt) * int64(time.Millisecond))))
 			}
-			before := l.state.Rev
-			cerr := e.catchUp(ctx, l)
-			if cerr == nil && l.state.Rev == before { // the store's head moved, yet no commit is new to us
-				cerr = e.stillThere(ctx, l)
+			// The canvas may have been deleted and made again by a process
+			// whose notice was missed: then its log is not ours to read.
+			cerr := e.stillThere(ctx, l)
+			if cerr == nil {
+				cerr = e.catchUp(ctx, l)
 			}
 			if isGone(cerr) {
 				l.retired = true
