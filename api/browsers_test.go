@@ -421,3 +421,34 @@ func TestAgentScreenshotRetriedWhenTheHostLeaves(t *testing.T) {
 		t.Fatalf("the turn waited %v: the lost host was not noticed at once", took)
 	}
 }
+
+// TestHostKeptWhenAViewerTabBecomesCandidate: a tab that joined first
+// without the screenshot capability, then opens a stream with it (its first
+// still open), does not take its first stream's place in the election: the
+// host stays the candidate that joined before it, and its pending invoke is
+// answered by it.
+func TestHostKeptWhenAViewerTabBecomesCandidate(t *testing.T) {
+	e := newTestEnv(t)
+	e.canvas("x")
+	v := e.stream(browserPath("x", "tab-x", "viewport"), testAdmin, nil) // joins first, not a candidate
+	hostOf(t, v)
+	time.Sleep(5 * time.Millisecond)
+	a := e.stream(browserPath("x", "tab-a", "screenshot"), testAdmin, nil)
+	if got := hostOf(t, a); got != "tab-a" {
+		t.Fatalf("host %q, want tab-a", got)
+	}
+	done := make(chan response, 1)
+	go func() {
+		done <- e.do("POST", "/api/invoke", testAdmin, map[string]any{"canvas_id": "x", "action": canvas.InvokeAgentScreenshot, "timeout_ms": 10000})
+	}()
+	inv := untilEvent(t, a, host.EventInvoke).json(t)
+	x2 := e.stream(browserPath("x", "tab-x", "screenshot"), testAdmin, nil) // tab-x's first stream still open
+	hostOf(t, x2)
+	if h := e.api.hub.Host("x"); h != "tab-a" {
+		t.Fatalf("the host changed from tab-a to %q while tab-a's stream is open", h)
+	}
+	e.must(200, "POST", "/api/invoke/"+inv["invoke_id"].(string), testAdmin, map[string]any{"ok": true, "result": map[string]any{"dataUrl": "data:image/png;base64,AA=="}})
+	if r := <-done; r.Status != 200 {
+		t.Fatalf("the invoke on the host: %d %s", r.Status, r.Body)
+	}
+}

@@ -21,6 +21,7 @@ import (
 	"math"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -73,7 +74,7 @@ func (s *Server) handleDocDiff(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	format, err := reducer.ParseDiffFormat("format", q.Get("format"))
 	if err != nil {
-		s.problem(w, r, canvas.Invalid("format", "must be unified or split, got %q", q.Get("format")))
+		s.problem(w, r, err)
 		return
 	}
 	out, err := s.docDiff(r.Context(), id, nodeID, q.Get("since"), format)
@@ -247,15 +248,15 @@ func (s *Server) resolveSince(ctx context.Context, canvasID, since string) (int6
 		last := list[len(list)-1]
 		return last.Rev, last.ID, nil
 	}
-	if n, err := strconv.ParseInt(since, 10, 64); err == nil {
-		if n < 0 {
+	if n, err := strconv.ParseInt(since, 10, 64); err == nil || strings.TrimLeft(since, "-0123456789") == "" {
+		if err != nil || n < 0 {
 			return 0, "", canvas.Invalid("since", "must be a snapshot id or a revision ≥ 0, got %q", since)
 		}
 		return n, "", nil
 	}
 	snap, err := s.st.GetNamedSnapshot(ctx, canvasID, since)
 	if err != nil {
-		return 0, "", fmt.Errorf("snapshot %q of canvas %q: %w", since, canvasID, err)
+		return 0, "", err // it names the snapshot and the canvas
 	}
 	return snap.Rev, snap.ID, nil
 }
@@ -283,7 +284,7 @@ func (s *Server) createNamedSnapshot(ctx context.Context, canvasID string, actor
 	var b [16]byte
 	_, _ = rand.Read(b[:])
 	snap := store.NamedSnapshot{CanvasID: canvasID, ID: "snap_" + hex.EncodeToString(b[:]), Label: label,
-		Description: description, Rev: head, CreatedBy: actor.ID, CreatedAt: time.Now().UTC()}
+		Description: description, Rev: head, CreatedBy: actor.ID, CreatedAt: time.Now().UTC().Truncate(time.Microsecond)} // as the stores keep it
 	if err := s.st.CreateNamedSnapshot(ctx, snap); err != nil {
 		return store.NamedSnapshot{}, err
 	}

@@ -159,3 +159,40 @@ func TestDocSnapshotsDiffsUndo(t *testing.T) {
 		t.Fatalf("revert to an unknown snapshot: %d %s", r.Status, r.Body)
 	}
 }
+
+// TestDocRouteEdges: the document routes and their MCP tools agree at the
+// edges: a selection's end_line defaults to start_line in both, a bad diff
+// format is a 400 in both, a new snapshot's timestamp is the one listed, an
+// unknown or out-of-range since says so once (404, or 400 for a number no
+// revision can be), and an insert of "" after an unterminated last line
+// reports no line inserted (it only ends that line).
+func TestDocRouteEdges(t *testing.T) {
+	e, cid, tok := docSetup(t)
+	cs := mcpSession(t, e, tok)
+	if _, isErr, text := callTool(t, cs, "canvas_get_selection_context", map[string]any{"canvas_id": cid, "node_id": "doc1", "start_line": 4}); isErr {
+		t.Errorf("MCP selection without end_line: %s", text)
+	}
+	e.must(400, "GET", "/api/canvases/"+cid+"/docs/doc1/diff?format=side", tok, nil)
+	if _, isErr, text := callTool(t, cs, "canvas_get_diff", map[string]any{"canvas_id": cid, "node_id": "doc1", "format": "side"}); !isErr || !strings.Contains(text, "(400)") {
+		t.Errorf("MCP diff with a bad format: %v %s", isErr, text)
+	}
+	for range 3 {
+		s := e.must(201, "POST", "/api/canvases/"+cid+"/snapshots", tok, map[string]any{"label": "v"})
+		list := e.must(200, "GET", "/api/canvases/"+cid+"/snapshots", tok, nil)["snapshots"].([]any)
+		if l := list[len(list)-1].(map[string]any); l["snapshot_id"] != s["snapshot_id"] || l["timestamp"] != s["timestamp"] {
+			t.Fatalf("created %v at %v, listed %v at %v", s["snapshot_id"], s["timestamp"], l["snapshot_id"], l["timestamp"])
+		}
+	}
+	p := e.must(404, "GET", "/api/canvases/"+cid+"/docs/doc1/diff?since=snap_nope", tok, nil)
+	if d := p["detail"].(string); strings.Count(d, "snap_nope") != 1 {
+		t.Errorf("the 404 of an unknown since: %q", d)
+	}
+	e.must(400, "GET", "/api/canvases/"+cid+"/docs/doc1/diff?since=99999999999999999999", tok, nil)
+	r := e.command(cid, tok, env("insert_lines", headRev(t, e, cid), map[string]any{"node_id": "doc1", "insert_after_line": 5, "content": ""}))
+	if res := r.json(t)["result"].(map[string]any); res["lines_inserted"] != 0.0 || res["new_line_count"] != 5.0 {
+		t.Errorf("insert of \"\" after the unterminated last line: %s", r.Body)
+	}
+	// A document's text stays a string: a write that would make it another type is refused.
+	e.must(422, "POST", "/canvas_commands/"+cid+"/command", tok, env("update_node", headRev(t, e, cid), map[string]any{"id": "doc1", "props": map[string]any{"text": 42}}))
+	e.must(200, "GET", "/api/canvases/"+cid+"/docs/doc1", tok, nil)
+}

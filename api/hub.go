@@ -192,8 +192,11 @@ func (h *Hub) subscribe(canvasID string, b *browserClient) *subscriber {
 		h.subs[canvasID] = set
 	}
 	if b != nil {
-		for o := range set { // a reconnect keeps its place in the election
-			if o.client != nil && o.client.id == b.id && o.client.since < b.since {
+		// A reconnect keeps its place in the election: the join time of the
+		// client's open stream, if that one could be elected too (a stream
+		// that could not gives no place to one that can).
+		for o := range set {
+			if o.client != nil && o.client.id == b.id && (o.client.candidate || !b.candidate) && o.client.since < b.since {
 				b.since = o.client.since
 			}
 		}

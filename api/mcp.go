@@ -160,7 +160,7 @@ type mcpSelection struct {
 	CanvasID    string `json:"canvas_id" jsonschema:"the canvas id"`
 	NodeID      string `json:"node_id" jsonschema:"the doc node's id"`
 	StartLine   int    `json:"start_line" jsonschema:"first selected line (1-indexed)"`
-	EndLine     int    `json:"end_line" jsonschema:"last selected line (inclusive)"`
+	EndLine     int    `json:"end_line,omitempty" jsonschema:"last selected line (inclusive; default start_line)"`
 	StartColumn int    `json:"start_column,omitempty" jsonschema:"first selected character on start_line (1-indexed)"`
 	EndColumn   int    `json:"end_column,omitempty" jsonschema:"character after the selection on end_line (exclusive)"`
 }
@@ -408,15 +408,14 @@ func (s *Server) mcpCommandRaw(ctx context.Context, canvasID, typ string, raw js
 	if err := mcpAuthorize(ctx, canvasID, canvas.RoleEditor); err != nil {
 		return nil, nil, err
 	}
-	base := w.BaseRev
-	if base == nil {
+	env := canvas.Envelope{Type: typ, BaseRev: w.BaseRev, IdempotencyKey: w.IdempotencyKey, Strict: strict, Args: raw}
+	if env.BaseRev == nil { // at the head: a retry with the same key is the same command however the head moved
 		head, _, err := s.engine.Head(ctx, canvasID)
 		if err != nil {
 			return nil, nil, mcpError(err)
 		}
-		base = &head
+		env.BaseRev, env.HeadBase = &head, true
 	}
-	env := canvas.Envelope{Type: typ, BaseRev: base, IdempotencyKey: w.IdempotencyKey, Strict: strict, Args: raw}
 	if err := env.Validate(); err != nil {
 		return nil, nil, mcpError(err)
 	}

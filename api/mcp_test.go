@@ -244,3 +244,26 @@ func TestMCPGetStateNegativeRev(t *testing.T) {
 		t.Fatalf("at_rev 0: %v %s", out, text)
 	}
 }
+
+// TestMCPIdempotentRetry: a write tool called again with the same
+// idempotency_key and no base_rev, after the head moved (its own commit),
+// returns the first answer and writes nothing; the same key with other
+// arguments is refused.
+func TestMCPIdempotentRetry(t *testing.T) {
+	e, cid, tok := docSetup(t)
+	cs := mcpSession(t, e, tok)
+	args := map[string]any{"canvas_id": cid, "node_id": "doc1", "insert_after_line": 0, "content": "# x", "idempotency_key": "k1"}
+	first, isErr, text := callTool(t, cs, "canvas_insert_lines", args)
+	if isErr || first["cmd_id"] == nil {
+		t.Fatalf("first call: %s", text)
+	}
+	head := headRev(t, e, cid)
+	again, isErr, text := callTool(t, cs, "canvas_insert_lines", args)
+	if isErr || again["cmd_id"] != first["cmd_id"] || headRev(t, e, cid) != head {
+		t.Fatalf("the retry: %v %s (cmd %v, first %v), head %d → %d", isErr, text, again["cmd_id"], first["cmd_id"], head, headRev(t, e, cid))
+	}
+	args["content"] = "# other"
+	if _, isErr, text := callTool(t, cs, "canvas_insert_lines", args); !isErr || !strings.Contains(text, "already used") {
+		t.Fatalf("the same key for another command: %v %s", isErr, text)
+	}
+}

@@ -20,6 +20,10 @@ type Envelope struct {
 	IdempotencyKey string          `json:"idempotency_key,omitempty"`
 	Strict         bool            `json:"strict,omitempty"`
 	Args           json.RawMessage `json:"args,omitempty"`
+	// HeadBase: the caller sent no base_rev and BaseRev is the head the
+	// server filled in (MCP tools); the fingerprint leaves it out, so that a
+	// retry with the same idempotency key, at a head that moved, matches.
+	HeadBase bool `json:"-"`
 }
 
 // DecodeEnvelope strictly decodes one envelope: unknown top-level fields,
@@ -81,7 +85,7 @@ func (e *Envelope) Validate() error {
 // are stored with idempotency keys, so the form must not change.
 func (e *Envelope) Fingerprint() string {
 	base := int64(-1)
-	if e.BaseRev != nil {
+	if e.BaseRev != nil && !e.HeadBase {
 		base = *e.BaseRev
 	}
 	b := make([]byte, 0, len(e.ID)+len(e.Type)+len(e.Args)+32)

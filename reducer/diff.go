@@ -67,8 +67,8 @@ type lineOp struct {
 	noEOL    bool // the line has no terminator (last line of its text)
 }
 
-// ParseDiffFormat validates a format name ("" is unified). A bad name is a
-// *canvas.FieldError (ErrUnprocessable) on field.
+// ParseDiffFormat validates a format name ("" is unified); a bad one is
+// ErrInvalid (400) on field, as a bad query parameter is.
 func ParseDiffFormat(field, s string) (string, error) {
 	switch s {
 	case "", DiffUnified:
@@ -76,7 +76,7 @@ func ParseDiffFormat(field, s string) (string, error) {
 	case DiffSplit:
 		return DiffSplit, nil
 	}
-	return "", canvas.Unprocessable(field, "must be %q or %q, got %q", DiffUnified, DiffSplit, s)
+	return "", canvas.Invalid(field, "must be %q or %q, got %q", DiffUnified, DiffSplit, s)
 }
 
 // rawDiff is a run of whole lines (with their terminators) that are equal

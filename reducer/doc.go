@@ -629,11 +629,12 @@ func decideInsertLines(s *canvas.State, cmd canvas.Command) (Decision, error) {
 	}
 	newLines, ceol, cfinal := contentLines(*a.Content)
 	hunk, after := d.splice(a.InsertAfterLine+1, a.InsertAfterLine, off, off, newLines, ceol, cfinal)
+	inserted := after - d.lines // "" after an unterminated last line only ends it: no line more
 	return Decision{
 		Changes: editChange(a.NodeID, hunk),
 		Touched: touched,
 		Result: InsertLinesResult{Success: true, NodeID: a.NodeID, InsertAfterLine: a.InsertAfterLine,
-			LinesInserted: len(newLines), LinesAffected: len(newLines),
+			LinesInserted: inserted, LinesAffected: inserted,
 			Diff:         TextDiff{Before: "", After: strings.Join(newLines, "\n")},
 			NewLineCount: after},
 	}, nil

@@ -151,6 +151,9 @@ func (t *tx) createNode(sp nodeSpec) error {
 	if _, err := t.needContainer(sp.parent); err != nil {
 		return err
 	}
+	if err := checkDocProps(sp.typ, sp.props); err != nil {
+		return err
+	}
 	keys, err := t.frontKeys(1)
 	if err != nil {
 		return canvas.Unprocessable("args", "cannot place the node in z-order: %v", err)
@@ -227,6 +230,25 @@ func (t *tx) needContainer(parent string) (*canvas.Node, error) {
 	return p, nil
 }
 
+// checkDocProps refuses props a document node (typ "doc") cannot hold: a
+// text or language that is not a string (null, which removes it, is fine).
+func checkDocProps(typ string, props map[string]any) error {
+	if typ != DocType {
+		return nil
+	}
+	if v := props[DocTextProp]; v != nil {
+		if _, ok := propDocText(v); !ok {
+			return canvas.Unprocessable("args.props."+DocTextProp, "a document's text must be a string, got %T", v)
+		}
+	}
+	if v := props[DocLanguageProp]; v != nil {
+		if _, ok := v.(string); !ok {
+			return canvas.Unprocessable("args.props."+DocLanguageProp, "a document's language must be a string, got %T", v)
+		}
+	}
+	return nil
+}
+
 // updateNode changes name, parent, geometry and props of an existing node.
 // A new parent (a group or a frame, or "" for the top level) leaves the
 // node where it is on the canvas; a group left without children goes.
@@ -255,6 +277,9 @@ func (t *tx) updateNode(id string, name, parent *string, g geomUpdate, props map
 	}
 	if len(props) > 0 {
 		cur, _ := t.getNode(id)
+		if err := checkDocProps(cur.Type, props); err != nil {
+			return err
+		}
 		merged := mergeProps(cur.Props, props)
 		if mergeDiff(cur.Props, merged) != nil {
 			t.editNode(id).Props = merged

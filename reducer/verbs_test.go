@@ -67,6 +67,7 @@ func TestCreateErrors(t *testing.T) {
 	h := newRH(t)
 	h.box("a", 0, 0, 10, 10)
 	h.do("create_edge", `{"id":"e1","from":"a","to":"a"}`)
+	h.do("create_node", `{"id":"d","type":"doc","props":{"text":"x\n"}}`)
 	long := strings.Repeat("x", 129)
 	cases := []struct{ typ, args, field, reason string }{
 		{"create_nodes", `{}`, "type", "known types: align, create_edge"},
@@ -97,6 +98,9 @@ func TestCreateErrors(t *testing.T) {
 		{"update_shape", `{"id":"a","w":-1}`, "args.w", "≥ 0"},
 		{"update_shape", `{"id":"a","parent_id":"a"}`, "args.parent_id", "only group and frame"},
 		{"update_node", `{"id":"a","parent_id":"zz"}`, "args.parent_id", `no node "zz"`},
+		{"create_node", `{"type":"doc","props":{"text":[1]}}`, "args.props.text", "must be a string"},
+		{"create_shape", `{"type":"doc","x":0,"y":0,"props":{"language":7}}`, "args.props.language", "must be a string"},
+		{"update_node", `{"id":"d","props":{"text":42}}`, "args.props.text", "must be a string"},
 		{"update_edge", `{"id":"nope","props":{}}`, "args.id", `no edge "nope"`},
 		{"delete_shape", `{"ids":[]}`, "args.ids", "at least one"},
 		{"delete_shape", `{"ids":["a","a"]}`, "args.ids[1]", "duplicate"},
@@ -116,7 +120,7 @@ func TestCreateErrors(t *testing.T) {
 	// Touched lists the missing entity, so the engine can report a conflict.
 	h.do("delete_node", `{"id":"a"}`)
 	dec, err := h.try("update_shape", `{"id":"a","x":5}`)
-	wantFieldError(t, err, "args.id", "deleted at rev 3")
+	wantFieldError(t, err, "args.id", "deleted at rev 4")
 	if !reflect.DeepEqual(dec.Touched, []canvas.Ref{nodeRef("a")}) {
 		t.Fatalf("touched = %v", dec.Touched)
 	}
