@@ -1033,6 +1033,7 @@ func TestWebUIDocumentSync(t *testing.T) {
 	waitText("d:notes", "# Notes\nhello")
 	p.do(pressEnter, chromedp.KeyEvent("x"))
 	waitText("d:notes", "# Notes\nhello\nx")
+	p.poll("the page has that commit", fmt.Sprintf(`canvasd.model.rev >= %d`, head())) // so the next edit is not behind it
 
 	// A second edit typed while the first one's commit has not reached the page.
 	p.eval(`window.__holdSSE = true`, nil)
