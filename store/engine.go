@@ -399,7 +399,7 @@ func (e *Engine) run(ctx context.Context, l *live) {
 			}
 		case <-l.wake:
 			if catchUp() {
-				e.gone(l) // its queue is drained once the loop sees its context end
+				e.gone(l) // the loop then ends; queued commands go to the canvas loaded anew
 			}
 		case <-unsure.C:
 			if catchUp() {
