@@ -497,3 +497,33 @@ func TestPostToCanvasPrefersTheNewestSessionOfAnyProcess(t *testing.T) {
 		t.Fatalf("userAction went to %q (%v), want the newest session %q, running elsewhere", id, err, other.ID)
 	}
 }
+
+// TestCancelOrphanedRun: canceling a session stored as running that no
+// process runs any more (its last update older than the watchdog: its
+// process stopped mid-run) marks it canceled; one updated recently (running
+// in another process) and one that ended are left as they are.
+func TestCancelOrphanedRun(t *testing.T) {
+	e := newInboxEnv(t, nil)
+	e.canvas("c1")
+	ctx := context.Background()
+	session := func(id, state string, updated time.Time) {
+		t.Helper()
+		s := canvas.AgentSession{ID: id, CanvasID: "c1", ActorID: "agent-gone", State: state, Model: "debug/fake",
+			Message: "draw", Transcript: []client.TranscriptEntry{}, CreatedAt: updated, UpdatedAt: updated}
+		if err := e.sessions.CreateAgentSession(ctx, s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	old, recent := time.Now().UTC().Add(-time.Hour), time.Now().UTC()
+	session("as_orphan", client.AgentStreaming, old)
+	session("as_elsewhere", client.AgentStreaming, recent)
+	session("as_done", client.AgentDone, old)
+	for id, want := range map[string]string{"as_orphan": client.AgentCanceled, "as_elsewhere": client.AgentStreaming, "as_done": client.AgentDone} {
+		if err := e.runner.Cancel(ctx, id); err != nil {
+			t.Fatalf("cancel %s: %v", id, err)
+		}
+		if s, err := e.sessions.GetAgentSession(ctx, id); err != nil || s.State != want {
+			t.Errorf("%s after cancel: %q %v, want %q", id, s.State, err, want)
+		}
+	}
+}

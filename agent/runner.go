@@ -236,14 +236,27 @@ func (r *Runner) Session(ctx context.Context, id string) (client.AgentSession, e
 
 // Cancel stops a session: its model stream is closed and no further action
 // is applied once Cancel returns (it waits up to 10 s for an in-flight
-// command to finish). Canceling a finished session changes nothing.
+// command to finish). Canceling a finished session changes nothing; one
+// stored as running that no process runs any more (not updated within
+// Config.Watchdog: its process stopped mid-run) is marked canceled.
 func (r *Runner) Cancel(ctx context.Context, id string) error {
 	r.mu.Lock()
 	s := r.sessions[id]
 	r.mu.Unlock()
 	if s == nil {
-		_, err := r.d.Store.GetAgentSession(ctx, id)
-		return err
+		rec, err := r.d.Store.GetAgentSession(ctx, id)
+		if err != nil || client.AgentTerminal(rec.State) || r.d.Now().Sub(rec.UpdatedAt) <= r.d.Config.Watchdog {
+			return err // ended, or running (in another process: its last update is recent)
+		}
+		// Stored as running but not updated for longer than a run may last:
+		// the process running it stopped mid-run. It is marked canceled, so
+		// it does not show as running forever.
+		if was, _, err := r.d.Store.CancelAgentSession(ctx, id); err != nil || was == "" {
+			return err
+		}
+		r.publish(rec.CanvasID, client.EventAgentStatus, StatusEvent{Type: "agent:status", SessionID: id, State: client.AgentCanceled,
+			Detail: "canceled (its run had stopped: the process running it ended)"})
+		return nil
 	}
 	s.mu.Lock()
 	s.canceled = true
