@@ -215,6 +215,7 @@ type notifier struct {
 	s       *Store
 	mu      sync.Mutex
 	pending map[string]struct{}
+	failing bool // the last flush failed (only the run goroutine uses it)
 	kick    chan struct{}
 	stop    chan struct{}
 	done    chan struct{}
@@ -265,8 +266,10 @@ func (n *notifier) flush() {
 		n.mu.Unlock()
 		return
 	}
+	ids := make([]string, 0, len(n.pending))
 	payloads := make([]string, 0, len(n.pending))
 	for id := range n.pending {
+		ids = append(ids, id)
 		payloads = append(payloads, n.s.payload(id))
 	}
 	clear(n.pending)
@@ -277,15 +280,32 @@ func (n *notifier) flush() {
 		_, err = n.s.pool.Exec(ctx, `SELECT pg_notify($1, p) FROM unnest($2::text[]) AS p`, n.s.channel, payloads)
 		cancel()
 		if err == nil {
+			n.failing = false
 			return
 		}
 	}
-	// The commits are in the log either way: listeners that lost their
-	// connection catch up on reconnecting (wake("")), the others with the
-	// canvas's next NOTIFY.
-	n.s.log.Warn("pgstore: NOTIFY after commit failed", "err", err, "canvases", len(payloads),
-		"first", payloads[0][instanceLen+1:])
+	// The commits are in the log, but a listener whose connection stayed
+	// up hears of them only by NOTIFY: they are announced again a second
+	// from now (and so on, while the database cannot be reached).
+	n.mu.Lock()
+	for _, id := range ids {
+		n.pending[id] = struct{}{}
+	}
+	n.mu.Unlock()
+	if !n.failing {
+		n.failing = true
+		n.s.log.Warn("pgstore: NOTIFY after commit failed; retrying every second", "err", err, "canvases", len(ids), "first", ids[0])
+	}
+	time.AfterFunc(notifyRetry, func() {
+		select {
+		case n.kick <- struct{}{}:
+		default:
+		}
+	})
 }
+
+// notifyRetry is how long a NOTIFY that failed waits before it is sent again.
+const notifyRetry = time.Second
 
 // close sends what is pending and stops the goroutine.
 func (n *notifier) close() {

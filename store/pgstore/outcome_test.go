@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -47,9 +48,30 @@ func TestAppendOutcomeKnownOrUnknown(t *testing.T) {
 			return s.Append(ctx, "c1", h, mkCommits("c1", h, 1, phase), nil)
 		})
 	}
+	// What the proxied store announces reaches a listener of another store.
+	var wakes atomic.Int32
+	lctx, stopListening := context.WithCancel(ctx)
+	defer stopListening()
+	go func() {
+		_ = direct.Listen(lctx, func(canvasID string) {
+			if canvasID == "c1" {
+				wakes.Add(1)
+			}
+		})
+	}()
+	time.Sleep(200 * time.Millisecond) // LISTEN in effect
 	if err := appendOne("open"); err != nil {
 		t.Fatal(err)
 	}
+	waitWakes := func(n int32, what string) {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); wakes.Load() < n; time.Sleep(20 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s was not announced: %d wake-ups", what, wakes.Load())
+			}
+		}
+	}
+	waitWakes(1, "the first append") // before the cut, which would hold it back
 	recover := func() {
 		t.Helper()
 		p.restore()
@@ -89,6 +111,9 @@ func TestAppendOutcomeKnownOrUnknown(t *testing.T) {
 		t.Errorf("deaf: head %d → %d: the lost answer's commit should have been stored (the case the error must not deny)", before, h)
 	}
 	recover()
+	// The commit whose answer was lost is announced too (once the proxy
+	// forwards again); then no NOTIFY holds a connection of the pool.
+	waitWakes(2, "the append whose answer was lost")
 
 	p.stall()
 	err = appendOne("stall")
