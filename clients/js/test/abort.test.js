@@ -5,36 +5,26 @@
 // once; invoke waits as long as its timeout_ms asks, beyond the client's
 // per-request timeout.
 
-import { test, before, after } from "node:test";
+import { test } from "node:test";
 import assert from "node:assert/strict";
 import { getEventListeners } from "node:events";
 import { spawn } from "node:child_process";
 import { pathToFileURL } from "node:url";
 import { join } from "node:path";
 import { CanvasClient } from "../dist/index.js";
-import { startServer, waitFor, pkgDir } from "./harness.js";
+import { serverForTests, waitFor, pkgDir } from "./harness.js";
 
-let srv;
-let c;
-
-before(async () => {
-  srv = await startServer();
-  c = new CanvasClient({ baseUrl: srv.url, token: srv.adminToken });
-});
-
-after(async () => {
-  await srv?.stop();
-});
+const env = serverForTests();
 
 async function newCanvas() {
-  return (await c.createCanvas({ title: "js abort test" })).canvas_id;
+  return (await env.c.createCanvas({ title: "js abort test" })).canvas_id;
 }
 
 /** A client on the server that counts the requests it sends, by "METHOD pathname". */
 function countingClient(opts = {}) {
   const sent = [];
   const client = new CanvasClient({
-    baseUrl: srv.url, token: srv.adminToken, ...opts,
+    baseUrl: env.srv.url, token: env.srv.adminToken, ...opts,
     fetch: (u, init) => {
       sent.push(`${init?.method ?? "GET"} ${new URL(String(u)).pathname}`);
       return fetch(u, init);
@@ -54,13 +44,13 @@ test("a command or batch whose signal is already aborted is not sent", async () 
   await assert.rejects(client.applyResult(id, "create_shape", { type: "geo", x: 0, y: 0 }, { baseRev: 0, signal: ctl.signal }), (err) => err === reason);
   await assert.rejects(client.applyBatch(id, shapes(2), { baseRev: 0, signal: ctl.signal }), (err) => err === reason);
   assert.deepEqual(sent, []);
-  assert.equal((await c.getState(id)).head_rev, 0);
+  assert.equal((await env.c.getState(id)).head_rev, 0);
 });
 
 test("a command cancelled while onConflict re-plans is not sent", async () => {
   const id = await newCanvas();
-  await c.apply(id, "create_shape", { id: "s", type: "geo", x: 0, y: 0, w: 10, h: 10 }, { baseRev: 0 });
-  await c.apply(id, "update_shape", { id: "s", x: 100 }, { baseRev: 1 });
+  await env.c.apply(id, "create_shape", { id: "s", type: "geo", x: 0, y: 0, w: 10, h: 10 }, { baseRev: 0 });
+  await env.c.apply(id, "update_shape", { id: "s", x: 100 }, { baseRev: 1 });
   const { client, sent } = countingClient();
   const ctl = new AbortController();
   const reason = new Error("the user navigated away");
@@ -74,7 +64,7 @@ test("a command cancelled while onConflict re-plans is not sent", async () => {
   }), (err) => err === reason);
   const path = `/canvas_commands/${id}/command`;
   assert.deepEqual(sent.filter((s) => s === "POST " + path), ["POST " + path]); // the first attempt only
-  const s = await c.getState(id);
+  const s = await env.c.getState(id);
   assert.equal(s.head_rev, 2);
   assert.equal(s.state.nodes[0].y, 0);
 });
@@ -87,15 +77,15 @@ test("a stream removes its listener from the caller's signal when it ends", asyn
   process.on("warning", onWarning);
   try {
     for (let i = 0; i < 12; i++) {
-      for await (const ev of c.stream(id, { signal: ctl.signal })) if (ev.event === "caught_up") break; // the consumer leaves
+      for await (const ev of env.c.stream(id, { signal: ctl.signal })) if (ev.event === "caught_up") break; // the consumer leaves
     }
-    const closed = c.stream(id, { signal: ctl.signal });
+    const closed = env.c.stream(id, { signal: ctl.signal });
     const it = closed[Symbol.asyncIterator]();
     assert.equal((await it.next()).value.event, "caught_up");
     closed.close(); // closed while suspended
     assert.equal((await it.next()).done, true);
-    c.stream(id, { signal: ctl.signal }).close(); // closed before it was read
-    const refused = new CanvasClient({ baseUrl: srv.url, token: "wrong" }).stream(id, { signal: ctl.signal });
+    env.c.stream(id, { signal: ctl.signal }).close(); // closed before it was read
+    const refused = new CanvasClient({ baseUrl: env.srv.url, token: "wrong" }).stream(id, { signal: ctl.signal });
     await assert.rejects((async () => { for await (const _ of refused); })(), (err) => err.status === 401); // ends with an error
     assert.equal(getEventListeners(ctl.signal, "abort").length, 0);
     await new Promise((r) => setTimeout(r, 10)); // warnings are emitted on a later tick
@@ -107,8 +97,8 @@ test("a stream removes its listener from the caller's signal when it ends", asyn
 
 test("close() stops the events already received in the same chunk", async () => {
   const id = await newCanvas();
-  await c.applyBatch(id, shapes(5), { baseRev: 0 });
-  const s = c.stream(id, { lastEventId: "0" }); // the replay of 5 commits arrives as one write
+  await env.c.applyBatch(id, shapes(5), { baseRev: 0 });
+  const s = env.c.stream(id, { lastEventId: "0" }); // the replay of 5 commits arrives as one write
   const got = [];
   for await (const ev of s) {
     got.push(ev.event === "canvas_commit" ? ev.data.rev : ev.event);
@@ -121,11 +111,11 @@ test("a LiveCanvas closed from a listener applies and emits nothing more", async
   const id2 = await newCanvas();
   let armed = true;
   const lc = new CanvasClient({
-    baseUrl: srv.url, token: srv.adminToken,
+    baseUrl: env.srv.url, token: env.srv.adminToken,
     fetch: async (u, init) => {
       if (armed && String(u).includes("/sse/canvas/")) {
         armed = false; // commits made after the snapshot read: the stream replays them in one write
-        await c.applyBatch(id2, shapes(5), { baseRev: 0 });
+        await env.c.applyBatch(id2, shapes(5), { baseRev: 0 });
       }
       return fetch(u, init);
     },
@@ -152,7 +142,7 @@ test("LiveCanvas.close() ends the backoff after a failure at once", async () => 
   // left running would keep it alive for a second or more.
   const script = `
     const { CanvasClient } = await import(${JSON.stringify(pathToFileURL(join(pkgDir, "dist/index.js")).href)});
-    const c = new CanvasClient({ baseUrl: ${JSON.stringify(srv.url)}, token: ${JSON.stringify(srv.adminToken)} });
+    const c = new CanvasClient({ baseUrl: ${JSON.stringify(env.srv.url)}, token: ${JSON.stringify(env.srv.adminToken)} });
     const live = c.live("no-such-canvas");
     let errors = 0, closedAt = 0;
     live.on("error", () => {
@@ -175,13 +165,13 @@ test("LiveCanvas.close() ends the backoff after a failure at once", async () => 
 
 test("invoke waits up to its timeout_ms, beyond the client's per-request timeout", async () => {
   const id = await newCanvas();
-  const live = c.live(id);
+  const live = env.c.live(id);
   await live.ready;
   live.handle("slow", async (payload) => {
     await new Promise((r) => setTimeout(r, 800));
     return { late: payload };
   });
-  const short = new CanvasClient({ baseUrl: srv.url, token: srv.adminToken, timeoutMs: 300 });
+  const short = new CanvasClient({ baseUrl: env.srv.url, token: env.srv.adminToken, timeoutMs: 300 });
   try {
     assert.deepEqual(await short.invoke({ canvas_id: id, action: "slow", payload: 1, timeout_ms: 5000 }), { ok: true, result: { late: 1 } });
   } finally {

@@ -3,36 +3,26 @@
 // command it makes turns the server's text into the edited one, and is a
 // line command whenever the line model can express the edit.
 
-import { test, before, after } from "node:test";
+import { test } from "node:test";
 import assert from "node:assert/strict";
-import { CanvasClient, docEdit } from "../dist/index.js";
-import { startServer } from "./harness.js";
+import { docEdit } from "../dist/index.js";
+import { serverForTests } from "./harness.js";
 
-let srv;
-let c;
-
-before(async () => {
-  srv = await startServer();
-  c = new CanvasClient({ baseUrl: srv.url, token: srv.adminToken });
-});
-
-after(async () => {
-  await srv?.stop();
-});
+const env = serverForTests();
 
 const lf = (s) => s.replace(/\r\n/g, "\n");
 
 /** Creates a doc holding text, applies docEdit(text → edited) and returns the command and the server's text after it. */
 async function roundTrip(canvasId, id, text, edited) {
-  await c.apply(canvasId, "create_node", { id, type: "doc", name: id, props: { text } });
+  await env.c.apply(canvasId, "create_node", { id, type: "doc", name: id, props: { text } });
   const cmd = docEdit(id, text, edited);
-  if (cmd) await c.apply(canvasId, cmd.type, cmd.args);
-  const st = await c.getState(canvasId);
+  if (cmd) await env.c.apply(canvasId, cmd.type, cmd.args);
+  const st = await env.c.getState(canvasId);
   return { cmd, got: st.state.nodes.find((n) => n.id === id).props.text ?? "" };
 }
 
 test("docEdit: line commands where the line model allows, the whole text otherwise; the server ends with the edited text", async () => {
-  const canvasId = (await c.createCanvas({ title: "docEdit" })).canvas_id;
+  const canvasId = (await env.c.createCanvas({ title: "docEdit" })).canvas_id;
   const cases = [
     ["", "hi"], ["", "hi\n"], ["", "\n"], ["# Notes\n", "# Notes\nhello\n"], ["a\nb\n", ""], ["a", ""],
     ["a\nb\n", "a\nB\n"], ["a\nb", "a\nB"], ["a", "a\nb"], ["a\nb", "a"], ["a\n\n", "a\n"], ["a\nb\n", "x"],
@@ -61,7 +51,7 @@ test("docEdit: line commands where the line model allows, the whole text otherwi
 });
 
 test("docEdit: a CRLF document keeps its line ending in the lines a command writes, and in a whole text", async () => {
-  const canvasId = (await c.createCanvas({ title: "docEdit crlf" })).canvas_id;
+  const canvasId = (await env.c.createCanvas({ title: "docEdit crlf" })).canvas_id;
   let r = await roundTrip(canvasId, "c1", "a\r\nb\r\n", "a\nB\nc\n");
   assert.equal(r.cmd.type, "replace_lines");
   assert.equal(r.got, "a\r\nB\r\nc\r\n");

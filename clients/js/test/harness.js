@@ -8,6 +8,8 @@ import { tmpdir } from "node:os";
 import { join, resolve, dirname } from "node:path";
 import { fileURLToPath } from "node:url";
 import { randomBytes } from "node:crypto";
+import { before, after } from "node:test";
+import { CanvasClient } from "../dist/index.js";
 
 const here = dirname(fileURLToPath(import.meta.url));
 export const pkgDir = resolve(here, "..");
@@ -66,6 +68,23 @@ export async function startServer({ env = {}, args = [] } = {}) {
     if (existsSync(dataDir)) rmSync(dataDir, { recursive: true, force: true });
   };
   return { url, adminToken, proc, logs: () => log, stop };
+}
+
+/**
+ * Runs one canvasd for the calling test file: started before its tests,
+ * stopped after them. The returned object's srv (startServer's answer) and
+ * c (a CanvasClient with the admin token) are set once the server is up.
+ */
+export function serverForTests() {
+  const env = { srv: null, c: null };
+  before(async () => {
+    env.srv = await startServer();
+    env.c = new CanvasClient({ baseUrl: env.srv.url, token: env.srv.adminToken });
+  });
+  after(async () => {
+    await env.srv?.stop();
+  });
+  return env;
 }
 
 /** Waits until cond() is truthy (polling every 20 ms), or throws after ms with what. */

@@ -716,13 +716,13 @@ export class CanvasView {
     if (!e) {
       if (has(from) && has(to)) {
         const args: Record<string, unknown> = { id, from, to, type: "arrow" };
-        const style = edgePatch(el, byId, { id, from: from!, to: to!, type: "arrow", props: {} } as any);
+        const style = edgePatch(el, byId, {});
         if (style) args.props = Object.fromEntries(Object.entries(style).filter(([, v]) => v !== null)); // a copy keeps the look
         cmd("create_edge", args, [from!, to!].filter((n) => m.nodes.has(n)), []);
       }
       return;
     }
-    const patch = edgePatch(el, byId, e); // its colour, stroke, dash or label changed
+    const patch = edgePatch(el, byId, e.props || {}); // its colour, stroke, dash or label changed
     if (from && to && (from !== e.from || to !== e.to) && m.nodes.has(from) && m.nodes.has(to)) {
       const props: Record<string, unknown> = { ...e.props, ...patch };
       for (const k of Object.keys(props)) if (props[k] === null) delete props[k];

@@ -426,12 +426,11 @@ export function edgeElements(e: CanvasEdge, nodes: Map<string, CanvasNode>, vers
 }
 
 /**
- * The props of edge e that its arrow el (with its label among byId) shows
- * otherwise: colour, stroke width, dash and label, as a merge patch (null
- * removes the label), or null when they agree.
+ * The edge props p (an edge's, or {} for a new one) that its arrow el (with
+ * its label among byId) shows otherwise: colour, stroke width, dash and
+ * label, as a merge patch (null removes the label), or null when they agree.
  */
-export function edgePatch(el: El, byId: Map<string, El>, e: CanvasEdge): Props | null {
-  const p = e.props || {};
+export function edgePatch(el: El, byId: Map<string, El>, p: Props): Props | null {
   const out: Props = {};
   const color = colorName(str(el.strokeColor));
   if (color !== colorName(strokeOf(p, "grey"))) out.color = color;
