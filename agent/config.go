@@ -56,6 +56,11 @@ type Config struct {
 	// counts as missed (CANVAS_AGENT_ACK_TIMEOUT_MS, CANVAS_AGENT_ACK_RETRIES).
 	AckTimeout time.Duration
 	AckRetries int
+	// AckHostWait bounds, in all, how long an envelope due for a resend
+	// waits for a host while the canvas has none (its attempts are not
+	// spent meanwhile); then it counts as missed
+	// (CANVAS_AGENT_ACK_HOST_WAIT_MS, 0 to 600000).
+	AckHostWait time.Duration
 
 	// LowActionThreshold: a first turn that applies fewer canvas actions than
 	// this gets one deterministic follow-up (CANVAS_AGENT_LOW_ACTION_THRESHOLD).
@@ -105,6 +110,7 @@ func DefaultConfig() Config {
 		ScreenshotCacheTTL:   15 * time.Second,
 		AckTimeout:           1000 * time.Millisecond,
 		AckRetries:           2,
+		AckHostWait:          10 * time.Second,
 		LowActionThreshold:   6,
 		MaxFollowups:         3,
 		MaxReplans:           2,
@@ -130,8 +136,9 @@ type jsonConfig struct {
 		CacheTTLMS   *int `json:"cacheTtlMs"`
 	} `json:"screenshot"`
 	Acks *struct {
-		TimeoutMS *int `json:"timeoutMs"`
-		Retries   *int `json:"retries"`
+		TimeoutMS  *int `json:"timeoutMs"`
+		Retries    *int `json:"retries"`
+		HostWaitMS *int `json:"hostWaitMs"`
 	} `json:"acks"`
 	Followups *struct {
 		LowActionThreshold *int `json:"lowActionThreshold"`
@@ -209,6 +216,7 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	ms("CANVAS_AGENT_SCREENSHOT_CACHE_TTL_MS", &c.ScreenshotCacheTTL, 0)
 	ms("CANVAS_AGENT_ACK_TIMEOUT_MS", &c.AckTimeout, 1)
 	num("CANVAS_AGENT_ACK_RETRIES", &c.AckRetries, 0)
+	ms("CANVAS_AGENT_ACK_HOST_WAIT_MS", &c.AckHostWait, 0)
 	num("CANVAS_AGENT_LOW_ACTION_THRESHOLD", &c.LowActionThreshold, 0)
 	num("CANVAS_AGENT_MAX_FOLLOWUPS", &c.MaxFollowups, 0)
 	num("CANVAS_AGENT_SHAPE_STATE_LIMIT", &c.ShapeStateLimit, 0)
@@ -232,6 +240,7 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 			if a := j.Acks; a != nil {
 				setMS(&c.AckTimeout, a.TimeoutMS)
 				setInt(&c.AckRetries, a.Retries)
+				setMS(&c.AckHostWait, a.HostWaitMS)
 			}
 			if f := j.Followups; f != nil {
 				setInt(&c.LowActionThreshold, f.LowActionThreshold)
@@ -293,6 +302,9 @@ func (c Config) Validate() error {
 	if c.AckRetries < 0 || c.AckRetries > 10 {
 		errs = append(errs, "ack retries must be 0..10")
 	}
+	if c.AckHostWait < 0 || c.AckHostWait > 10*time.Minute {
+		errs = append(errs, "ack host wait must be 0..600000 ms")
+	}
 	if c.MaxFollowups < 0 || c.MaxFollowups > 20 {
 		errs = append(errs, "max follow-ups must be 0..20")
 	}
@@ -349,7 +361,8 @@ func (c Config) String() string {
 		"low_action_threshold": c.LowActionThreshold, "max_followups": c.MaxFollowups, "max_replans": c.MaxReplans,
 		"shape_state_limit": c.ShapeStateLimit, "screenshot_timeout_ms": c.ScreenshotTimeout.Milliseconds(),
 		"screenshot_retries": c.ScreenshotRetries, "screenshot_cache_ttl_ms": c.ScreenshotCacheTTL.Milliseconds(),
-		"ack_timeout_ms": c.AckTimeout.Milliseconds(), "ack_retries": c.AckRetries, "watchdog_ms": c.Watchdog.Milliseconds(), "prompt_cache": !c.DisablePromptCache,
+		"ack_timeout_ms": c.AckTimeout.Milliseconds(), "ack_retries": c.AckRetries, "ack_host_wait_ms": c.AckHostWait.Milliseconds(),
+		"watchdog_ms": c.Watchdog.Milliseconds(), "prompt_cache": !c.DisablePromptCache,
 		"max_tokens": c.MaxTokens,
 	})
 	return string(b)

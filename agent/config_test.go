@@ -5,6 +5,7 @@ import (
 	"math"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/canvasd/canvasd/canvas"
 )
@@ -84,5 +85,41 @@ func TestValidateMaxTokens(t *testing.T) {
 		if err := cfg.Validate(); (err == nil) != ok || (err != nil && !strings.Contains(err.Error(), "max tokens")) {
 			t.Errorf("MaxTokens %d: %v, want ok %v", n, err, ok)
 		}
+	}
+}
+
+// TestConfigAckHostWait: CANVAS_AGENT_ACK_HOST_WAIT_MS and acks.hostWaitMs
+// set how long an envelope waits for a host; 0 to 600000 ms.
+func TestConfigAckHostWait(t *testing.T) {
+	if cfg, err := ConfigFromEnv(func(string) string { return "" }); err != nil || cfg.AckHostWait != 10*time.Second {
+		t.Fatalf("default %v %v, want 10 s", cfg.AckHostWait, err)
+	}
+	for env, want := range map[string]time.Duration{"0": 0, "2500": 2500 * time.Millisecond} {
+		cfg, err := ConfigFromEnv(func(k string) string {
+			if k == "CANVAS_AGENT_ACK_HOST_WAIT_MS" {
+				return env
+			}
+			return ""
+		})
+		if err != nil || cfg.AckHostWait != want {
+			t.Errorf("CANVAS_AGENT_ACK_HOST_WAIT_MS=%s: %v %v", env, cfg.AckHostWait, err)
+		}
+	}
+	cfg, err := ConfigFromEnv(func(k string) string {
+		if k == "CANVAS_AGENT_CONFIG" {
+			return `{"acks":{"hostWaitMs":1500}}`
+		}
+		return ""
+	})
+	if err != nil || cfg.AckHostWait != 1500*time.Millisecond {
+		t.Errorf("acks.hostWaitMs: %v %v", cfg.AckHostWait, err)
+	}
+	if _, err := ConfigFromEnv(func(k string) string {
+		if k == "CANVAS_AGENT_ACK_HOST_WAIT_MS" {
+			return "600001"
+		}
+		return ""
+	}); !errors.Is(err, canvas.ErrInvalid) || !strings.Contains(err.Error(), "ack host wait") {
+		t.Errorf("600001 ms: %v, want an invalid-config error", err)
 	}
 }

@@ -369,8 +369,9 @@ func (r *Runner) post(ctx context.Context, id string, t task, entry string) erro
 			return &UnavailableError{Reason: fmt.Sprintf("agent session %q keeps ending while the message is posted; retry", id)}
 		}
 		// The session is ending (its queue ran out, or it was canceled): wait
-		// for it, then reopen it with this turn.
-		wait := time.NewTimer(15 * time.Second)
+		// for it, then reopen it with this turn. Its end may still await
+		// the host's acks (an error's end does).
+		wait := time.NewTimer(r.d.Config.ackBudget() + 5*time.Second)
 		select {
 		case <-s.done:
 			wait.Stop()

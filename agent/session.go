@@ -82,11 +82,25 @@ func (s *session) work() {
 	}()
 	defer s.cancel()
 	final, detail := client.AgentDone, ""
+	acksAwaited := false
 	for {
 		s.mu.Lock()
 		if len(s.queue) == 0 {
+			s.mu.Unlock()
+			// The host's acks of the last envelopes are awaited with the
+			// session still taking messages: one posted meanwhile is its
+			// next turn, not a wait for the session to end and reopen.
+			if s.awaitAcks() {
+				continue
+			}
+			s.mu.Lock()
+			if len(s.queue) > 0 && s.ctx.Err() == nil {
+				s.mu.Unlock()
+				continue
+			}
 			s.ended = true
 			s.mu.Unlock()
+			acksAwaited = true
 			break
 		}
 		t := s.queue[0]
@@ -113,7 +127,7 @@ func (s *session) work() {
 	s.mu.Lock()
 	s.ended = true
 	s.mu.Unlock()
-	if final != client.AgentCanceled {
+	if final != client.AgentCanceled && !acksAwaited {
 		s.awaitAcks()
 	}
 	s.finish(final, detail)

@@ -186,7 +186,8 @@ func (s *Server) handleAgentEvent(w http.ResponseWriter, r *http.Request) {
 
 // handleAgentAck serves POST /api/canvas-agent/ack (viewer on the session's
 // canvas): a browser applied an agent:action envelope. 202 whether or not
-// the session still runs (a late ack changes nothing).
+// the session still runs (a late ack changes nothing); 403 when the caller's
+// token did not declare clientId on the session's canvas (Hub.speaksFor).
 func (s *Server) handleAgentAck(w http.ResponseWriter, r *http.Request) {
 	var a canvas.AgentAck
 	if err := decodeJSON(r, &a); err != nil {
@@ -197,12 +198,13 @@ func (s *Server) handleAgentAck(w http.ResponseWriter, r *http.Request) {
 		s.problem(w, r, err)
 		return
 	}
-	s.browserInput(w, r, a.SessionID, inputAck, a)
+	s.browserInput(w, r, a.SessionID, a.ClientID, inputAck, a)
 }
 
 // handleAgentView serves POST /api/canvas-agent/view (viewer on the
 // session's canvas): a browser's viewport and selection for a running
-// session, used by its next turn.
+// session, used by its next turn; 403 as for acks when the caller's token
+// did not declare clientId.
 func (s *Server) handleAgentView(w http.ResponseWriter, r *http.Request) {
 	var v canvas.AgentView
 	if err := decodeJSON(r, &v); err != nil {
@@ -213,15 +215,20 @@ func (s *Server) handleAgentView(w http.ResponseWriter, r *http.Request) {
 		s.problem(w, r, err)
 		return
 	}
-	s.browserInput(w, r, v.SessionID, inputView, v)
+	s.browserInput(w, r, v.SessionID, v.ClientID, inputView, v)
 }
 
 // browserInput checks the caller's viewer role on the session's canvas and
-// hands the input to the session, here or (relayed) on another process.
-func (s *Server) browserInput(w http.ResponseWriter, r *http.Request, sessionID, kind string, v any) {
+// that its token declared clientID there, and hands the input to the
+// session, here or (relayed) on another process.
+func (s *Server) browserInput(w http.ResponseWriter, r *http.Request, sessionID, clientID, kind string, v any) {
 	sess, err := s.cfg.Agent.Session(r.Context(), sessionID)
-	if err == nil && !principalFrom(r.Context()).CanAccess(sess.CanvasID, canvas.RoleViewer) {
+	p := principalFrom(r.Context())
+	if err == nil && !p.CanAccess(sess.CanvasID, canvas.RoleViewer) {
 		err = fmt.Errorf("agent session %q: %w", sessionID, canvas.ErrNotFound)
+	}
+	if err == nil {
+		err = s.hub.speaksFor(sess.CanvasID, clientID, p.Actor.ID)
 	}
 	if err != nil {
 		s.problem(w, r, err)

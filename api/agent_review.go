@@ -44,9 +44,10 @@ func (req agentRevertRequest) selected() ([]int, error) {
 // revert_commits command by the caller, answered like POST .../command (200
 // with the new revision, or 409 with recovery_ops when someone changed those
 // shapes since). The turns it reverted then carry reverted_rev, the new
-// revision, in the session; a turn is reverted once: naming a reverted turn,
-// or sending no body when every turn is reverted, is a 422 that commits
-// nothing.
+// revision, in the session. A named turn already reverted is reverted again
+// when its changes are back on the canvas (its revert was undone); naming
+// only reverted turns whose changes are not on the canvas, or sending no
+// body when every turn is reverted, is a 422 that commits nothing.
 func (s *Server) handleAgentRevert(w http.ResponseWriter, r *http.Request) {
 	sess, err := s.agentSession(r, canvas.RoleEditor)
 	if err != nil {
@@ -76,18 +77,40 @@ func (s *Server) handleAgentRevert(w http.ResponseWriter, r *http.Request) {
 		s.problem(w, r, err)
 		return
 	}
-	turns, revs, err := turnRevs(sess, named)
+	turns, revs, reverted, err := turnRevs(sess, named)
 	if err != nil {
 		s.problem(w, r, err)
 		return
 	}
-	if revs, err = s.changingRevs(r.Context(), sess.CanvasID, revs); err != nil {
-		s.problem(w, r, err)
+	if len(revs) == 0 {
+		s.problem(w, r, canvas.Unprocessable(turnsField(named), "nothing to revert: the agent made no change in %s", turnName(turns)))
 		return
 	}
-	if len(revs) == 0 {
-		s.problem(w, r, canvas.Unprocessable("turn", "nothing to revert: the agent made no change in %s", turnName(turns)))
+	if len(revs) > reducer.MaxRevertRevs {
+		s.problem(w, r, canvas.Unprocessable(turnsField(named), "%s made %d commands; one revert takes at most %d: revert fewer turns at a time, the newest first",
+			turnName(turns), len(revs), reducer.MaxRevertRevs))
 		return
+	}
+	if lo, hi := revs[0], revs[len(revs)-1]; hi-lo+1 > reducer.MaxRevertSpan {
+		s.problem(w, r, canvas.Unprocessable(turnsField(named), "the commands of %s span revisions %d to %d (%d commits); one revert reaches over at most %d: revert fewer turns at a time, the newest first",
+			turnName(turns), lo, hi, hi-lo+1, reducer.MaxRevertSpan))
+		return
+	}
+	if len(reverted) == len(turns) {
+		nothing, err := s.engine.RevertChangesNothing(r.Context(), sess.CanvasID, revs)
+		if err != nil {
+			s.problem(w, r, err)
+			return
+		}
+		if nothing {
+			was, its := "was", "its"
+			if len(turns) > 1 {
+				was, its = "were", "their"
+			}
+			s.problem(w, r, canvas.Unprocessable(turnsField(named), "agent session %s: %s %s already reverted (%s) and %s changes are not on the canvas: there is nothing to revert",
+				sess.ID, turnName(turns), was, strings.Join(reverted, ", "), its))
+			return
+		}
 	}
 	head, _, err := s.engine.Head(r.Context(), sess.CanvasID)
 	if err != nil {
@@ -106,8 +129,8 @@ func (s *Server) handleAgentRevert(w http.ResponseWriter, r *http.Request) {
 // markReverted records on turns that the revert answered by result (a
 // canvas.RevisionResult) reverted them. The revert is committed by then:
 // a failure is logged, not answered, and leaves those turns unmarked (a
-// second revert of them is then refused by revert_commits with a 409, as
-// their shapes changed since).
+// second revert of them then finds their shapes as they were before them:
+// it commits no change and marks them).
 func (s *Server) markReverted(ctx context.Context, as store.AgentStore, sessionID string, turns []int, result []byte) {
 	var res canvas.RevisionResult
 	err := json.Unmarshal(result, &res)
@@ -130,25 +153,23 @@ func turnName(turns []int) string {
 }
 
 // turnRevs returns the numbers of the turns of sess a revert takes, in turn
-// order, and the revisions of their commits, ascending: those of the named
-// turns, or with named nil those of every turn not reverted yet. A named
-// turn the session lacks, a named turn already reverted, and (named nil)
-// a session whose turns are all reverted are canvas.ErrUnprocessable.
-func turnRevs(sess canvas.AgentSession, named []int) ([]int, []int64, error) {
+// order, the revisions of their commits, ascending, and which of those turns
+// were reverted already ("turn N by revision R"): the named turns, or with
+// named nil every turn not reverted yet (then none). A named turn the
+// session lacks and (named nil) a session whose turns are all reverted are
+// canvas.ErrUnprocessable.
+func turnRevs(sess canvas.AgentSession, named []int) (turns []int, revs []int64, reverted []string, err error) {
 	want := map[int]bool{}
 	for _, n := range named {
 		want[n] = true
 	}
-	var turns []int
-	var revs []int64
-	var done []string // the turns taken that were reverted already
 	for _, t := range sess.Turns {
 		if named != nil && !want[t.Turn] {
 			continue
 		}
 		delete(want, t.Turn)
 		if t.RevertedRev != nil {
-			done = append(done, fmt.Sprintf("turn %d by revision %d", t.Turn, *t.RevertedRev))
+			reverted = append(reverted, fmt.Sprintf("turn %d by revision %d", t.Turn, *t.RevertedRev))
 			if named == nil {
 				continue
 			}
@@ -161,44 +182,24 @@ func turnRevs(sess canvas.AgentSession, named []int) ([]int, []int64, error) {
 		missing = append(missing, n)
 	}
 	sort.Ints(missing)
-	field := "turns"
-	if len(named) == 1 {
-		field = "turn"
-	}
 	switch {
 	case len(missing) > 0:
-		return nil, nil, canvas.Unprocessable(field, "agent session %s has no turn %d (it has %d turns, numbered from 1)", sess.ID, missing[0], len(sess.Turns))
-	case named != nil && len(done) > 0:
-		return nil, nil, canvas.Unprocessable(field, "agent session %s: %s was already reverted (%s); a turn is reverted once, and no body reverts the turns not reverted yet",
-			sess.ID, turnName(named), strings.Join(done, ", "))
+		return nil, nil, nil, canvas.Unprocessable(turnsField(named), "agent session %s has no turn %d (it has %d turns, numbered from 1)", sess.ID, missing[0], len(sess.Turns))
 	case named == nil && len(sess.Turns) > 0 && len(turns) == 0:
-		return nil, nil, canvas.Unprocessable("turn", "agent session %s: every turn was already reverted (%s); there is nothing left to revert",
-			sess.ID, strings.Join(done, ", "))
+		return nil, nil, nil, canvas.Unprocessable("turn", "agent session %s: every turn was already reverted (%s); there is nothing left to revert",
+			sess.ID, strings.Join(reverted, ", "))
+	case named == nil:
+		reverted = nil
 	}
 	sort.Slice(revs, func(i, j int) bool { return revs[i] < revs[j] })
-	return turns, revs, nil
+	return turns, revs, reverted, nil
 }
 
-// changingRevs keeps the revisions whose commits changed something (a
-// command that changed nothing has nothing to revert).
-func (s *Server) changingRevs(ctx context.Context, canvasID string, revs []int64) ([]int64, error) {
-	if len(revs) == 0 {
-		return nil, nil
+// turnsField is the request field that named turns: turn for one (or
+// none), turns for several.
+func turnsField(named []int) string {
+	if len(named) > 1 {
+		return "turns"
 	}
-	want := make(map[int64]bool, len(revs))
-	for _, r := range revs {
-		want[r] = true
-	}
-	first, last := revs[0], revs[len(revs)-1]
-	commits, err := s.st.ReadCommits(ctx, canvasID, first-1, int(last-first+1))
-	if err != nil {
-		return nil, err
-	}
-	out := revs[:0:0]
-	for _, c := range commits {
-		if want[c.Rev] && len(c.Changes) > 0 {
-			out = append(out, c.Rev)
-		}
-	}
-	return out, nil
+	return "turn"
 }

@@ -65,8 +65,9 @@ func TestAgentTodosByTextAndTurns(t *testing.T) {
 	}
 }
 
-// A turn is reverted as one command by the person asking; a turn whose
-// shapes someone changed since is a 409 that reverts nothing.
+// A turn is reverted as one command by the person asking, and again after
+// that person undid the revert; a turn whose shapes someone changed since
+// is a 409 that reverts nothing.
 func TestAgentRevertTurn(t *testing.T) {
 	model := newFakeOpenAI(t,
 		scriptedReply{chunks: chunked(actionsJSON(
@@ -80,10 +81,7 @@ func TestAgentRevertTurn(t *testing.T) {
 	e.newCanvas("rv")
 	ctx := context.Background()
 	// Someone else's shape, there before the run, never touched by the revert.
-	if _, err := e.human.Command(ctx, "rv", canvas.Envelope{Type: "create_shape", BaseRev: ptr(int64(0)),
-		Args: []byte(`{"id":"mine","type":"note","x":0,"y":900}`)}); err != nil {
-		t.Fatal(err)
-	}
+	e.humanCommand("rv", "create_shape", 0, `{"id":"mine","type":"note","x":0,"y":900}`)
 	sess := e.run(client.AgentRunRequest{RoomID: "rv", Message: "two boxes"})
 	if len(sess.Turns) != 2 || len(sess.Turns[0].Revs) != 2 || len(sess.Turns[1].Revs) != 2 {
 		t.Fatalf("turns %+v %+v", sess.Turns, sess.Transcript)
@@ -127,15 +125,38 @@ func TestAgentRevertTurn(t *testing.T) {
 		s.Turns[1].RevertedRev == nil || *s.Turns[1].RevertedRev != res.CurrentRev {
 		t.Fatalf("the session after reverting turn 2: turns %+v, %v; want turn 2 reverted at %d", s.Turns, err, res.CurrentRev)
 	}
-	if _, err := e.human.RevertAgentTurns(ctx, sess.ID, 2); !errors.Is(err, canvas.ErrUnprocessable) {
-		t.Fatalf("turn 2 reverted again: %v, want a 422", err)
+	// The person who reverted undoes it: turn 2's changes are back, and
+	// naming turn 2 reverts it again, marked with the newer revision.
+	undo := e.humanCommand("rv", "undo", res.CurrentRev, `{}`)
+	if back := nodeByName(e.snapshot("rv")); back["a"].Props["color"] != "red" || back["b"].X != 350 {
+		t.Fatalf("after undoing the revert: a %+v b %+v", back["a"], back["b"])
+	}
+	res, err = e.human.RevertAgentTurns(ctx, sess.ID, 2)
+	if err != nil {
+		t.Fatalf("turn 2 reverted again after its revert was undone: %v", err)
+	}
+	if res.CurrentRev != undo.CurrentRev+1 {
+		t.Fatalf("second revert: rev %d, want one commit at %d", res.CurrentRev, undo.CurrentRev+1)
+	}
+	after = nodeByName(e.snapshot("rv"))
+	if _, red := after["a"].Props["color"]; red || after["b"].X != 300 || len(after) != 3 {
+		t.Fatalf("after reverting turn 2 again: a %+v b %+v (%d nodes)", after["a"], after["b"], len(after))
+	}
+	if s, err := e.human.AgentSession(ctx, sess.ID); err != nil || s.Turns[1].RevertedRev == nil || *s.Turns[1].RevertedRev != res.CurrentRev {
+		t.Fatalf("the session after reverting turn 2 again: turns %+v, %v; want turn 2 reverted at %d", s.Turns, err, res.CurrentRev)
+	}
+	// Its changes are off the canvas now: naming it once more commits nothing.
+	_, err = e.human.RevertAgentTurns(ctx, sess.ID, 2)
+	var pe *client.ProblemError
+	if !errors.As(err, &pe) || !errors.Is(err, canvas.ErrUnprocessable) || !strings.Contains(pe.Detail, "not on the canvas") {
+		t.Fatalf("turn 2 reverted once more: %v, want a 422 saying its changes are not on the canvas", err)
+	}
+	if h := e.snapshot("rv").HeadRev; h != res.CurrentRev {
+		t.Fatalf("the refused revert moved the head from %d to %d", res.CurrentRev, h)
 	}
 
 	// Someone moves b: turn 1 (which created b) can no longer be reverted.
-	if _, err := e.human.Command(ctx, "rv", canvas.Envelope{Type: "move", BaseRev: ptr(res.CurrentRev),
-		Args: []byte(`{"id":"` + after["b"].ID + `","x":700,"y":0}`)}); err != nil {
-		t.Fatal(err)
-	}
+	e.humanCommand("rv", "move", res.CurrentRev, `{"id":"`+after["b"].ID+`","x":700,"y":0}`)
 	_, err = e.human.RevertAgentTurns(ctx, sess.ID, 1)
 	var ce *client.ConflictError
 	if !errors.As(err, &ce) || len(ce.Result.ConflictingIDs) != 1 || ce.Result.ConflictingIDs[0] != after["b"].ID || len(ce.Result.RecoveryOps) == 0 {
@@ -234,10 +255,7 @@ func TestAgentPlacementMovesOverlappingCreates(t *testing.T) {
 		`{"name":"create_shape","params":{"id":"b","type":"geo","x":100,"y":250,"w":200,"h":100}}`), 31)})
 	e := newAgentEnv(t, model, func(c *agent.Config) { c.Model = "openai:gpt-test"; c.LowActionThreshold = 0 })
 	e.newCanvas("pl")
-	if _, err := e.human.Command(context.Background(), "pl", canvas.Envelope{Type: "create_shape", BaseRev: ptr(int64(0)),
-		Args: []byte(`{"id":"mine","type":"geo","x":50,"y":50,"w":400,"h":200}`)}); err != nil {
-		t.Fatal(err)
-	}
+	e.humanCommand("pl", "create_shape", 0, `{"id":"mine","type":"geo","x":50,"y":50,"w":400,"h":200}`)
 	before := e.snapshot("pl").State.Nodes
 	sess := e.run(client.AgentRunRequest{RoomID: "pl", Message: "two boxes", Viewport: &client.Box{X: 0, Y: 0, W: 1600, H: 900}})
 	if sess.State != client.AgentDone {
@@ -292,9 +310,9 @@ func TestAgentLintFollowUpFixesOverlap(t *testing.T) {
 }
 
 // The server records which turns a revert took (reverted_rev, on both
-// stores): a turn is reverted once, a revert without a body takes the turns
-// left, and reverting a reverted turn, or with none left, is a 422 that
-// commits nothing.
+// stores): a revert without a body takes the turns left, and reverting
+// reverted turns whose changes are off the canvas, or with none left, is a
+// 422 that commits nothing.
 func TestAgentRevertRecordsRevertedTurns(t *testing.T) {
 	t.Run("sqlite", func(t *testing.T) { testAgentRevertRecordsRevertedTurns(t, newTestEnv(t, withAgentQueue)) })
 	t.Run("postgres", func(t *testing.T) {
@@ -366,7 +384,6 @@ func testAgentRevertRecordsRevertedTurns(t *testing.T, e *testEnv) {
 		t.Fatalf("after reverting turn 2: reverted_rev %v, %d nodes", got, nodes())
 	}
 	refused("turn 2 again", map[string]any{"turn": 2}, "turn 2 was already reverted (turn 2 by revision 4)")
-	refused("turns 1 and 2", map[string]any{"turns": []int{1, 2}}, "already reverted (turn 2 by revision 4)")
 
 	// No body: the turns left (1 and 3), as one command.
 	if m := e.must(200, "POST", path+"/revert", testAdmin, nil); m["current_rev"] != float64(5) {
@@ -377,7 +394,107 @@ func testAgentRevertRecordsRevertedTurns(t *testing.T, e *testEnv) {
 	}
 	refused("no body with every turn reverted", nil, "every turn was already reverted")
 	refused("turn 3 again", map[string]any{"turn": 3}, "turn 3 was already reverted (turn 3 by revision 5)")
+	refused("turns 1 and 2 again", map[string]any{"turns": []int{1, 2}}, "turns [1 2] were already reverted (turn 1 by revision 5, turn 2 by revision 4) and their changes are not on the canvas")
 	if got := reverted(); fmt.Sprint(got) != "map[1:5 2:4 3:5]" {
 		t.Fatalf("after the refused reverts: reverted_rev %v", got)
+	}
+}
+
+// notesByText returns the canvas's nodes by their props.text.
+func notesByText(snap client.Snapshot) map[string]*canvas.Node {
+	out := map[string]*canvas.Node{}
+	for _, n := range snap.State.Nodes {
+		text, _ := n.Props["text"].(string)
+		out[text] = n
+	}
+	return out
+}
+
+// A turn of many commands (more than the 100 an actor's undo history
+// keeps) is reverted as one command, which one undo brings back.
+func TestAgentRevertLongTurn(t *testing.T) {
+	const shapes = 130
+	actions := make([]string, shapes)
+	for i := range actions {
+		actions[i] = fmt.Sprintf(`{"name":"create_shape","params":{"id":"s%d","type":"geo","x":%d,"y":%d,"w":100,"h":100,"props":{"text":"s%d"}}}`,
+			i, (i%13)*150, (i/13)*150, i)
+	}
+	model := newFakeOpenAI(t, scriptedReply{chunks: chunked(actionsJSON(actions...), 512)})
+	e := newAgentEnv(t, model, func(c *agent.Config) { c.Model = "openai:gpt-test"; c.LowActionThreshold = 0 })
+	e.newCanvas("lt")
+	ctx := context.Background()
+	e.humanCommand("lt", "create_shape", 0, `{"id":"mine","type":"note","x":0,"y":5000,"props":{"text":"mine"}}`)
+	sess := e.run(client.AgentRunRequest{RoomID: "lt", Message: "many boxes"})
+	if sess.State != client.AgentDone || len(sess.Turns) != 1 || len(sess.Turns[0].Revs) != shapes {
+		t.Fatalf("session %s, turns %+v", sess.State, sess.Turns)
+	}
+	if n := len(e.snapshot("lt").State.Nodes); n != shapes+1 {
+		t.Fatalf("%d nodes after the run", n)
+	}
+	head := e.snapshot("lt").HeadRev
+	res, err := e.human.RevertAgentTurns(ctx, sess.ID, 1)
+	if err != nil {
+		t.Fatalf("revert of a turn of %d commands: %v", shapes, err)
+	}
+	if res.CurrentRev != head+1 {
+		t.Fatalf("revert: rev %d, want one commit at %d", res.CurrentRev, head+1)
+	}
+	if got := notesByText(e.snapshot("lt")); len(got) != 1 || got["mine"] == nil {
+		t.Fatalf("after the revert: %d nodes, want only mine", len(got))
+	}
+	// One undo step of the person who reverted brings the whole turn back.
+	e.humanCommand("lt", "undo", res.CurrentRev, `{}`)
+	if n := len(e.snapshot("lt").State.Nodes); n != shapes+1 {
+		t.Fatalf("%d nodes after undoing the revert, want %d", n, shapes+1)
+	}
+}
+
+// A turn whose commands include an undo, and a turn whose changes a later
+// turn undid, revert to what their shapes were before them.
+func TestAgentRevertTurnsWithUndo(t *testing.T) {
+	model := newFakeOpenAI(t,
+		scriptedReply{chunks: chunked(actionsJSON(
+			`{"name":"create_shape","params":{"id":"a","type":"note","x":0,"y":0,"w":100,"h":100,"props":{"text":"a"}}}`,
+			`{"name":"create_shape","params":{"id":"b","type":"note","x":300,"y":0,"w":100,"h":100,"props":{"text":"b"}}}`,
+			`{"name":"move","params":{"ids":["a"],"dx":0,"dy":50}}`,
+			`{"name":"undo","params":{}}`,
+			`{"name":"add_detail","params":{"hint":"more"}}`), 29)},
+		scriptedReply{chunks: chunked(actionsJSON(
+			`{"name":"create_shape","params":{"id":"c","type":"note","x":600,"y":0,"w":100,"h":100,"props":{"text":"c"}}}`,
+			`{"name":"undo","params":{}}`,
+			`{"name":"undo","params":{}}`), 29)})
+	e := newAgentEnv(t, model, func(c *agent.Config) { c.Model = "openai:gpt-test"; c.LowActionThreshold = 0 })
+	e.newCanvas("ru")
+	ctx := context.Background()
+	e.humanCommand("ru", "create_shape", 0, `{"id":"mine","type":"note","x":0,"y":5000,"props":{"text":"mine"}}`)
+	sess := e.run(client.AgentRunRequest{RoomID: "ru", Message: "notes"})
+	if sess.State != client.AgentDone || len(sess.Turns) != 2 || len(sess.Turns[0].Revs) != 4 || len(sess.Turns[1].Revs) != 3 {
+		t.Fatalf("session %s, turns %+v, transcript %+v", sess.State, sess.Turns, sess.Transcript)
+	}
+	// Turn 1 moved a and undid the move; turn 2 made c, undid it, and undid turn 1's b.
+	got := notesByText(e.snapshot("ru"))
+	if len(got) != 2 || got["a"] == nil || got["a"].Y != 0 || got["mine"] == nil {
+		t.Fatalf("after the run: %v", got)
+	}
+
+	// Turn 2 reverted: b (which it undid) comes back, c stays gone.
+	res, err := e.human.RevertAgentTurns(ctx, sess.ID, 2)
+	if err != nil {
+		t.Fatalf("revert of a turn of undos: %v", err)
+	}
+	got = notesByText(e.snapshot("ru"))
+	if len(got) != 3 || got["b"] == nil || got["b"].X != 300 || got["c"] != nil {
+		t.Fatalf("after reverting turn 2: %v", got)
+	}
+	// Turn 1 reverted: a and b, as the revert of turn 2 left b, go.
+	res, err = e.human.RevertAgentTurns(ctx, sess.ID, 1)
+	if err != nil {
+		t.Fatalf("revert of a turn with an undo: %v", err)
+	}
+	if got = notesByText(e.snapshot("ru")); len(got) != 1 || got["mine"] == nil {
+		t.Fatalf("after reverting turn 1: %v", got)
+	}
+	if s, err := e.human.AgentSession(ctx, sess.ID); err != nil || s.Turns[0].RevertedRev == nil || *s.Turns[0].RevertedRev != res.CurrentRev {
+		t.Fatalf("the session after the reverts: %+v %v", s.Turns, err)
 	}
 }

@@ -364,6 +364,17 @@ func (e *agentEnv) newCanvas(id string) {
 	}
 }
 
+// humanCommand applies a command as the human at baseRev, failing the test
+// when it is not applied.
+func (e *agentEnv) humanCommand(canvasID, typ string, baseRev int64, args string) canvas.RevisionResult {
+	e.t.Helper()
+	res, err := e.human.Command(context.Background(), canvasID, canvas.Envelope{Type: typ, BaseRev: &baseRev, Args: []byte(args)})
+	if err != nil {
+		e.t.Fatalf("%s on %s: %v", typ, canvasID, err)
+	}
+	return res
+}
+
 // run starts a session through the HTTP endpoint and waits for its end.
 func (e *agentEnv) run(req client.AgentRunRequest) client.AgentSession {
 	e.t.Helper()

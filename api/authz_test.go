@@ -130,6 +130,20 @@ func seenOnA(need canvas.Role, ok int) func(authzCaller) int {
 	}
 }
 
+// declarerOnA: like seenOnA(viewer), but only the admin, whose stream
+// declares the browser b1 on canvas A, may speak for it (403 for the others).
+func declarerOnA(ok int) func(authzCaller) int {
+	return func(c authzCaller) int {
+		if st := seenOnA(canvas.RoleViewer, ok)(c); st != ok {
+			return st
+		}
+		if c.p.Actor.ID != AdminActorID {
+			return http.StatusForbidden
+		}
+		return ok
+	}
+}
+
 func authzRows() []authzRow {
 	mcpCall := func(canvasID string) func(*authzEnv) authzReq {
 		return func(*authzEnv) authzReq {
@@ -226,12 +240,15 @@ func authzRows() []authzRow {
 		{method: "POST", pattern: "/api/canvas-agent/sessions/{session_id}/revert", req: func(z *authzEnv) authzReq {
 			return authzReq{method: "POST", path: "/api/canvas-agent/sessions/" + z.agentSession + "/revert", body: `{}`}
 		}, expect: seenOnA(canvas.RoleEditor, 422)},
+		// Acks and views speak for a browser the caller's token declared on
+		// the canvas stream: the admin's stream declares b1 (z.browser), so
+		// the admin's are taken and every other viewer's are refused (403).
 		{method: "POST", pattern: "/api/canvas-agent/ack", req: func(z *authzEnv) authzReq {
 			return authzReq{method: "POST", path: "/api/canvas-agent/ack", body: `{"sessionId":"` + z.agentSession + `","seq":1,"clientId":"b1"}`}
-		}, expect: seenOnA(canvas.RoleViewer, 202)},
+		}, expect: declarerOnA(202)},
 		{method: "POST", pattern: "/api/canvas-agent/view", req: func(z *authzEnv) authzReq {
 			return authzReq{method: "POST", path: "/api/canvas-agent/view", body: `{"sessionId":"` + z.agentSession + `","clientId":"b1","viewport":{"x":0,"y":0,"w":10,"h":10}}`}
-		}, expect: seenOnA(canvas.RoleViewer, 202)},
+		}, expect: declarerOnA(202)},
 
 		// Canvas host (a host session is authorized like the canvas of the same id).
 		{method: "GET", pattern: "/api/host/{session}/files", req: static("GET", "/api/host/"+authzA+"/files", ""), expect: onA(canvas.RoleEditor, 200)},
@@ -333,7 +350,7 @@ func newAuthzEnv(t *testing.T, opts ...envOption) (*authzEnv, []authzCaller) {
 		env("create_node", 0, map[string]any{"id": authzDoc, "type": "doc", "name": "d", "props": map[string]any{"text": "one\ntwo\n"}}))
 	z.must(201, "PUT", "/api/host/"+authzA+"/files/index.html", testAdmin, "<p>page</p>")
 	z.agentSession = z.newAgentSession()
-	z.browser = z.stream("/sse/canvas/"+authzA, testAdmin, nil)
+	z.browser = z.stream(browserPath(authzA, "b1", ""), testAdmin, nil) // plays the browser of invokes, acks and views
 
 	mk := func(name string, role canvas.Role, typ canvas.ActorType, scope ...string) authzCaller {
 		tok, actor := z.token(role, typ, scope...)

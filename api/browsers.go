@@ -30,12 +30,28 @@ import (
 // agent:host event, and each declared browser gets the current host right
 // after it subscribes. Only the host receives screenshot invokes and the
 // events the agent sends to it (set_viewport, resent envelopes).
+//
+// A client id belongs, on its canvas, to the token (its actor) whose open
+// streams declare it: while one is open (on any process: the relay's
+// presence messages carry each process's declared clients with their
+// tokens), a stream of another token declaring the same id is refused
+// (409), and acks and views (POST /api/canvas-agent/ack and /view) speak
+// only for a client id the caller's own token declared (403 otherwise), so
+// no token can ack, steer or take the place of another's browser.
 
 // browserClient is what a stream declared about its browser.
 type browserClient struct {
 	id        string
-	candidate bool  // declared the screenshot capability: may be elected host
-	since     int64 // Unix nanoseconds it joined (kept while another stream of the same id is open)
+	owner     string // the actor of the token that opened the stream
+	candidate bool   // declared the screenshot capability: may be elected host
+	since     int64  // Unix nanoseconds it joined (kept while another stream of the same id is open)
+}
+
+// declaredClient is a browser declared on a canvas and the actor of the
+// token that declared it (shared with the other processes by the relay).
+type declaredClient struct {
+	ID    string `json:"id"`
+	Owner string `json:"o"`
 }
 
 // hostCandidate is one host candidate, local or from another process.
@@ -67,9 +83,9 @@ const (
 	CapViewport   = "viewport"   // follows set_viewport
 )
 
-// parseBrowser reads a stream's declaration from its query: nil when it
-// declared nothing.
-func parseBrowser(q url.Values, now time.Time) (*browserClient, error) {
+// parseBrowser reads a stream's declaration from its query, made with the
+// token of actor owner: nil when it declared nothing.
+func parseBrowser(q url.Values, owner string, now time.Time) (*browserClient, error) {
 	id, caps := q.Get("client_id"), q.Get("capabilities")
 	if id == "" {
 		if caps != "" {
@@ -80,7 +96,7 @@ func parseBrowser(q url.Values, now time.Time) (*browserClient, error) {
 	if !canvas.IsClientID(id) {
 		return nil, canvas.Invalid("client_id", "must be 1 to 64 of A-Z a-z 0-9 . _ : -")
 	}
-	b := &browserClient{id: id, since: now.UnixNano()}
+	b := &browserClient{id: id, owner: owner, since: now.UnixNano()}
 	if caps == "" {
 		return b, nil
 	}
@@ -101,6 +117,73 @@ func parseBrowser(q url.Values, now time.Time) (*browserClient, error) {
 		}
 	}
 	return b, nil
+}
+
+// errClientTaken is the error of a stream declaring a client id that
+// another token's open stream declares on the canvas (409).
+func errClientTaken(canvasID, clientID string) error {
+	return fmt.Errorf("%w: client_id %q is declared on canvas %q by a stream of another token; a client id belongs to the token whose streams declare it while one is open: give each browser its own (e.g. random) id",
+		canvas.ErrConflict, clientID, canvasID)
+}
+
+// remoteOwnerConflict reports whether another process reported clientID on
+// the canvas declared by a token other than owner's.
+func (h *Hub) remoteOwnerConflict(canvasID, clientID, owner string) bool {
+	if r := h.relay.Load(); r != nil {
+		for _, o := range r.remoteOwners(canvasID, clientID) {
+			if o != owner {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// speaksFor returns nil when a stream of owner's token declaring clientID
+// is open on the canvas, on this process or (as the relay's presence last
+// said) on another; otherwise an error wrapping canvas.ErrForbidden. Acks
+// and views speak for a browser only with the token that declared it.
+func (h *Hub) speaksFor(canvasID, clientID, owner string) error {
+	h.mu.RLock()
+	open := h.browsers[canvasID][clientID]
+	mine := len(open) > 0 && open[0].owner == owner // the open ones all have one owner
+	h.mu.RUnlock()
+	if mine {
+		return nil
+	}
+	if r := h.relay.Load(); r != nil && slices.Contains(r.remoteOwners(canvasID, clientID), owner) {
+		return nil
+	}
+	return fmt.Errorf("%w: client %q is not a browser your token declared on canvas %q: acks and views speak only for a client_id that a stream of the same token declares and keeps open (GET /sse/canvas/{canvas_id}?client_id=...)",
+		canvas.ErrForbidden, clientID, canvasID)
+}
+
+// undeclare drops b, the declaration of a stream leaving subs, from the
+// index of declared browsers. The caller holds h.mu.
+func (h *Hub) undeclare(canvasID string, b *browserClient) {
+	byID := h.browsers[canvasID]
+	open := slices.DeleteFunc(byID[b.id], func(o *browserClient) bool { return o == b })
+	if len(open) > 0 {
+		byID[b.id] = open
+		return
+	}
+	delete(byID, b.id)
+	if len(byID) == 0 {
+		delete(h.browsers, canvasID)
+	}
+}
+
+// localClients lists the browsers declared on a canvas on this process, one
+// per client id (for the relay's presence messages).
+func (h *Hub) localClients(canvasID string) []declaredClient {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	var out []declaredClient
+	for id, open := range h.browsers[canvasID] {
+		out = append(out, declaredClient{ID: id, Owner: open[0].owner})
+	}
+	slices.SortFunc(out, func(a, b declaredClient) int { return strings.Compare(a.ID, b.ID) })
+	return out
 }
 
 // Host returns the client id of the canvas's elected host, or "" when no
@@ -175,9 +258,9 @@ func (h *Hub) localCandidate(canvasID string) hostCandidate {
 	h.mu.RLock()
 	defer h.mu.RUnlock()
 	var best hostCandidate
-	for s := range h.subs[canvasID] {
-		if b := s.client; b != nil && b.candidate {
-			if c := (hostCandidate{ID: b.id, Since: b.since}); c.before(best) {
+	for _, open := range h.browsers[canvasID] {
+		for _, b := range open {
+			if c := (hostCandidate{ID: b.id, Since: b.since}); b.candidate && c.before(best) {
 				best = c
 			}
 		}
@@ -190,19 +273,17 @@ func (h *Hub) localCandidate(canvasID string) hostCandidate {
 func (h *Hub) localCandidates(canvasID string) []hostCandidate {
 	h.mu.RLock()
 	defer h.mu.RUnlock()
-	seen := map[string]int{}
 	var out []hostCandidate
-	for s := range h.subs[canvasID] {
-		b := s.client
-		if b == nil || !b.candidate {
-			continue
+	for id, open := range h.browsers[canvasID] {
+		c, candidate := hostCandidate{ID: id}, false
+		for _, b := range open {
+			if b.candidate && (!candidate || b.since < c.Since) {
+				c.Since, candidate = b.since, true
+			}
 		}
-		if i, ok := seen[b.id]; ok {
-			out[i].Since = min(out[i].Since, b.since)
-			continue
+		if candidate {
+			out = append(out, c)
 		}
-		seen[b.id] = len(out)
-		out = append(out, hostCandidate{ID: b.id, Since: b.since})
 	}
 	slices.SortFunc(out, func(a, b hostCandidate) int {
 		if a.before(b) {
@@ -240,8 +321,12 @@ func (h *Hub) elect(canvasID string) bool {
 	if old != nil {
 		close(old.changed)
 	}
-	h.hostMu.Unlock()
+	// Announced before hostMu is released: whoever reads the new host
+	// (PublishToHost: set_viewport, resent envelopes, screenshot invokes)
+	// sends to it after the agent:host event naming it, so the browser
+	// knows it is the host when they arrive.
 	h.send(canvasID, &frame{data: hostFrame(canvasID, best.ID)})
+	h.hostMu.Unlock()
 	return true
 }
 

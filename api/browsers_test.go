@@ -1,12 +1,19 @@
 package api
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"net/url"
+	"runtime"
+	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -157,9 +164,14 @@ type ackingBrowser struct {
 }
 
 func newAckingBrowser(t testing.TB, e *agentEnv, canvasID, clientID string, caps []string, ack func(agent.ActionEnvelope) bool) *ackingBrowser {
+	return newAckingBrowserAs(t, e, e.human, canvasID, clientID, caps, ack)
+}
+
+// newAckingBrowserAs is newAckingBrowser with the token of c (its stream and acks).
+func newAckingBrowserAs(t testing.TB, e *agentEnv, c *client.Client, canvasID, clientID string, caps []string, ack func(agent.ActionEnvelope) bool) *ackingBrowser {
 	ctx, cancel := context.WithCancel(context.Background())
 	b := &ackingBrowser{cancel: cancel, done: make(chan struct{})}
-	st := e.human.Stream(ctx, canvasID, client.StreamOptions{ClientID: clientID, Capabilities: caps})
+	st := c.Stream(ctx, canvasID, client.StreamOptions{ClientID: clientID, Capabilities: caps})
 	ready := make(chan struct{})
 	go func() {
 		defer close(b.done)
@@ -181,7 +193,8 @@ func newAckingBrowser(t testing.TB, e *agentEnv, canvasID, clientID string, caps
 				b.mu.Unlock()
 				if ack(env) {
 					body := canvas.AgentAck{SessionID: env.SessionID, Seq: env.Seq, ClientID: clientID, AppliedAt: time.Now().UnixMilli()}
-					if err := e.human.AckEnvelope(context.Background(), body); err != nil {
+					// A browser closing (its stream gone) may be refused its last ack.
+					if err := c.AckEnvelope(context.Background(), body); err != nil && ctx.Err() == nil {
 						t.Errorf("ack: %v", err)
 					}
 				}
@@ -272,6 +285,45 @@ func TestAgentEnvelopesAckedByTheHostResentOtherwise(t *testing.T) {
 	}
 }
 
+// A message posted while a session's end awaits the host's acks is the
+// session's next turn: the session neither ends nor makes the message wait
+// for its end.
+func TestMessageDuringAckWaitIsTheNextTurn(t *testing.T) {
+	reply := actionsJSON(`{"name":"create_shape","params":{"type":"note","x":0,"y":0,"props":{"text":"one"}}}`)
+	again := actionsJSON(`{"name":"create_shape","params":{"type":"note","x":400,"y":0,"props":{"text":"two"}}}`)
+	model := newFakeOpenAI(t, scriptedReply{chunks: []string{reply}}, scriptedReply{chunks: []string{again}})
+	e := newAgentEnv(t, model, func(c *agent.Config) {
+		c.Model, c.LowActionThreshold = "openai:gpt-test", 0
+		c.AckTimeout, c.AckRetries = 3*time.Second, 1
+	})
+	e.newCanvas("q")
+	var acking atomic.Bool // the host acks only once the message is posted
+	newAckingBrowser(t, e, "q", "host", []string{CapScreenshot}, func(agent.ActionEnvelope) bool { return acking.Load() })
+	id := e.start(client.AgentRunRequest{RoomID: "q", Message: "one note"})
+	done := e.runner.Done(id)
+	waitUntil(t, 10*time.Second, "the first note", func() bool { return nodeByName(e.snapshot("q"), "one") != nil })
+	time.Sleep(200 * time.Millisecond) // the turn has ended; its envelope awaits an ack for 3 s more
+	principal := canvas.Principal{Actor: canvas.Actor{ID: e.humanActor, Type: canvas.ActorHuman}, Role: canvas.RoleEditor}
+	posted := time.Now()
+	if err := e.runner.PostMessage(context.Background(), id, agent.UserMessage{Principal: principal, Prompt: "another"}); err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(posted); took > time.Second {
+		t.Fatalf("posting took %v: it waited for the session to end", took)
+	}
+	acking.Store(true)
+	if e.runner.Done(id) != done {
+		t.Fatal("the session ended and was reopened instead of taking the message")
+	}
+	sess := e.wait(id)
+	if sess.State != client.AgentDone || sess.Stats.Turns != 2 || sess.Stats.AcksMissed != 0 {
+		t.Fatalf("session %s %s, stats %+v", sess.State, sess.Detail, sess.Stats)
+	}
+	if n := nodeByName(e.snapshot("q"), "two"); n == nil {
+		t.Fatal("the message's turn made no note")
+	}
+}
+
 func TestAgentTurnUsesTheLatestView(t *testing.T) {
 	gate := make(chan struct{})
 	first := actionsJSON(`{"name":"add_detail","params":{"hint":"more"}}`)
@@ -279,6 +331,7 @@ func TestAgentTurnUsesTheLatestView(t *testing.T) {
 		scriptedReply{chunks: []string{actionsJSON(`{"name":"think","params":{"text":"ok"}}`)}})
 	e := newAgentEnv(t, model, func(c *agent.Config) { c.Model, c.LowActionThreshold = "openai:gpt-test", 0 })
 	e.newCanvas("w")
+	newAckingBrowser(t, e, "w", "b1", []string{CapViewport}, func(agent.ActionEnvelope) bool { return false }) // the views' browser
 	id := e.start(client.AgentRunRequest{RoomID: "w", Message: "look around", Viewport: &client.Box{X: 0, Y: 0, W: 100, H: 100}})
 	waitUntil(t, 5*time.Second, "the first model call", func() bool { return len(model.requests()) == 1 })
 	for i, vp := range []client.Box{{X: 1, Y: 1, W: 50, H: 50}, {X: 777, Y: 888, W: 640, H: 480}} {
@@ -450,5 +503,307 @@ func TestHostKeptWhenAViewerTabBecomesCandidate(t *testing.T) {
 	e.must(200, "POST", "/api/invoke/"+inv["invoke_id"].(string), testAdmin, map[string]any{"ok": true, "result": map[string]any{"dataUrl": "data:image/png;base64,AA=="}})
 	if r := <-done; r.Status != 200 {
 		t.Fatalf("the invoke on the host: %d %s", r.Status, r.Body)
+	}
+}
+
+// streamStatus opens a stream and returns its status and, when it was
+// refused, its body (an accepted stream is closed at once).
+func streamStatus(t testing.TB, baseURL, path, token string) (int, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "GET", baseURL+path, nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode == http.StatusOK {
+		return resp.StatusCode, ""
+	}
+	b, _ := io.ReadAll(resp.Body)
+	if ct := resp.Header.Get("Content-Type"); ct != "application/problem+json" {
+		t.Errorf("stream %s refused with %d and content type %q", path, resp.StatusCode, ct)
+	}
+	return resp.StatusCode, string(b)
+}
+
+// wantProblem checks that err is a problem document of that status and type slug.
+func wantProblem(t testing.TB, what string, err error, status int, slug string) {
+	t.Helper()
+	var pe *client.ProblemError
+	if !errors.As(err, &pe) || pe.Status != status || pe.Type != problemBase+slug {
+		t.Errorf("%s: %v, want a %d %s problem", what, err, status, slug)
+	}
+}
+
+// TestBrowserInputSpeaksOnlyForItsOwnBrowser: an ack or a view speaks for a
+// browser that the caller's token declared on the session's canvas stream.
+// Another token's ack for the host, or an ack for a client id nobody
+// declared, is a 403 problem and changes nothing (the host's envelope stays
+// un-acked and counts as missed, the session's view stays); a stream
+// declaring a client id that another token's open stream holds is refused
+// with a 409 (it would take that browser's place in the election and its
+// host-only events).
+func TestBrowserInputSpeaksOnlyForItsOwnBrowser(t *testing.T) {
+	reply := actionsJSON(`{"name":"create_shape","params":{"type":"note","x":0,"y":0,"props":{"text":"one"}}}`)
+	model := newFakeOpenAI(t, scriptedReply{chunks: []string{reply}})
+	e := newAgentEnv(t, model, func(c *agent.Config) {
+		c.Model, c.LowActionThreshold = "openai:gpt-test", 0
+		c.AckTimeout, c.AckRetries = 2*time.Second, 0
+	})
+	e.newCanvas("o")
+	ctx := context.Background()
+	tok, err := e.admin.CreateToken(ctx, canvas.TokenRequest{Role: canvas.RoleViewer, ActorType: canvas.ActorHuman})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, _ := client.New(e.srv.URL, tok.Token, client.WithHTTPClient(&http.Client{Transport: specTransport{t: t, spec: e.spec}}))
+
+	// The host (the human's token) never acks; the other token's own browser acks what it gets.
+	host := newAckingBrowser(t, e, "o", "h", []string{CapScreenshot, CapViewport}, func(agent.ActionEnvelope) bool { return false })
+	mine := newAckingBrowserAs(t, e, other, "o", "m", []string{CapViewport}, func(agent.ActionEnvelope) bool { return true })
+	waitUntil(t, 5*time.Second, "h elected", func() bool { return e.hub.Host("o") == "h" })
+
+	// The other token cannot declare the host's client id.
+	if st, body := streamStatus(t, e.srv.URL, browserPath("o", "h", "screenshot"), tok.Token); st != http.StatusConflict {
+		t.Errorf("another token declared the host's client id: %d %s", st, body)
+	}
+	if e.hub.Host("o") != "h" {
+		t.Fatalf("host %q after the refused declaration", e.hub.Host("o"))
+	}
+
+	id := e.start(client.AgentRunRequest{RoomID: "o", Message: "a note", Viewport: &client.Box{X: 0, Y: 0, W: 100, H: 100}})
+	waitUntil(t, 10*time.Second, "the host got the envelope", func() bool { return len(host.got()) == 1 })
+	seq := host.got()[0].Seq
+	waitUntil(t, 10*time.Second, "the other browser got it", func() bool { return len(mine.got()) == 1 })
+
+	legit, forged := client.Box{X: 5, Y: 5, W: 50, H: 50}, client.Box{X: 666, Y: 666, W: 66, H: 66}
+	if err := e.human.PublishView(ctx, canvas.AgentView{SessionID: id, ClientID: "h", Viewport: &legit}); err != nil {
+		t.Fatalf("the host's own view: %v", err)
+	}
+	wantProblem(t, "a view for the host from another token", other.PublishView(ctx, canvas.AgentView{SessionID: id, ClientID: "h", Viewport: &forged}), 403, "forbidden")
+	wantProblem(t, "a view for a client nobody declared", e.human.PublishView(ctx, canvas.AgentView{SessionID: id, ClientID: "ghost", Viewport: &forged}), 403, "forbidden")
+	wantProblem(t, "an ack for a client nobody declared", e.human.AckEnvelope(ctx, canvas.AgentAck{SessionID: id, Seq: seq, ClientID: "ghost"}), 403, "forbidden")
+	wantProblem(t, "an ack for the host from another token", other.AckEnvelope(ctx, canvas.AgentAck{SessionID: id, Seq: seq, ClientID: "h"}), 403, "forbidden")
+
+	sess := e.wait(id)
+	if st := sess.Stats; st.Acks != 1 || st.AcksMissed != 1 {
+		t.Fatalf("stats %+v: want the other browser's own ack only, and the host's envelope missed", st)
+	}
+	if sess.Viewport == nil || *sess.Viewport != legit {
+		t.Fatalf("session viewport %+v, want the host's %+v", sess.Viewport, legit)
+	}
+}
+
+// TestBrowserInputOwnerAcrossProcessesPG: a browser declared on one process
+// is known with its token on the others: an ack posted to another process
+// by its token is taken, one by another token is a 403, and another token
+// cannot declare its client id there (409).
+func TestBrowserInputOwnerAcrossProcessesPG(t *testing.T) {
+	url, schema := pgTestSchema(t)
+	queue := func(c *Config) { c.Agent = agent.NewQueue(agent.DefaultConfig(), c.Store.(agent.SessionStore), c.Hub) }
+	a := newPGTestEnv(t, url, schema, queue)
+	b := newPGTestEnv(t, url, schema, queue)
+	a.canvas("c")
+	tokT, _ := a.token(canvas.RoleViewer, canvas.ActorHuman)
+	tokU, _ := a.token(canvas.RoleViewer, canvas.ActorHuman)
+	sid := a.must(202, "POST", "/api/canvas-agent/run", testAdmin, map[string]any{"roomId": "c", "message": "queued"})["session_id"].(string)
+	s := a.stream(browserPath("c", "t1", "screenshot"), tokT, nil)
+	hostOf(t, s)
+	waitUntil(t, 5*time.Second, "process b sees t1", func() bool { return b.api.hub.Host("c") == "t1" })
+	ack := map[string]any{"sessionId": sid, "seq": 1, "clientId": "t1"}
+	if r := b.do("POST", "/api/canvas-agent/ack", tokU, ack); r.Status != 403 {
+		t.Errorf("another token's ack for t1 on process b: %d %s", r.Status, r.Body)
+	}
+	if st, body := streamStatus(t, b.srv.URL, browserPath("c", "t1", "viewport"), tokU); st != http.StatusConflict {
+		t.Fatalf("another token declared t1 on process b: %d %s", st, body)
+	}
+	b.must(202, "POST", "/api/canvas-agent/ack", tokT, ack)
+	b.must(202, "POST", "/api/canvas-agent/view", tokT, map[string]any{"sessionId": sid, "clientId": "t1"})
+}
+
+// hostLeavesWithTheEnvelope runs a session whose one note envelope goes to
+// the host h1, which never acks it and leaves as soon as it has it (no
+// other candidate: the canvas has no host then). It returns the session id
+// once h1's stream is gone.
+func hostLeavesWithTheEnvelope(t *testing.T, e *agentEnv, canvasID string) string {
+	t.Helper()
+	h1 := newAckingBrowser(t, e, canvasID, "h1", []string{CapScreenshot, CapViewport}, func(agent.ActionEnvelope) bool { return false })
+	waitUntil(t, 5*time.Second, "h1 elected", func() bool { return e.hub.Host(canvasID) == "h1" })
+	id := e.start(client.AgentRunRequest{RoomID: canvasID, Message: "a note"})
+	waitUntil(t, 10*time.Second, "h1 got the envelope", func() bool { return len(h1.got()) == 1 })
+	h1.cancel()
+	<-h1.done
+	waitUntil(t, 5*time.Second, "no host", func() bool { return e.hub.Host(canvasID) == "" })
+	return id
+}
+
+// TestAckResendWaitsForAHost: an envelope whose host left before acking it
+// is not resent into the void: with no host its attempts are not spent, an
+// agent:status says it waits for one, and a host elected later (here after
+// twice the time all its attempts would have taken) gets it, acks it, and
+// nothing counts as missed.
+func TestAckResendWaitsForAHost(t *testing.T) {
+	model := newFakeOpenAI(t, scriptedReply{chunks: []string{actionsJSON(`{"name":"create_shape","params":{"type":"note","x":0,"y":0,"props":{"text":"one"}}}`)}})
+	e := newAgentEnv(t, model, func(c *agent.Config) {
+		c.Model, c.LowActionThreshold = "openai:gpt-test", 0
+		c.AckTimeout, c.AckRetries = 500*time.Millisecond, 1
+	})
+	e.newCanvas("wh")
+	ev := e.watch("wh")
+	id := hostLeavesWithTheEnvelope(t, e, "wh")
+	time.Sleep(2 * time.Second) // (AckRetries+1)·AckTimeout twice over: the old code gave the envelope up by now
+	h2 := newAckingBrowser(t, e, "wh", "h2", []string{CapScreenshot}, func(agent.ActionEnvelope) bool { return true })
+	sess := e.wait(id)
+	if st := sess.Stats; st.Resends != 1 || st.AcksMissed != 0 || st.Acks != 1 || st.HostWaits != 1 {
+		t.Fatalf("stats %+v: want one resend (to the new host), its ack, nothing missed, one wait for a host", st)
+	}
+	if got := h2.got(); len(got) != 1 {
+		t.Fatalf("the new host got %d envelopes, want the one resent to it", len(got))
+	}
+	ev.until(t, func(x client.Event) bool {
+		return x.Event == client.EventAgentStatus && strings.Contains(string(x.Data), `"ack_waiting_host"`)
+	})
+}
+
+// TestAckGivenUpWithoutAHost: an envelope waits for a host at most
+// AckHostWait; then it counts as missed, with reason no_host, and no
+// resend counted (nothing was sent).
+func TestAckGivenUpWithoutAHost(t *testing.T) {
+	model := newFakeOpenAI(t, scriptedReply{chunks: []string{actionsJSON(`{"name":"create_shape","params":{"type":"note","x":0,"y":0,"props":{"text":"one"}}}`)}})
+	e := newAgentEnv(t, model, func(c *agent.Config) {
+		c.Model, c.LowActionThreshold = "openai:gpt-test", 0
+		c.AckTimeout, c.AckRetries, c.AckHostWait = 500*time.Millisecond, 1, time.Second
+	})
+	e.newCanvas("nh")
+	ev := e.watch("nh")
+	start := time.Now()
+	sess := e.wait(hostLeavesWithTheEnvelope(t, e, "nh"))
+	if st := sess.Stats; st.Resends != 0 || st.AcksMissed != 1 || st.HostWaits != 1 {
+		t.Fatalf("stats %+v: want no resend, the envelope missed after waiting for a host", st)
+	}
+	if took := time.Since(start); took > 10*time.Second {
+		t.Fatalf("the session took %v to give the envelope up", took)
+	}
+	ev.until(t, func(x client.Event) bool {
+		return x.Event == client.EventAgentStatus && strings.Contains(string(x.Data), `"ack_missed"`) && strings.Contains(string(x.Data), `"reason":"no_host"`)
+	})
+}
+
+// TestAckCountedOncePerSentEnvelope: stats.acks counts each browser's ack of
+// an envelope the session sent once: an ack again (a browser acks a resend
+// it had applied) or for a seq the session never sent counts for nothing.
+func TestAckCountedOncePerSentEnvelope(t *testing.T) {
+	gate := make(chan struct{})
+	reply := actionsJSON(`{"name":"create_shape","params":{"type":"note","x":0,"y":0,"props":{"text":"one"}}}`)
+	cut := strings.LastIndex(reply, "]")
+	model := newFakeOpenAI(t, scriptedReply{chunks: []string{reply[:cut], reply[cut:]}, gates: map[int]chan struct{}{1: gate}})
+	e := newAgentEnv(t, model, func(c *agent.Config) { c.Model, c.LowActionThreshold = "openai:gpt-test", 0 })
+	e.newCanvas("once")
+	host := newAckingBrowser(t, e, "once", "h", []string{CapScreenshot}, func(agent.ActionEnvelope) bool { return true })
+	id := e.start(client.AgentRunRequest{RoomID: "once", Message: "a note"})
+	waitUntil(t, 10*time.Second, "the host got the envelope", func() bool { return len(host.got()) == 1 })
+	ctx := context.Background()
+	seq := host.got()[0].Seq
+	for _, s := range []int64{seq, seq, seq + 1000} {
+		if err := e.human.AckEnvelope(ctx, canvas.AgentAck{SessionID: id, Seq: s, ClientID: "h"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	close(gate)
+	sess := e.wait(id)
+	if st := sess.Stats; st.Acks != 1 || st.AcksMissed != 0 {
+		t.Fatalf("stats %+v: want the host's one ack of the one envelope", st)
+	}
+}
+
+// TestAckResendsReachANewHostInSeqOrder: envelopes whose host left before
+// acking them are resent to the next host in seq order. A browser ignores a
+// seq below one it has seen (the JS client's rule: a resend it never
+// applied, overtaken by a later seq, stays unapplied and unacked), so a
+// resend out of order left the lower seqs unacked until counted missed.
+func TestAckResendsReachANewHostInSeqOrder(t *testing.T) {
+	var notes []string
+	for i := range 6 {
+		notes = append(notes, fmt.Sprintf(`{"name":"create_shape","params":{"type":"note","x":%d,"y":0,"props":{"text":"n%d"}}}`, i*300, i))
+	}
+	model := newFakeOpenAI(t, scriptedReply{chunks: []string{actionsJSON(notes...)}})
+	e := newAgentEnv(t, model, func(c *agent.Config) {
+		c.Model, c.LowActionThreshold = "openai:gpt-test", 0
+		c.AckTimeout, c.AckRetries = 500*time.Millisecond, 1
+	})
+	e.newCanvas("ord")
+	h1 := newAckingBrowser(t, e, "ord", "h1", []string{CapScreenshot}, func(agent.ActionEnvelope) bool { return false })
+	waitUntil(t, 5*time.Second, "h1 elected", func() bool { return e.hub.Host("ord") == "h1" })
+	id := e.start(client.AgentRunRequest{RoomID: "ord", Message: "notes"})
+	waitUntil(t, 10*time.Second, "h1 got the envelopes", func() bool { return len(h1.got()) == 6 })
+	h1.cancel()
+	<-h1.done
+	waitUntil(t, 5*time.Second, "no host", func() bool { return e.hub.Host("ord") == "" })
+	time.Sleep(time.Second) // the envelopes are due and wait for a host
+	var last int64
+	applied := map[int64]bool{}
+	h2 := newAckingBrowser(t, e, "ord", "h2", []string{CapScreenshot}, func(env agent.ActionEnvelope) bool {
+		if env.Seq <= last {
+			return applied[env.Seq] // seen a later seq: acked again only if it was applied
+		}
+		last, applied[env.Seq] = env.Seq, true
+		return true
+	})
+	sess := e.wait(id)
+	var seqs []int64
+	for _, env := range h2.got() {
+		seqs = append(seqs, env.Seq)
+	}
+	if !slices.IsSorted(seqs[:min(len(seqs), 6)]) || sess.Stats.AcksMissed != 0 {
+		t.Fatalf("the new host got seqs %v; stats %+v: want the 6 envelopes resent in seq order, none missed", seqs, sess.Stats)
+	}
+}
+
+// TestHostAnnouncedBeforeItsHostOnlyEvents: a browser elected host gets
+// the agent:host event naming it before any event sent to the host only
+// (set_viewport, resent envelopes): a browser told to act as host before it
+// knows it is (the TS client's set_viewport hook runs for the host only)
+// drops the event, and ignores its resends.
+func TestHostAnnouncedBeforeItsHostOnlyEvents(t *testing.T) {
+	h := NewHub(4096, nil)
+	const cid = "c1"
+	bad := 0
+	for i := 0; i < 500 && bad == 0; i++ {
+		now := time.Now()
+		a, _ := h.subscribe(cid, &browserClient{id: "a", owner: "u", candidate: true, since: now.UnixNano()})
+		b, _ := h.subscribe(cid, &browserClient{id: "b", owner: "u", candidate: true, since: now.UnixNano() + 1})
+		var stop atomic.Bool
+		var wg sync.WaitGroup
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for !stop.Load() {
+				h.PublishToHost(cid, "x:hostonly", map[string]int{"n": 1})
+				runtime.Gosched() // not a flood: the shards' queues never fill
+			}
+		}()
+		time.Sleep(time.Millisecond)
+		h.unsubscribe(cid, a) // b is elected
+		time.Sleep(time.Millisecond)
+		stop.Store(true)
+		wg.Wait()
+		h.unsubscribe(cid, b)
+		time.Sleep(time.Millisecond) // the shards deliver what they hold
+		hostB := false
+		for len(b.ch) > 0 {
+			f := <-b.ch
+			switch {
+			case bytes.Contains(f.data, []byte(`"host_client_id":"b"`)):
+				hostB = true
+			case bytes.Contains(f.data, []byte("x:hostonly")) && f.to == "b" && !hostB:
+				bad++
+			}
+		}
+	}
+	if bad > 0 {
+		t.Fatalf("a host-only event reached b before the agent:host event naming it host")
 	}
 }

@@ -88,14 +88,21 @@ func TestDocSnapshotsDiffsUndo(t *testing.T) {
 	if res := r.json(t)["result"].(map[string]any); res["replacements_made"].(float64) != 2 || fmt.Sprint(res["affected_lines"]) != "[1 2]" {
 		t.Fatalf("search_replace result = %v", res)
 	}
-	// Diff since the snapshot (by id, by revision, and by default the latest snapshot).
+	// Diff since the snapshot (by id, by revision, and by default the latest
+	// snapshot). The document is CRLF: the unified diff keeps each line's CR
+	// (it reproduces the text), changes hold the lines' contents.
+	const crlfHunk = "-import os\r\n-import sys\r\n+from os import *\r\n+from sys import *\r\n \r\n"
 	for _, since := range []string{sid, "1", ""} {
 		d := e.must(200, "GET", "/api/canvases/"+cid+"/docs/doc1/diff?since="+url.QueryEscape(since), tok, nil)
 		ch := d["changes"].([]any)
 		if d["has_changes"] != true || len(ch) != 2 || ch[0].(map[string]any)["type"] != "modify" ||
-			ch[0].(map[string]any)["after"] != "from os import *" || !strings.Contains(d["diff"].(string), "-import os") {
+			ch[0].(map[string]any)["after"] != "from os import *" || !strings.Contains(d["diff"].(string), crlfHunk) {
 			t.Fatalf("diff since %q = %v", since, d)
 		}
+	}
+	if out, isErr, text := callTool(t, mcpSession(t, e, tok), "canvas_get_diff", map[string]any{"canvas_id": cid, "node_id": "doc1", "since": sid}); isErr ||
+		!strings.Contains(out["diff"].(string), crlfHunk) {
+		t.Fatalf("MCP diff = %v %s", out, text)
 	}
 	split := e.must(200, "GET", "/api/canvases/"+cid+"/docs/doc1/diff?since="+sid+"&format=split", tok, nil)
 	if !strings.Contains(split["diff"].(string), "import os") || !strings.Contains(split["diff"].(string), "~") {

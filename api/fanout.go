@@ -22,10 +22,17 @@ import (
 // belongs to one shard, and a direct write happens only when nothing queued
 // for that subscriber is still unwritten.
 
-// fanQueue bounds the frames a shard has not delivered yet. A shard whose
-// queue is full gets the frame queued for each of its subscribers by the
-// sender instead (as if none could be written directly).
-const fanQueue = 1024
+// fanQueue bounds the frames waiting in a shard's queue. A frame that finds
+// it full waits in the shard's spill instead, and so does every frame after
+// it until the shard has delivered the queue and then the spill: frames keep
+// their order. Past maxSpill spilled frames (a shard that far behind), a
+// frame is queued for each of the shard's subscribers by the sender
+// instead; a commit that overtakes others that way is put in order by the
+// stream (it fills the gap from the engine), an ephemeral event is not.
+const (
+	fanQueue = 1024
+	maxSpill = 16 * fanQueue
+)
 
 // fanout is the shards of one canvas's subscribers.
 type fanout struct {
@@ -49,13 +56,16 @@ type fanShard struct {
 	version uint64              // counts changes to subs; guarded by mu
 	n       atomic.Int32        // len(subs)
 	queue   chan *frame
+	spill   []*frame      // frames that found queue full, and those after them; guarded by mu
+	spilled atomic.Bool   // len(spill) > 0
+	woken   chan struct{} // (1) a frame was spilled: the shard may have found its queue empty before
 	stats   *fanStats
 }
 
 func newFanout(stats *fanStats) *fanout {
 	fo := &fanout{shards: make([]*fanShard, runtime.GOMAXPROCS(0))}
 	for i := range fo.shards {
-		sh := &fanShard{idx: map[*subscriber]int{}, queue: make(chan *frame, fanQueue), stats: stats}
+		sh := &fanShard{idx: map[*subscriber]int{}, queue: make(chan *frame, fanQueue), woken: make(chan struct{}, 1), stats: stats}
 		fo.shards[i] = sh
 		go sh.run()
 	}
@@ -99,15 +109,27 @@ func (fo *fanout) send(f *frame) {
 		if sh.n.Load() == 0 {
 			continue
 		}
-		select {
-		case sh.queue <- f:
-		default: // the shard is far behind: its subscribers' goroutines take f
-			sh.mu.Lock()
+		if !sh.spilled.Load() {
+			select {
+			case sh.queue <- f:
+				continue
+			default:
+			}
+		}
+		sh.mu.Lock()
+		if len(sh.spill) < maxSpill {
+			sh.spill = append(sh.spill, f)
+			sh.spilled.Store(true)
+			select {
+			case sh.woken <- struct{}{}:
+			default:
+			}
+		} else { // the shard is far behind: its subscribers' goroutines take f
 			for _, s := range sh.subs {
 				s.enqueue(f)
 			}
-			sh.mu.Unlock()
 		}
+		sh.mu.Unlock()
 	}
 }
 
@@ -118,33 +140,63 @@ func (fo *fanout) close() {
 	}
 }
 
-// run delivers the shard's frames, to a copy of its subscriber list taken
-// when the list changed (so subscribing never waits for a delivery).
+// run delivers the shard's frames: those of its queue, and once the queue
+// is empty those spilled meanwhile (which came after them); it returns
+// once the queue is closed and both are delivered.
 func (sh *fanShard) run() {
-	var subs []*subscriber
-	seen := ^uint64(0)
-	for f := range sh.queue {
-		sh.mu.Lock()
-		if sh.version != seen {
-			clear(subs)
-			subs, seen = append(subs[:0], sh.subs...), sh.version
+	d := shardDelivery{seen: ^uint64(0)}
+	var batch []*frame // the spill taken out, its buffer reused
+	for open := true; open; {
+		select {
+		case f, ok := <-sh.queue:
+			if open = ok; ok {
+				d.deliver(sh, f)
+			}
+		case <-sh.woken:
 		}
-		sh.mu.Unlock()
-		var direct, queued int64
-		now := time.Now() // one clock read per frame, not per subscriber
-		for _, s := range subs {
-			switch {
-			case !s.wants(f):
-			case s.writeDirect(f, now):
-				direct++
-			default:
-				s.enqueue(f)
-				queued++
+		for len(sh.queue) == 0 && sh.spilled.Load() {
+			sh.mu.Lock()
+			batch, sh.spill = sh.spill, batch[:0]
+			sh.spilled.Store(false)
+			sh.mu.Unlock()
+			for i, f := range batch {
+				d.deliver(sh, f)
+				batch[i] = nil
 			}
 		}
-		sh.stats.direct.Add(direct)
-		sh.stats.queued.Add(queued)
 	}
+}
+
+// shardDelivery is a shard goroutine's copy of its subscriber list, taken
+// anew when the list changed (so subscribing never waits for a delivery).
+type shardDelivery struct {
+	subs []*subscriber
+	seen uint64 // the list's version the copy is of
+}
+
+// deliver writes f to each of the shard's subscribers that can take it at
+// once and queues it for the others.
+func (d *shardDelivery) deliver(sh *fanShard, f *frame) {
+	sh.mu.Lock()
+	if d.seen != sh.version {
+		clear(d.subs)
+		d.subs, d.seen = append(d.subs[:0], sh.subs...), sh.version
+	}
+	sh.mu.Unlock()
+	var direct, queued int64
+	now := time.Now() // one clock read per frame, not per subscriber
+	for _, s := range d.subs {
+		switch {
+		case !s.wants(f):
+		case s.writeDirect(f, now):
+			direct++
+		default:
+			s.enqueue(f)
+			queued++
+		}
+	}
+	sh.stats.direct.Add(direct)
+	sh.stats.queued.Add(queued)
 }
 
 // wants reports whether f is for this subscriber: frames addressed to one

@@ -31,7 +31,8 @@ type Hub struct {
 
 	mu       sync.RWMutex
 	subs     map[string]map[*subscriber]struct{}
-	fans     map[string]*fanout // the subscribers of each canvas in subs, by fan-out shard
+	browsers map[string]map[string][]*browserClient // canvas id → client id → the declarations of its open streams in subs
+	fans     map[string]*fanout                     // the subscribers of each canvas in subs, by fan-out shard
 	fanStats fanStats
 
 	relay     atomic.Pointer[relay]                 // nil: this process only
@@ -121,7 +122,7 @@ func NewHub(queueSize int, onCount func(delta int)) *Hub {
 	if queueSize <= 0 {
 		queueSize = 256
 	}
-	return &Hub{queueSize: queueSize, onCount: onCount, subs: map[string]map[*subscriber]struct{}{},
+	return &Hub{queueSize: queueSize, onCount: onCount, subs: map[string]map[*subscriber]struct{}{}, browsers: map[string]map[string][]*browserClient{},
 		fans: map[string]*fanout{}, hosts: map[string]*hostState{}}
 }
 
@@ -182,24 +183,41 @@ func (h *Hub) send(canvasID string, f *frame) {
 }
 
 // subscribe registers a stream; b is the browser it declared, or nil. A
-// declared browser's queue starts with the canvas's current host.
-func (h *Hub) subscribe(canvasID string, b *browserClient) *subscriber {
+// declared browser's queue starts with the canvas's current host. A browser
+// whose client id another token's open stream declares on the canvas (here,
+// or on another process as far as its presence says) is refused with an
+// error wrapping canvas.ErrConflict, and nothing is registered.
+func (h *Hub) subscribe(canvasID string, b *browserClient) (*subscriber, error) {
+	if b != nil && h.remoteOwnerConflict(canvasID, b.id, b.owner) {
+		return nil, errClientTaken(canvasID, b.id)
+	}
 	s := &subscriber{ch: make(chan *frame, h.queueSize), lagged: make(chan struct{}, 1), kicked: make(chan struct{}), client: b}
 	h.mu.Lock()
+	if b != nil {
+		open := h.browsers[canvasID][b.id]
+		if len(open) > 0 && open[0].owner != b.owner { // the open ones all have one owner
+			h.mu.Unlock()
+			return nil, errClientTaken(canvasID, b.id)
+		}
+		// A reconnect keeps its place in the election: the join time of the
+		// client's open stream, if that one could be elected too (a stream
+		// that could not gives no place to one that can).
+		for _, o := range open {
+			if (o.candidate || !b.candidate) && o.since < b.since {
+				b.since = o.since
+			}
+		}
+		byID := h.browsers[canvasID]
+		if byID == nil {
+			byID = map[string][]*browserClient{}
+			h.browsers[canvasID] = byID
+		}
+		byID[b.id] = append(open, b)
+	}
 	set := h.subs[canvasID]
 	if set == nil {
 		set = map[*subscriber]struct{}{}
 		h.subs[canvasID] = set
-	}
-	if b != nil {
-		// A reconnect keeps its place in the election: the join time of the
-		// client's open stream, if that one could be elected too (a stream
-		// that could not gives no place to one that can).
-		for o := range set {
-			if o.client != nil && o.client.id == b.id && (o.client.candidate || !b.candidate) && o.client.since < b.since {
-				b.since = o.client.since
-			}
-		}
 	}
 	set[s] = struct{}{}
 	fo := h.fans[canvasID]
@@ -218,7 +236,7 @@ func (h *Hub) subscribe(canvasID string, b *browserClient) *subscriber {
 	if b != nil && !(b.candidate && h.elect(canvasID)) { // a change was announced to s too
 		s.enqueue(&frame{data: hostFrame(canvasID, h.Host(canvasID))})
 	}
-	return s
+	return s, nil
 }
 
 // canvasDeletedReason is the reason of the reset that ends a deleted canvas's streams.
@@ -263,6 +281,7 @@ func (h *Hub) endLocal(canvasID, reason string) {
 	}
 	delete(h.subs, canvasID)
 	delete(h.fans, canvasID)
+	delete(h.browsers, canvasID)
 	h.mu.Unlock()
 	if len(set) == 0 {
 		return
@@ -279,6 +298,9 @@ func (h *Hub) endLocal(canvasID, reason string) {
 func (h *Hub) unsubscribe(canvasID string, s *subscriber) {
 	h.mu.Lock()
 	if set := h.subs[canvasID]; set != nil {
+		if _, ok := set[s]; ok && s.client != nil {
+			h.undeclare(canvasID, s.client)
+		}
 		delete(set, s)
 		fo := h.fans[canvasID] // made and dropped with set
 		fo.remove(s)

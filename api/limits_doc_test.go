@@ -9,6 +9,7 @@ import (
 	canvasd "github.com/canvasd/canvasd"
 	"github.com/canvasd/canvasd/canvas"
 	"github.com/canvasd/canvasd/host"
+	"github.com/canvasd/canvasd/reducer"
 	"github.com/canvasd/canvasd/store/pgstore"
 )
 
@@ -50,6 +51,8 @@ func TestDocumentedLimits(t *testing.T) {
 		{"SSE write timeout", secs(sseWriteTimeout), []string{apiMDLimits, spec, readme}},
 		{"PostgreSQL operation timeout", secs(pgstore.DefaultOpTimeout), []string{apiMDLimits, spec, readme}},
 		{"message prompt", fmt.Sprintf("%d KiB", host.MaxPromptBytes>>10), []string{apiMDLimits}},
+		{"revert revisions", fmt.Sprintf("%s revisions", thousands(reducer.MaxRevertRevs)), []string{apiMDLimits, spec}},
+		{"revert span", fmt.Sprintf("%s commits", thousands(reducer.MaxRevertSpan)), []string{apiMDLimits, spec}},
 	} {
 		for _, name := range c.in {
 			if !strings.Contains(docs[name], c.text) {
@@ -57,4 +60,14 @@ func TestDocumentedLimits(t *testing.T) {
 			}
 		}
 	}
+}
+
+// thousands writes n with commas between groups of three digits, as the
+// documents do.
+func thousands(n int) string {
+	s := fmt.Sprint(n)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
 }

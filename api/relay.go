@@ -81,9 +81,10 @@ type streamKey struct {
 }
 
 type peerCount struct {
-	n     int
-	seen  time.Time
-	hosts []hostCandidate // the peer's host candidates on the canvas (browsers.go)
+	n       int
+	seen    time.Time
+	hosts   []hostCandidate  // the peer's host candidates on the canvas (browsers.go)
+	clients []declaredClient // the browsers declared there, with their tokens (browsers.go)
 }
 
 // Relay topics.
@@ -127,10 +128,11 @@ type presenceMsg struct {
 }
 
 type presenceEntry struct {
-	CanvasID string          `json:"c"` // or the host session, with Host
-	N        int             `json:"k"`
-	Host     bool            `json:"h,omitempty"`
-	Hosts    []hostCandidate `json:"hc,omitempty"` // host candidates on the canvas (browsers.go)
+	CanvasID string           `json:"c"` // or the host session, with Host
+	N        int              `json:"k"`
+	Host     bool             `json:"h,omitempty"`
+	Hosts    []hostCandidate  `json:"hc,omitempty"` // host candidates on the canvas (browsers.go)
+	Clients  []declaredClient `json:"bc,omitempty"` // the browsers declared on the canvas, with their tokens (browsers.go)
 }
 
 type answerMsg struct {
@@ -323,6 +325,25 @@ func (r *relay) remoteCandidate(canvasID string) hostCandidate {
 	return best
 }
 
+// remoteOwners returns the actors whose tokens declare clientID on the
+// canvas on the other processes, as their fresh presence reported.
+func (r *relay) remoteOwners(canvasID, clientID string) []string {
+	cut := time.Now().Add(-presenceTTL)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []string
+	for _, counts := range r.peers {
+		if c, ok := counts[streamKey{id: canvasID}]; ok && c.seen.After(cut) {
+			for _, d := range c.clients {
+				if d.ID == clientID {
+					out = append(out, d.Owner)
+				}
+			}
+		}
+	}
+	return out
+}
+
 // remoteSubscribers sums the fresh counts the other processes reported.
 func (r *relay) remoteSubscribers(k streamKey) int {
 	cut := time.Now().Add(-presenceTTL)
@@ -442,11 +463,15 @@ func (r *relay) sendPresence() {
 		e := presenceEntry{CanvasID: k.id, Host: k.host, N: r.localSubscribers(k)}
 		if !k.host {
 			e.Hosts = r.hub.localCandidates(k.id)
+			e.Clients = r.hub.localClients(k.id)
 		}
 		batch = append(batch, e)
 		size += len(k.id) + 24
 		for _, h := range e.Hosts {
 			size += len(h.ID) + 32
+		}
+		for _, c := range e.Clients {
+			size += len(c.ID) + len(c.Owner) + 20
 		}
 		if size >= presenceChunk {
 			_ = r.send(r.ctx, topicPresence, presenceMsg{From: r.id, Counts: batch})
@@ -563,7 +588,7 @@ func (r *relay) notePresence(m presenceMsg) (changed []string) {
 		if e.N <= 0 {
 			delete(counts, k)
 		} else {
-			counts[k] = peerCount{n: e.N, seen: now, hosts: e.Hosts}
+			counts[k] = peerCount{n: e.N, seen: now, hosts: e.Hosts, clients: e.Clients}
 		}
 	}
 	return changed

@@ -24,16 +24,21 @@ func (s *Server) handleCanvasStream(w http.ResponseWriter, r *http.Request) {
 	if lastID == "" {
 		lastID = r.URL.Query().Get("last_event_id")
 	}
-	browser, err := parseBrowser(r.URL.Query(), time.Now())
+	ctx := r.Context()
+	actor := principalFrom(ctx).Actor.ID
+	browser, err := parseBrowser(r.URL.Query(), actor, time.Now())
 	if err != nil {
 		s.problem(w, r, err)
 		return
 	}
-	ctx := r.Context()
 	// Register before reading the head: a commit made in between is then in
 	// the queue (and dropped as a duplicate if the head already has it).
-	sub := s.hub.subscribe(id, browser)
-	slot, err := s.streams.acquire(principalFrom(ctx).Actor.ID, tokenExpiry(ctx), sub.end)
+	sub, err := s.hub.subscribe(id, browser)
+	if err != nil {
+		s.problem(w, r, err)
+		return
+	}
+	slot, err := s.streams.acquire(actor, tokenExpiry(ctx), sub.end)
 	if err != nil {
 		s.hub.unsubscribe(id, sub)
 		s.problem(w, r, err)

@@ -2,6 +2,7 @@ package api
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -125,7 +126,7 @@ func TestSlowSubscriberCatchesUpNotBlocking(t *testing.T) {
 	e.api.hub.queueSize = 4
 	id := e.canvas("c_slow")
 	// A subscriber that never reads: it registers, then stalls.
-	stalled := e.api.hub.subscribe(id, nil)
+	stalled, _ := e.api.hub.subscribe(id, nil)
 	defer e.api.hub.unsubscribe(id, stalled)
 	live := e.stream("/sse/canvas/"+id, testAdmin, nil)
 	live.next()
@@ -280,5 +281,39 @@ func TestStreamDirectWritesAfterIdle(t *testing.T) {
 	}
 	if stats.direct.Load() == direct0 {
 		t.Fatalf("the commit after %v idle was not written directly (queued %d)", sseWriteTimeout, stats.queued.Load())
+	}
+}
+
+// TestFanoutOverflowKeepsOrder: events published faster than a shard
+// delivers them (its queue overflows, up to its spill's bound) still reach
+// a subscriber in the order they were published.
+func TestFanoutOverflowKeepsOrder(t *testing.T) {
+	const n = fanQueue + maxSpill // all of them fit even if the shard delivers none meanwhile
+	h := NewHub(2*n, nil)
+	sub, err := h.subscribe("c1", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.unsubscribe("c1", sub)
+	for i := range n {
+		h.PublishEvent("c1", "x:seq", map[string]int{"i": i})
+	}
+	next := 0
+	deadline := time.After(10 * time.Second)
+	for next < n {
+		select {
+		case f := <-sub.ch:
+			var ev struct{ I int }
+			body := f.data[bytes.Index(f.data, []byte("data: "))+6:]
+			if err := json.Unmarshal(bytes.TrimSpace(body), &ev); err != nil {
+				t.Fatalf("frame %q: %v", f.data, err)
+			}
+			if ev.I != next {
+				t.Fatalf("event %d arrived when %d was next: the order was lost", ev.I, next)
+			}
+			next++
+		case <-deadline:
+			t.Fatalf("%d of %d events arrived", next, n)
+		}
 	}
 }

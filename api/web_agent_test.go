@@ -76,6 +76,24 @@ func (l *lateAgent) Wait(ctx context.Context, id string) (client.AgentSession, e
 
 func (l *lateAgent) Catalog() []byte { return agent.CatalogJSON() }
 
+// Ack and View hand the browsers' input to the runner (api.BrowserInput),
+// as canvasd serve's runner takes it.
+func (l *lateAgent) Ack(sessionID string, a canvas.AgentAck) error {
+	r, err := l.runner()
+	if err != nil {
+		return fmt.Errorf("%v: %w", err, canvas.ErrNotFound)
+	}
+	return r.Ack(sessionID, a)
+}
+
+func (l *lateAgent) View(sessionID string, v canvas.AgentView) error {
+	r, err := l.runner()
+	if err != nil {
+		return fmt.Errorf("%v: %w", err, canvas.ErrNotFound)
+	}
+	return r.View(sessionID, v)
+}
+
 // messageInbox delivers POST /api/sessions/{id}/messages to the test
 // runner's session, image included (canvasd serve wires its own inbox).
 type messageInbox struct{ l *lateAgent }
@@ -175,6 +193,9 @@ func TestWebUIAgent(t *testing.T) {
 	// The page exports the picture in Chromium: on a loaded machine (make test
 	// runs packages in parallel under the race detector) that takes seconds.
 	cfg.ScreenshotTimeout = 30 * time.Second
+	// The page, the canvas's host, acks every envelope (ackedByThePage); on a
+	// loaded machine an ack may take a while.
+	cfg.AckTimeout = 5 * time.Second
 	runner, err := agent.NewRunner(agent.Deps{Config: cfg, Client: ac, ActorID: agentID, Events: e.api.hub, Store: sessions,
 		Screenshots: AgentScreenshotter{Hub: e.api.hub, Broker: broker}})
 	if err != nil {
@@ -317,10 +338,19 @@ func TestWebUIAgent(t *testing.T) {
 			time.Sleep(50 * time.Millisecond)
 		}
 	}
-	visionID := r.json(t)["session_id"].(string)
-	if s := waitSession(visionID); s["state"] != client.AgentDone {
-		t.Fatalf("vision session %v", s)
+	// ackedByThePage: the page, the canvas's host, acked the run's envelopes, none missed.
+	ackedByThePage := func(s map[string]any) {
+		t.Helper()
+		if stats, _ := s["stats"].(map[string]any); stats["acks"] == nil || stats["acks_missed"] != nil {
+			t.Fatalf("session %v: the page did not ack every envelope: stats %v", s["session_id"], stats)
+		}
 	}
+	visionID := r.json(t)["session_id"].(string)
+	vision := waitSession(visionID)
+	if vision["state"] != client.AgentDone {
+		t.Fatalf("vision session %v", vision)
+	}
+	ackedByThePage(vision)
 	// The panel, with no run of its own, followed that run: its todos with their status.
 	p.poll("the run's todos", `(() => { const li = [...document.querySelectorAll('#agent-todos li')];
 		return document.getElementById('agent-panel').dataset.sessionId === '`+visionID+`' && li.length === 2 &&
@@ -398,9 +428,11 @@ func TestWebUIAgent(t *testing.T) {
 			t.Errorf("selection image: %s at (%v, %v) is %v, want #%06x", c.what, c.x, c.y, at(c.x, c.y), c.rgb)
 		}
 	}
-	if s := waitSession(visionID); s["state"] != client.AgentDone {
-		t.Fatalf("vision session after Send selection %v", s)
+	vision = waitSession(visionID)
+	if vision["state"] != client.AgentDone {
+		t.Fatalf("vision session after Send selection %v", vision)
 	}
+	ackedByThePage(vision)
 	p.poll("panel idle after Send selection", `!document.getElementById('agent-run').disabled`)
 
 	// The prompt box: a debug/fake run with the page's viewport and selection.
@@ -413,6 +445,7 @@ func TestWebUIAgent(t *testing.T) {
 	if stats, _ := sess["stats"].(map[string]any); sess["state"] != client.AgentDone || stats["actions_applied"] != float64(6) || sess["model"] != "debug/fake" {
 		t.Fatalf("prompt-box session %v", sess)
 	}
+	ackedByThePage(sess)
 	agentNodes := func() int {
 		n := 0
 		for _, node := range e.nodes(cid) {
@@ -480,7 +513,8 @@ func TestWebUIAgent(t *testing.T) {
 	e.waitNodesFor(30*time.Second, cid, "turn "+firstTurn+" reverted, the other turn kept", posterGone)
 	p.poll("turn reverted on screen", `canvasd.model.nodes.size === 4 && canvasd.view.ex.getSceneElements().filter(e => canvasd.model.nodes.get(e.id)).length === 4 &&
 		document.querySelector('#agent-review li[data-turn="`+firstTurn+`"]').classList.contains('reverted') &&
-		document.querySelectorAll('#agent-review button.revert-turn').length === 1 && document.getElementById('agent-revert').textContent === 'Revert the rest'`)
+		document.querySelector('#agent-review li[data-turn="`+firstTurn+`"] button.revert-turn').textContent === 'Revert again' &&
+		document.querySelectorAll('#agent-review li:not(.reverted) button.revert-turn').length === 1 && document.getElementById('agent-revert').textContent === 'Revert the rest'`)
 	p.screenshot("agent-turn-reverted")
 	// The server records the reverted turn: after a reload (the session is
 	// in the address) the review shows it reverted, and the rest left.
@@ -492,7 +526,7 @@ func TestWebUIAgent(t *testing.T) {
 	p.poll("turn still reverted after a reload", `!!window.canvasd && canvasd.model && canvasd.model.nodes.size === 4 &&
 		document.getElementById('agent-panel').dataset.sessionId === '`+sid+`' &&
 		!!document.querySelector('#agent-review li[data-turn="`+firstTurn+`"].reverted') &&
-		document.querySelectorAll('#agent-review button.revert-turn').length === 1 && document.getElementById('agent-revert').textContent === 'Revert the rest'`)
+		document.querySelectorAll('#agent-review li:not(.reverted) button.revert-turn').length === 1 && document.getElementById('agent-revert').textContent === 'Revert the rest'`)
 	p.clickCSS(`#agent-revert`)
 	e.waitNodesFor(30*time.Second, cid, "the rest reverted", func(nodes map[string]map[string]any) bool {
 		for _, n := range nodes {
@@ -502,7 +536,18 @@ func TestWebUIAgent(t *testing.T) {
 		}
 		return len(nodes) == 3
 	})
-	p.poll("reverted on screen", `canvasd.model.nodes.size === 3 && document.getElementById('agent-review').textContent.includes('Reverted.')`)
+	p.poll("reverted on screen", `canvasd.model.nodes.size === 3 && document.getElementById('agent-review').textContent.includes('Reverted.') &&
+		document.querySelectorAll('#agent-review li.reverted button.revert-turn').length === 2`)
+	// Undo (the person's own history) takes that revert back: the note
+	// returns, and "Revert again" on its turn reverts it again.
+	var lastTurn string
+	p.eval(`document.querySelectorAll('#agent-review li[data-turn]')[1].dataset.turn`, &lastTurn)
+	p.clickCSS(`#undo`)
+	p.poll("the revert undone", `canvasd.model.nodes.size === 4`)
+	p.clickCSS(`#agent-review li[data-turn="` + lastTurn + `"] button.revert-turn`)
+	e.waitNodesFor(30*time.Second, cid, "turn "+lastTurn+" reverted again", func(nodes map[string]map[string]any) bool { return len(nodes) == 3 })
+	p.poll("reverted again on screen", `canvasd.model.nodes.size === 3 && document.getElementById('agent-review').textContent.includes('Reverted.') &&
+		document.querySelector('#agent-review li[data-turn="`+lastTurn+`"]').textContent.includes('reverted (rev '+canvasd.model.rev+')')`)
 
 	// Status lines are sentences, not raw data: a missed ack is a warning.
 	e.must(202, "POST", "/api/canvas-agent/events", agentTok, map[string]any{"canvas_id": cid, "event": "agent:status",
@@ -567,4 +612,20 @@ func TestWebUIAgentResumeKeepsUnreadSession(t *testing.T) {
 	gone := c.open(c.e.srv.URL + "/?canvas=" + c.cid + "&agent=as_gone#access_token=" + tok)
 	c.live(gone)
 	gone.poll("a session that is gone forgotten", `!new URLSearchParams(location.search).get('agent')`)
+}
+
+// TestWebUIAgentHostWaitStatusLines: an envelope waiting for a host
+// browser, and one given up for want of a host, are warnings in sentences.
+func TestWebUIAgentHostWaitStatusLines(t *testing.T) {
+	c := openCanvasUI(t, "ui-agent-hostwait", nil)
+	p := c.p
+	status := func(detail map[string]any) {
+		c.e.api.hub.PublishEvent(c.cid, "agent:status", map[string]any{"type": "agent:status", "sessionId": "sess-w", "state": "streaming", "detail": detail})
+	}
+	status(map[string]any{"ack_waiting_host": map[string]any{"seqs": []int{3, 4}, "wait_ms": 10000}})
+	p.poll("waiting for a host as a warning", `[...document.querySelectorAll('#agent-log li.status.warn')].some(li =>
+		li.textContent === "agent: The host browser left before confirming 2 of the agent's actions: waiting up to 10 s for a browser to show them.")`)
+	status(map[string]any{"ack_missed": map[string]any{"seq": 3, "client_id": "h1", "resends": 0, "reason": "no_host"}})
+	p.poll("given up without a host as a warning", `[...document.querySelectorAll('#agent-log li.status.warn')].some(li =>
+		li.textContent === "agent: No host browser was there to confirm one of the agent's actions (its host left and none came back in time): the canvas may be missing it.")`)
 }

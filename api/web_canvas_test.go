@@ -708,30 +708,53 @@ func TestWebUICanvasDuplicateWithEdge(t *testing.T) {
 	}
 }
 
-// slowCommandsScript is test instrumentation (not the app): it delays the
-// page's command POSTs by window.__slowCmd ms, as a slow network would.
-const slowCommandsScript = `(() => {
+// commandNetworkScript is test instrumentation (not the app): it plays a
+// network between the page and its command POSTs. It delays them by
+// window.__slowCmd ms, as a slow network would; while window.__down is
+// "refuse" they fail as an unreachable server's do (a network error,
+// nothing sent), and while it is "lose" they reach the server and their
+// answers are lost on the way back.
+const commandNetworkScript = `(() => {
   const f = window.fetch;
   window.__slowCmd = 0;
+  window.__down = "";
+  window.__downCanvas = ""; // when set, __down plays on this canvas's commands only
   window.fetch = async (...args) => {
     const url = String(args[0] && args[0].url || args[0]);
-    if (/\/canvas_commands\/[^/]+\/commands?$/.test(url) && window.__slowCmd) await new Promise((r) => setTimeout(r, window.__slowCmd));
-    return f(...args);
+    const m = /\/canvas_commands\/([^/]+)\/commands?$/.exec(url);
+    if (!m) return f(...args);
+    const mode = !window.__downCanvas || m[1] === window.__downCanvas ? window.__down : "";
+    if (window.__slowCmd) await new Promise((r) => setTimeout(r, window.__slowCmd));
+    if (mode === "refuse") throw new TypeError("Failed to fetch");
+    const res = await f(...args);
+    if (mode === "lose") throw new TypeError("Failed to fetch");
+    return res;
   };
 })();`
+
+// openCanvasAAndB opens canvas a (one rectangle, s:a at 400,200 120×80)
+// in the web UI with commandNetworkScript, and makes canvas b with the
+// commands bCmds (by the agent), listed in the page.
+func openCanvasAAndB(t *testing.T, a, b string, bCmds ...map[string]any) *canvasUI {
+	t.Helper()
+	c := openCanvasUI(t, a, []map[string]any{
+		{"id": "s:a", "type": "geo", "x": 400, "y": 200, "w": 120, "h": 80, "props": map[string]any{"geo": "rectangle", "fill": "solid"}},
+	}, commandNetworkScript)
+	c.e.must(201, "POST", "/api/canvases", testAdmin, map[string]any{"canvas_id": b, "title": "B"})
+	for _, cmd := range bCmds {
+		c.e.must(200, "POST", "/canvas_commands/"+b+"/command", c.agent, cmd)
+	}
+	c.p.poll("B listed", `!!document.querySelector('li[data-canvas-id="`+b+`"]')`)
+	return c
+}
 
 // TestWebUICanvasSwitchWhileSending: two gestures on canvas A, the first on
 // its way (a slow network), the second queued behind it, then the user
 // opens canvas B: both land on A, none on B.
 func TestWebUICanvasSwitchWhileSending(t *testing.T) {
-	c := openCanvasUI(t, "ui-switch-a", []map[string]any{
-		{"id": "s:a", "type": "geo", "x": 400, "y": 200, "w": 120, "h": 80, "props": map[string]any{"geo": "rectangle", "fill": "solid"}},
-	}, slowCommandsScript)
-	p := c.p
-	c.e.must(201, "POST", "/api/canvases", testAdmin, map[string]any{"canvas_id": "ui-switch-b", "title": "B"})
-	c.e.must(200, "POST", "/canvas_commands/ui-switch-b/command", c.agent, env("create_shape", 0,
+	c := openCanvasAAndB(t, "ui-switch-a", "ui-switch-b", env("create_shape", 0,
 		map[string]any{"id": "b:0", "type": "geo", "x": 100, "y": 600, "w": 50, "h": 50, "props": map[string]any{"geo": "rectangle"}}))
-	p.poll("B listed", `!!document.querySelector('li[data-canvas-id="ui-switch-b"]')`)
+	p := c.p
 	p.eval(`window.__slowCmd = 1500, true`, nil)
 	p.drag(460, 240, 520, 300) // a move, on its way for 1.5 s
 	p.tool("rectangle")
@@ -740,6 +763,60 @@ func TestWebUICanvasSwitchWhileSending(t *testing.T) {
 	c.e.waitNodes(c.cid, "both gestures on A", func(n map[string]map[string]any) bool { return len(n) == 2 && n["s:a"]["x"].(float64) > 450 })
 	if b := c.e.nodes("ui-switch-b"); len(b) != 1 {
 		t.Fatalf("canvas B has %d nodes, want its own one: %v", len(b), b)
+	}
+}
+
+// TestWebUIStalledCanvasHoldsOnlyItself: a gesture on canvas A waits
+// (A's commands do not get through), the user opens canvas B and draws:
+// B's rectangle is saved at once, A's move once A's commands get through.
+func TestWebUIStalledCanvasHoldsOnlyItself(t *testing.T) {
+	c := openCanvasAAndB(t, "ui-stall-a", "ui-stall-b")
+	p := c.p
+	p.eval(`window.__downCanvas = "ui-stall-a", window.__down = "refuse", true`, nil)
+	p.drag(460, 240, 520, 300) // a move of A's shape, kept
+	p.poll("the move waits", `document.getElementById('unsaved').textContent === '1 unsaved'`)
+	p.clickCSS(`li[data-canvas-id="ui-stall-b"]`)
+	p.poll("B open", `!!canvasd.model && !canvasd.model.nodes.has('s:a')`)
+	p.tool("rectangle")
+	p.drag(650, 350, 800, 450)
+	c.e.waitNodes("ui-stall-b", "B's rectangle saved while A's move waits", func(n map[string]map[string]any) bool { return len(n) == 1 })
+	if a := c.e.nodes(c.cid); !nearly(a["s:a"]["x"], 400.0) {
+		t.Fatalf("A's shape moved during its outage: %v", a["s:a"])
+	}
+	p.eval(`window.__down = "", dispatchEvent(new Event("online")), true`, nil) // back online: what waits goes now
+	c.e.waitNodes(c.cid, "A's move saved", func(n map[string]map[string]any) bool { return nearly(n["s:a"]["x"], 460.0) })
+	p.poll("nothing waits", `document.getElementById('unsaved').hidden`)
+}
+
+// TestWebUIUndoKeptThroughOutage: Undo clicked while the page's commands
+// are refused waits and is sent again; a resend whose answer is lost after
+// it committed is answered from the idempotency store: one undo in all.
+func TestWebUIUndoKeptThroughOutage(t *testing.T) {
+	c := openCanvasUI(t, "ui-undo-outage", []map[string]any{
+		{"id": "s:a", "type": "geo", "x": 400, "y": 200, "w": 120, "h": 80, "props": map[string]any{"geo": "rectangle", "fill": "solid"}},
+	}, commandNetworkScript)
+	p := c.p
+	p.drag(460, 240, 520, 300)
+	c.e.waitNodes(c.cid, "the first move", func(n map[string]map[string]any) bool { return nearly(n["s:a"]["x"], 460.0) })
+	p.drag(520, 300, 580, 360)
+	c.e.waitNodes(c.cid, "the second move", func(n map[string]map[string]any) bool { return nearly(n["s:a"]["x"], 520.0) })
+	rev := c.head()
+	p.eval(`window.__down = "refuse", true`, nil)
+	p.clickCSS("#undo")
+	p.poll("the undo waits", `document.getElementById('unsaved').textContent === '1 unsaved'`)
+	p.eval(`window.__down = "lose", true`, nil) // the next resend commits, its answer is lost
+	c.e.waitNodes(c.cid, "the undo committed", func(n map[string]map[string]any) bool { return nearly(n["s:a"]["x"], 460.0) })
+	p.eval(`window.__down = "", true`, nil)
+	p.poll("nothing waits", `document.getElementById('unsaved').hidden`)
+	var types []string
+	for _, cm := range c.commitsAfter(rev) {
+		types = append(types, cm["type"].(string))
+	}
+	if len(types) != 1 || types[0] != "undo" {
+		t.Fatalf("commits after the second move: %v, want one undo", types)
+	}
+	if n := c.e.nodes(c.cid); !nearly(n["s:a"]["x"], 460.0) {
+		t.Fatalf("after the outage: %v, want the second move undone only", n["s:a"])
 	}
 }
 
@@ -915,5 +992,43 @@ func TestWebUICanvasColonIds(t *testing.T) {
 	o.eval(`canvasd.view.ex.getSceneElements().some(el => el.type === 'arrow' && canvasd.view.ex.getSceneElements().some(s => s.id === el.startBinding?.elementId && s.type === 'rectangle'))`, &arrow)
 	if !arrow {
 		t.Errorf("the edge e::1 is not drawn between its shapes")
+	}
+}
+
+// TestWebUICanvasEditsKeptThroughOutage: gestures made while the server is
+// unreachable stay on screen, wait (the page says how many), and are saved
+// in order once it answers again; one whose answer was lost after it
+// committed is not applied twice.
+func TestWebUICanvasEditsKeptThroughOutage(t *testing.T) {
+	c := openCanvasUI(t, "ui-outage", []map[string]any{
+		{"id": "s:a", "type": "geo", "x": 400, "y": 200, "w": 120, "h": 80, "props": map[string]any{"geo": "rectangle", "fill": "solid"}},
+	}, commandNetworkScript)
+	p := c.p
+	rev := c.head()
+	p.eval(`window.__down = "lose", true`, nil)
+	p.drag(460, 240, 520, 300) // the move commits; its answers are lost
+	c.e.waitNodes(c.cid, "the move committed", func(n map[string]map[string]any) bool { return nearly(n["s:a"]["x"], 460.0) })
+	p.eval(`window.__down = "refuse", true`, nil)
+	p.tool("rectangle")
+	p.drag(650, 350, 800, 450) // a new rectangle, queued behind the move
+	p.poll("the page says what waits", `!document.getElementById('unsaved').hidden && document.getElementById('unsaved').textContent === '2 unsaved'`)
+	time.Sleep(2500 * time.Millisecond) // longer than the client's own resends
+	var onPage int
+	p.eval(`canvasd.view.ex.getSceneElements().filter(el => el.type === 'rectangle').length`, &onPage)
+	if onPage != 2 {
+		t.Fatalf("%d rectangles on the page during the outage, want both (nothing reverted)", onPage)
+	}
+	if n := c.e.nodes(c.cid); len(n) != 1 {
+		t.Fatalf("the server has %d nodes during the outage, want 1", len(n))
+	}
+	p.eval(`window.__down = "", true`, nil)
+	c.e.waitNodes(c.cid, "the rectangle saved", func(n map[string]map[string]any) bool { return len(n) == 2 })
+	p.poll("nothing waits", `document.getElementById('unsaved').hidden`)
+	var types []string
+	for _, cm := range c.commitsAfter(rev) {
+		types = append(types, cm["type"].(string))
+	}
+	if len(types) != 2 || types[0] != "move" && types[0] != "update_shape" || types[1] != "create_shape" {
+		t.Fatalf("commits after the outage: %v, want the move once, then the rectangle", types)
 	}
 }

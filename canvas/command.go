@@ -113,6 +113,10 @@ type Command struct {
 	// snapshot's revision, loaded by the engine before Decide (nil otherwise).
 	// Decide only reads it.
 	Snapshot *State
+	// Revert is, for revert_commits only, what the commits it names changed,
+	// read from the log before Decide (reducer.LoadRevert; nil otherwise).
+	// Decide only reads it.
+	Revert *RevertBase
 }
 
 func jsonErrText(err error) string {

@@ -35,3 +35,33 @@ type RefRev struct {
 
 // Ref returns the entity of r.
 func (r RefRev) Ref() Ref { return Ref{Kind: r.Kind, ID: r.ID} }
+
+// RevertBase is what a set of earlier commits changed, read from the log:
+// the input of a revert_commits decision (reducer.LoadRevert builds it). It
+// holds values of the past only, so it stays true however the canvas moves
+// on. Values are shared with the states they came from: read only.
+type RevertBase struct {
+	Revs []int64 // the reverted revisions, ascending and distinct
+	// Changing lists those of Revs whose commits changed something.
+	Changing []int64
+	// Entities lists every node and edge the commits at Revs changed, in the
+	// order of their first change.
+	Entities []RevertEntity
+}
+
+// RevertEntity is one node or edge that reverted commits changed.
+type RevertEntity struct {
+	Ref Ref
+	// First and Last are the oldest and the newest reverted revision that
+	// changed it.
+	First, Last int64
+	// BeforeNode (BeforeEdge for an edge) is its value before First, nil when
+	// it did not exist then; AfterNode (AfterEdge) its value after Last, nil
+	// when Last deleted it.
+	BeforeNode, AfterNode *Node
+	BeforeEdge, AfterEdge *Edge
+	// Others lists the revisions between First and Last, not reverted, whose
+	// commits changed it too (someone's work in the middle of the reverted
+	// ones), ascending.
+	Others []int64
+}

@@ -201,7 +201,8 @@ const (
 // of the commits it made, ascending (what a revert of the turn undoes).
 // RevertedRev is the revision of the revert_commits commit that reverted the
 // turn (POST /api/canvas-agent/sessions/{id}/revert), nil while it has not
-// been reverted; a turn is reverted at most once.
+// been reverted; the newest one's when it was reverted again after its
+// revert was undone.
 type AgentTurn struct {
 	Turn        int        `json:"turn"` // 1, 2, ... within the session
 	Kind        string     `json:"kind"` // initial | followup | low_action | lint | replan | message
@@ -228,9 +229,10 @@ type AgentStats struct {
 	Screenshots       int     `json:"screenshots,omitempty"`         // screenshots a turn used (cached ones included)
 	ScreenshotsCached int     `json:"screenshots_cached,omitempty"`  // of those, taken from the cache (same revision and bounds)
 	ScreenshotMS      float64 `json:"screenshot_ms,omitempty"`       // request → answer of the last screenshot taken
-	Acks              int     `json:"acks,omitempty"`                // browser acks of agent:action envelopes
+	Acks              int     `json:"acks,omitempty"`                // browser acks of agent:action envelopes, one per browser and envelope sent
 	Resends           int     `json:"resends,omitempty"`             // envelopes resent to the host for want of its ack
 	AcksMissed        int     `json:"acks_missed,omitempty"`         // envelopes the host never acked, resends included
+	HostWaits         int     `json:"host_waits,omitempty"`          // envelopes due for a resend that found no host and waited for one (no attempt spent)
 	ApplyJitterP95MS  float64 `json:"apply_jitter_p95_ms,omitempty"` // p95 of the host's apply jitter
 	// Model tokens of every model call of the session (turns, re-plans and
 	// follow-ups), as canvas_agent_model_tokens_total counts them: prompt

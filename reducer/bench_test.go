@@ -119,3 +119,44 @@ func BenchmarkDecodeState10k(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkRevertTurn10k: reading what a turn of 10,000 commands on a
+// 10k-node canvas changed (LoadRevert, outside the engine's writer) and
+// deciding its revert (Decide, in the writer).
+func BenchmarkRevertTurn10k(b *testing.B) {
+	s := bigState(b, 10000)
+	var log []canvas.Commit
+	var revs []int64
+	for i := 0; i < 10000; i++ {
+		cmd := rhCommand(s, "move", fmt.Sprintf(`{"ids":["n%d"],"dx":1,"dy":-1}`, i*7%10000))
+		cmd.Actor.ID = "agent"
+		dec, err := Decide(s, cmd)
+		if err != nil {
+			b.Fatal(err)
+		}
+		c := commitOf(cmd, dec)
+		if err := Apply(s, &c); err != nil {
+			b.Fatal(err)
+		}
+		log = append(log, c)
+		revs = append(revs, c.Rev)
+	}
+	args := jsonOf(map[string]any{"revs": revs})
+	b.ReportAllocs()
+	b.ResetTimer()
+	b.StopTimer()
+	for i := 0; i < b.N; i++ {
+		before := bigState(b, 10000) // the state before the turn
+		b.StartTimer()
+		base, err := LoadRevert(before, revs, logReader(log))
+		if err != nil {
+			b.Fatal(err)
+		}
+		cmd := rhCommand(s, CmdRevertCommits, args)
+		cmd.Revert = base
+		if _, err := Decide(s, cmd); err != nil {
+			b.Fatal(err)
+		}
+		b.StopTimer()
+	}
+}

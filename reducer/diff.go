@@ -26,7 +26,10 @@ const (
 // DiffChange is one changed line. Line is the line number in the new text for
 // add and modify, and in the old text for delete; OldLine is the line number
 // in the old text for modify and delete. Before is absent for add, After for
-// delete. Contents carry no line terminator.
+// delete. Contents carry no line terminator ("\n" or "\r\n"), as everywhere
+// in the line model: a line whose terminator alone changed (LF to CRLF, or
+// the final newline) is a modify with equal contents, and the unified diff
+// shows the difference.
 type DiffChange struct {
 	Type    string  `json:"type"`
 	Line    int     `json:"line"`
@@ -38,6 +41,12 @@ type DiffChange struct {
 // DocDiff is a line diff between two texts. Changes are in document order;
 // a run of deleted lines followed by a run of added lines is paired line by
 // line into modify changes, the rest stay delete or add.
+//
+// The unified Diff is exact, as diff -u writes it: every line is written
+// with its own terminator (a CRLF line keeps its CR before the diff's line
+// feed) and an unterminated last line is followed by "\ No newline at end of
+// file", so applying it to the old text gives the new text byte for byte.
+// The split Diff is for reading: lines without their terminators.
 type DocDiff struct {
 	HasChanges bool         `json:"has_changes"`
 	Format     string       `json:"format"`
@@ -62,9 +71,9 @@ const DefaultContext = 3
 // lineOp is one line of an edit script: ' ' (equal), '-' (old only) or '+' (new only).
 type lineOp struct {
 	kind     byte
-	old, new int // 1-indexed line numbers in the old and new texts (0 when absent)
-	text     string
-	noEOL    bool // the line has no terminator (last line of its text)
+	old, new int    // 1-indexed line numbers in the old and new texts (0 when absent)
+	text     string // the line's content, without its terminator
+	eol      string // its terminator: "\n", "\r\n", or "" (the unterminated last line of its text)
 }
 
 // ParseDiffFormat validates a format name ("" is unified); a bad one is
@@ -206,7 +215,7 @@ func lineScript(before, after string) []lineOp {
 	for _, d := range lineDiffs(before, after) {
 		for pos := 0; pos < len(d.text); {
 			content, next := lineAt(d.text, pos)
-			op := lineOp{kind: d.kind, text: content, noEOL: next == len(d.text) && d.text[len(d.text)-1] != '\n'}
+			op := lineOp{kind: d.kind, text: content, eol: d.text[pos+len(content) : next]}
 			pos = next
 			switch d.kind {
 			case ' ':
@@ -327,9 +336,10 @@ func renderUnified(ops []lineOp, ctx int, from, to string) string {
 		for _, op := range part {
 			b.WriteByte(op.kind)
 			b.WriteString(op.text)
-			b.WriteByte('\n')
-			if op.noEOL {
-				b.WriteString("\\ No newline at end of file\n")
+			if op.eol == "" {
+				b.WriteString("\n\\ No newline at end of file\n")
+			} else {
+				b.WriteString(op.eol) // the line's own terminator: a CRLF line keeps its CR, as in diff -u
 			}
 		}
 	}

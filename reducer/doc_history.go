@@ -18,7 +18,9 @@ package reducer
 // ConflictResult.BaseRev that touched them. (No line-level rebase.) When
 // undo/redo brings back an older value, the stamps of that value held by the
 // actor's other entries are renamed to the new revision, so an actor can undo
-// several steps in a row.
+// several steps in a row; a revert_commits renames those of the values it
+// brought back, as far as the entries of the reverted commits tell them
+// (revertRenames).
 
 import (
 	"encoding/json"
@@ -152,13 +154,15 @@ func (h *HistoryCapture) Record(s *canvas.State) {
 		// actor's entries (bob undoing his edit lets alice undo hers).
 		renameEverywhere(hist, c.ActorID, ah, renames)
 	case CmdRevertCommits:
+		renames := revertRenames(hist, h) // from the history before c
 		ah.Redo = nil
 		if len(c.Changes) > 0 {
 			ah.Undo = pushEntry(ah.Undo, h.entry(c.Type))
 		}
 		// The values the revert brought back are current again under c.Rev,
-		// so that earlier commits can be reverted (or undone) after it.
-		renameEverywhere(hist, c.ActorID, ah, revertRenames(hist, c))
+		// for every actor's entries (bob can undo his change the reverted
+		// turn had overwritten).
+		renameEverywhere(hist, c.ActorID, ah, renames)
 	default:
 		ah.Redo = nil
 		if len(c.Changes) > 0 {
@@ -742,13 +746,19 @@ func sortedKeys(m map[string]bool) []string {
 	return out
 }
 
-func nodesEqual(a, b *canvas.Node) bool {
+func nodesEqual(a, b *canvas.Node) bool { return nodeFieldsEqual(a, b) && propsEqual(a.Props, b.Props) }
+
+func edgesEqual(a, b *canvas.Edge) bool { return edgeFieldsEqual(a, b) && propsEqual(a.Props, b.Props) }
+
+// nodeFieldsEqual and edgeFieldsEqual compare what nodesEqual and
+// edgesEqual do except props.
+func nodeFieldsEqual(a, b *canvas.Node) bool {
 	return a.Type == b.Type && a.Name == b.Name && a.ParentID == b.ParentID && a.X == b.X && a.Y == b.Y &&
-		a.W == b.W && a.H == b.H && a.Rotation == b.Rotation && a.Index == b.Index && propsEqual(a.Props, b.Props)
+		a.W == b.W && a.H == b.H && a.Rotation == b.Rotation && a.Index == b.Index
 }
 
-func edgesEqual(a, b *canvas.Edge) bool {
-	return a.From == b.From && a.To == b.To && a.Type == b.Type && propsEqual(a.Props, b.Props)
+func edgeFieldsEqual(a, b *canvas.Edge) bool {
+	return a.From == b.From && a.To == b.To && a.Type == b.Type
 }
 
 func propsEqual(a, b map[string]any) bool {

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -24,6 +26,10 @@ func histExec(t testing.TB, s *canvas.State, actor, typ string, args any) (Decis
 
 func histExecCmd(t testing.TB, s *canvas.State, cmd canvas.Command) (Decision, error) {
 	t.Helper()
+	cmd, err := withRevert(cmd, logOf(s))
+	if err != nil {
+		return Decision{}, err
+	}
 	dec, err := Decide(s, cmd)
 	if err != nil {
 		return dec, err
@@ -42,7 +48,49 @@ func histExecCmd(t testing.TB, s *canvas.State, cmd canvas.Command) (Decision, e
 	if err := Apply(s, &logged); err != nil {
 		t.Fatalf("apply %s: %v", cmd.Type, err)
 	}
+	stateLogs.Store(s, append(logOf(s), logged))
 	return dec, nil
+}
+
+// stateLogs holds the log of each state histExecCmd drove from
+// canvas.NewState(): what revert_commits reads (the engine reads the store's).
+var stateLogs sync.Map // *canvas.State → []canvas.Commit
+
+func logOf(s *canvas.State) []canvas.Commit {
+	v, _ := stateLogs.Load(s)
+	l, _ := v.([]canvas.Commit)
+	return l
+}
+
+// cloneLogged returns a clone of s that has s's log.
+func cloneLogged(s *canvas.State) *canvas.State {
+	c := s.Clone()
+	l := logOf(s)
+	stateLogs.Store(c, l[:len(l):len(l)]) // appends to either copy, not share
+	return c
+}
+
+// withRevert fills in cmd.Revert of a revert_commits from log (commits from
+// revision 1), as the engine does from the store before Decide; its
+// errors are those the engine answers.
+func withRevert(cmd canvas.Command, log []canvas.Commit) (canvas.Command, error) {
+	if cmd.Type != CmdRevertCommits || cmd.Revert != nil {
+		return cmd, nil
+	}
+	revs, err := RevertRevs(cmd.Args)
+	if err != nil {
+		return cmd, err
+	}
+	cmd.Revert, err = LoadRevert(canvas.NewState(), revs, logReader(log))
+	return cmd, err
+}
+
+// logReader reads log as store.Store.ReadCommits reads the store.
+func logReader(log []canvas.Commit) func(afterRev int64, limit int) ([]canvas.Commit, error) {
+	return func(afterRev int64, limit int) ([]canvas.Commit, error) {
+		i := sort.Search(len(log), func(i int) bool { return log[i].Rev > afterRev })
+		return log[i:min(len(log), i+limit)], nil
+	}
 }
 
 func mustExec(t testing.TB, s *canvas.State, actor, typ string, args any) Decision {

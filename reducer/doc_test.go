@@ -391,7 +391,7 @@ func checkDiffReproduces(t testing.TB, before, after string) {
 	d := Diff(before, after, DiffOptions{Context: DefaultContext})
 	oldLines, newLines := Lines(before), Lines(after)
 	if !d.HasChanges {
-		if strings.Join(oldLines, "\n") != strings.Join(newLines, "\n") && before != after {
+		if before != after {
 			t.Fatalf("no changes reported for %q -> %q", before, after)
 		}
 		return
@@ -438,15 +438,19 @@ func checkDiffReproduces(t testing.TB, before, after string) {
 			t.Fatalf("line %d rebuilt as %q, want %q (%q -> %q)", i+1, *rebuilt[i], newLines[i], before, after)
 		}
 	}
-	// Unified: '-' and ' ' lines are the old text's lines of each hunk, in order.
-	checkUnified(t, d.Diff, oldLines, newLines)
+	// Unified: applied to the old text, it gives the new text byte for byte.
+	checkUnified(t, d.Diff, before, after)
 }
 
-// checkUnified applies a unified diff to oldLines and compares with newLines.
-func checkUnified(t testing.TB, diff string, oldLines, newLines []string) {
+// checkUnified applies a unified diff to before, as patch does (a line of the
+// diff is its text up to a line feed, CR included; "\ No newline at end of
+// file" takes the line feed off the line before it), checking that its ' '
+// and '-' lines are the old text's, and compares the result with after.
+func checkUnified(t testing.TB, diff, before, after string) {
 	t.Helper()
+	old := splitKeep(before) // lines with their terminators
 	lines := strings.Split(strings.TrimSuffix(diff, "\n"), "\n")
-	var out []string
+	var out strings.Builder
 	next := 1 // next old line to copy
 	for i := 2; i < len(lines); i++ {
 		l := lines[i]
@@ -460,31 +464,37 @@ func checkUnified(t testing.TB, diff string, oldLines, newLines []string) {
 				start = os + 1
 			}
 			for ; next < start; next++ {
-				out = append(out, oldLines[next-1])
+				out.WriteString(old[next-1])
 			}
 			continue
 		}
 		if strings.HasPrefix(l, `\`) {
 			continue
 		}
+		text := l[1:]
+		if i+1 >= len(lines) || !strings.HasPrefix(lines[i+1], `\`) {
+			text += "\n"
+		}
 		switch l[0] {
-		case ' ':
-			if oldLines[next-1] != l[1:] {
-				t.Fatalf("context line %q does not match old line %d %q", l, next, oldLines[next-1])
+		case ' ', '-':
+			if next > len(old) || old[next-1] != text {
+				t.Fatalf("diff line %q does not match old line %d of %q\n%s", l, next, before, diff)
 			}
-			out = append(out, l[1:])
-			next++
-		case '-':
+			if l[0] == ' ' {
+				out.WriteString(text)
+			}
 			next++
 		case '+':
-			out = append(out, l[1:])
+			out.WriteString(text)
+		default:
+			t.Fatalf("bad diff line %q\n%s", l, diff)
 		}
 	}
-	for ; next <= len(oldLines); next++ {
-		out = append(out, oldLines[next-1])
+	for ; next <= len(old); next++ {
+		out.WriteString(old[next-1])
 	}
-	if strings.Join(out, "\n") != strings.Join(newLines, "\n") || len(out) != len(newLines) {
-		t.Fatalf("unified diff gives %q, want %q\n%s", out, newLines, diff)
+	if out.String() != after {
+		t.Fatalf("unified diff applied to %q gives %q, want %q\n%s", before, out.String(), after, diff)
 	}
 }
 
@@ -529,10 +539,61 @@ func TestDiff(t *testing.T) {
 	}
 	checkDiffReproduces(t, before, after)
 	checkDiffReproduces(t, "a\r\nb\r\n", "a\r\nc\r\nb\r\n")
+	checkDiffReproduces(t, "a\nb", "a\nb\n")
 	checkDiffReproduces(t, "", "")
 	checkDiffReproduces(t, "日本\n", "")
 	if _, err := ParseDiffFormat("format", "side"); err == nil {
 		t.Fatal("ParseDiffFormat accepted side")
+	}
+}
+
+// TestDiffLineEndings: the unified diff writes each line with its own
+// terminator, so CRLF documents, LF/CRLF conversions and final newlines come
+// out exactly (as diff -u writes them) and the diff reproduces the text;
+// changes carry line contents without terminators.
+func TestDiffLineEndings(t *testing.T) {
+	cases := []struct {
+		name, before, after, unified, changes string
+	}{
+		{"crlf insert", "a\r\nb\r\n", "a\r\nc\r\nb\r\n",
+			"--- a\n+++ b\n@@ -1,2 +1,3 @@\n a\r\n+c\r\n b\r\n", `add 2 "" "c"`},
+		{"crlf modify", "a\r\nb\r\nc\r\n", "a\r\nB\r\nc\r\n",
+			"--- a\n+++ b\n@@ -1,3 +1,3 @@\n a\r\n-b\r\n+B\r\n c\r\n", `modify 2 "b" "B"`},
+		{"lf to crlf", "a\nb\n", "a\r\nb\r\n",
+			"--- a\n+++ b\n@@ -1,2 +1,2 @@\n-a\n-b\n+a\r\n+b\r\n", `modify 1 "a" "a"; modify 2 "b" "b"`},
+		{"crlf to lf in one line", "a\r\nb\r\n", "a\r\nb\n",
+			"--- a\n+++ b\n@@ -1,2 +1,2 @@\n a\r\n-b\r\n+b\n", `modify 2 "b" "b"`},
+		{"crlf final newline added", "a\r\nb", "a\r\nb\r\n",
+			"--- a\n+++ b\n@@ -1,2 +1,2 @@\n a\r\n-b\n\\ No newline at end of file\n+b\r\n", `modify 2 "b" "b"`},
+		{"crlf unterminated last line", "a\r\n", "a\r\nb",
+			"--- a\n+++ b\n@@ -1 +1,2 @@\n a\r\n+b\n\\ No newline at end of file\n", `add 2 "" "b"`},
+		{"mixed endings delete", "a\nb\r\nc\n", "a\nc\n",
+			"--- a\n+++ b\n@@ -1,3 +1,2 @@\n a\n-b\r\n c\n", `delete 2 "b" ""`},
+		{"a lone CR stays in its line", "x\ry\r\n", "x\rz\r\n",
+			"--- a\n+++ b\n@@ -1 +1 @@\n-x\ry\r\n+x\rz\r\n", `modify 1 "x\ry" "x\rz"`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			d := Diff(c.before, c.after, DiffOptions{Context: DefaultContext})
+			if d.Diff != c.unified {
+				t.Errorf("unified = %q, want %q", d.Diff, c.unified)
+			}
+			var got []string
+			for _, ch := range d.Changes {
+				b, a := "", ""
+				if ch.Before != nil {
+					b = *ch.Before
+				}
+				if ch.After != nil {
+					a = *ch.After
+				}
+				got = append(got, fmt.Sprintf("%s %d %q %q", ch.Type, ch.Line, b, a))
+			}
+			if strings.Join(got, "; ") != c.changes {
+				t.Errorf("changes = %s, want %s", strings.Join(got, "; "), c.changes)
+			}
+			checkDiffReproduces(t, c.before, c.after)
+		})
 	}
 }
 

@@ -253,6 +253,9 @@ func FuzzReplay(f *testing.F) {
 		f.Add(strings.Join(seeds[i:min(i+8, len(seeds))], "\n"))
 	}
 	f.Add(strings.Join(seeds, "\n"))
+	// Reverts (revisions 1 to 13 are the setup's) and undos over them.
+	f.Add(strings.Join([]string{`update_shape {"id":"a","x":5}`, `update_shape {"id":"a","x":9}`, `move {"ids":["b"],"dx":3,"dy":0}`,
+		`revert_commits {"revs":[15,16]}`, `undo {}`, `revert_commits {"revs":[15]}`, `undo {}`, `undo {}`, `redo {}`}, "\n"))
 	setup := []string{
 		`create_shape {"id":"a","type":"geo","x":0,"y":0,"w":10,"h":10}`,
 		`create_shape {"id":"b","type":"geo","x":20,"y":5,"w":10,"h":20}`,
@@ -398,6 +401,11 @@ func TestRandomHistoryKeepsInvariants(t *testing.T) {
 			typ, args := splitLine(l)
 			cmd := rhCommand(h.s, typ, args)
 			cmd.Actor.ID = actor
+			cmd, err := withRevert(cmd, h.log)
+			if err != nil {
+				checkDecideError(t, err)
+				continue
+			}
 			dec, err := Decide(h.s, cmd)
 			if err != nil {
 				checkDecideError(t, err)
@@ -407,9 +415,20 @@ func TestRandomHistoryKeepsInvariants(t *testing.T) {
 			if err := Apply(h.s, &c); err != nil {
 				t.Fatalf("trial %d: apply %s: %v", trial, l, err)
 			}
+			h.log = append(h.log, c)
 			script = append(script, actor+": "+l)
 			if msg := invariantError(t, h.s); msg != "" {
 				t.Fatalf("trial %d: %s\nafter:\n  %s", trial, msg, strings.Join(script, "\n  "))
+			}
+		}
+		// Replaying the log rebuilds the live state, histories included.
+		for range 2 {
+			r, err := Replay(h.log)
+			if err != nil {
+				t.Fatalf("trial %d: Replay: %v", trial, err)
+			}
+			if !reflect.DeepEqual(r, h.s) {
+				t.Fatalf("trial %d: replay differs from the live state after:\n  %s", trial, strings.Join(script, "\n  "))
 			}
 		}
 	}

@@ -36,7 +36,11 @@ func rhCommand(s *canvas.State, typ, args string) canvas.Command {
 func (h *rh) try(typ, args string) (Decision, error) {
 	h.t.Helper()
 	before := h.s.Clone()
-	cmd := rhCommand(h.s, typ, args)
+	cmd, err := withRevert(rhCommand(h.s, typ, args), h.log) // what the engine reads from the log
+	if err != nil {
+		checkDecideError(h.t, err)
+		return Decision{}, err
+	}
 	dec, err := Decide(h.s, cmd)
 	if !reflect.DeepEqual(before, h.s) {
 		h.t.Fatalf("Decide(%s %s) modified its input state", typ, args)

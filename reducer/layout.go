@@ -2,6 +2,7 @@ package reducer
 
 import (
 	"encoding/json"
+	"slices"
 	"sort"
 
 	"github.com/canvasd/canvasd/canvas"
@@ -210,7 +211,9 @@ func zLess(a, b *canvas.Node) bool {
 // decideReorder: reorder {ids, op}. bring_to_front / send_to_back move the
 // nodes (keeping their relative order) above / below every other node;
 // bring_forward / send_backward move each run of selected nodes one
-// unselected node up / down. Only the moved nodes get new index keys.
+// unselected node up / down. Only the moved nodes get new index keys, but
+// for bring_forward / send_backward between neighbours whose keys have grown
+// close: then a few nodes around them get short keys too (placeKeys).
 func decideReorder(t *tx, args json.RawMessage) error {
 	var a reorderArgs
 	if err := decodeArgs(args, &a); err != nil {
@@ -278,50 +281,139 @@ func decideReorder(t *tx, args json.RawMessage) error {
 		var all []*canvas.Node
 		t.eachNode(func(n *canvas.Node) { all = append(all, n) })
 		sort.Slice(all, func(i, j int) bool { return zLess(all[i], all[j]) })
-		key := func(i int) string {
-			if i < 0 || i >= len(all) {
-				return ""
-			}
-			return all[i].Index
+		order, moved := shiftRuns(all, sel, a.Op == "bring_forward")
+		if err := t.placeKeys(order, moved); err != nil {
+			return fail(err)
 		}
-		type move struct {
-			run    []*canvas.Node
-			lo, hi string
+	}
+	return nil
+}
+
+// shiftRuns returns all (every node, in z-order) with each run of selected
+// nodes moved one unselected node up (forward) or down, and which nodes of
+// the result moved. A run already at the top (forward) or bottom stays.
+func shiftRuns(all []*canvas.Node, sel map[string]bool, forward bool) ([]*canvas.Node, []bool) {
+	src := all
+	if !forward { // backward is forward on the reversed order
+		src = slices.Clone(all)
+		slices.Reverse(src)
+	}
+	order := make([]*canvas.Node, 0, len(src))
+	moved := make([]bool, 0, len(src))
+	for i := 0; i < len(src); {
+		if !sel[src[i].ID] {
+			order, moved = append(order, src[i]), append(moved, false)
+			i++
+			continue
 		}
-		var moves []move
-		for i := 0; i < len(all); {
-			if !sel[all[i].ID] {
-				i++
-				continue
-			}
-			j := i
-			for j+1 < len(all) && sel[all[j+1].ID] {
-				j++
-			}
-			run := all[i : j+1]
-			if a.Op == "bring_forward" && j+1 < len(all) {
-				moves = append(moves, move{run, key(j + 1), key(j + 2)})
-			}
-			if a.Op == "send_backward" && i > 0 {
-				moves = append(moves, move{run, key(i - 2), key(i - 1)})
-			}
-			i = j + 1
+		j := i
+		for j+1 < len(src) && sel[src[j+1].ID] {
+			j++
 		}
-		for _, m := range moves {
-			var keys []string
-			var err error
-			if m.hi == "" && m.lo != "" {
-				// Above the topmost node: stay at or below integerKey(rev),
-				// as creates expect (tx.frontKeys).
-				keys, err = t.keysAbove(m.lo, len(m.run))
-			} else {
-				keys, err = KeysBetween(m.lo, m.hi, len(m.run))
-			}
-			if err != nil {
-				return fail(err)
-			}
-			assign(m.run, keys)
+		next := j + 1
+		if j+1 < len(src) { // the unselected node past the run goes before it
+			order, moved = append(order, src[j+1]), append(moved, false)
+			next = j + 2
 		}
+		for _, n := range src[i : j+1] {
+			order, moved = append(order, n), append(moved, j+1 < len(src))
+		}
+		i = next
+	}
+	if !forward {
+		slices.Reverse(order)
+		slices.Reverse(moved)
+	}
+	return order, moved
+}
+
+// maxKeyFraction is the number of fraction digits (past the integer part) a
+// key placeKeys hands out may have before it re-keys neighbours instead.
+const maxKeyFraction = 3
+
+// maxRekeyRun bounds the nodes one placeKeys run may re-key.
+const maxRekeyRun = 64
+
+// keyFraction returns the number of fraction digits of valid key k.
+func keyFraction(k string) int {
+	n, _ := integerLength(k[0])
+	return len(k) - n
+}
+
+// placeKeys gives the nodes of order (every node, in the z-order to be)
+// marked in need new index keys that ascend along order; the others keep
+// theirs (they must already ascend). Each run of such nodes gets keys
+// between its neighbours' (KeysBetween: the shortest key for one node).
+// Those neighbours come closer with every reorder between the same nodes (a
+// key gains a digit about every six), so when the keys would have more than
+// maxKeyFraction fraction digits, the run takes in nodes on both sides (1,
+// 2, 4, ... more, up to maxRekeyRun nodes in all) until keys between the
+// outer neighbours are short, and re-keys them all: the z-order is the one
+// asked for, a few more nodes change key, and keys stay short however often
+// nodes swap. When no such window is found the run keeps its own (longer)
+// keys. Only nodes whose key changes are written.
+func (t *tx) placeKeys(order []*canvas.Node, need []bool) error {
+	keys := make([]string, len(order))
+	for i, n := range order {
+		keys[i] = n.Index
+	}
+	between := func(s, e int) ([]string, error) { // keys for order[s:e]
+		lo, hi := "", ""
+		if s > 0 {
+			lo = keys[s-1]
+		}
+		if e < len(order) {
+			hi = keys[e]
+		}
+		if hi == "" { // in front of everything: within the revision's keys (tx.frontKeys)
+			return t.keysAbove(lo, e-s)
+		}
+		return KeysBetween(lo, hi, e-s)
+	}
+	short := func(ks []string) bool {
+		for _, k := range ks {
+			if keyFraction(k) > maxKeyFraction {
+				return false
+			}
+		}
+		return true
+	}
+	for s := 0; s < len(order); {
+		if !need[s] {
+			s++
+			continue
+		}
+		e := s + 1
+		for e < len(order) && need[e] {
+			e++
+		}
+		ks, err := between(s, e)
+		if err != nil {
+			return err
+		}
+		for w := 1; !short(ks); w *= 2 {
+			ws, we := max(0, s-w), min(len(order), e+w)
+			for we < len(order) && need[we] { // a run just past the window joins it
+				we++
+			}
+			if we-ws > maxRekeyRun {
+				break
+			}
+			if wk, err := between(ws, we); err == nil && short(wk) {
+				s, e, ks = ws, we, wk
+				break
+			}
+			if ws == 0 && we == len(order) {
+				break
+			}
+		}
+		for i := s; i < e; i++ {
+			if keys[i] != ks[i-s] {
+				keys[i] = ks[i-s]
+				t.editNode(order[i].ID).Index = ks[i-s]
+			}
+		}
+		s = e
 	}
 	return nil
 }

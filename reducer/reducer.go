@@ -16,7 +16,9 @@
 // rotating a node moves its descendants too.
 //
 // Z-order: Node.Index is a fractional-index key (see KeyBetween). Creates go
-// in front of every existing node; reorder rewrites only the nodes it moves.
+// in front of every existing node; reorder rewrites the nodes it moves, and
+// re-keys a few of their neighbours when keys between them would grow long
+// (repeated swaps of the same nodes), so keys stay short.
 package reducer
 
 import (
@@ -27,9 +29,14 @@ import (
 
 // Schema is the version of the state encoding (snapshot.go) and of Apply's
 // semantics. Stored snapshots with another schema are ignored and rebuilt
-// from the log. Bump it when either changes. (2: binary, incremental
-// snapshots; 1 was JSON.)
-const Schema = 2
+// from the log. Bump it when either changes. (4: a revert_commits renames
+// again the stamps of the values it brought back in others' undo and redo
+// entries, only for the entities it changed and as far as the history
+// entries of the reverted commits tell them exactly (2 renamed them for
+// every entity of those entries, 3 not at all); 3: a revert_commits no
+// longer renames the stamps of others' undo entries; 2: binary,
+// incremental snapshots; 1 was JSON.)
+const Schema = 4
 
 // Decision is what Decide concluded about one command.
 type Decision struct {

@@ -283,7 +283,7 @@ func (t *tx) load(ch *canvas.Change) error {
 func (t *tx) structureConflicts(ids []string) []string {
 	var out []string
 	add := func(id string) {
-		if !containsString(out, id) {
+		if !slices.Contains(out, id) {
 			out = append(out, id)
 			t.touch(nodeRef(id))
 		}

@@ -3,8 +3,11 @@ package reducer
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
+	"math/rand"
 	"reflect"
+	"sort"
 	"strings"
 	"testing"
 
@@ -746,4 +749,233 @@ func TestCreateFrontKeyFallback(t *testing.T) {
 	if k, _ := dec.Changes[0].Patch["index"].(string); !(k > "b05") || !ValidIndexKey(k) {
 		t.Fatalf("bring_to_front gave %q", k)
 	}
+}
+
+// TestReorderKeysStayShort: bring_forward / send_backward that swap the same
+// nodes again and again used to place the moved node between ever closer
+// neighbours, and its key grew a digit about every six swaps, without bound.
+// Over 10,000 such reorders every key stays short (placeKeys re-keys a few
+// neighbours instead), the z-order is the one asked for, a command changes
+// few nodes, and replaying the log twice gives the live state.
+func TestReorderKeysStayShort(t *testing.T) {
+	const reorders = 10000
+	const maxKeyLen = 8 // "c" and 3 integer digits past revision 3,906, and 3 fraction digits
+	fwd := func(ids ...string) string { return `{"ids":` + jsonOf(ids) + `,"op":"bring_forward"}` }
+	bwd := func(ids ...string) string { return `{"ids":` + jsonOf(ids) + `,"op":"send_backward"}` }
+	cases := []struct {
+		name string
+		cmds []string // repeated in turn
+	}{
+		{"two swap upwards", []string{fwd("a"), fwd("b")}},
+		{"two swap downwards", []string{bwd("b"), bwd("a")}},
+		{"one forward and back", []string{fwd("a"), bwd("a")}},
+		{"a run of two and one", []string{fwd("a", "b"), fwd("c"), fwd("c")}},
+		{"at the top", []string{fwd("y"), fwd("q")}},
+		{"at the bottom", []string{bwd("x"), bwd("p")}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			h := newRH(t)
+			for _, id := range []string{"p", "x", "a", "b", "c", "y", "q"} {
+				h.box(id, 0, 0, 1, 1)
+			}
+			start := zOrder(h.s)
+			most := 0
+			for i := 0; i < reorders; i++ {
+				dec := h.do("reorder", c.cmds[i%len(c.cmds)])
+				most = max(most, len(dec.Changes))
+				for _, n := range h.s.Nodes {
+					if len(n.Index) > maxKeyLen {
+						t.Fatalf("after %d reorders node %q has the key %q (%d long)", i+1, n.ID, n.Index, len(n.Index))
+					}
+				}
+				if (i+1)%len(c.cmds) == 0 && zOrder(h.s) != start {
+					t.Fatalf("after %d reorders the order is %s, want %s", i+1, zOrder(h.s), start)
+				}
+			}
+			if most > 7 {
+				t.Errorf("a reorder changed %d nodes", most)
+			}
+			checkInvariants(t, h.s)
+			r1, err := Replay(h.log)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r2, err := Replay(h.log)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(r1, h.s) || !reflect.DeepEqual(r2, r1) {
+				t.Fatal("replaying the log does not give the live state")
+			}
+		})
+	}
+}
+
+// TestReorderRandomKeepsOrder: random bring_forward / send_backward of
+// random selections among a few nodes give the order a plain model gives
+// (each run of selected nodes swaps with the unselected node past it), with
+// short keys throughout.
+func TestReorderRandomKeepsOrder(t *testing.T) {
+	h := newRH(t)
+	ids := []string{"a", "b", "c", "d", "e", "f", "g", "h"}
+	for _, id := range ids {
+		h.box(id, 0, 0, 1, 1)
+	}
+	model := append([]string(nil), ids...)
+	rng := rand.New(rand.NewSource(1))
+	for i := 0; i < 5000; i++ {
+		sel := map[string]bool{}
+		var pick []string
+		for len(pick) < 1+rng.Intn(3) {
+			if id := ids[rng.Intn(len(ids))]; !sel[id] {
+				sel[id] = true
+				pick = append(pick, id)
+			}
+		}
+		op := "bring_forward"
+		if rng.Intn(2) == 0 {
+			op = "send_backward"
+		}
+		h.do("reorder", `{"ids":`+jsonOf(pick)+`,"op":"`+op+`"}`)
+		// The model: bubble each unselected node past a run down (forward)
+		// or up (backward) through it.
+		n := len(model)
+		if op == "bring_forward" {
+			for k := n - 2; k >= 0; k-- {
+				if sel[model[k]] && !sel[model[k+1]] {
+					model[k], model[k+1] = model[k+1], model[k]
+				}
+			}
+		} else {
+			for k := 1; k < n; k++ {
+				if sel[model[k]] && !sel[model[k-1]] {
+					model[k], model[k-1] = model[k-1], model[k]
+				}
+			}
+		}
+		if got, want := zOrder(h.s), strings.Join(model, " "); got != want {
+			t.Fatalf("after %s %v (reorder %d): order %s, want %s", op, pick, i+1, got, want)
+		}
+		for _, nd := range h.s.Nodes {
+			if len(nd.Index) > 8 {
+				t.Fatalf("reorder %d: node %q has the key %q", i+1, nd.ID, nd.Index)
+			}
+		}
+	}
+	checkInvariants(t, h.s)
+}
+
+// TestEmptiedGroupsGo: a group left without children by a command is deleted
+// in that command's commit, recursively (a group whose only child was that
+// group goes too), whatever emptied it; a frame is never deleted for being
+// empty. Undo puts back everything the command deleted, redo deletes it again.
+func TestEmptiedGroupsGo(t *testing.T) {
+	setup := func(t *testing.T) *rh {
+		h := newRH(t)
+		h.do("create_shape", `{"id":"f","type":"frame","x":0,"y":0,"w":500,"h":500}`)
+		h.do("create_shape", `{"id":"a","type":"geo","x":10,"y":10,"w":10,"h":10,"parent_id":"f"}`)
+		h.do("create_shape", `{"id":"b","type":"geo","x":40,"y":10,"w":10,"h":10,"parent_id":"f"}`)
+		h.do("group", `{"ids":["a","b"],"group_id":"g"}`) // in the frame
+		h.do("create_shape", `{"id":"k","type":"geo","x":100,"y":100,"w":10,"h":10,"parent_id":"f"}`)
+		h.box("c", 600, 0, 10, 10)
+		h.box("d", 620, 0, 10, 10)
+		h.box("e", 640, 0, 10, 10)
+		h.do("group", `{"ids":["c","d"],"group_id":"in"}`)
+		h.do("group", `{"ids":["in","e"],"group_id":"out"}`)
+		h.box("x", 800, 0, 10, 10)
+		h.do("create_edge", `{"id":"ge","from":"g","to":"x"}`)
+		h.do("create_edge", `{"id":"ie","from":"in","to":"x"}`)
+		checkInvariants(t, h.s)
+		return h
+	}
+	cases := []struct {
+		name    string
+		cmds    []string // the last one is checked, undone and redone
+		changes string
+	}{
+		{"delete the members", []string{`delete_shape {"ids":["a","b"]}`},
+			"delete node a; delete node b; delete node g; delete edge ge"},
+		{"delete them one by one", []string{`delete_node {"id":"a"}`, `delete_node {"id":"b"}`},
+			"delete node b; delete node g; delete edge ge"},
+		{"an inner group goes, its parent group stays", []string{`delete_shape {"ids":["c","d"]}`},
+			"delete node c; delete node d; delete node in; patch node out w,x; delete edge ie"},
+		{"nested groups go together", []string{`delete_shape {"ids":["e","d","c"]}`},
+			"delete node e; delete node d; delete node c; delete node in; delete node out; delete edge ie"},
+		{"moved out of the group", []string{`update_shape {"id":"a","parent_id":""}`, `update_shape {"id":"b","parent_id":""}`},
+			"patch node b parent_id; delete node g; delete edge ge"},
+		{"grouped elsewhere", []string{`group {"ids":["a","b","x"],"group_id":"n"}`},
+			"put node n; patch node a parent_id; patch node b parent_id; patch node x parent_id; delete node g; delete edge ge"},
+		{"an emptied frame stays", []string{`delete_shape {"ids":["g","k"]}`},
+			"delete node g; delete node a; delete node b; delete node k; delete edge ge"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			h := setup(t)
+			var dec Decision
+			var before *canvas.State
+			for _, l := range c.cmds {
+				before = h.s.Clone()
+				typ, args := splitLine(l)
+				dec = mustExec(t, h.s, "user-1", typ, json.RawMessage(args))
+			}
+			if got := changeSummary(dec.Changes); got != c.changes {
+				t.Fatalf("changes = %s\nwant      %s", got, c.changes)
+			}
+			checkInvariants(t, h.s)
+			if _, ok := h.s.Nodes["f"]; !ok {
+				t.Fatal("the frame was deleted")
+			}
+			mustExec(t, h.s, "user-1", "undo", map[string]any{})
+			checkInvariants(t, h.s)
+			if d := layoutDiff(before, h.s); d != "" {
+				t.Fatalf("after undo: %s", d)
+			}
+			redo := mustExec(t, h.s, "user-1", "redo", map[string]any{})
+			if got := changeSummary(redo.Changes); !sameChangeSet(got, c.changes) {
+				t.Fatalf("redo changes = %s\nwant           %s", got, c.changes)
+			}
+			checkInvariants(t, h.s)
+		})
+	}
+}
+
+// layoutDiff describes how the nodes and edges of b differ from a's, but for
+// the revisions that made and changed them and who changed them last ("" when
+// they do not).
+func layoutDiff(a, b *canvas.State) string {
+	if len(a.Nodes) != len(b.Nodes) || len(a.Edges) != len(b.Edges) {
+		return fmt.Sprintf("%d nodes and %d edges, want %d and %d", len(b.Nodes), len(b.Edges), len(a.Nodes), len(a.Edges))
+	}
+	for id, n := range a.Nodes {
+		m, ok := b.Nodes[id]
+		if !ok {
+			return "node " + id + " is missing"
+		}
+		x, y := *n, *m // (a node put back counts as created again)
+		x.CreatedRev, x.UpdatedRev, x.UpdatedBy, y.CreatedRev, y.UpdatedRev, y.UpdatedBy = 0, 0, "", 0, 0, ""
+		if !reflect.DeepEqual(x, y) {
+			return fmt.Sprintf("node %s is %+v, want %+v", id, y, x)
+		}
+	}
+	for id, e := range a.Edges {
+		f, ok := b.Edges[id]
+		if !ok {
+			return "edge " + id + " is missing"
+		}
+		x, y := *e, *f
+		x.CreatedRev, x.UpdatedRev, y.CreatedRev, y.UpdatedRev = 0, 0, 0, 0
+		if !reflect.DeepEqual(x, y) {
+			return fmt.Sprintf("edge %s is %+v, want %+v", id, y, x)
+		}
+	}
+	return ""
+}
+
+// sameChangeSet reports whether two change summaries list the same changes.
+func sameChangeSet(a, b string) bool {
+	x, y := strings.Split(a, "; "), strings.Split(b, "; ")
+	sort.Strings(x)
+	sort.Strings(y)
+	return reflect.DeepEqual(x, y)
 }

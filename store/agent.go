@@ -66,11 +66,13 @@ type AgentStore interface {
 	SaveAgentTurn(ctx context.Context, sessionID string, t canvas.AgentTurn) error
 	// MarkAgentTurnsReverted records that the commit at revision rev (> 0)
 	// reverted the given turns of a session: it sets RevertedRev to rev on
-	// each of them that is stored and not reverted yet, atomically, and
-	// returns the turns it marked, ascending. A turn already reverted keeps
-	// the revision of its first revert; turn numbers the session does not
-	// have are skipped. A missing session is canvas.ErrNotFound; rev <= 0 is
-	// canvas.ErrUnprocessable.
+	// each of them that is stored and not reverted yet or reverted at an
+	// older revision (a turn reverted again after its revert was undone),
+	// atomically, and returns the turns it marked, ascending. RevertedRev
+	// never moves back: a turn reverted at rev or later keeps its mark, so of
+	// concurrent marks the newest revision wins. Turn numbers the session
+	// does not have are skipped. A missing session is canvas.ErrNotFound;
+	// rev <= 0 is canvas.ErrUnprocessable.
 	MarkAgentTurnsReverted(ctx context.Context, sessionID string, turns []int, rev int64) ([]int, error)
 
 	// UpsertAgentTodo records a todo of session t.SessionID by its text:

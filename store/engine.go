@@ -291,6 +291,10 @@ type request struct {
 	batch   bool
 	idemKey string // the key that answers this request (command key or batch key)
 	fp      string
+	// reverts holds, per envelope, what the commits a revert_commits names
+	// changed, read from the log before the request queues (nil for other
+	// types).
+	reverts []*canvas.RevertBase
 	start   time.Time
 	done    chan Answer
 	err     error

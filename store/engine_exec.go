@@ -41,7 +41,90 @@ func (e *Engine) Execute(ctx context.Context, canvasID string, actor canvas.Acto
 	if r.idemKey != "" { // the fingerprint only tells replays from misuse of a key
 		r.fp = env.Fingerprint()
 	}
+	if err := e.loadReverts(ctx, canvasID, r); err != nil {
+		return Answer{}, err
+	}
 	return e.submit(ctx, canvasID, r)
+}
+
+// loadReverts reads, for each revert_commits of r, what the commits it names
+// changed (reducer.LoadRevert), before r queues: the reading (a state
+// snapshot and the log up to the newest named commit) then never holds up
+// the canvas's writer. The log it reads does not change, so what it found
+// stays true however the canvas moves on meanwhile; the named commits must
+// be in the log when the request arrives (not ones of the same batch). The
+// spans of a batch's reverts count together against reducer.MaxRevertSpan,
+// checked before anything is read, so one request never reads more of the
+// log than one revert may.
+func (e *Engine) loadReverts(ctx context.Context, canvasID string, r *request) error {
+	field := func(k int, err error) error {
+		if r.batch {
+			return prefixField(err, fmt.Sprintf("commands[%d].", k))
+		}
+		return err
+	}
+	var revs [][]int64
+	var span int64
+	for k := range r.envs {
+		if r.envs[k].Type != reducer.CmdRevertCommits {
+			continue
+		}
+		rs, err := reducer.RevertRevs(r.envs[k].Args)
+		if err != nil {
+			return field(k, err)
+		}
+		if span += rs[len(rs)-1] - rs[0] + 1; span > reducer.MaxRevertSpan {
+			return field(k, canvas.Unprocessable("args.revs", "the batch's revert_commits span %d commits together; a request reads at most %d: send them in separate requests",
+				span, reducer.MaxRevertSpan))
+		}
+		if revs == nil {
+			revs = make([][]int64, len(r.envs))
+		}
+		revs[k] = rs
+	}
+	for k, rs := range revs {
+		if rs == nil {
+			continue
+		}
+		base, err := e.loadRevert(ctx, canvasID, rs)
+		if err != nil {
+			return field(k, err)
+		}
+		if r.reverts == nil {
+			r.reverts = make([]*canvas.RevertBase, len(r.envs))
+		}
+		r.reverts[k] = base
+	}
+	return nil
+}
+
+// loadRevert reads what the commits at revs (ascending, reducer.RevertRevs) changed.
+func (e *Engine) loadRevert(ctx context.Context, canvasID string, revs []int64) (*canvas.RevertBase, error) {
+	s, _, err := e.loadState(ctx, canvasID, revs[0]-1)
+	if err != nil {
+		return nil, err
+	}
+	return reducer.LoadRevert(s, revs, func(afterRev int64, limit int) ([]canvas.Commit, error) {
+		return e.st.ReadCommits(ctx, canvasID, afterRev, limit)
+	})
+}
+
+// RevertChangesNothing reports whether a revert_commits of the commits at
+// revs (ascending, as reducer.RevertRevs returns them) would change nothing
+// on the canvas's current state (reducer.RevertChangesNothing), without
+// committing. The canvas may move on after it answers: revert_commits
+// decides on the state it commits on.
+func (e *Engine) RevertChangesNothing(ctx context.Context, canvasID string, revs []int64) (bool, error) {
+	base, err := e.loadRevert(ctx, canvasID, revs)
+	if err != nil {
+		return false, err
+	}
+	var nothing bool
+	err = e.View(ctx, canvasID, -1, func(s *canvas.State, _ string) error {
+		nothing = reducer.RevertChangesNothing(s, base)
+		return nil
+	})
+	return nothing, err
 }
 
 // ExecuteBatch decides and commits envs all-or-nothing, one revision per
@@ -74,6 +157,9 @@ func (e *Engine) ExecuteBatch(ctx context.Context, canvasID string, actor canvas
 	}
 	r := &request{ctx: ctx, actor: actor, envs: envs, baseRev: baseRev, batch: true,
 		idemKey: idempotencyKey, fp: fp.String()}
+	if err := e.loadReverts(ctx, canvasID, r); err != nil {
+		return Answer{}, err
+	}
 	return e.submit(ctx, canvasID, r)
 }
 
@@ -465,6 +551,9 @@ func (e *Engine) decideOne(ctx context.Context, l *live, r *request, k int, reqS
 			return nil, canvas.RevisionResult{}, err
 		}
 		cmd.Snapshot = target
+	}
+	if r.reverts != nil {
+		cmd.Revert = r.reverts[k] // read from the log before the request queued (loadReverts)
 	}
 	dec, err := reducer.Decide(l.state, cmd)
 	stale := base < reqStart

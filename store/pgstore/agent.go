@@ -269,7 +269,7 @@ func (s *Store) SaveAgentTurn(ctx context.Context, sessionID string, t canvas.Ag
 }
 
 // MarkAgentTurnsReverted implements store.AgentStore: one conditional
-// UPDATE, so of two concurrent marks of a turn only the first sticks.
+// UPDATE, so of two concurrent marks of a turn the newer revision sticks.
 func (s *Store) MarkAgentTurnsReverted(ctx context.Context, sessionID string, turns []int, rev int64) ([]int, error) {
 	if err := store.CheckRevertRev(rev); err != nil {
 		return nil, err
@@ -281,7 +281,7 @@ func (s *Store) MarkAgentTurnsReverted(ctx context.Context, sessionID string, tu
 		nums[i] = int64(n)
 	}
 	rows, err := s.pool.Query(octx, `UPDATE canvas_agent_turns SET reverted_rev = $1
-		WHERE session_id = $2 AND reverted_rev IS NULL AND turn = ANY($3::bigint[])
+		WHERE session_id = $2 AND (reverted_rev IS NULL OR reverted_rev < $1) AND turn = ANY($3::bigint[])
 		RETURNING turn`, rev, sessionID, nums)
 	if err != nil {
 		return nil, s.wrap(octx, "mark agent turns reverted", err)

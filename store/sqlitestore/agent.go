@@ -287,8 +287,8 @@ func (s *Store) MarkAgentTurnsReverted(ctx context.Context, sessionID string, tu
 			return err
 		}
 		rows, err := w.conn.QueryContext(bg, `UPDATE canvas_agent_turns SET reverted_rev = ?
-			WHERE session_id = ? AND reverted_rev IS NULL AND turn IN (SELECT value FROM json_each(?))
-			RETURNING turn`, rev, sessionID, string(list))
+			WHERE session_id = ? AND (reverted_rev IS NULL OR reverted_rev < ?) AND turn IN (SELECT value FROM json_each(?))
+			RETURNING turn`, rev, sessionID, rev, string(list))
 		if err != nil {
 			return agentErr("mark agent turns reverted", err)
 		}

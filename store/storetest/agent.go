@@ -292,8 +292,9 @@ func testAgentTurns(t *testing.T, h *harness) {
 	check("turns after reopen")
 }
 
-// testAgentTurnsReverted: MarkAgentTurnsReverted records a turn's first
-// revert only, skips unknown turns, survives SaveAgentTurn and a reopen.
+// testAgentTurnsReverted: MarkAgentTurnsReverted records a turn's newest
+// revert (a turn reverted again moves to the newer revision, never back to
+// an older one), skips unknown turns, survives SaveAgentTurn and a reopen.
 func testAgentTurnsReverted(t *testing.T, h *harness) {
 	as := h.agentStore(t)
 	ctx := ctxT(t)
@@ -307,12 +308,12 @@ func testAgentTurnsReverted(t *testing.T, h *harness) {
 	reverted := func(what string, want map[int]int64) {
 		t.Helper()
 		for _, tr := range mustGetSession(t, as, "as_1").Turns {
-			w, ok := want[tr.Turn]
-			switch {
-			case !ok && tr.RevertedRev != nil:
-				t.Errorf("%s: turn %d reverted_rev = %d, want none", what, tr.Turn, *tr.RevertedRev)
-			case ok && (tr.RevertedRev == nil || *tr.RevertedRev != w):
-				t.Errorf("%s: turn %d reverted_rev = %v, want %d", what, tr.Turn, tr.RevertedRev, w)
+			var got int64 // 0: none
+			if tr.RevertedRev != nil {
+				got = *tr.RevertedRev
+			}
+			if got != want[tr.Turn] {
+				t.Errorf("%s: turn %d reverted_rev = %d, want %d (0: none)", what, tr.Turn, got, want[tr.Turn])
 			}
 		}
 	}
@@ -329,22 +330,26 @@ func testAgentTurnsReverted(t *testing.T, h *harness) {
 	}
 	mark([]int{2}, 10, []int{2})
 	reverted("turn 2 reverted", map[int]int64{2: 10})
-	mark([]int{3, 2, 1, 9}, 11, []int{1, 3}) // 2 keeps its first revert; 9 does not exist
+	mark([]int{3, 1, 9}, 11, []int{1, 3}) // 9 does not exist
 	reverted("the rest reverted", map[int]int64{1: 11, 2: 10, 3: 11})
-	mark([]int{1, 2, 3}, 12, []int{})
-	reverted("a second revert changes nothing", map[int]int64{1: 11, 2: 10, 3: 11})
+	mark([]int{2, 1}, 12, []int{1, 2})
+	reverted("turns 1 and 2 reverted again", map[int]int64{1: 12, 2: 12, 3: 11})
+	mark([]int{1, 2, 3}, 11, []int{})
+	reverted("an older revert moves nothing back", map[int]int64{1: 12, 2: 12, 3: 11})
+	mark([]int{1, 2, 3}, 12, []int{3})
+	reverted("turn 3 reverted again", map[int]int64{1: 12, 2: 12, 3: 12})
 	end := t0.Add(time.Second)
 	if err := as.SaveAgentTurn(ctx, "as_1", canvas.AgentTurn{Turn: 2, Kind: "initial", Revs: []int64{2, 4}, StartedAt: t0, EndedAt: &end}); err != nil {
 		t.Fatalf("SaveAgentTurn(2) again: %v", err)
 	}
-	reverted("turn 2 saved again", map[int]int64{1: 11, 2: 10, 3: 11})
+	reverted("turn 2 saved again", map[int]int64{1: 12, 2: 12, 3: 12})
 	_, err := as.MarkAgentTurnsReverted(ctx, "as_missing", []int{1}, 13)
 	wantErr(t, "MarkAgentTurnsReverted of a missing session", err, canvas.ErrNotFound)
 	_, err = as.MarkAgentTurnsReverted(ctx, "as_1", []int{1}, 0)
 	wantErr(t, "MarkAgentTurnsReverted at revision 0", err, canvas.ErrUnprocessable)
 	h.reopen(t)
 	as = h.agentStore(t)
-	reverted("after reopen", map[int]int64{1: 11, 2: 10, 3: 11})
+	reverted("after reopen", map[int]int64{1: 12, 2: 12, 3: 12})
 }
 
 func testAgentTodos(t *testing.T, h *harness) {

@@ -43,7 +43,11 @@ export interface BrowserHooks {
 
 /** Options of CanvasClient.live (LiveCanvas). */
 export interface LiveCanvasOptions {
-  /** This browser's id on the canvas (default: random). It names the host and signs acks. */
+  /**
+   * This browser's id on the canvas (default: random). It names the host and signs acks and views,
+   * which the server takes only from the token whose stream declared it; a stream declaring an id
+   * another token's open stream holds is refused (409).
+   */
   clientId?: string;
   /**
    * Declared capabilities. Default: "screenshot" when hooks.screenshot is
@@ -77,7 +81,7 @@ export interface LiveCanvasEvents {
   /** The host of the canvas changed (hostId "" when there is none). */
   host: [hostId: string, isHost: boolean];
   gesture: [g: Gesture];
-  /** A complete agent envelope, in seq order, duplicates removed (already acked when ack is on). */
+  /** A complete agent envelope, in seq order, duplicates removed (acked, when ack is on, once applied). */
   "agent:action": [e: AgentActionsEvent];
   /** A partial envelope: a preview of actions still streaming (never applied). */
   "agent:preview": [envelope: AgentActionEnvelope];
@@ -96,7 +100,12 @@ export const SCREENSHOT_ACTION = "agent:screenshot";
 interface SessionTrack {
   lastSeq: number;
   applied: Set<string>;
+  /** The complete envelopes this client applied and acked (seq → appliedAt): a resend of one is acked again. */
+  acked: Map<number, number>;
 }
+
+/** How many acked seqs a session remembers (for acking resends again). */
+const MAX_ACKED_SEQS = 1024;
 
 /** The first delay after a failure of the snapshot read or the stream, in ms (with jitter, doubled per consecutive failure). */
 const BACKOFF_MS = 500;
@@ -104,6 +113,16 @@ const BACKOFF_MS = 500;
 const MAX_BACKOFF_MS = 30000;
 /** How long the stream must stay caught up, without a failure, before the failure count starts over (ms). */
 const HEALTHY_MS = 5000;
+
+/**
+ * How many times in a row an ack or a view refused with 403 is sent again
+ * (an ack FORBIDDEN_RETRY_MS later, a view at the next tick) before it
+ * counts as refused: with several servers sharing one database, the one
+ * answering learns of this browser's stream (on another server) a moment
+ * after the stream connects.
+ */
+const FORBIDDEN_RETRIES = 5;
+const FORBIDDEN_RETRY_MS = 80;
 
 /** Whether a failed view publication would fail again with the same view (a 4xx other than 408 and 429). */
 function refused(err: unknown): boolean {
@@ -121,9 +140,13 @@ function refused(err: unknown): boolean {
  *   announces it (event "host");
  * - agent envelopes are handled in seq order: a seq at or below the last one
  *   of its session is ignored, and so is an action id applied before; each
- *   complete envelope is acked (sessionId, seq, clientId);
+ *   complete envelope applied is acked (sessionId, seq, clientId), and acked
+ *   again when it comes again (a resend: the ack may have been lost);
  * - set_viewport actions reach hooks.setViewport, and screenshot requests
- *   hooks.screenshot, only while this client is the host;
+ *   hooks.screenshot, only while this client is the host; an envelope whose
+ *   set_viewport did not reach the hook (not the host, no hook, a bad box,
+ *   the hook failed), or that came out of order, was not applied and is
+ *   not acked: the server resends it to the host or counts it missed;
  * - while an agent session runs, hooks.view is published at most every 80 ms;
  * - invokes are answered by action name (handle()).
  *
@@ -158,6 +181,8 @@ export class LiveCanvas {
   private viewTimer: ReturnType<typeof setInterval> | null = null;
   /** Per running session, the view (JSON) it has received. */
   private readonly publishedViews = new Map<string, string>();
+  /** Per running session, its views' 403s in a row (FORBIDDEN_RETRIES). */
+  private readonly forbiddenViews = new Map<string, number>();
   private viewInFlight = false;
 
   constructor(client: CanvasClient, canvasId: string, opts: LiveCanvasOptions = {}) {
@@ -333,13 +358,17 @@ export class LiveCanvas {
   private onEnvelope(env: AgentActionEnvelope): void {
     let t = this.sessions.get(env.sessionId);
     if (!t) {
-      t = { lastSeq: 0, applied: new Set() };
+      t = { lastSeq: 0, applied: new Set(), acked: new Map() };
       this.sessions.set(env.sessionId, t);
       if (this.sessions.size > 64) this.sessions.delete(this.sessions.keys().next().value!);
     }
     this.markRunning(env.sessionId);
     if (env.seq <= t.lastSeq) {
-      if (!env.partial) this.ack(env); // a resend: our ack may have been lost
+      // A resend of an envelope applied here: our ack may have been lost. One
+      // never applied here (missed, then overtaken by a later seq) stays
+      // unapplied, out of order, and unacked: an ack says it was applied.
+      const appliedAt = t.acked.get(env.seq);
+      if (!env.partial && appliedAt !== undefined) void this.ack(env, appliedAt);
       return;
     }
     t.lastSeq = env.seq;
@@ -347,35 +376,61 @@ export class LiveCanvas {
       this.emit("agent:preview", env);
       return;
     }
-    const fresh = env.actions.filter((a) => !t!.applied.has(a.id));
-    for (const a of fresh) t.applied.add(a.id);
+    const track = t;
+    const fresh = env.actions.filter((a) => !track.applied.has(a.id));
+    for (const a of fresh) track.applied.add(a.id);
+    const appliedAt = Date.now();
+    let applied = true;
+    const moves: Promise<unknown>[] = [];
     for (const a of fresh) {
-      if (a.name === "set_viewport" && this.isHost && this.hooks.setViewport) {
-        const box = viewportBox(a.params);
-        if (box) {
-          try {
-            void Promise.resolve(this.hooks.setViewport(box, a)).catch((e) => this.emit("error", e));
-          } catch (e) {
-            this.emit("error", e);
-          }
-        }
+      if (a.name !== "set_viewport") continue;
+      const box = viewportBox(a.params);
+      if (!box || !this.isHost || !this.hooks.setViewport) {
+        applied = false; // the host's view did not move
+        continue;
+      }
+      try {
+        moves.push(Promise.resolve(this.hooks.setViewport(box, a)));
+      } catch (e) {
+        applied = false;
+        this.emit("error", e);
       }
     }
     this.emit("agent:action", { envelope: env, actions: fresh });
-    this.ack(env);
+    if (!applied) return;
+    const acked = () => {
+      track.acked.set(env.seq, appliedAt);
+      if (track.acked.size > MAX_ACKED_SEQS) track.acked.delete(track.acked.keys().next().value!);
+      void this.ack(env, appliedAt);
+    };
+    if (moves.length === 0) acked();
+    else Promise.all(moves).then(acked, (e) => this.emit("error", e));
   }
 
-  private ack(env: AgentActionEnvelope): void {
+  /** Acks an applied envelope; a 403 is sent again FORBIDDEN_RETRIES times first (see there). */
+  private async ack(env: AgentActionEnvelope, appliedAt: number): Promise<void> {
     if (!this.ackOn) return;
-    this.client
-      .ackEnvelope({ sessionId: env.sessionId, seq: env.seq, clientId: this.clientId, appliedAt: Date.now() })
-      .catch((e) => this.emit("error", e));
+    for (let attempt = 0; ; attempt++) {
+      try {
+        await this.client.ackEnvelope({ sessionId: env.sessionId, seq: env.seq, clientId: this.clientId, appliedAt });
+        return;
+      } catch (e) {
+        this.emit("error", e);
+        if (!(e instanceof CanvasError) || e.status !== 403 || attempt >= FORBIDDEN_RETRIES || this.ctl.signal.aborted) return;
+      }
+      try {
+        await sleep(FORBIDDEN_RETRY_MS, this.ctl.signal);
+      } catch {
+        return; // closed
+      }
+    }
   }
 
   private onStatus(s: AgentStatus): void {
     if (TERMINAL_AGENT_STATES.has(s.state)) {
       this.running.delete(s.sessionId);
       this.publishedViews.delete(s.sessionId);
+      this.forbiddenViews.delete(s.sessionId);
       if (this.running.size === 0) this.stopViews();
     } else {
       this.markRunning(s.sessionId);
@@ -399,8 +454,9 @@ export class LiveCanvas {
   /**
    * Reads hooks.view and publishes it to each running session that has not
    * received it. A session counts as having received a view only once its
-   * publication succeeded (or was refused with a 4xx other than 408/429), so a
-   * failed one is sent again at the next tick.
+   * publication succeeded (or was refused with a 4xx other than 408/429; a
+   * 403 only after FORBIDDEN_RETRIES in a row), so a failed one is sent
+   * again at the next tick.
    */
   private publishView(): void {
     if (this.viewInFlight || !this.hooks.view || this.running.size === 0) return;
@@ -418,13 +474,20 @@ export class LiveCanvas {
     if (due.length === 0) return;
     this.viewInFlight = true;
     const sent = (sessionId: string) => {
+      this.forbiddenViews.delete(sessionId);
       if (this.running.has(sessionId)) this.publishedViews.set(sessionId, key);
+    };
+    const forbiddenAgain = (sessionId: string, e: unknown): boolean => {
+      const n = this.forbiddenViews.get(sessionId) ?? 0;
+      if (!(e instanceof CanvasError) || e.status !== 403 || n >= FORBIDDEN_RETRIES || !this.running.has(sessionId)) return false;
+      this.forbiddenViews.set(sessionId, n + 1);
+      return true;
     };
     Promise.all(due.map((sessionId) =>
       this.client.publishView({ sessionId, clientId: this.clientId, viewport: view.viewport, selection: view.selection }).then(
         () => sent(sessionId),
         (e) => {
-          if (refused(e)) sent(sessionId);
+          if (refused(e) && !forbiddenAgain(sessionId, e)) sent(sessionId);
           this.emit("error", e);
         })))
       .finally(() => (this.viewInFlight = false));

@@ -277,6 +277,9 @@ export interface paths {
          *     `agent:screenshot_request`) and the agent's `set_viewport` envelopes; subscribers that declare
          *     nothing (curl, agents, the Python client) never do. Browsers ack the complete `agent:action`
          *     envelopes they apply (`POST /api/canvas-agent/ack`); the host's missing acks are resent to it.
+         *     A `client_id` belongs to the token whose open streams declare it on the canvas (on any
+         *     process): while one is open, a stream of another token declaring the same id is refused with
+         *     409, and acks and views speak only for a `client_id` their own token declared.
          *
          *     Accepts `?access_token=` instead of the Authorization header.
          */
@@ -489,11 +492,18 @@ export interface paths {
          *     yet, as ONE `revert_commits` command by the caller, answered like
          *     `POST /canvas_commands/{canvas_id}/command`: 200 with the new revision, or 409 with
          *     `recovery_ops` when someone changed those shapes or documents since (nothing is reverted then).
+         *     Reverting puts the shapes and documents the turns changed back as they were before them,
+         *     however many commands the turns made (up to 50,000, within 200,000 revisions; past that a
+         *     422 asks to revert fewer turns at a time) and whatever those commands were (`undo` included);
+         *     what a later turn already took back (with `undo`) stays as it is.
          *     The server records the revert: each turn it took then has `reverted_rev` (the new revision)
-         *     in the session, so every client sees which turns are reverted. A turn is reverted once:
-         *     naming a turn that has `reverted_rev`, or sending no body when every turn has it, is a 422
-         *     that commits nothing, as is a turn the session lacks or turns that changed nothing. The
-         *     caller can `undo` the revert (the turn stays marked reverted).
+         *     in the session, so every client sees which turns are reverted. The caller can `undo` the
+         *     revert in one step (the turn stays marked reverted); naming a turn that has `reverted_rev`
+         *     and whose changes are back on the canvas that way reverts it again, and its `reverted_rev`
+         *     becomes the new revision. Naming only turns that have `reverted_rev` and whose changes are
+         *     not on the canvas (a revert would change nothing), or sending no body when every turn has
+         *     it, is a 422 that commits nothing, as is a turn the session lacks or turns that changed
+         *     nothing.
          */
         post: operations["revertAgentSession"];
         delete?: never;
@@ -538,11 +548,20 @@ export interface paths {
         /**
          * A browser applied an agent envelope (viewer on the session's canvas).
          * @description Browsers ack each complete `agent:action` envelope they applied. The session counts the acks
-         *     (`stats.acks`); an envelope the canvas's host does not ack within `CANVAS_AGENT_ACK_TIMEOUT_MS` is
+         *     (`stats.acks`: one per browser and envelope it sent; an ack again, or for a `seq` it did not send
+         *     as a complete envelope, counts for nothing); an envelope the canvas's host does not ack within `CANVAS_AGENT_ACK_TIMEOUT_MS` is
          *     resent to the host, at most `CANVAS_AGENT_ACK_RETRIES` times, then counted in `stats.acks_missed`
-         *     and reported in an `agent:status` whose `detail` is `{"ack_missed": {seq, client_id, resends}}`.
+         *     and reported in an `agent:status` whose `detail` is `{"ack_missed": {seq, client_id, resends, reason}}`
+         *     (`reason` `not_acked`). While the canvas has no host (its host left) nothing is resent and no
+         *     attempt is spent: the envelope waits for a host (`stats.host_waits`, an `agent:status` whose
+         *     `detail` is `{"ack_waiting_host": {seqs, wait_ms}}`), goes to a host as soon as one is elected,
+         *     and counts as missed with `reason` `no_host` when none came within `CANVAS_AGENT_ACK_HOST_WAIT_MS`.
          *     `appliedAt` (the browser's clock) gives the host's apply jitter. An ack for a session that ended
-         *     changes nothing.
+         *     changes nothing. `clientId` must be a browser the caller's token declared on the session's
+         *     canvas (`GET /sse/canvas/{canvas_id}?client_id=...`, stream still open): an ack for any other
+         *     client id is a 403 problem and counts for nothing. Another server sharing the database learns
+         *     of the stream within a NOTIFY round trip: an ack it answers before then gets that 403; send
+         *     it again a moment later.
          */
         post: operations["ackAgentEnvelope"];
         delete?: never;
@@ -563,7 +582,8 @@ export interface paths {
         /**
          * A browser's viewport and selection for a running session (viewer on its canvas).
          * @description Published by browsers at most every 80 ms while a session runs; the session's next turn uses the
-         *     latest viewport and selection (a view for a session that ended changes nothing).
+         *     latest viewport and selection (a view for a session that ended changes nothing). As for acks,
+         *     `clientId` must be a browser the caller's token declared on the session's canvas (403 otherwise).
          */
         post: operations["publishAgentView"];
         delete?: never;
@@ -1562,12 +1582,23 @@ export interface components {
             reason?: string;
         };
         /**
-         * @description Reverts earlier commits (of any actors) as one new commit: every node and edge they changed goes
-         *     back to its value before the oldest of them (created ones are deleted, deleted ones come back,
-         *     documents change by line splices). It uses the undo history, so each revision must be among the
-         *     last 100 undoable commands of the actor that made it (422 otherwise). If any of those entities
-         *     changed since by a commit not listed (someone else's, or later work of the same actor), nothing
-         *     is reverted: 409 with `recovery_ops`. The revert is the caller's own command: `undo` undoes it.
+         * @description Reverts earlier commits (of any actors, `undo` and `redo` included) as one new commit: every node
+         *     and edge they changed goes back to its value before the oldest of them that changed it (created
+         *     ones are deleted, deleted ones come back, documents change by line splices). The server reads
+         *     what those commits changed from the log, so any commit in it can be named:
+         *     up to 50,000 revisions, spanning at most 200,000 commits from the oldest to the newest, the
+         *     spans of a batch's reverts counted together (422 past either, and for a revision not in the
+         *     log yet, such as one of the same batch). An entity already as it was
+         *     before them (a later `undo` took their change back, say) is left as it is; a revert that finds
+         *     every one so commits no change, and commits that changed nothing are a 422. If any other entity
+         *     is no longer as those commits left it (someone changed it since, or later work of the same
+         *     actor), or a commit not listed changed it between two listed ones, nothing is reverted: 409 with
+         *     `recovery_ops`. The revert is the caller's own command: one `undo` undoes it. For others' `undo`
+         *     and `redo`, the values it brought back are current again: an actor whose change those commits
+         *     overwrote can `undo` it after the revert, while an older change of the same entity by someone
+         *     else stays a 409 (undoing it would overwrite the newer one); so does any where the undo history
+         *     of the reverted commits up to the first that changed the entity (each actor's last 100
+         *     commands, and what it has undone since its last one) is gone.
          */
         RevertCommitsArgs: {
             revs: number[];
@@ -1657,14 +1688,16 @@ export interface components {
             line: number;
             /** @description The line in the old text. */
             old_line?: number;
+            /** @description The line's content, without its terminator (LF or CRLF). */
             before?: string;
+            /** @description The line's content, without its terminator (LF or CRLF). */
             after?: string;
         };
         DocDiff: {
             has_changes: boolean;
             /** @enum {string} */
             format?: "unified" | "split";
-            /** @description The formatted diff (`unified` or `split`). */
+            /** @description The formatted diff (`unified` or `split`). The unified diff is exact, as `diff -u` writes it: every line keeps its own terminator (a CRLF line its CR) and an unterminated last line is followed by `\ No newline at end of file`, so applying it to the old text gives the new text byte for byte. The split diff is for reading. */
             diff: string;
             lines_added?: number;
             lines_deleted?: number;
@@ -1850,7 +1883,7 @@ export interface components {
              * @description The envelope's seq.
              */
             seq: number;
-            /** @description The `client_id` the browser declared. */
+            /** @description The `client_id` the browser declared on the session's canvas with the same token. */
             clientId: string;
             /**
              * Format: int64
@@ -1860,6 +1893,7 @@ export interface components {
         };
         AgentView: {
             sessionId: string;
+            /** @description The `client_id` the browser declared on the session's canvas with the same token. */
             clientId: string;
             viewport?: components["schemas"]["Rect"];
             selection?: string[];
@@ -1979,15 +2013,16 @@ export interface components {
             revs: number[];
         };
         AgentRevertRequest: {
-            /** @description The turn to revert (not reverted yet); absent (and no `turns`): every turn of the session not reverted yet. */
+            /** @description The turn to revert (a reverted one again when its revert was undone); absent (and no `turns`): every turn of the session not reverted yet. */
             turn?: number;
-            /** @description Several turns reverted together as one command (not with `turn`); none of them may be reverted already. */
+            /** @description Several turns reverted together as one command (not with `turn`); when all of them are reverted already, their changes must be back on the canvas. */
             turns?: number[];
         };
         /**
          * @description One turn of the session (one model call): why it ran and the revisions of the commits it
-         *     made, ascending. `POST /api/canvas-agent/sessions/{id}/revert` undoes them, once:
-         *     `reverted_rev` then records the revision of that revert.
+         *     made, ascending. `POST /api/canvas-agent/sessions/{id}/revert` undoes them:
+         *     `reverted_rev` then records the revision of that revert (of the newest one when the turn
+         *     was reverted again after its revert was undone).
          */
         AgentTurn: {
             turn: number;
@@ -2003,7 +2038,7 @@ export interface components {
             ended_at?: string;
             /**
              * Format: int64
-             * @description The revision of the `revert_commits` commit that reverted this turn; absent until it is reverted (a turn is reverted at most once).
+             * @description The revision of the `revert_commits` commit that reverted this turn; absent until it is reverted; a turn reverted again (its revert was undone) has the newest revert's revision.
              */
             reverted_rev?: number;
         };
@@ -2037,12 +2072,14 @@ export interface components {
             screenshots_cached?: number;
             /** @description Request → answer of the last screenshot taken. */
             screenshot_ms?: number;
-            /** @description Browser acks of agent:action envelopes. */
+            /** @description Browser acks of agent:action envelopes: one per browser and envelope sent (repeats and unknown seqs do not count). */
             acks?: number;
-            /** @description Envelopes resent to the host for want of its ack. */
+            /** @description Envelopes resent to the host for want of its ack (sends that reached a host). */
             resends?: number;
             /** @description Envelopes the host never acked, resends included. */
             acks_missed?: number;
+            /** @description Envelopes due for a resend that found no host and waited for one (no attempt spent). */
+            host_waits?: number;
             /** @description p95 of the host's apply jitter between consecutive envelopes. */
             apply_jitter_p95_ms?: number;
             /**
@@ -2819,7 +2856,7 @@ export interface operations {
                 last_event_id?: components["parameters"]["LastEventIDQuery"];
                 /** @description The bearer token, for `EventSource` and page loads that cannot set headers. */
                 access_token?: components["parameters"]["AccessTokenQuery"];
-                /** @description Declares a browser with this id (1 to 64 of A-Z a-z 0-9 . _ : -); reconnects keep it. */
+                /** @description Declares a browser with this id (1 to 64 of A-Z a-z 0-9 . _ : -); reconnects keep it. 409 while a stream of another token declares it on the canvas. */
                 client_id?: string;
                 /**
                  * @description With `client_id`: comma-separated capabilities. `screenshot` (answers `agent:screenshot` invokes:
@@ -2853,6 +2890,15 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            /** @description `client_id` is declared on this canvas by an open stream of another token; choose another id. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             429: components["responses"]["TooManyStreams"];
             503: components["responses"]["Unavailable"];
         };

@@ -62,3 +62,19 @@ export function imagesOf(request) {
   }
   return out;
 }
+
+/**
+ * A reply of three actions, delayMs apart: a note "first" (complete in the
+ * first delta), a set_viewport, a note "second".
+ */
+export function notesAndViewportReply(delayMs) {
+  const note = (id, x, text) => JSON.stringify({ name: "create_shape", params: { id, type: "note", x, y: 0, props: { text } } });
+  return {
+    chunks: [
+      `{"actions":[${note("first", 0, "first")}`,
+      `,{"name":"set_viewport","params":{"x":100,"y":50,"w":800,"h":600}}`,
+      `,${note("second", 300, "second")}]}`,
+    ],
+    delayMs,
+  };
+}

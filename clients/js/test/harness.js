@@ -97,3 +97,13 @@ export async function waitFor(cond, what, ms = 20000) {
     await new Promise((r) => setTimeout(r, 20));
   }
 }
+
+/**
+ * A 403 problem answered in the test itself, as by a server sharing the
+ * database that has not heard of the browser's stream yet (test
+ * instrumentation for a custom fetch).
+ */
+export function notYetForbidden() {
+  return new Response(JSON.stringify({ type: "https://canvasd.dev/problems/forbidden", title: "Forbidden", status: 403, detail: "this server does not know the stream yet" }),
+    { status: 403, headers: { "Content-Type": "application/problem+json" } });
+}

@@ -13,20 +13,12 @@ import http from "node:http";
 import { CanvasClient } from "../dist/index.js";
 import { startServer, waitFor } from "./harness.js";
 import { launchChromium, startSite, openClientPage } from "./browser.js";
-import { startFakeOpenAI, imagesOf } from "./fake-openai.js";
+import { notesAndViewportReply, startFakeOpenAI, imagesOf } from "./fake-openai.js";
 
 let srv, site, browser, model, c;
 
-const note = (id, x, text) => JSON.stringify({ name: "create_shape", params: { id, type: "note", x, y: 0, props: { text } } });
 // The first delta holds a complete action; the rest follows 300 ms apart.
-const REPLY = {
-  chunks: [
-    `{"actions":[${note("first", 0, "first")}`,
-    `,{"name":"set_viewport","params":{"x":100,"y":50,"w":800,"h":600}}`,
-    `,${note("second", 300, "second")}]}`,
-  ],
-  delayMs: 300,
-};
+const REPLY = notesAndViewportReply(300);
 
 before(async () => {
   model = await startFakeOpenAI([REPLY]);

@@ -1,13 +1,13 @@
 // LiveCanvas publishes the browser's viewport and selection (hooks.view) to
 // every running agent session, against a real canvasd whose model (a local
 // OpenAI-compatible server) answers slowly, so that sessions stay running:
-// a session started while another runs gets the view too, and a publish
-// that failed is sent again.
+// a session started while another runs gets the view too, a publish that
+// failed is sent again, and a 403 is retried for a few ticks.
 
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { CanvasClient } from "../dist/index.js";
-import { startServer, waitFor } from "./harness.js";
+import { notYetForbidden, startServer, waitFor } from "./harness.js";
 import { startFakeOpenAI } from "./fake-openai.js";
 
 let srv, model, c;
@@ -85,36 +85,76 @@ test("a view whose publication failed is sent again", async () => {
   }
 });
 
-test("a view the server refuses (no such session) is sent again only once it changes", async () => {
-  const { canvas_id: id } = await c.createCanvas({ title: "views" });
-  const { token: service } = await c.createToken({ role: "editor", actor_type: "service" });
-  let posts = 0;
+/**
+ * Follows canvas id with hooks.view reading view.current, through a client
+ * that counts its view publications (counter.posts) and answers those for
+ * which forbid(n) is true (n: the publication's number, from 1) with a 403
+ * itself.
+ */
+function viewingBrowser(id, view, forbid = () => false) {
+  const counter = { posts: 0, errors: [] };
   const counting = new CanvasClient({
     baseUrl: srv.url, token: srv.adminToken,
     fetch: (u, init) => {
-      if (new URL(String(u)).pathname === "/api/canvas-agent/view") posts++;
+      if (new URL(String(u)).pathname === "/api/canvas-agent/view" && forbid(++counter.posts)) return Promise.resolve(notYetForbidden());
       return fetch(u, init);
     },
   });
-  let view = VIEW;
-  const live = counting.live(id, { hooks: { view: () => view } });
-  const errors = [];
-  live.on("error", (e) => errors.push(e));
+  counter.live = counting.live(id, { hooks: { view: () => view.current } });
+  counter.live.on("error", (e) => counter.errors.push(e));
+  return counter;
+}
+
+/** Relays the status of a session the server does not know, as a standalone agent worker would: browsers see it running. */
+async function relayUnknownSession(id) {
+  const { token: service } = await c.createToken({ role: "editor", actor_type: "service" });
+  const res = await fetch(`${srv.url}/api/canvas-agent/events`, {
+    method: "POST", headers: { Authorization: "Bearer " + service, "Content-Type": "application/json" },
+    body: JSON.stringify({ canvas_id: id, event: "agent:status", data: { sessionId: "as_unknown", state: "calling_model" } }),
+  });
+  assert.equal(res.status, 202);
+}
+
+test("a view the server refuses (no such session) is sent again only once it changes", async () => {
+  const { canvas_id: id } = await c.createCanvas({ title: "views" });
+  const view = { current: VIEW };
+  const b = viewingBrowser(id, view);
   try {
-    await live.ready;
-    // A status of a session the server does not know (as a standalone agent worker would relay it).
-    const res = await fetch(`${srv.url}/api/canvas-agent/events`, {
-      method: "POST", headers: { Authorization: "Bearer " + service, "Content-Type": "application/json" },
-      body: JSON.stringify({ canvas_id: id, event: "agent:status", data: { sessionId: "as_unknown", state: "calling_model" } }),
-    });
-    assert.equal(res.status, 202);
-    await waitFor(() => errors.length === 1, "the refused view");
-    assert.equal(errors[0].status, 404);
+    await b.live.ready;
+    await relayUnknownSession(id);
+    await waitFor(() => b.errors.length === 1, "the refused view");
+    assert.equal(b.errors[0].status, 404);
     await new Promise((r) => setTimeout(r, 400)); // five ticks of the view timer
-    assert.equal(posts, 1);
-    view = { ...VIEW, selection: [] };
-    await waitFor(() => posts === 2, "the changed view sent");
+    assert.equal(b.posts, 1);
+    view.current = { ...VIEW, selection: [] };
+    await waitFor(() => b.posts === 2, "the changed view sent");
   } finally {
-    live.close();
+    b.live.close();
+  }
+});
+
+test("a view refused with 403 is sent again at the next ticks, then only once it changes", async () => {
+  const { canvas_id: id } = await c.createCanvas({ title: "views" });
+  // The first two publications meet a server that does not know this
+  // browser yet; from the fourth on, every one does.
+  const view = { current: VIEW };
+  const b = viewingBrowser(id, view, (n) => n <= 2 || n >= 4);
+  try {
+    await b.live.ready;
+    await relayUnknownSession(id);
+    // Two 403s, then the server's own answer (404: it runs no such session) ends the retries.
+    await waitFor(() => b.errors.length === 3, "two 403s and the server's answer");
+    assert.deepEqual(b.errors.map((e) => e.status), [403, 403, 404]);
+    await new Promise((r) => setTimeout(r, 400));
+    assert.equal(b.posts, 3);
+    // A 403 that lasts: five more publications, then none until the view changes.
+    view.current = { ...VIEW, selection: ["x"] };
+    await waitFor(() => b.posts === 9, "the first 403 and five more");
+    await new Promise((r) => setTimeout(r, 400));
+    assert.equal(b.posts, 9);
+    view.current = { ...VIEW, selection: [] };
+    await waitFor(() => b.posts === 10, "the changed view sent");
+  } finally {
+    b.live.close();
   }
 });

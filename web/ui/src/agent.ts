@@ -316,10 +316,12 @@ export class AgentPanel {
   /**
    * The review of session s: its turns that changed something, each with
    * Revert or, when the server records it reverted (reverted_rev), marked
-   * reverted; "Revert all" (no body: every turn not reverted yet) or,
-   * once some are reverted, "Revert the rest". After a revert, and after a
-   * refused one, the session is read again and the review shows what the
-   * server recorded.
+   * reverted with "Revert again" (for a turn whose revert was undone: the
+   * server refuses it when its changes are not on the canvas); "Revert all"
+   * (no body: every turn not reverted yet) or, once some are reverted,
+   * "Revert the rest"; once all are, "Reverted." over the turns. After a
+   * revert, and after a refused one, the session is read again and the
+   * review shows what the server recorded.
    */
   private showReview(sid: string, s: AgentSession): void {
     const turns = s.turns || [];
@@ -332,10 +334,6 @@ export class AgentPanel {
     }
     const changing = turns.filter((t) => revsOf(t).length).map((t) => ({ n: t.turn, revs: revsOf(t), reverted: t.reverted_rev }));
     const some = changing.some((t) => t.reverted !== undefined);
-    if (some && changing.every((t) => t.reverted !== undefined)) {
-      this.review.replaceChildren(h("p", { class: "muted", text: "Reverted." }));
-      return;
-    }
     const revert = async (turn?: number) => {
       try {
         await this.client.revertAgent(sid, turn !== undefined ? { turn } : {});
@@ -347,15 +345,21 @@ export class AgentPanel {
       const fresh = await this.refresh();
       if (fresh && sid === this.session) this.showReview(sid, fresh);
     };
+    const revertButton = (n: number, text: string) => h("button", { type: "button", class: "revert-turn", text, onclick: () => revert(n) });
     const rows = changing.map(({ n, revs, reverted }) => h("li", { "data-turn": String(n), class: reverted !== undefined ? "reverted" : "" },
       `turn ${n}: ${revs.length} revision${revs.length === 1 ? ` (rev ${revs[0]}) ` : `s (rev ${Math.min(...revs)}–${Math.max(...revs)}) `}`,
-      reverted !== undefined ? h("span", { class: "muted", text: `reverted (rev ${reverted})` })
-        : h("button", { type: "button", class: "revert-turn", text: "Revert", onclick: () => revert(n) })));
+      ...(reverted !== undefined ? [h("span", { class: "muted", text: `reverted (rev ${reverted}) ` }), revertButton(n, "Revert again")]
+        : [revertButton(n, "Revert")])));
+    const list = rows.length ? h("ul", {}, ...rows) : null;
+    if (some && changing.every((t) => t.reverted !== undefined)) {
+      this.review.replaceChildren(h("div", { class: "review" }, h("p", { class: "muted", text: "Reverted." }), list));
+      return;
+    }
     this.review.replaceChildren(h("div", { class: "review" },
       h("b", { text: "Review: " }), `the agent made ${all.length || applied} change${(all.length || applied) === 1 ? "" : "s"}. `,
       h("button", { type: "button", id: "agent-accept", text: "Accept", onclick: () => this.accept() }),
       h("button", { type: "button", id: "agent-revert", text: some ? "Revert the rest" : "Revert all", onclick: () => revert() }),
-      rows.length ? h("ul", {}, ...rows) : null));
+      list));
   }
 }
 
@@ -380,10 +384,23 @@ export function statusText(state: string, detail: unknown): { text: string; warn
   const note = typeof detail === "string" ? detail.trim() : "";
   const missed = d?.ack_missed;
   if (missed && typeof missed === "object") {
+    if (missed.reason === "no_host") {
+      return { warn: true, text: "No host browser was there to confirm one of the agent's actions (its host left and none came back in time): the canvas may be missing it." };
+    }
     const resends = Number(missed.resends) || 0;
     return {
       warn: true,
       text: `The host browser never confirmed one of the agent's actions${resends ? ` (sent again ${resends} time${resends === 1 ? "" : "s"})` : ""}: the canvas may be missing it.`,
+    };
+  }
+  const waiting = d?.ack_waiting_host;
+  if (waiting && typeof waiting === "object") {
+    const n = Array.isArray(waiting.seqs) ? Math.max(waiting.seqs.length, 1) : 1;
+    const secs = Math.round((Number(waiting.wait_ms) || 0) / 1000);
+    return {
+      warn: true,
+      text: `The host browser left before confirming ${n === 1 ? "one of the agent's actions" : `${n} of the agent's actions`}: ` +
+        `waiting${secs ? ` up to ${secs} s` : ""} for a browser to show ${n === 1 ? "it" : "them"}.`,
     };
   }
   switch (state) {

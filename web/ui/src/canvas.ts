@@ -10,8 +10,9 @@ import { createElement } from "react";
 import { createRoot, type Root } from "react-dom/client";
 import { Excalidraw, CaptureUpdateAction, exportToCanvas, getCommonBounds, mutateElement, restoreElements } from "@excalidraw/excalidraw";
 import "@excalidraw/excalidraw/index.css";
-import { ConflictError, randomHex, type CanvasClient, type CanvasModel, type Commit, type ConflictResult, type Node as CanvasNode } from "@canvasd/client";
+import { ConflictError, type CanvasClient, type CanvasModel, type Commit, type ConflictResult, type Node as CanvasNode } from "@canvasd/client";
 import { actorColor, h, toast, why } from "./dom";
+import { newCmdId, type Outbox } from "./outbox";
 import { draftOf, edgeElements, edgePatch, elementId, imageFileId, nodeElements, partOf, propsPatch, type El, type NodeDraft } from "./mapping";
 
 /** What a commit touched, by kind. */
@@ -25,8 +26,6 @@ export function touched(c: Commit): Applied {
   for (const ch of c.changes || []) (ch.kind === "edge" ? out.edges : out.nodes).add(ch.id);
   return out;
 }
-
-const newCmdId = () => "cmd_ui_" + randomHex(9);
 
 /** A planned command; carries: the gesture's elements (id → version) that its commands send. */
 type Cmd = { id: string; type: string; args: any; nodes: string[]; fields: string[]; carries?: Map<string, number> };
@@ -68,7 +67,7 @@ export class CanvasView {
   private edgesAt = new Map<string, Set<string>>(); // node id → ids of the edges at it
   private ends = new Map<string, [string, string]>(); // edge id → its from and to
   private stage = new Map<string, El>(); // the elements on stage by id, as of the last push or planned edit
-  private queue: Promise<void> = Promise.resolve();
+  private queues = new Map<string, Promise<void>>(); // canvas id → its gestures being sent, in order
   private collaborators = new Map<string, any>();
   private remoteSel = new Map<string, { sel: string[]; t: number }>();
   myCommands = new Set<string>();
@@ -83,7 +82,7 @@ export class CanvasView {
   conflictBox: HTMLElement;
   private lastSel = "";
 
-  constructor(private host: HTMLElement, private client: CanvasClient, private canvasId: () => string) {
+  constructor(private host: HTMLElement, private client: CanvasClient, private canvasId: () => string, private outbox: Outbox) {
     this.ready = new Promise((r) => (this.resolveReady = r));
     // flush() runs as a task of its own: after the commits of one network read, before the next frame.
     const ch = new MessageChannel();
@@ -740,14 +739,22 @@ export class CanvasView {
   }
 
   /**
-   * Sends a gesture's commands (one batch), in order with earlier gestures,
-   * to the canvas it was made on, also when the page has opened another
-   * one meanwhile.
+   * Sends a gesture's commands (one batch), in order with earlier gestures
+   * on the same canvas, to the canvas it was made on, also when the page
+   * has opened another one meanwhile; while the server is unreachable they
+   * wait (Outbox). Each canvas has its own order: a gesture that waits
+   * holds up the later ones of its canvas only.
    */
   private send(cmds: Cmd[]): void {
     if (!this.model) return;
     const at: Target = { cid: this.canvasId(), m: this.model };
-    this.queue = this.queue.then(() => this.sendNow(cmds, 0, at));
+    const done = this.outbox.enqueue();
+    const next = (this.queues.get(at.cid) || Promise.resolve())
+      .then(() => this.sendNow(cmds, 0, at))
+      .catch((err) => console.error("sending", cmds, err)) // sendNow says why; the next gesture goes anyway
+      .finally(done);
+    this.queues.set(at.cid, next);
+    void next.then(() => { if (this.queues.get(at.cid) === next) this.queues.delete(at.cid); });
   }
 
   private async sendNow(cmds: Cmd[], attempt: number, at: Target): Promise<void> {
@@ -755,9 +762,10 @@ export class CanvasView {
     for (const c of cmds) this.myCommands.add(c.id);
     const base = m.rev;
     try {
-      const rev = cmds.length === 1
+      // Kept and sent again while the server is unreachable: the same envelope, the same key.
+      const rev = await this.outbox.deliver(async () => cmds.length === 1
         ? (await this.client.applyResult(cid, cmds[0].type, cmds[0].args, { baseRev: base, cmdId: cmds[0].id, idempotencyKey: cmds[0].id })).rev
-        : (await this.client.applyBatch(cid, cmds.map(({ id, type, args }) => ({ id, type: type as any, args })), { baseRev: base })).current_rev;
+        : (await this.client.applyBatch(cid, cmds.map(({ id, type, args }) => ({ id, type: type as any, args })), { baseRev: base, idempotencyKey: cmds[0].id })).current_rev);
       const carries = cmds[0]?.carries;
       if (carries) void this.caughtUp(rev, 0).then(() => this.settle(m, rev, carries));
     } catch (err) {

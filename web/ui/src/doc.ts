@@ -10,8 +10,9 @@ import { Compartment, EditorState, StateEffect, StateField, ChangeSet, RangeSetB
 import { EditorView, Decoration, lineNumbers, highlightActiveLine, highlightActiveLineGutter, keymap, drawSelection, type DecorationSet } from "@codemirror/view";
 import { defaultKeymap } from "@codemirror/commands";
 import { syntaxHighlighting, defaultHighlightStyle, bracketMatching, indentOnInput } from "@codemirror/language";
-import { docEdit, randomHex, splitLines, type ApplyResult, type CanvasClient, type CanvasModel, type Commit } from "@canvasd/client";
+import { docEdit, splitLines, type ApplyResult, type CanvasClient, type CanvasModel, type Commit } from "@canvasd/client";
 import { actorColor, h, toast, why } from "./dom";
+import { newCmdId, sendCommand, type Outbox } from "./outbox";
 
 /**
  * The CodeMirror language for a document's props.language. The grammars are
@@ -188,7 +189,7 @@ export class DocPanel {
    * canvas view): their commits are not "changed by others".
    */
   constructor(private client: CanvasClient, private canvasId: () => string, private model: () => CanvasModel | null, private me: () => string,
-    private mine: Set<string>, private caughtUp: (rev: number) => Promise<void>) {
+    private mine: Set<string>, private caughtUp: (rev: number) => Promise<void>, private outbox: Outbox) {
     this.title = h("span", { class: "doc-title" });
     const btn = (id: string, text: string, title: string, fn: () => void) => h("button", { type: "button", id, text, title, onclick: fn });
     this.body = h("div", { class: "doc-editor" });
@@ -282,19 +283,22 @@ export class DocPanel {
    */
   private async sendLeft(cid: string, nodeId: string, sent: Sent, text: string): Promise<void> {
     await sent.settled;
+    const done = this.outbox.enqueue();
     try {
-      const n = (await this.client.getState(cid)).state.nodes.find((x) => x.id === nodeId);
+      const n = (await this.outbox.deliver(() => this.client.getState(cid))).state.nodes.find((x) => x.id === nodeId);
       if (!n) throw new Error("the document was deleted");
       const raw = String(n.props?.text ?? "");
       // What the server had when the user's edit left the editor: the sent edit's text once applied, else the text it was sent against.
       const base = sent.rev !== undefined ? sent.result : sent.base;
       const c = docEdit(nodeId, raw, rebase(base, asEditor(raw), text));
       if (!c) return;
-      const id = "cmd_ui_" + randomHex(9);
+      const id = newCmdId();
       this.mine.add(id);
-      await this.client.applyResult(cid, c.type, c.args, { cmdId: id, idempotencyKey: id });
+      await this.outbox.deliver(() => this.client.applyResult(cid, c.type, c.args, { cmdId: id, idempotencyKey: id }));
     } catch (err) {
       toast(`your last edit of ${nodeId} was not saved: ${why(err)}`, "bad", 8000);
+    } finally {
+      done();
     }
   }
 
@@ -404,11 +408,9 @@ export class DocPanel {
     return asEditor(this.raw);
   }
 
-  /** Sends one command at the model's revision, remembered as this page's. */
+  /** Sends one command at the model's revision as this page's (sendCommand: kept through an outage). */
   private send(type: string, args: Record<string, unknown>): Promise<ApplyResult> {
-    const id = "cmd_ui_" + randomHex(9);
-    this.mine.add(id);
-    return this.client.applyResult(this.canvasId(), type, args, { baseRev: this.model()?.rev, cmdId: id, idempotencyKey: id });
+    return sendCommand(this.outbox, this.client, this.mine, this.canvasId(), type, args, this.model()?.rev);
   }
 
   private async history(kind: "undo" | "redo"): Promise<void> {

@@ -5,11 +5,12 @@
 // like one typed at sign-in and removed from the address bar.
 
 import "./app.css";
-import { CanvasClient, SCREENSHOT_ACTION, viewportBox, type CanvasModel, type Commit, type Gesture, type LiveCanvas, type ScreenshotRequest, type Screenshot } from "@canvasd/client";
+import { CanvasClient, SCREENSHOT_ACTION, viewportBox, type ApplyResult, type CanvasModel, type Commit, type Gesture, type LiveCanvas, type ScreenshotRequest, type Screenshot } from "@canvasd/client";
 import { $, h, toast, why } from "./dom";
 import { CanvasView, touched } from "./canvas";
 import { DocPanel } from "./doc";
 import { AgentPanel } from "./agent";
+import { Outbox, sendCommand } from "./outbox";
 
 const TOKEN_KEY = "canvasd.token";
 
@@ -26,6 +27,8 @@ class App {
   private me = "";
   private sentCursors: { x: number; y: number }[] = [];
   private conn = "idle";
+  /** The edits waiting for the server while it is unreachable. */
+  readonly outbox = new Outbox();
   view: CanvasView;
   doc: DocPanel;
   agent: AgentPanel;
@@ -52,6 +55,8 @@ class App {
         h("span", { class: "stat" }, "rev ", h("b", { id: "rev", text: "–" })),
         h("span", { class: "stat" }, h("b", { id: "node-count", text: "0" }), " shapes"),
         h("span", { id: "conn", class: "conn conn-idle", text: "idle" }),
+        h("span", { id: "unsaved", class: "conn conn-offline", hidden: true,
+          title: "The server is unreachable: your changes are kept in this page and sent when it answers again (closing the page loses them)" }),
         h("span", { id: "people", class: "people" }),
         h("span", { id: "host", class: "badge", hidden: true, text: "host", title: "This page is the agent's eyes: its screenshots and set_viewport" }),
         h("span", { class: "spacer" }),
@@ -75,8 +80,13 @@ class App {
           h("input", { id: "token-input", type: "password", placeholder: "cvd_…", required: true }),
           h("p", { id: "token-error", class: "error", hidden: true }),
           h("div", { class: "row" }, h("button", { type: "submit", text: "Use token" })))));
-    this.view = new CanvasView(stage, this.client, () => this.canvasId);
-    this.doc = new DocPanel(this.client, () => this.canvasId, () => this.model, () => this.me, this.view.myCommands, (rev) => this.view.caughtUp(rev));
+    this.view = new CanvasView(stage, this.client, () => this.canvasId, this.outbox);
+    this.doc = new DocPanel(this.client, () => this.canvasId, () => this.model, () => this.me, this.view.myCommands, (rev) => this.view.caughtUp(rev), this.outbox);
+    this.outbox.onChange = (queued, stalled) => {
+      const el = $("unsaved");
+      el.hidden = stalled === 0;
+      el.textContent = `${queued} unsaved`;
+    };
     this.agent = new AgentPanel(this.client, {
       canvasId: () => this.canvasId,
       viewport: () => (this.model ? this.view.viewport() : null),
@@ -291,7 +301,10 @@ class App {
       this.status();
     });
     live.on("ready", () => mine() && this.setConn("live"));
-    live.on("connection", (st) => mine() && this.setConn(st === "open" ? "syncing" : st === "closed" ? "offline" : st));
+    live.on("connection", (st) => {
+      if (st === "open") this.outbox.retryNow(); // the server answers again: what waits goes now
+      if (mine()) this.setConn(st === "open" ? "syncing" : st === "closed" ? "offline" : st);
+    });
     live.on("host", (_id, isHost) => { if (mine()) $("host").hidden = !isHost; });
     live.on("gesture", (g) => mine() && this.onGesture(g));
     live.on("agent:action", ({ envelope, actions }) => {
@@ -327,9 +340,12 @@ class App {
     this.doc.applied(c);
   }
 
+  /** Shows the open canvas's revision and shape count, in the top bar and in its entry of the list. */
   private status(): void {
     $("rev").textContent = this.model ? String(this.model.rev) : "–";
     $("node-count").textContent = this.model ? String(this.model.nodes.size) : "0";
+    const meta = this.model && $("canvas-list").querySelector(`li[data-canvas-id="${CSS.escape(this.canvasId)}"] .cmeta`);
+    if (meta) meta.textContent = `${this.canvasId} · rev ${this.model!.rev}`;
   }
 
   // ---------------------------------------------------------------- people
@@ -366,10 +382,15 @@ class App {
 
   // ---------------------------------------------------------------- commands from the bar
 
+  /** Sends one command of the bar to the open canvas (sendCommand: kept through an outage, never applied twice). */
+  private command(type: string, args: Record<string, unknown>): Promise<ApplyResult> {
+    return sendCommand(this.outbox, this.client, this.view.myCommands, this.canvasId, type, args, this.model?.rev);
+  }
+
   private async history(kind: "undo" | "redo"): Promise<void> {
     if (!this.model) return;
     try {
-      await this.client.applyResult(this.canvasId, kind, {}, { baseRev: this.model.rev });
+      await this.command(kind, {});
     } catch (err) {
       toast(`${kind}: ${why(err)}`, (err as { status?: number })?.status === 422 ? "warn" : "bad");
     }
@@ -379,8 +400,8 @@ class App {
     if (!this.model) return;
     const v = this.view.viewport();
     try {
-      await this.client.applyResult(this.canvasId, "create_shape", { type: "note", x: Math.round(v.x + v.w / 2 - 100), y: Math.round(v.y + v.h / 2 - 100), w: 200, h: 200,
-        props: { color: "yellow", text: "" } }, { baseRev: this.model.rev });
+      await this.command("create_shape", { type: "note", x: Math.round(v.x + v.w / 2 - 100), y: Math.round(v.y + v.h / 2 - 100), w: 200, h: 200,
+        props: { color: "yellow", text: "" } });
     } catch (err) {
       toast(`new note: ${why(err)}`, "bad");
     }
@@ -391,8 +412,8 @@ class App {
     const v = this.view.viewport();
     let r;
     try {
-      r = await this.client.applyResult(this.canvasId, "create_shape", { type: "doc", name: "notes.md", x: Math.round(v.x + v.w / 2 - 200), y: Math.round(v.y + v.h / 2 - 150), w: 400, h: 300,
-        props: { language: "markdown", text: "# Notes\n" } }, { baseRev: this.model.rev });
+      r = await this.command("create_shape", { type: "doc", name: "notes.md", x: Math.round(v.x + v.w / 2 - 200), y: Math.round(v.y + v.h / 2 - 150), w: 400, h: 300,
+        props: { language: "markdown", text: "# Notes\n" } });
     } catch (err) {
       toast(`new document: ${why(err)}`, "bad");
       return;

@@ -1,0 +1,37 @@
+package api
+
+import (
+	"fmt"
+	"testing"
+	"time"
+)
+
+// BenchmarkDeclaredBrowsers: what an ack's check (speaksFor) and a
+// browser's join and leave cost on a canvas with 10,000 declared browsers
+// (neither scans the canvas's streams).
+func BenchmarkDeclaredBrowsers(b *testing.B) {
+	h := NewHub(64, nil)
+	for i := range 10000 {
+		s, err := h.subscribe("c", &browserClient{id: fmt.Sprint("b", i), owner: "u", since: time.Now().UnixNano()})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { h.unsubscribe("c", s) })
+	}
+	b.Run("speaksFor", func(b *testing.B) {
+		for i := 0; b.Loop(); i++ {
+			if err := h.speaksFor("c", fmt.Sprint("b", i%10000), "u"); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("join-and-leave", func(b *testing.B) {
+		for i := 0; b.Loop(); i++ {
+			s, err := h.subscribe("c", &browserClient{id: fmt.Sprint("x", i), owner: "u", since: time.Now().UnixNano()})
+			if err != nil {
+				b.Fatal(err)
+			}
+			h.unsubscribe("c", s)
+		}
+	})
+}
