@@ -307,6 +307,13 @@ func (s *session) checkAcks() {
 			p.host = got
 			p.waited, p.waitFrom = p.hostWaited(now), time.Time{}
 			resent++
+			if d.acked[p.env.Seq][got] && d.pending[p.env.Seq] == p {
+				// got acked it already: before this publishing returned
+				// (onAck still saw the old host), or as a browser that
+				// had applied it before it was host.
+				delete(d.pending, p.env.Seq)
+				r.d.Metrics.observeAck(r.d.Now().Sub(p.first))
+			}
 		}
 		d.mu.Unlock()
 	}

@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"log/slog"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -52,3 +53,56 @@ func TestAckBeforePublishingReturned(t *testing.T) {
 	}
 }
 
+// hostChanges is Events on a canvas whose host is "h1" until moved to "h2";
+// h2 acks the envelopes resent to it before publishing returns, as
+// ackingFirst's host does.
+type hostChanges struct {
+	s    *session
+	host atomic.Value // string
+}
+
+func (h *hostChanges) PublishEvent(string, string, any) {}
+
+func (h *hostChanges) PublishToHost(_, event string, v any) string {
+	host := h.Host("")
+	if env, ok := v.(ActionEnvelope); ok && event == client.EventAgentAction && host == "h2" {
+		h.s.onAck(canvas.AgentAck{SessionID: env.SessionID, Seq: env.Seq, ClientID: host, AppliedAt: time.Now().UnixMilli()})
+	}
+	return host
+}
+
+func (h *hostChanges) Host(string) string { return h.host.Load().(string) }
+
+// A new host's ack of a resend that arrives before the resend's publishing
+// returned resolves the envelope: it is not resent again, nor counted
+// missed once its retries are spent (a CI flake: onAck saw the old host).
+func TestAckOfAResendBeforePublishingReturned(t *testing.T) {
+	ev := &hostChanges{}
+	ev.host.Store("h1")
+	var clock atomic.Int64
+	clock.Store(time.Now().UnixNano())
+	now := func() time.Time { return time.Unix(0, clock.Load()) }
+	cfg := DefaultConfig()
+	cfg.AckTimeout, cfg.AckRetries = time.Second, 1
+	r := &Runner{d: Deps{Events: ev, Config: cfg, Now: now}, log: slog.New(slog.DiscardHandler)}
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &session{r: r, ctx: ctx, rec: client.AgentSession{ID: "s1", CanvasID: "c"}, dl: newDelivery()}
+	ev.s = s
+	t.Cleanup(func() { cancel(); r.wg.Wait() })
+
+	s.sendEnvelope([]Action{{Name: "create_shape", Params: map[string]any{"type": "note"}}}) // to h1, never acked
+	ev.host.Store("h2")
+	for range 3 { // the resend to h2, then what would be a second resend and the give-up
+		clock.Add(int64(2 * cfg.AckTimeout))
+		s.checkAcks()
+	}
+	s.mu.Lock()
+	st := s.rec.Stats
+	s.mu.Unlock()
+	s.dl.mu.Lock()
+	pending := len(s.dl.pending)
+	s.dl.mu.Unlock()
+	if st.Acks != 1 || st.Resends != 1 || st.AcksMissed != 0 || pending != 0 {
+		t.Fatalf("stats %+v, pending %d: want one resend, acked by h2, nothing missed or awaited", st, pending)
+	}
+}
