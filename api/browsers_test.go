@@ -649,12 +649,12 @@ func TestAckResendWaitsForAHost(t *testing.T) {
 	model := newFakeOpenAI(t, scriptedReply{chunks: []string{actionsJSON(`{"name":"create_shape","params":{"type":"note","x":0,"y":0,"props":{"text":"one"}}}`)}})
 	e := newAgentEnv(t, model, func(c *agent.Config) {
 		c.Model, c.LowActionThreshold = "openai:gpt-test", 0
-		c.AckTimeout, c.AckRetries = 500*time.Millisecond, 1
+		c.AckTimeout, c.AckRetries = time.Second, 1 // h1 must leave within AckTimeout, also on a loaded machine
 	})
 	e.newCanvas("wh")
 	ev := e.watch("wh")
 	id := hostLeavesWithTheEnvelope(t, e, "wh")
-	time.Sleep(2 * time.Second) // (AckRetries+1)·AckTimeout twice over: the old code gave the envelope up by now
+	time.Sleep(4 * time.Second) // (AckRetries+1)·AckTimeout twice over: the old code gave the envelope up by now
 	h2 := newAckingBrowser(t, e, "wh", "h2", []string{CapScreenshot}, func(agent.ActionEnvelope) bool { return true })
 	sess := e.wait(id)
 	if st := sess.Stats; st.Resends != 1 || st.AcksMissed != 0 || st.Acks != 1 || st.HostWaits != 1 {
@@ -675,7 +675,7 @@ func TestAckGivenUpWithoutAHost(t *testing.T) {
 	model := newFakeOpenAI(t, scriptedReply{chunks: []string{actionsJSON(`{"name":"create_shape","params":{"type":"note","x":0,"y":0,"props":{"text":"one"}}}`)}})
 	e := newAgentEnv(t, model, func(c *agent.Config) {
 		c.Model, c.LowActionThreshold = "openai:gpt-test", 0
-		c.AckTimeout, c.AckRetries, c.AckHostWait = 500*time.Millisecond, 1, time.Second
+		c.AckTimeout, c.AckRetries, c.AckHostWait = time.Second, 1, time.Second
 	})
 	e.newCanvas("nh")
 	ev := e.watch("nh")
@@ -732,7 +732,7 @@ func TestAckResendsReachANewHostInSeqOrder(t *testing.T) {
 	model := newFakeOpenAI(t, scriptedReply{chunks: []string{actionsJSON(notes...)}})
 	e := newAgentEnv(t, model, func(c *agent.Config) {
 		c.Model, c.LowActionThreshold = "openai:gpt-test", 0
-		c.AckTimeout, c.AckRetries = 500*time.Millisecond, 1
+		c.AckTimeout, c.AckRetries = time.Second, 1 // h1 must leave within AckTimeout, also on a loaded machine
 	})
 	e.newCanvas("ord")
 	h1 := newAckingBrowser(t, e, "ord", "h1", []string{CapScreenshot}, func(agent.ActionEnvelope) bool { return false })
@@ -742,7 +742,7 @@ func TestAckResendsReachANewHostInSeqOrder(t *testing.T) {
 	h1.cancel()
 	<-h1.done
 	waitUntil(t, 5*time.Second, "no host", func() bool { return e.hub.Host("ord") == "" })
-	time.Sleep(time.Second) // the envelopes are due and wait for a host
+	time.Sleep(1500 * time.Millisecond) // the envelopes are due and wait for a host
 	var last int64
 	applied := map[int64]bool{}
 	h2 := newAckingBrowser(t, e, "ord", "h2", []string{CapScreenshot}, func(env agent.ActionEnvelope) bool {
