@@ -334,15 +334,19 @@ func (e *Engine) run(ctx context.Context, l *live) {
 	defer e.wg.Done()
 	defer close(l.exited)
 	l.err = e.load(ctx, l)
-	close(l.ready)
 	if l.err != nil {
+		// Out of the map before ready is closed: a caller told of this
+		// failure (say not found) and then creating the canvas must not
+		// find the failed live on its next call.
 		e.mu.Lock()
 		if e.lives[l.id] == l {
 			delete(e.lives, l.id)
 		}
 		e.mu.Unlock()
+		close(l.ready)
 		return
 	}
+	close(l.ready)
 	group := make([]*request, 0, e.cfg.MaxGroup)
 	idle := time.NewTimer(e.cfg.IdleAfter)
 	defer idle.Stop()

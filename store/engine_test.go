@@ -445,3 +445,23 @@ func TestIdempotencyKeyFreedByConflict(t *testing.T) {
 		t.Fatalf("the next command with the key the conflict did not store: %v %v %.200s", r.err, r.ans.Outcome, r.ans.Result)
 	}
 }
+
+// TestCanvasCreatedAfterAFailedLoad: a canvas asked for before it exists
+// (not found) and created right after is found: the failed load is not
+// reused by a later call (under -race it was, about once in 300).
+func TestCanvasCreatedAfterAFailedLoad(t *testing.T) {
+	ctx := context.Background()
+	e, st := newEngine(t, filepath.Join(t.TempDir(), "m.db"), nil)
+	for i := range 300 {
+		id := fmt.Sprintf("m%d", i)
+		if _, _, err := e.Head(ctx, id); !errors.Is(err, canvas.ErrNotFound) {
+			t.Fatalf("head of %s before it exists: %v, want not found", id, err)
+		}
+		if err := st.CreateCanvas(ctx, canvas.Canvas{ID: id, CreatedAt: time.Now()}); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := e.Head(ctx, id); err != nil {
+			t.Fatalf("head of %s once created (attempt %d): %v", id, i, err)
+		}
+	}
+}
