@@ -312,7 +312,7 @@ func (s *session) checkAcks() {
 				// (onAck still saw the old host), or as a browser that
 				// had applied it before it was host.
 				delete(d.pending, p.env.Seq)
-				r.d.Metrics.observeAck(r.d.Now().Sub(p.first))
+				r.d.Metrics.observeAck(now.Sub(p.first))
 			}
 		}
 		d.mu.Unlock()
