@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"time"
 
 	"github.com/canvasd/canvasd/canvas"
 )
@@ -55,6 +56,35 @@ func limitBody(n int64, next http.HandlerFunc) http.HandlerFunc {
 		r.Body = http.MaxBytesReader(w, r.Body, n)
 		next(w, r)
 	}
+}
+
+// Most HTTP clients read the answer only once they have sent the whole
+// body, and net/http discards at most 256 KiB of a body the handler left
+// unread before it closes the connection: a client still sending a larger
+// body to a route that refused it (a bad token, a 403, a 404) would see a
+// connection reset instead of the problem document. drainUnread reads and
+// discards what is left of the body first, up to maxDrainedBody and for
+// at most maxDrainTime (a body announced larger is left to the reset).
+const (
+	maxDrainedBody = 32 << 20 // above every default body limit (the largest, invoke's, is 16 MiB)
+	maxDrainTime   = 2 * time.Second
+)
+
+// drainUnread discards the unread rest of r's body (see maxDrainedBody)
+// before an error is answered. A body jsonBody has read, or one already
+// read to its end or its limit, costs nothing.
+func drainUnread(w http.ResponseWriter, r *http.Request) {
+	if r.Body == nil || r.Body == http.NoBody || r.ContentLength > maxDrainedBody {
+		return
+	}
+	if _, ok := r.Body.(*checkedBody); ok {
+		return
+	}
+	rc := http.NewResponseController(w)
+	if rc.SetReadDeadline(time.Now().Add(maxDrainTime)) != nil {
+		return // not a connection whose reads can be bounded: leave it to net/http
+	}
+	_, _ = io.CopyN(io.Discard, r.Body, maxDrainedBody)
 }
 
 // checkedBody is a body jsonBody has read and checked.

@@ -1,12 +1,17 @@
 package api
 
 import (
+	"bufio"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	"github.com/canvasd/canvasd/canvas"
@@ -393,4 +398,59 @@ func TestHostilePathsAndQueries(t *testing.T) {
 			t.Errorf("%s with hostile paths or queries changed the server:\nbefore %s\nafter  %s", route, before, after)
 		}
 	}
+}
+
+// TestRefusedLargeBodyIsAnswered sends each route that takes a body, an
+// unknown route and two wrong methods a 12 MiB body (more than the sockets buffer) with a wrong token the
+// way most HTTP clients do: the whole body first, then the answer is read.
+// Each answer is a problem document, not a connection reset (net/http
+// alone discards 256 KiB of a body the handler left unread, then closes).
+func TestRefusedLargeBodyIsAnswered(t *testing.T) {
+	z, _ := newAuthzEnv(t)
+	type probe struct {
+		method, path string
+		status       int
+	}
+	probes := []probe{{"POST", "/nope", 404}, {"POST", "/healthz", 405}, {"POST", "/", 405}}
+	for _, route := range walkRoutes(t, z.api.Routes()) {
+		method, _, _ := strings.Cut(route, " ")
+		rows := rowsFor(authzRows(), route)
+		if (method != "POST" && method != "PUT") || len(rows) == 0 || rows[0].method == "*" {
+			continue
+		}
+		rq := rows[0].req(z)
+		probes = append(probes, probe{rq.method, rq.path, 401})
+		if rq.after != nil {
+			rq.after()
+		}
+	}
+	body := `{"a":"` + strings.Repeat("x", 12<<20) + `"}`
+	for _, p := range probes {
+		status, ctype, err := sendBodyBeforeReading(z.srv.URL, p.method, p.path, TokenPrefix+"wrong", body)
+		if err != nil || status != p.status || !strings.HasPrefix(ctype, "application/problem+json") {
+			t.Errorf("%s %s with a 12 MiB body: %d %q %v; want %d and a problem document", p.method, p.path, status, ctype, err, p.status)
+		}
+	}
+}
+
+// sendBodyBeforeReading writes a whole request on a new connection before
+// it reads the answer, and returns the answer's status and Content-Type.
+func sendBodyBeforeReading(baseURL, method, path, token, body string) (int, string, error) {
+	conn, err := net.Dial("tcp", strings.TrimPrefix(baseURL, "http://"))
+	if err != nil {
+		return 0, "", err
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(20 * time.Second))
+	head := fmt.Sprintf("%s %s HTTP/1.1\r\nHost: canvasd\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n",
+		method, path, token, len(body))
+	if _, err := io.WriteString(conn, head+body); err != nil {
+		return 0, "", fmt.Errorf("sending: %w", err)
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		return 0, "", fmt.Errorf("reading the answer: %w", err)
+	}
+	defer resp.Body.Close()
+	return resp.StatusCode, resp.Header.Get("Content-Type"), nil
 }

@@ -153,6 +153,9 @@ func writeProblem(w http.ResponseWriter, r *http.Request, log *slog.Logger, err 
 	if errors.As(err, &ra) {
 		w.Header().Set("Retry-After", retryAfterSeconds(ra.RetryAfter()))
 	}
+	if p.Status != http.StatusRequestTimeout { // a body that stalled is not waited for again
+		drainUnread(w, r)
+	}
 	writeJSONType(w, p.Status, "application/problem+json", p)
 }
 

@@ -20,6 +20,7 @@ func (s *Server) routes() chi.Router {
 		s.problem(w, r, fmt.Errorf("%w: no route %s %s; see /openapi.yaml", canvas.ErrNotFound, r.Method, r.URL.Path))
 	})
 	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
+		drainUnread(w, r)
 		writeJSONType(w, http.StatusMethodNotAllowed, "application/problem+json",
 			newProblem(http.StatusMethodNotAllowed, "method-not-allowed", "Method not allowed",
 				r.Method+" is not supported on "+r.URL.Path+"; see /openapi.yaml", nil))
@@ -33,8 +34,14 @@ func (s *Server) routes() chi.Router {
 	}
 	r.Get("/openapi.yaml", s.handleOpenAPI)
 	ui := web.Handler() // the browser UI (web/): public static shell, assets under /ui/
-	r.Handle("/", ui)
-	r.Handle("/ui/*", ui)
+	uiRoute := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			drainUnread(w, r) // the UI answers 405 without reading
+		}
+		ui.ServeHTTP(w, r)
+	})
+	r.Handle("/", uiRoute)
+	r.Handle("/ui/*", uiRoute)
 	hostAPI := newHostAPI(s, s.cfg.Host) // nil: no host, message or invoke routes
 	if hostAPI != nil {
 		// The page route authenticates itself: the built-in shell's assets
