@@ -511,7 +511,16 @@ func (e *Engine) load(ctx context.Context, l *live) error {
 	}
 	l.createdAt = c.CreatedAt
 	l.state, l.snapRev, l.snapHist, l.chain = st, st.Rev, st.History, chain
-	l.headEventID = strconv.FormatInt(st.Rev, 10)
+	l.headEventID = strconv.FormatInt(st.Rev, 10) // no commit yet: a bare revision
+	if st.Rev > 0 { // the snapshot's own commit names the head until the tail moves it
+		at, err := e.st.ReadCommits(ctx, l.id, st.Rev-1, 1)
+		if err != nil {
+			return err
+		}
+		if len(at) == 1 {
+			l.headEventID = at[0].EventID
+		}
+	}
 	return e.catchUp(ctx, l)
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -272,5 +273,47 @@ func TestSnapshotOfDeletedCanvasDropped(t *testing.T) {
 	}
 	if !reflect.DeepEqual(got.Scene(), want.Scene()) {
 		t.Fatalf("the re-created canvas loads %d nodes, its log has %d", len(got.Nodes), len(want.Nodes))
+	}
+}
+
+// TestColdLoadAtASnapshotNamesTheHeadCommit: a canvas whose head is a
+// snapshot's revision (no tail to replay) loads with the head commit's
+// event id, as before the restart, not a bare revision.
+func TestColdLoadAtASnapshotNamesTheHeadCommit(t *testing.T) {
+	ctx := context.Background()
+	sq, err := sqlitestore.Open(ctx, filepath.Join(t.TempDir(), "s.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sq.Close()
+	st := &flakySnapshots{Store: sq}
+	e := store.NewEngine(st, store.EngineConfig{SnapshotEvery: 5})
+	if err := e.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.CreateCanvas(ctx, canvas.Canvas{ID: "c", CreatedAt: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	for rev := range int64(5) {
+		if a, err := e.Execute(ctx, "c", human, envelope("create_node", rev, map[string]any{"name": "n"})); err != nil || a.Outcome != store.OutcomeApplied {
+			t.Fatalf("create_node at %d: %v %s", rev, err, a.Result)
+		}
+	}
+	_, before, err := e.Head(ctx, "c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Stop() // stores the queued snapshot
+	if len(st.stored) != 1 || st.stored[0].Rev != 5 {
+		t.Fatalf("stored snapshots %+v; want one at rev 5", st.stored)
+	}
+	fresh := store.NewEngine(st, store.EngineConfig{SnapshotEvery: 5})
+	if err := fresh.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer fresh.Stop()
+	head, after, err := fresh.Head(ctx, "c")
+	if err != nil || head != 5 || after != before || !strings.HasPrefix(after, "5-") {
+		t.Fatalf("after a cold load: head %d, event id %q, %v; before it: %q", head, after, err, before)
 	}
 }
