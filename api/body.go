@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/canvasd/canvasd/canvas"
@@ -72,9 +73,12 @@ const (
 
 // drainUnread discards the unread rest of r's body (see maxDrainedBody)
 // before an error is answered. A body jsonBody has read, or one already
-// read to its end or its limit, costs nothing.
+// read to its end or its limit, costs nothing. A client that sent
+// "Expect: 100-continue" waits for the answer before it sends the body, so
+// its body is not asked for (reading it would send "100 Continue").
 func drainUnread(w http.ResponseWriter, r *http.Request) {
-	if r.Body == nil || r.Body == http.NoBody || r.ContentLength > maxDrainedBody {
+	if r.Body == nil || r.Body == http.NoBody || r.ContentLength > maxDrainedBody ||
+		strings.EqualFold(r.Header.Get("Expect"), "100-continue") {
 		return
 	}
 	if _, ok := r.Body.(*checkedBody); ok {

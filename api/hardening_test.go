@@ -433,6 +433,30 @@ func TestRefusedLargeBodyIsAnswered(t *testing.T) {
 	}
 }
 
+// TestRefusedExpectContinueIsAnsweredAtOnce: a client that asks
+// "Expect: 100-continue" (curl does for large bodies) and is refused gets
+// the problem document without being asked for its body first.
+func TestRefusedExpectContinueIsAnsweredAtOnce(t *testing.T) {
+	e := newTestEnv(t)
+	id := e.canvas("c_expect")
+	conn, err := net.Dial("tcp", strings.TrimPrefix(e.srv.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(20 * time.Second))
+	fmt.Fprintf(conn, "POST /canvas_commands/%s/command HTTP/1.1\r\nHost: canvasd\r\nAuthorization: Bearer %swrong\r\n"+
+		"Content-Type: application/json\r\nContent-Length: 5000000\r\nExpect: 100-continue\r\n\r\n", id, TokenPrefix)
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized || !strings.HasPrefix(resp.Header.Get("Content-Type"), "application/problem+json") {
+		t.Fatalf("first answer %d %q; want the 401 problem document, not a request for the body", resp.StatusCode, resp.Header.Get("Content-Type"))
+	}
+}
+
 // sendBodyBeforeReading writes a whole request on a new connection before
 // it reads the answer, and returns the answer's status and Content-Type.
 func sendBodyBeforeReading(baseURL, method, path, token, body string) (int, string, error) {
