@@ -512,8 +512,11 @@ func (e *Engine) load(ctx context.Context, l *live) error {
 	l.createdAt = c.CreatedAt
 	l.state, l.snapRev, l.snapHist, l.chain = st, st.Rev, st.History, chain
 	l.headEventID = strconv.FormatInt(st.Rev, 10) // no commit yet: a bare revision
-	if st.Rev > 0 { // the snapshot's own commit names the head until the tail moves it
-		at, err := e.st.ReadCommits(ctx, l.id, st.Rev-1, 1)
+	if err := e.catchUp(ctx, l); err != nil {
+		return err
+	}
+	if l.state.Rev == l.snapRev && l.snapRev > 0 { // no tail: the snapshot's own commit names the head
+		at, err := e.st.ReadCommits(ctx, l.id, l.snapRev-1, 1)
 		if err != nil {
 			return err
 		}
@@ -521,7 +524,7 @@ func (e *Engine) load(ctx context.Context, l *live) error {
 			l.headEventID = at[0].EventID
 		}
 	}
-	return e.catchUp(ctx, l)
+	return nil
 }
 
 // catchUp applies and publishes commits appended after the in-memory head.
