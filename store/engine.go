@@ -511,7 +511,7 @@ func (e *Engine) load(ctx context.Context, l *live) error {
 	}
 	l.createdAt = c.CreatedAt
 	l.state, l.snapRev, l.snapHist, l.chain = st, st.Rev, st.History, chain
-	l.headEventID = strconv.FormatInt(st.Rev, 10) // no commit yet: a bare revision
+	l.headEventID = strconv.FormatInt(st.Rev, 10) // a bare revision, until a commit names the head
 	if err := e.catchUp(ctx, l); err != nil {
 		return err
 	}
