@@ -235,6 +235,28 @@ func hostileLimits(z *authzEnv) map[string]int64 {
 	}
 }
 
+// bodyRoute is a route of the table that takes a body (POST or PUT) with
+// its first authorization row.
+type bodyRoute struct {
+	route string
+	row   authzRow
+}
+
+// bodyRoutes lists the routes that take a body, but those without an
+// authorization row (TestAuthorizationMatrix reports them) and the web
+// UI's 405 (row method "*").
+func bodyRoutes(t *testing.T, z *authzEnv) []bodyRoute {
+	var out []bodyRoute
+	for _, route := range walkRoutes(t, z.api.Routes()) {
+		method, _, _ := strings.Cut(route, " ")
+		rows := rowsFor(authzRows(), route)
+		if (method == "POST" || method == "PUT") && len(rows) > 0 && rows[0].method != "*" {
+			out = append(out, bodyRoute{route, rows[0]})
+		}
+	}
+	return out
+}
+
 // TestHostileInputOnEveryRoute sends every route of the table that takes a
 // body what an attacker or a careless client would: malformed JSON, invalid
 // UTF-8, JSON nested too deep, a body over the limit, a wrong token. Each
@@ -244,15 +266,8 @@ func TestHostileInputOnEveryRoute(t *testing.T) {
 	z, _ := newAuthzEnv(t)
 	limits := hostileLimits(z)
 	deep := strings.Repeat(`{"a":`, canvas.MaxJSONDepth+5) + "1" + strings.Repeat("}", canvas.MaxJSONDepth+5)
-	for _, route := range walkRoutes(t, z.api.Routes()) {
-		method, _, _ := strings.Cut(route, " ")
-		if method != "POST" && method != "PUT" {
-			continue
-		}
-		rows := rowsFor(authzRows(), route)
-		if len(rows) == 0 || rows[0].method == "*" { // no row: TestAuthorizationMatrix says so; "*": the web UI's 405
-			continue
-		}
+	for _, br := range bodyRoutes(t, z) {
+		route := br.route
 		limit, ok := limits[route]
 		if !ok {
 			t.Errorf("%s takes a body but has no entry in hostileLimits", route)
@@ -292,7 +307,7 @@ func TestHostileInputOnEveryRoute(t *testing.T) {
 			)
 		}
 		for _, c := range cases {
-			rq := rows[0].req(z)
+			rq := br.row.req(z)
 			before := z.fingerprint()
 			rq.body = c.body
 			status, hdr, body := z.send(rq, c.token)
@@ -401,10 +416,11 @@ func TestHostilePathsAndQueries(t *testing.T) {
 }
 
 // TestRefusedLargeBodyIsAnswered sends each route that takes a body, an
-// unknown route and two wrong methods a 12 MiB body (more than the sockets buffer) with a wrong token the
-// way most HTTP clients do: the whole body first, then the answer is read.
-// Each answer is a problem document, not a connection reset (net/http
-// alone discards 256 KiB of a body the handler left unread, then closes).
+// unknown route and two wrong methods a 12 MiB body (more than the sockets
+// buffer) with a wrong token the way most HTTP clients do: the whole body
+// first, then the answer is read. Each answer is a problem document, not a
+// connection reset (net/http alone discards 256 KiB of a body the handler
+// left unread, then closes).
 func TestRefusedLargeBodyIsAnswered(t *testing.T) {
 	z, _ := newAuthzEnv(t)
 	type probe struct {
@@ -412,13 +428,8 @@ func TestRefusedLargeBodyIsAnswered(t *testing.T) {
 		status       int
 	}
 	probes := []probe{{"POST", "/nope", 404}, {"POST", "/healthz", 405}, {"POST", "/", 405}}
-	for _, route := range walkRoutes(t, z.api.Routes()) {
-		method, _, _ := strings.Cut(route, " ")
-		rows := rowsFor(authzRows(), route)
-		if (method != "POST" && method != "PUT") || len(rows) == 0 || rows[0].method == "*" {
-			continue
-		}
-		rq := rows[0].req(z)
+	for _, br := range bodyRoutes(t, z) {
+		rq := br.row.req(z)
 		probes = append(probes, probe{rq.method, rq.path, 401})
 		if rq.after != nil {
 			rq.after()
@@ -426,7 +437,8 @@ func TestRefusedLargeBodyIsAnswered(t *testing.T) {
 	}
 	body := `{"a":"` + strings.Repeat("x", 12<<20) + `"}`
 	for _, p := range probes {
-		status, ctype, err := sendBodyBeforeReading(z.srv.URL, p.method, p.path, TokenPrefix+"wrong", body)
+		status, ctype, err := sendRaw(z.srv.URL, fmt.Sprintf("%s %s HTTP/1.1\r\nHost: canvasd\r\nAuthorization: Bearer %swrong\r\n"+
+			"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", p.method, p.path, TokenPrefix, len(body), body))
 		if err != nil || status != p.status || !strings.HasPrefix(ctype, "application/problem+json") {
 			t.Errorf("%s %s with a 12 MiB body: %d %q %v; want %d and a problem document", p.method, p.path, status, ctype, err, p.status)
 		}
@@ -439,36 +451,23 @@ func TestRefusedLargeBodyIsAnswered(t *testing.T) {
 func TestRefusedExpectContinueIsAnsweredAtOnce(t *testing.T) {
 	e := newTestEnv(t)
 	id := e.canvas("c_expect")
-	conn, err := net.Dial("tcp", strings.TrimPrefix(e.srv.URL, "http://"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	_ = conn.SetDeadline(time.Now().Add(20 * time.Second))
-	fmt.Fprintf(conn, "POST /canvas_commands/%s/command HTTP/1.1\r\nHost: canvasd\r\nAuthorization: Bearer %swrong\r\n"+
-		"Content-Type: application/json\r\nContent-Length: 5000000\r\nExpect: 100-continue\r\n\r\n", id, TokenPrefix)
-	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusUnauthorized || !strings.HasPrefix(resp.Header.Get("Content-Type"), "application/problem+json") {
-		t.Fatalf("first answer %d %q; want the 401 problem document, not a request for the body", resp.StatusCode, resp.Header.Get("Content-Type"))
+	status, ctype, err := sendRaw(e.srv.URL, fmt.Sprintf("POST /canvas_commands/%s/command HTTP/1.1\r\nHost: canvasd\r\n"+
+		"Authorization: Bearer %swrong\r\nContent-Type: application/json\r\nContent-Length: 5000000\r\nExpect: 100-continue\r\n\r\n", id, TokenPrefix))
+	if err != nil || status != http.StatusUnauthorized || !strings.HasPrefix(ctype, "application/problem+json") {
+		t.Fatalf("first answer %d %q %v; want the 401 problem document, not a request for the body", status, ctype, err)
 	}
 }
 
-// sendBodyBeforeReading writes a whole request on a new connection before
-// it reads the answer, and returns the answer's status and Content-Type.
-func sendBodyBeforeReading(baseURL, method, path, token, body string) (int, string, error) {
+// sendRaw writes request as it is on a new connection, then reads the
+// first answer and returns its status and Content-Type.
+func sendRaw(baseURL, request string) (int, string, error) {
 	conn, err := net.Dial("tcp", strings.TrimPrefix(baseURL, "http://"))
 	if err != nil {
 		return 0, "", err
 	}
 	defer conn.Close()
 	_ = conn.SetDeadline(time.Now().Add(20 * time.Second))
-	head := fmt.Sprintf("%s %s HTTP/1.1\r\nHost: canvasd\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n",
-		method, path, token, len(body))
-	if _, err := io.WriteString(conn, head+body); err != nil {
+	if _, err := io.WriteString(conn, request); err != nil {
 		return 0, "", fmt.Errorf("sending: %w", err)
 	}
 	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
