@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"sort"
 	"strings"
 
@@ -45,9 +46,10 @@ func (req agentRevertRequest) selected() ([]int, error) {
 // with the new revision, or 409 with recovery_ops when someone changed those
 // shapes since). The turns it reverted then carry reverted_rev, the new
 // revision, in the session. A named turn already reverted is reverted again
-// when its changes are back on the canvas (its revert was undone); naming
-// only reverted turns whose changes are not on the canvas, or sending no
-// body when every turn is reverted, is a 422 that commits nothing.
+// when its changes are back on the canvas (its revert was undone), and left
+// out (keeping its reverted_rev) when they are not; naming only such turns,
+// or sending no body when every turn is reverted, is a 422 that commits
+// nothing.
 func (s *Server) handleAgentRevert(w http.ResponseWriter, r *http.Request) {
 	sess, err := s.agentSession(r, canvas.RoleEditor)
 	if err != nil {
@@ -86,6 +88,23 @@ func (s *Server) handleAgentRevert(w http.ResponseWriter, r *http.Request) {
 		s.problem(w, r, canvas.Unprocessable(turnsField(named), "nothing to revert: the agent made no change in %s", turnName(turns)))
 		return
 	}
+	if len(reverted) > 0 {
+		left, err := s.stillReverted(r.Context(), sess, turns)
+		if err != nil {
+			s.problem(w, r, err)
+			return
+		}
+		if len(left) == len(turns) {
+			was, its := "was", "its"
+			if len(turns) > 1 {
+				was, its = "were", "their"
+			}
+			s.problem(w, r, canvas.Unprocessable(turnsField(named), "agent session %s: %s %s already reverted (%s) and %s changes are not on the canvas: there is nothing to revert",
+				sess.ID, turnName(turns), was, strings.Join(reverted, ", "), its))
+			return
+		}
+		turns, revs = withoutTurns(sess, turns, left)
+	}
 	if len(revs) > reducer.MaxRevertRevs {
 		s.problem(w, r, canvas.Unprocessable(turnsField(named), "%s made %d commands; one revert takes at most %d: revert fewer turns at a time, the newest first",
 			turnName(turns), len(revs), reducer.MaxRevertRevs))
@@ -95,22 +114,6 @@ func (s *Server) handleAgentRevert(w http.ResponseWriter, r *http.Request) {
 		s.problem(w, r, canvas.Unprocessable(turnsField(named), "the commands of %s span revisions %d to %d (%d commits); one revert reaches over at most %d: revert fewer turns at a time, the newest first",
 			turnName(turns), lo, hi, hi-lo+1, reducer.MaxRevertSpan))
 		return
-	}
-	if len(reverted) == len(turns) {
-		nothing, err := s.engine.RevertChangesNothing(r.Context(), sess.CanvasID, revs)
-		if err != nil {
-			s.problem(w, r, err)
-			return
-		}
-		if nothing {
-			was, its := "was", "its"
-			if len(turns) > 1 {
-				was, its = "were", "their"
-			}
-			s.problem(w, r, canvas.Unprocessable(turnsField(named), "agent session %s: %s %s already reverted (%s) and %s changes are not on the canvas: there is nothing to revert",
-				sess.ID, turnName(turns), was, strings.Join(reverted, ", "), its))
-			return
-		}
 	}
 	head, _, err := s.engine.Head(r.Context(), sess.CanvasID)
 	if err != nil {
@@ -124,6 +127,50 @@ func (s *Server) handleAgentRevert(w http.ResponseWriter, r *http.Request) {
 		s.markReverted(r.Context(), as, sess.ID, turns, resp.Result)
 	}
 	s.writeAnswer(w, r, resp, err)
+}
+
+// stillReverted returns those of turns (numbers of sess's turns) that were
+// reverted and whose revert still holds: reverting their commits again
+// would change nothing on the canvas. A revert of several turns leaves them
+// out and keeps their reverted_rev.
+func (s *Server) stillReverted(ctx context.Context, sess canvas.AgentSession, turns []int) (map[int]bool, error) {
+	left := map[int]bool{}
+	for _, t := range sess.Turns {
+		if t.RevertedRev == nil || !slices.Contains(turns, t.Turn) {
+			continue
+		}
+		revs := slices.Sorted(slices.Values(t.Revs))
+		if len(revs) == 0 {
+			left[t.Turn] = true
+			continue
+		}
+		if len(revs) > reducer.MaxRevertRevs || revs[len(revs)-1]-revs[0]+1 > reducer.MaxRevertSpan {
+			continue // too big to revert at all: the revert's own bounds refuse it
+		}
+		nothing, err := s.engine.RevertChangesNothing(ctx, sess.CanvasID, revs)
+		if err != nil {
+			return nil, err
+		}
+		if nothing {
+			left[t.Turn] = true
+		}
+	}
+	return left, nil
+}
+
+// withoutTurns returns turns without those in left, and the revisions of
+// the commits of the turns it keeps, ascending.
+func withoutTurns(sess canvas.AgentSession, turns []int, left map[int]bool) ([]int, []int64) {
+	var kept []int
+	var revs []int64
+	for _, t := range sess.Turns {
+		if slices.Contains(turns, t.Turn) && !left[t.Turn] {
+			kept = append(kept, t.Turn)
+			revs = append(revs, t.Revs...)
+		}
+	}
+	slices.Sort(revs)
+	return kept, revs
 }
 
 // markReverted records on turns that the revert answered by result (a

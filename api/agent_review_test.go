@@ -310,9 +310,10 @@ func TestAgentLintFollowUpFixesOverlap(t *testing.T) {
 }
 
 // The server records which turns a revert took (reverted_rev, on both
-// stores): a revert without a body takes the turns left, and reverting
+// stores): a revert without a body takes the turns left, reverting
 // reverted turns whose changes are off the canvas, or with none left, is a
-// 422 that commits nothing.
+// 422 that commits nothing, and a revert naming such a turn beside one whose
+// revert was undone reverts only the latter.
 func TestAgentRevertRecordsRevertedTurns(t *testing.T) {
 	t.Run("sqlite", func(t *testing.T) { testAgentRevertRecordsRevertedTurns(t, newTestEnv(t, withAgentQueue)) })
 	t.Run("postgres", func(t *testing.T) {
@@ -397,6 +398,27 @@ func testAgentRevertRecordsRevertedTurns(t *testing.T, e *testEnv) {
 	refused("turns 1 and 2 again", map[string]any{"turns": []int{1, 2}}, "turns [1 2] were already reverted (turn 1 by revision 5, turn 2 by revision 4) and their changes are not on the canvas")
 	if got := reverted(); fmt.Sprint(got) != "map[1:5 2:4 3:5]" {
 		t.Fatalf("after the refused reverts: reverted_rev %v", got)
+	}
+
+	// Undoing the revert of 1 and 3 puts their notes back (revision 6).
+	// Reverting turns 1 and 2 then reverts turn 1 again and leaves out turn
+	// 2, whose revert still holds: it keeps its reverted_rev.
+	e.must(200, "POST", "/canvas_commands/"+cid+"/command", testAdmin, env("undo", 5, map[string]any{}))
+	if nodes() != 2 {
+		t.Fatalf("after undoing the revert of turns 1 and 3: %d nodes, want 2", nodes())
+	}
+	if m := e.must(200, "POST", path+"/revert", testAdmin, map[string]any{"turns": []int{1, 2}}); m["current_rev"] != float64(7) {
+		t.Fatalf("revert of turns 1 and 2: %v, want revision 7", m)
+	}
+	if got := reverted(); fmt.Sprint(got) != "map[1:7 2:4 3:5]" || nodes() != 1 {
+		t.Fatalf("after reverting turns 1 (again) and 2 (still reverted): reverted_rev %v, %d nodes", got, nodes())
+	}
+	var page struct{ Commits []canvas.Commit }
+	if err := json.Unmarshal(e.do("GET", "/canvas_commands/"+cid+"/events?after_rev=6", testAdmin, nil).Body, &page); err != nil || len(page.Commits) != 1 {
+		t.Fatalf("events after 6: %v %+v", err, page)
+	}
+	if a := string(page.Commits[0].Args); !strings.Contains(a, `"revs":[1]`) || !strings.Contains(a, "revert of turn 1 of agent session as_rr") {
+		t.Fatalf("the revert's args %s, want the revisions of turn 1 only", a)
 	}
 }
 

@@ -74,9 +74,10 @@ func (c *Client) PublishAgentEvent(ctx context.Context, ev AgentEvent) error {
 // RevertAgentTurns reverts the commits of the given turns of an agent
 // session (none given: of every turn not reverted yet) as one revert_commits
 // command by the caller; the server then records reverted_rev on those
-// turns. A conflict is a *ConflictError with recovery_ops; turns already
-// reverted whose changes are not on the canvas (or, with none given, no
-// turn left) are a *ProblemError wrapping canvas.ErrUnprocessable.
+// turns. A conflict is a *ConflictError with recovery_ops. A turn already
+// reverted whose changes are not on the canvas is left out (it keeps its
+// reverted_rev); only such turns (or, with none given, no turn left) are a
+// *ProblemError wrapping canvas.ErrUnprocessable.
 func (c *Client) RevertAgentTurns(ctx context.Context, sessionID string, turns ...int) (canvas.RevisionResult, error) {
 	body := map[string]any{}
 	if len(turns) > 0 {

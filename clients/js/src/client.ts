@@ -570,9 +570,10 @@ export class CanvasClient {
    * Reverts one turn of a session (turn), several (turns), or, with
    * neither, every turn not reverted yet, as one command by this client's
    * actor; the server then records reverted_rev on those turns. Throws
-   * ConflictError when those shapes changed since, and a 422 problem for
-   * turns already reverted whose changes are not on the canvas (or none
-   * left). Not retried (the server keys no idempotency for it).
+   * ConflictError when those shapes changed since. A turn already reverted
+   * whose changes are not on the canvas is left out (it keeps its
+   * reverted_rev); only such turns (or none left) are a 422 problem. Not
+   * retried (the server keys no idempotency for it).
    */
   revertAgent(sessionId: string, req: AgentRevertRequest = {}): Promise<RevisionResult> {
     return this.call("POST", `/api/canvas-agent/sessions/${seg(sessionId)}/revert`, { body: req });

@@ -500,10 +500,10 @@ export interface paths {
          *     in the session, so every client sees which turns are reverted. The caller can `undo` the
          *     revert in one step (the turn stays marked reverted); naming a turn that has `reverted_rev`
          *     and whose changes are back on the canvas that way reverts it again, and its `reverted_rev`
-         *     becomes the new revision. Naming only turns that have `reverted_rev` and whose changes are
-         *     not on the canvas (a revert would change nothing), or sending no body when every turn has
-         *     it, is a 422 that commits nothing, as is a turn the session lacks or turns that changed
-         *     nothing.
+         *     becomes the new revision. A named turn that has `reverted_rev` and whose changes are not on
+         *     the canvas is left out of the revert and keeps its `reverted_rev`; naming only such turns
+         *     (a revert would change nothing), or sending no body when every turn has it, is a 422 that
+         *     commits nothing, as is a turn the session lacks or turns that changed nothing.
          */
         post: operations["revertAgentSession"];
         delete?: never;
@@ -2015,7 +2015,7 @@ export interface components {
         AgentRevertRequest: {
             /** @description The turn to revert (a reverted one again when its revert was undone); absent (and no `turns`): every turn of the session not reverted yet. */
             turn?: number;
-            /** @description Several turns reverted together as one command (not with `turn`); when all of them are reverted already, their changes must be back on the canvas. */
+            /** @description Several turns reverted together as one command (not with `turn`); a turn reverted already is taken again only when its changes are back on the canvas, and left out (keeping its `reverted_rev`) otherwise. */
             turns?: number[];
         };
         /**
