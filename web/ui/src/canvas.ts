@@ -8,7 +8,7 @@
 
 import { createElement } from "react";
 import { createRoot, type Root } from "react-dom/client";
-import { Excalidraw, CaptureUpdateAction, exportToCanvas, getCommonBounds, mutateElement, restoreElements } from "@excalidraw/excalidraw";
+import { Excalidraw, CaptureUpdateAction, FONT_FAMILY, exportToCanvas, getCommonBounds, mutateElement, restoreElements } from "@excalidraw/excalidraw";
 import "@excalidraw/excalidraw/index.css";
 import { ConflictError, type CanvasClient, type CanvasModel, type Commit, type ConflictResult, type Node as CanvasNode } from "@canvasd/client";
 import { actorColor, h, toast, why } from "./dom";
@@ -49,6 +49,7 @@ export class CanvasView {
   private rendered = new Map<string, number>(); // element id → version we put in the scene
   private sent = new Map<string, number>(); // element id → version sent to the server, commit pending
   private held = new Set<string>(); // node ids whose user version stays on screen (conflict)
+  private estimated = new Set<string>(); // node or edge ids whose labels were sized before their font loaded
   /** Nodes others deleted, by the commit that did: an edit of one on screen is a conflict, not a create. */
   private deletedByOthers = new Map<string, Commit>();
   private lastSceneVersion = -1;
@@ -111,6 +112,8 @@ export class CanvasView {
         this.onOpenDoc(id);
       }
     }, true);
+    // Labels sized before their font had loaded are sized again once it has.
+    document.fonts?.addEventListener?.("loadingdone", () => this.refit());
   }
 
   whenReady(): Promise<void> {
@@ -169,7 +172,8 @@ export class CanvasView {
       if (l) l.push(el);
       else built.set(id, [el]);
     }
-    for (const l of built.values()) fitLabels(l);
+    const estimated = new Set<string>();
+    for (const [id, l] of built) if (fitLabels(l)) estimated.add(id);
     const tBuilt = performance.now();
     await this.ready;
     if (gen !== this.loads) return; // a newer snapshot is being shown
@@ -177,6 +181,7 @@ export class CanvasView {
     this.loading = false;
     this.model = model;
     this.cache = built;
+    this.estimated = estimated;
     this.rendered.clear();
     this.sent.clear();
     this.held.clear();
@@ -215,6 +220,18 @@ export class CanvasView {
   }
 
   /** Runs flush() in a task of its own, once for what is pending by then. */
+  /** Builds again the nodes and edges whose labels were sized before their font loaded. */
+  private refit(): void {
+    const m = this.model;
+    if (!m || !this.estimated.size) return;
+    for (const id of this.estimated) {
+      if (m.nodes.has(id)) this.pendingNodes.add(id);
+      else if (m.edges.has(id)) this.pendingEdges.add(id);
+    }
+    this.estimated.clear();
+    this.queueFlush();
+  }
+
   private queueFlush(): void {
     if (this.flushQueued || this.loading) return; // load() shows them when it is done
     this.flushQueued = true;
@@ -339,7 +356,8 @@ export class CanvasView {
     let els = nodeElements(n, m.nodes, v);
     els = restoreElements(els as any, null, { refreshDimensions: false, repairBindings: false }) as any;
     keepIndices(els, prev);
-    fitLabels(els);
+    if (fitLabels(els)) this.estimated.add(id);
+    else this.estimated.delete(id);
     this.cache.set(id, els);
   }
 
@@ -1051,13 +1069,16 @@ function nodeOf(el: El): string {
 }
 
 /** Fits the bound labels among els into their containers. */
-function fitLabels(els: El[]): void {
+/** Fits the bound labels among els to their containers; true when one was sized before its font loaded. */
+function fitLabels(els: El[]): boolean {
+  let estimated = false;
   for (const el of els) {
     if (el.containerId) {
       const box = els.find((x) => x.id === el.containerId);
-      if (box) fitLabel(el, box);
+      if (box && !fitLabel(el, box)) estimated = true;
     }
   }
+  return estimated;
 }
 
 /** The groups a node is in, innermost first. */
@@ -1071,18 +1092,28 @@ function groupChain(n: CanvasNode, nodes: Map<string, CanvasNode>): string[] {
   return out;
 }
 
-/** Centres a bound label in its container (Excalidraw does it on edits). */
-function fitLabel(t: El, box: El): void {
+/**
+ * Wraps and centres a bound label in its container (Excalidraw does it on
+ * edits). False when its font has not loaded yet: the size is an estimate.
+ */
+function fitLabel(t: El, box: El): boolean {
   const lines = String(t.text).split("\n");
   const lh = t.fontSize * (t.lineHeight || 1.25);
-  const maxChars = Math.max(4, Math.floor((box.width - 10) / (t.fontSize * 0.55)));
+  // As Excalidraw bounds a label: an arrow's at 70 % of its length, but at
+  // least 11 em; a shape's within its sides.
+  const inner = box.type === "arrow" ? Math.max(0.7 * box.width, 11 * t.fontSize) : Math.max(box.width - 10, t.fontSize);
+  const { width, exact } = textMeasure(t.fontSize, t.fontFamily);
   const wrapped: string[] = [];
   for (const l of lines) {
-    if (l.length <= maxChars) { wrapped.push(l); continue; }
     let rest = l;
-    while (rest.length > maxChars) {
-      let cut = rest.lastIndexOf(" ", maxChars);
-      if (cut <= 0) cut = maxChars;
+    while (rest.length > 1 && width(rest) > inner) {
+      let fit = 1; // the longest prefix that fits (at least one character)
+      for (let lo = 2, hi = rest.length - 1; lo <= hi;) {
+        const mid = (lo + hi) >> 1;
+        if (width(rest.slice(0, mid)) <= inner) { fit = mid; lo = mid + 1; } else hi = mid - 1;
+      }
+      const space = rest.lastIndexOf(" ", fit);
+      const cut = space > 0 ? space : fit;
       wrapped.push(rest.slice(0, cut));
       rest = rest.slice(cut).replace(/^ /, "");
     }
@@ -1091,11 +1122,41 @@ function fitLabel(t: El, box: El): void {
   const maxLines = Math.max(1, Math.floor((box.height - 10) / lh));
   const shown = t.customData?.readOnly ? wrapped.slice(0, maxLines) : wrapped;
   t.text = shown.join("\n");
-  t.width = Math.min(box.width - 10, Math.max(...shown.map((l) => l.length)) * t.fontSize * 0.55);
+  // Excalidraw draws a text element into a box of its width: one narrower
+  // than the text cuts it off (a document card's longest line, say).
+  t.width = Math.min(inner, Math.max(...shown.map(width)));
   t.height = shown.length * lh;
   t.x = t.textAlign === "left" ? box.x + 5 : box.x + (box.width - t.width) / 2;
   t.y = t.verticalAlign === "top" ? box.y + 5 : box.y + (box.height - t.height) / 2;
   t.angle = box.angle;
+  return exact;
+}
+
+const FAMILY_NAMES = new Map(Object.entries(FONT_FAMILY).map(([name, n]) => [n as number, name]));
+let measureCtx: CanvasRenderingContext2D | null | undefined;
+
+/**
+ * Measures lines of text in Excalidraw's font family (a FONT_FAMILY number)
+ * at size px, as Excalidraw draws them (exact). Until that font has loaded
+ * (or without a canvas) it over-estimates, 0.65 em a character, rather than
+ * cut text off.
+ */
+function textMeasure(size: number, family: number): { width: (line: string) => number; exact: boolean } {
+  measureCtx ??= document.createElement("canvas").getContext("2d");
+  const name = FAMILY_NAMES.get(family) || "Excalifont";
+  const ctx = measureCtx;
+  // fonts.check() is also true for a family no font face is registered for yet.
+  let loaded = false;
+  document.fonts?.forEach((f) => { if (f.family.replace(/"/g, "") === name && f.status === "loaded") loaded = true; });
+  if (!ctx || !loaded) return { width: (line) => line.length * size * 0.65, exact: false };
+  const font = `${size}px "${name}"`;
+  return {
+    width: (line) => {
+      ctx.font = font;
+      return Math.ceil(ctx.measureText(line).width);
+    },
+    exact: true,
+  };
 }
 
 function sceneVersion(els: readonly El[]): number {

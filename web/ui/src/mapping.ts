@@ -248,7 +248,10 @@ function polygon(geo: string, w: number, h: number): number[][] | null {
 function docPreview(n: CanvasNode): string {
   const lines = str(n.props?.text).split("\n");
   const max = Math.max(1, Math.floor((num(n.h, 150) - 40) / 17));
-  const shown = lines.slice(0, max).map((l) => (l.length > 60 ? l.slice(0, 59) + "…" : l));
+  const shown = lines.slice(0, max).map((l) => {
+    l = l.replace(/\t/g, "    "); // as the editor shows a tab; a canvas draws it as one space
+    return l.length > 60 ? l.slice(0, 59) + "…" : l;
+  });
   const lang = str(n.props?.language);
   return `≡ ${str(n.name) || "document"}${lang ? " · " + lang : ""}\n${shown.join("\n")}${lines.length > max ? "\n…" : ""}`;
 }
