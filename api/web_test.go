@@ -948,10 +948,10 @@ func TestWebUIDocument(t *testing.T) {
 	apply(editor, "replace_lines", map[string]any{"node_id": "d:main", "start_line": 2, "end_line": 2, "new_content": "++i"})
 	p.poll("own line from elsewhere merged", `document.querySelector('#doc-panel .cm-content').textContent.includes('++i')`)
 	p.clickCSS(`#doc-diff`)
-	p.poll("unified diff", `(() => { const d = document.querySelector('.doc-side pre.diff.unified'); return d && [...d.querySelectorAll('.add')].some(l => l.textContent.includes('// after v1')) && [...d.querySelectorAll('.add')].some(l => l.textContent === '+++i') && [...d.querySelectorAll('.del')].some(l => l.textContent === '-package main'); })()`)
+	p.poll("unified diff", `(() => { const d = document.querySelector('.doc-side pre.diff.unified'); return d && /^Since snapshot “v1” \(rev \d+\): /.test(document.querySelector('.doc-side .diff-head').textContent) && [...d.querySelectorAll('.add')].some(l => l.textContent.includes('// after v1')) && [...d.querySelectorAll('.add')].some(l => l.textContent === '+++i') && [...d.querySelectorAll('.del')].some(l => l.textContent === '-package main'); })()`)
 	p.screenshot("doc-diff-unified")
 	p.clickCSS(`.doc-side button.diff-format`)
-	p.poll("side-by-side diff", `(() => { const r = document.querySelector('.doc-side table.diff.split tr.modify'); return r && r.querySelector('td.old').textContent === 'package main' && r.querySelector('td.new').textContent.includes('// after v1'); })()`)
+	p.poll("side-by-side diff", `(() => { const r = document.querySelector('.doc-side table.diff.split tr.modify'); return r && document.querySelector('.doc-side .diff-head').textContent.startsWith('Since snapshot “v1”') && r.querySelector('td.old').textContent === 'package main' && r.querySelector('td.new').textContent.includes('// after v1'); })()`)
 	p.screenshot("doc-diff-split")
 
 	// Another actor edits line 6: it is highlighted in the editor.

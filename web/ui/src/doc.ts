@@ -485,8 +485,11 @@ export class DocPanel {
     }
   }
 
-  /** Shows the diff since a snapshot or revision ("" = the latest snapshot, else rev 0). */
-  async diff(since: string, format: "unified" | "split"): Promise<void> {
+  /**
+   * Shows the diff since a snapshot or revision ("" = the latest snapshot,
+   * else revision 0); base says what since is, for the heading.
+   */
+  async diff(since: string, format: "unified" | "split", base = ""): Promise<void> {
     if (!this.nodeId) return;
     await this.flush();
     const cid = this.canvasId(), node = this.nodeId, gen = this.gen;
@@ -494,8 +497,11 @@ export class DocPanel {
     try {
       if (!since) {
         const list = await this.client.listSnapshots(cid);
-        since = list.length ? list[list.length - 1].snapshot_id : "0";
+        const last = list[list.length - 1];
+        since = last ? last.snapshot_id : "0";
+        base = last ? `snapshot ${last.label ? `“${last.label}”` : last.snapshot_id} (rev ${last.rev})` : "";
       }
+      base ||= /^\d+$/.test(since) ? (since === "0" ? "the start" : `rev ${since}`) : since;
       d = await this.client.getDocDiff(cid, node, { since, format: "unified" });
     } catch (err) {
       toast(`diff: ${why(err)}`, "bad");
@@ -503,8 +509,8 @@ export class DocPanel {
     }
     if (this.gen !== gen) return; // another document opened meanwhile
     const toggle = h("button", { type: "button", class: "diff-format", text: format === "unified" ? "Side by side" : "Unified",
-      onclick: () => this.diff(since, format === "unified" ? "split" : "unified") });
-    const head = h("div", { class: "diff-head" }, `Since ${since}: +${d.lines_added ?? 0} −${d.lines_deleted ?? 0} ~${d.lines_modified ?? 0} `, toggle);
+      onclick: () => this.diff(since, format === "unified" ? "split" : "unified", base) });
+    const head = h("div", { class: "diff-head" }, `Since ${base}: +${d.lines_added ?? 0} −${d.lines_deleted ?? 0} ~${d.lines_modified ?? 0} `, toggle);
     let view: HTMLElement;
     if (!d.has_changes) view = h("p", { class: "muted", text: "No changes." });
     else if (format === "unified") {
