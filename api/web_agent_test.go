@@ -461,6 +461,11 @@ func TestWebUIAgent(t *testing.T) {
 	p.poll("poster on screen, run reviewed", `canvasd.model.nodes.size === 9 && canvasd.view.ex.getSceneElements().filter(e => canvasd.model.nodes.get(e.id)).length === 9 &&
 		!!document.getElementById('agent-revert') && document.getElementById('agent-status').textContent === 'done' &&
 		[...document.querySelectorAll('#agent-log li')].some(li => li.textContent.includes('Drafting a brutalist poster'))`)
+	// "Show" brings the run's shapes into view from wherever the view is.
+	p.eval(`canvasd.view.ex.updateScene({appState: {scrollX: 20000, scrollY: -15000, zoom: {value: 1}}}), true`, nil)
+	p.clickCSS(`#agent-show`)
+	p.poll("the run's shapes in view", `(() => { const v = canvasd.view.viewport(), mine = [...canvasd.model.nodes.values()].filter(n => n.created_by === '`+agentID+`');
+		return mine.length === 6 && mine.every(n => n.x >= v.x && n.y >= v.y && n.x + n.w <= v.x + v.w && n.y + n.h <= v.y + v.h); })()`)
 	// The run's status lines are short sentences, never raw status data.
 	statusLinesReadable := func() {
 		t.Helper()

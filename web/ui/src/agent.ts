@@ -14,6 +14,8 @@ export interface AgentContext {
   selection(): string[];
   picture(selectionOnly: boolean): Promise<string | null>;
   token(): string;
+  /** Brings into view the nodes the commits at revs made or last changed; false when none is on the canvas. */
+  show(revs: number[]): boolean;
 }
 
 export class AgentPanel {
@@ -319,7 +321,8 @@ export class AgentPanel {
    * reverted with "Revert again" (for a turn whose revert was undone: the
    * server refuses it when its changes are not on the canvas); "Revert all"
    * (no body: every turn not reverted yet) or, once some are reverted,
-   * "Revert the rest"; once all are, "Reverted." over the turns. After a
+   * "Revert the rest"; "Show" brings what the run made into view; once all
+   * are reverted, "Reverted." over the turns. After a
    * revert, and after a refused one, the session is read again and the
    * review shows what the server recorded.
    */
@@ -359,6 +362,8 @@ export class AgentPanel {
       h("b", { text: "Review: " }), `the agent made ${all.length || applied} change${(all.length || applied) === 1 ? "" : "s"}. `,
       h("button", { type: "button", id: "agent-accept", text: "Accept", onclick: () => this.accept() }),
       h("button", { type: "button", id: "agent-revert", text: some ? "Revert the rest" : "Revert all", onclick: () => revert() }),
+      h("button", { type: "button", id: "agent-show", text: "Show", title: "Bring what the agent made into view",
+        onclick: () => { if (!this.ctx.show(all)) toast("none of the agent's shapes is on the canvas now", "warn"); } }),
       list));
   }
 }

@@ -960,6 +960,20 @@ export class CanvasView {
     requestAnimationFrame(step);
   }
 
+  /**
+   * Pans to the elements of nodes ids, zooming out as far as needed to show
+   * all of them (never in beyond 100 %); false when none is on the canvas.
+   */
+  showNodes(ids: Set<string>): boolean {
+    const els = this.ex.getSceneElements().filter((el: El) => ids.has(partOf(el.id).node));
+    if (!els.length) return false;
+    const [x1, y1, x2, y2] = getCommonBounds(els);
+    const a = this.ex.getAppState(), pad = 40, top = 100; // Excalidraw's toolbar covers the top of the view
+    const w = Math.max(x2 - x1 + 2 * pad, a.width), h = Math.max(y2 - y1 + pad + top, a.height);
+    this.setViewport({ x: (x1 + x2 - w) / 2, y: (y1 - top + y2 + pad - h) / 2, w, h });
+    return true;
+  }
+
   /** Another actor's cursor and selection, from a gesture. */
   gesture(actor: string, cursor: { x: number; y: number }, selection: string[] | undefined): void {
     const col = actorColor(actor);

@@ -98,6 +98,12 @@ class App {
         return (await this.view.picture(null, null, ids)).dataUrl;
       },
       token: () => this.token,
+      show: (revs) => {
+        if (!this.model) return false;
+        const at = new Set(revs), ids = new Set<string>();
+        for (const n of this.model.nodes.values()) if (at.has(n.created_rev!) || at.has(n.updated_rev!)) ids.add(n.id);
+        return this.view.showNodes(ids);
+      },
     });
     $("right").append(this.doc.el, this.agent.el);
     this.doc.onAddToChat = (text) => this.agent.addToPrompt(text);
