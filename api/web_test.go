@@ -1086,6 +1086,24 @@ func TestWebUIDocumentSync(t *testing.T) {
 	}
 }
 
+// TestWebUINoCanvasOpen: without a canvas the page says what to do, and
+// what needs a canvas (Undo, Note, the agent's Run, ...) looks unavailable
+// until one is open.
+func TestWebUINoCanvasOpen(t *testing.T) {
+	open := uiBrowser(t, 60*time.Second)
+	e := newTestEnv(t)
+	editor, _ := e.token(canvas.RoleEditor, canvas.ActorHuman)
+	p := open(e.srv.URL + "/#access_token=" + editor)
+	const needsCanvas = `['undo', 'redo', 'new-note', 'new-doc', 'agent-run', 'send-canvas', 'send-selection']
+		.map(id => getComputedStyle(document.getElementById(id)).pointerEvents)`
+	unavailable, available := needsCanvas+`.every(v => v === 'none')`, needsCanvas+`.every(v => v !== 'none')`
+	p.poll("no canvas: a hint, and nothing that needs a canvas", `!document.getElementById('canvas-list-empty').hidden &&
+		getComputedStyle(document.getElementById('stage-hint')).display === 'block' && `+unavailable)
+	p.do(chromedp.SendKeys(chromedp.CSS(`#new-canvas-title`), "Retro\r"))
+	p.poll("a canvas open: no hint, everything available", `document.getElementById('conn').textContent === 'live' &&
+		getComputedStyle(document.getElementById('stage-hint')).display === 'none' && `+available)
+}
+
 // TestWebUISignIn: when the server refuses the page's token (revoked), the
 // page stops using it and asks for another; what the user types in the
 // dialog stays; signing in reconnects the canvas that was open; and a token

@@ -47,7 +47,7 @@ class App {
     const list = h("ul", { id: "canvas-list" });
     const newTitle = h("input", { id: "new-canvas-title", type: "text", maxlength: 500, placeholder: "New canvas title" });
     const openDoc = h("button", { type: "button", id: "open-doc", text: "Open document", hidden: true });
-    const stage = h("main", { id: "stage" });
+    const stage = h("main", { id: "stage" }, h("p", { id: "stage-hint", class: "muted", text: "Open a canvas from the list, or create one." }));
     app.append(
       h("header", { id: "topbar" },
         h("span", { class: "brand", text: "canvasd" }),
