@@ -1198,7 +1198,7 @@ func TestWebUITwoBrowsers(t *testing.T) {
 		p.poll("the page has the head", fmt.Sprintf(`canvasd.model.rev === %d`, head))
 		var shown []string
 		p.eval(`[document.getElementById('rev').textContent, document.querySelector('#canvas-list li[data-canvas-id="`+cid+`"] .cmeta').textContent]`, &shown)
-		if want := []string{fmt.Sprint(head), fmt.Sprintf("%s · rev %d", cid, head)}; !slices.Equal(shown, want) {
+		if want := []string{fmt.Sprint(head), fmt.Sprintf("rev %d · %s", head, cid)}; !slices.Equal(shown, want) {
 			t.Errorf("top bar and list show %q, want %q", shown, want)
 		}
 	}

@@ -206,7 +206,7 @@ class App {
     const items = this.canvases.map((c) => {
       const rev = c.canvas_id === this.canvasId && this.model ? this.model.rev : c.head_rev;
       return h("li", { "data-canvas-id": c.canvas_id, class: c.canvas_id === this.canvasId ? "active" : "", onclick: () => this.go(c.canvas_id) },
-        h("span", { class: "ctitle", text: c.title || c.canvas_id }), h("span", { class: "cmeta", text: `${c.canvas_id} · rev ${rev}` }));
+        h("span", { class: "ctitle", text: c.title || c.canvas_id }), h("span", { class: "cmeta", text: `rev ${rev} · ${c.canvas_id}` }));
     });
     ul.replaceChildren(...items);
     $("canvas-list-empty").hidden = this.canvases.length > 0;
@@ -351,7 +351,7 @@ class App {
     $("rev").textContent = this.model ? String(this.model.rev) : "–";
     $("node-count").textContent = this.model ? String(this.model.nodes.size) : "0";
     const meta = this.model && $("canvas-list").querySelector(`li[data-canvas-id="${CSS.escape(this.canvasId)}"] .cmeta`);
-    if (meta) meta.textContent = `${this.canvasId} · rev ${this.model!.rev}`;
+    if (meta) meta.textContent = `rev ${this.model!.rev} · ${this.canvasId}`; // the revision first: a long id is cut off
   }
 
   // ---------------------------------------------------------------- people
