@@ -219,7 +219,6 @@ export class CanvasView {
     this.queueFlush();
   }
 
-  /** Runs flush() in a task of its own, once for what is pending by then. */
   /** Builds again the nodes and edges whose labels were sized before their font loaded. */
   private refit(): void {
     const m = this.model;
@@ -232,6 +231,7 @@ export class CanvasView {
     this.queueFlush();
   }
 
+  /** Runs flush() in a task of its own, once for what is pending by then. */
   private queueFlush(): void {
     if (this.flushQueued || this.loading) return; // load() shows them when it is done
     this.flushQueued = true;
@@ -1082,7 +1082,6 @@ function nodeOf(el: El): string {
   return partOf(el.containerId || el.id).node;
 }
 
-/** Fits the bound labels among els into their containers. */
 /** Fits the bound labels among els to their containers; true when one was sized before its font loaded. */
 function fitLabels(els: El[]): boolean {
   let estimated = false;
@@ -1147,6 +1146,7 @@ function fitLabel(t: El, box: El): boolean {
 }
 
 const FAMILY_NAMES = new Map(Object.entries(FONT_FAMILY).map(([name, n]) => [n as number, name]));
+const loadedFamilies = new Set<string>(); // font families seen loaded (a loaded font stays loaded)
 let measureCtx: CanvasRenderingContext2D | null | undefined;
 
 /**
@@ -1160,9 +1160,10 @@ function textMeasure(size: number, family: number): { width: (line: string) => n
   const name = FAMILY_NAMES.get(family) || "Excalifont";
   const ctx = measureCtx;
   // fonts.check() is also true for a family no font face is registered for yet.
-  let loaded = false;
-  document.fonts?.forEach((f) => { if (f.family.replace(/"/g, "") === name && f.status === "loaded") loaded = true; });
-  if (!ctx || !loaded) return { width: (line) => line.length * size * 0.65, exact: false };
+  if (!loadedFamilies.has(name)) {
+    document.fonts?.forEach((f) => { if (f.status === "loaded") loadedFamilies.add(f.family.replace(/"/g, "")); });
+  }
+  if (!ctx || !loadedFamilies.has(name)) return { width: (line) => line.length * size * 0.65, exact: false };
   const font = `${size}px "${name}"`;
   return {
     width: (line) => {
