@@ -206,7 +206,7 @@ class App {
     const items = this.canvases.map((c) => {
       const rev = c.canvas_id === this.canvasId && this.model ? this.model.rev : c.head_rev;
       return h("li", { "data-canvas-id": c.canvas_id, class: c.canvas_id === this.canvasId ? "active" : "", onclick: () => this.go(c.canvas_id) },
-        h("span", { class: "ctitle", text: c.title || c.canvas_id }), h("span", { class: "cmeta", text: `rev ${rev} · ${c.canvas_id}` }));
+        h("span", { class: "ctitle", text: c.title || c.canvas_id }), h("span", { class: "cmeta", text: listMeta(c.canvas_id, rev) }));
     });
     ul.replaceChildren(...items);
     $("canvas-list-empty").hidden = this.canvases.length > 0;
@@ -351,7 +351,7 @@ class App {
     $("rev").textContent = this.model ? String(this.model.rev) : "–";
     $("node-count").textContent = this.model ? String(this.model.nodes.size) : "0";
     const meta = this.model && $("canvas-list").querySelector(`li[data-canvas-id="${CSS.escape(this.canvasId)}"] .cmeta`);
-    if (meta) meta.textContent = `rev ${this.model!.rev} · ${this.canvasId}`; // the revision first: a long id is cut off
+    if (meta) meta.textContent = listMeta(this.canvasId, this.model!.rev);
   }
 
   // ---------------------------------------------------------------- people
@@ -428,6 +428,11 @@ class App {
     await this.view.caughtUp(r.rev);
     if (id && this.model?.nodes.has(id)) this.doc.open(id);
   }
+}
+
+/** A canvas's line under its title in the list: the revision first, since a long id is cut off. */
+function listMeta(id: string, rev: number): string {
+  return `rev ${rev} · ${id}`;
 }
 
 const app = new App();
