@@ -431,8 +431,8 @@ class App {
 }
 
 /** A canvas's line under its title in the list: the revision first, since a long id is cut off. */
-function listMeta(id: string, rev: number): string {
-  return `rev ${rev} · ${id}`;
+function listMeta(id: string, rev: number | undefined): string {
+  return `rev ${rev ?? 0} · ${id}`;
 }
 
 const app = new App();
