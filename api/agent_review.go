@@ -103,7 +103,11 @@ func (s *Server) handleAgentRevert(w http.ResponseWriter, r *http.Request) {
 				sess.ID, turnName(turns), was, strings.Join(reverted, ", "), its))
 			return
 		}
-		turns, revs = withoutTurns(sess, turns, left)
+		kept := slices.DeleteFunc(slices.Clone(named), func(n int) bool { return left[n] })
+		if turns, revs, _, err = turnRevs(sess, kept); err != nil {
+			s.problem(w, r, err)
+			return
+		}
 	}
 	if len(revs) > reducer.MaxRevertRevs {
 		s.problem(w, r, canvas.Unprocessable(turnsField(named), "%s made %d commands; one revert takes at most %d: revert fewer turns at a time, the newest first",
@@ -156,21 +160,6 @@ func (s *Server) stillReverted(ctx context.Context, sess canvas.AgentSession, tu
 		}
 	}
 	return left, nil
-}
-
-// withoutTurns returns turns without those in left, and the revisions of
-// the commits of the turns it keeps, ascending.
-func withoutTurns(sess canvas.AgentSession, turns []int, left map[int]bool) ([]int, []int64) {
-	var kept []int
-	var revs []int64
-	for _, t := range sess.Turns {
-		if slices.Contains(turns, t.Turn) && !left[t.Turn] {
-			kept = append(kept, t.Turn)
-			revs = append(revs, t.Revs...)
-		}
-	}
-	slices.Sort(revs)
-	return kept, revs
 }
 
 // markReverted records on turns that the revert answered by result (a

@@ -967,10 +967,8 @@ export class CanvasView {
   showNodes(ids: Set<string>): boolean {
     const els = this.ex.getSceneElements().filter((el: El) => ids.has(partOf(el.id).node));
     if (!els.length) return false;
-    const [x1, y1, x2, y2] = getCommonBounds(els);
-    const a = this.ex.getAppState(), pad = 40, top = 100; // Excalidraw's toolbar covers the top of the view
-    const w = Math.max(x2 - x1 + 2 * pad, a.width), h = Math.max(y2 - y1 + pad + top, a.height);
-    this.setViewport({ x: (x1 + x2 - w) / 2, y: (y1 - top + y2 + pad - h) / 2, w, h });
+    // The top 100 px are under Excalidraw's toolbar.
+    this.ex.scrollToContent(els, { fitToContent: true, viewportZoomFactor: 0.9, animate: true, canvasOffsets: { top: 100 } });
     return true;
   }
 
