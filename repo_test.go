@@ -88,6 +88,7 @@ var layers = map[string][]string{
 	"agent":              {"canvas", "client"},
 	"agent/providertest": {},
 	"host":               {"canvas"},
+	"render":             {"canvas"},
 	"web":                {},
 	"api":                {"agent", "canvas", "host", "reducer", "store", "web"},
 	"cmd/canvasd":        nil, // everything

@@ -1,0 +1,272 @@
+// Package render draws a canvas state to SVG and PNG with no browser: every
+// kind of node (geo shapes, notes, text, frames, documents as cards,
+// images, embeds, freehand drawings, lines) and every edge (its path,
+// straight, curved or elbow, its heads and its label), with text in the
+// fonts the web UI draws it in (fonts/README.md), wrapped as the UI wraps
+// it.
+//
+// The drawing follows docs/model.md: colours by palette name or hex, fill
+// styles (solid, hachure, cross-hatch, zigzag, ...), dashes, stroke widths,
+// opacity, roundness, fonts and alignment. Strokes are drawn clean (the
+// hand-drawn roughness the web UI adds is left out). Both formats are made
+// from one list of drawing items, so an SVG and a PNG of the same state
+// show the same. Rendering is pure apart from reading the embedded fonts:
+// no network access (an https: image is referenced by an SVG and drawn as
+// a card in a PNG).
+package render
+
+import (
+	"bufio"
+	"fmt"
+	"image"
+	"image/color"
+	"io"
+	"math"
+	"sort"
+
+	"github.com/canvasd/canvasd/canvas"
+)
+
+// Rect is a box in page coordinates.
+type Rect struct {
+	X, Y, W, H float64
+}
+
+// Options say what to draw and how.
+type Options struct {
+	// IDs limits the drawing to these nodes and edges (nil: everything). A
+	// node brings its descendants (a frame's or group's children), and an
+	// edge whose both ends are drawn nodes is drawn too.
+	IDs []string
+	// Bounds is the page region to draw. Nil: the box of what is drawn,
+	// with Padding around it.
+	Bounds *Rect
+	// Scale is the PNG's pixels per page unit (0 means 1). An SVG is always
+	// in page units.
+	Scale float64
+	// Transparent leaves the background transparent instead of white.
+	Transparent bool
+	// Padding is the margin around the drawing when Bounds is nil (0: 10,
+	// as Excalidraw exports; negative: none).
+	Padding float64
+}
+
+// Limits of what one drawing may be.
+const (
+	// MaxPixels bounds a PNG's width × height.
+	MaxPixels = 32 << 20
+	// MaxSide bounds a PNG's width and height.
+	MaxSide = 16384
+	// MaxScale bounds Options.Scale.
+	MaxScale = 8
+	// MinScale is the smallest Options.Scale.
+	MinScale = 0.01
+)
+
+// Drawing is a canvas state laid out for drawing: what the SVG and PNG
+// writers draw. Build it once to write both.
+type Drawing struct {
+	items       []item
+	view        rect
+	scale       float64
+	transparent bool
+}
+
+// View is the page region the drawing shows.
+func (d *Drawing) View() Rect { return Rect{d.view.X, d.view.Y, d.view.W, d.view.H} }
+
+// PixelSize is the size of the drawing's PNG in pixels.
+func (d *Drawing) PixelSize() (w, h int) {
+	return max(1, int(math.Ceil(d.view.W*d.scale-1e-9))), max(1, int(math.Ceil(d.view.H*d.scale-1e-9)))
+}
+
+// New lays out s for drawing. A bad option (a scale out of range, a
+// region with no area, a PNG over MaxPixels or MaxSide) is a
+// *canvas.FieldError of kind ErrUnprocessable naming "scale" or "bounds";
+// ids that name nothing are left out (a selection of nothing draws an
+// empty picture).
+func New(s *canvas.State, o Options) (*Drawing, error) {
+	scale := o.Scale
+	if scale == 0 {
+		scale = 1
+	}
+	if !(scale >= MinScale && scale <= MaxScale) {
+		return nil, canvas.Unprocessable("scale", "must be between %g and %g; got %g", float64(MinScale), float64(MaxScale), scale)
+	}
+	if o.Bounds != nil {
+		b := o.Bounds
+		if !(b.W > 0 && b.H > 0) || !finite(b.X, b.Y, b.W, b.H) {
+			return nil, canvas.Unprocessable("bounds", "must be x,y,w,h with w and h above 0; got %g,%g,%g,%g", b.X, b.Y, b.W, b.H)
+		}
+	}
+	nodes, edges := selection(s, o.IDs)
+	var cull *rect
+	if o.Bounds != nil {
+		c := rect{o.Bounds.X, o.Bounds.Y, o.Bounds.W, o.Bounds.H}
+		cull = &c
+	}
+	bld := &builder{s: s, clips: map[string]*rect{}}
+	for _, n := range nodes {
+		if cull != nil && !nodeMayShow(n, *cull) {
+			continue
+		}
+		bld.node(n)
+	}
+	bg := color.NRGBA{255, 255, 255, 255}
+	for _, e := range edges {
+		bld.edge(e, bg)
+	}
+	d := &Drawing{scale: scale, transparent: o.Transparent}
+	if cull != nil {
+		d.view = *cull
+		for _, it := range bld.items {
+			if it.bounds().intersects(*cull) {
+				d.items = append(d.items, it)
+			}
+		}
+	} else {
+		d.items = bld.items
+		box := noRect
+		for i := range d.items {
+			box = box.union(d.items[i].bounds())
+		}
+		pad := o.Padding
+		if pad == 0 {
+			pad = 10
+		}
+		if pad < 0 {
+			pad = 0
+		}
+		if box.W < 0 {
+			box = rect{0, 0, 0, 0}
+		}
+		d.view = box.grow(pad)
+		if d.view.W <= 0 || d.view.H <= 0 {
+			d.view = rect{d.view.X, d.view.Y, math.Max(d.view.W, 1), math.Max(d.view.H, 1)}
+		}
+	}
+	w, h := d.PixelSize()
+	if w > MaxSide || h > MaxSide || w*h > MaxPixels {
+		field := "scale"
+		if o.Bounds != nil {
+			field = "bounds"
+		}
+		most := math.Min(math.Min(MaxSide/d.view.W, MaxSide/d.view.H), math.Sqrt(MaxPixels/(d.view.W*d.view.H)))
+		return nil, canvas.Unprocessable(field, "the picture would be %d×%d pixels, over the limit of %d pixels a side and %d in all; draw a smaller region (bounds) or lower the scale (at most %.3g here)",
+			w, h, MaxSide, MaxPixels, math.Floor(most*1000)/1000)
+	}
+	return d, nil
+}
+
+func finite(vs ...float64) bool {
+	for _, v := range vs {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return false
+		}
+	}
+	return true
+}
+
+// nodeMayShow reports whether anything of n could be inside view: its
+// turned box with a margin for labels and frame titles that overflow it.
+func nodeMayShow(n *canvas.Node, view rect) bool {
+	if n.Type == "group" {
+		return false
+	}
+	box := turnedBox(rect{0, 0, math.Max(n.W, 0), math.Max(n.H, 0)}, pt{n.X, n.Y}, n.Rotation)
+	margin := 200 + math.Max(n.W, n.H)
+	if n.Type == "text" {
+		margin += 2000 // auto-sized text may run far past its box
+	}
+	return box.grow(margin).intersects(view)
+}
+
+// selection returns the nodes (z-order) and edges (by id) to draw.
+func selection(s *canvas.State, ids []string) ([]*canvas.Node, []*canvas.Edge) {
+	nodes, edges := s.SortedNodes(), s.SortedEdges()
+	if ids == nil {
+		return nodes, edges
+	}
+	want := map[string]bool{}
+	for _, id := range ids {
+		want[id] = true
+	}
+	in := func(n *canvas.Node) bool {
+		for depth := 0; n != nil && depth < 64; depth++ {
+			if want[n.ID] {
+				return true
+			}
+			n = s.Nodes[n.ParentID]
+		}
+		return false
+	}
+	keptNodes := nodes[:0]
+	drawn := map[string]bool{}
+	for _, n := range nodes {
+		if in(n) {
+			keptNodes = append(keptNodes, n)
+			drawn[n.ID] = true
+		}
+	}
+	keptEdges := edges[:0]
+	for _, e := range edges {
+		if want[e.ID] || (e.From != "" && e.To != "" && drawn[e.From] && drawn[e.To]) {
+			keptEdges = append(keptEdges, e)
+		}
+	}
+	return keptNodes, keptEdges
+}
+
+// WritePNG writes the drawing as a PNG.
+func (d *Drawing) WritePNG(w io.Writer) error {
+	bw := bufio.NewWriterSize(w, 64<<10)
+	if err := encodePNG(bw, d.Image()); err != nil {
+		return fmt.Errorf("render: writing the PNG: %w", err)
+	}
+	return bw.Flush()
+}
+
+// Image draws the drawing into a new RGBA image (premultiplied alpha).
+func (d *Drawing) Image() *image.RGBA {
+	w, h := d.PixelSize()
+	r := newRaster(w, h, d.view, d.scale)
+	if !d.transparent {
+		r.fillWhite()
+	}
+	for i := range d.items {
+		r.draw(&d.items[i])
+	}
+	return r.dst
+}
+
+// ownersOf lists the distinct owners of the items in drawing order, for tests.
+func (d *Drawing) ownersOf() []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, it := range d.items {
+		if !seen[it.owner] {
+			seen[it.owner] = true
+			out = append(out, it.owner)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// SVG draws s as an SVG document (see Drawing.WriteSVG).
+func SVG(w io.Writer, s *canvas.State, o Options) error {
+	d, err := New(s, o)
+	if err != nil {
+		return err
+	}
+	return d.WriteSVG(w)
+}
+
+// PNG draws s as a PNG image.
+func PNG(w io.Writer, s *canvas.State, o Options) error {
+	d, err := New(s, o)
+	if err != nil {
+		return err
+	}
+	return d.WritePNG(w)
+}
