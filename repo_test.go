@@ -89,6 +89,7 @@ var layers = map[string][]string{
 	"agent/providertest": {},
 	"host":               {"canvas"},
 	"render":             {"canvas"},
+	"convert":            {"canvas", "render"},
 	"web":                {},
 	"api":                {"agent", "canvas", "host", "reducer", "store", "web"},
 	"cmd/canvasd":        nil, // everything

@@ -119,3 +119,22 @@ func cloud(p *path, w, h float64) {
 	}
 	p.close()
 }
+
+// GeoOutline is the outline of a geo of size w×h as a closed polygon in the
+// node's own coordinates (curves flattened, the first point repeated last),
+// for formats that draw a geometry as a polygon.
+func GeoOutline(geo string, w, h float64) [][2]float64 {
+	outline, _ := geoOutline(geo, w, h, false)
+	pls := outline.flatten(func(p pt) pt { return p }, 0.5)
+	var out [][2]float64
+	for _, pl := range pls {
+		for _, p := range pl.pts {
+			out = append(out, [2]float64{p.X, p.Y})
+		}
+		if len(pl.pts) > 0 {
+			out = append(out, [2]float64{pl.pts[0].X, pl.pts[0].Y})
+		}
+		break
+	}
+	return out
+}

@@ -99,7 +99,7 @@ func New(s *canvas.State, o Options) (*Drawing, error) {
 			return nil, canvas.Unprocessable("bounds", "must be x,y,w,h with w and h above 0; got %g,%g,%g,%g", b.X, b.Y, b.W, b.H)
 		}
 	}
-	nodes, edges := selection(s, o.IDs)
+	nodes, edges := Select(s, o.IDs)
 	var cull *rect
 	if o.Bounds != nil {
 		c := rect{o.Bounds.X, o.Bounds.Y, o.Bounds.W, o.Bounds.H}
@@ -181,8 +181,11 @@ func nodeMayShow(n *canvas.Node, view rect) bool {
 	return box.grow(margin).intersects(view)
 }
 
-// selection returns the nodes (z-order) and edges (by id) to draw.
-func selection(s *canvas.State, ids []string) ([]*canvas.Node, []*canvas.Edge) {
+// Select returns the nodes (in z-order) and edges (by id) of s that ids
+// name: nil names everything; a node brings its descendants (a frame's or
+// group's children), and an edge whose two ends are both selected nodes
+// comes along. Ids that name nothing are left out.
+func Select(s *canvas.State, ids []string) ([]*canvas.Node, []*canvas.Edge) {
 	nodes, edges := s.SortedNodes(), s.SortedEdges()
 	if ids == nil {
 		return nodes, edges
