@@ -282,7 +282,9 @@ func TestDeleteLeavesNoDanglingEdge(t *testing.T) {
 			if _, ok := h.s.Edges[id]; ok {
 				t.Errorf("%s %s: edge %s is still there", c.typ, c.args, id)
 			}
-			if !slices.ContainsFunc(dec.Changes, func(ch canvas.Change) bool { return ch.Kind == canvas.KindEdge && ch.ID == id && ch.Op == canvas.OpDelete }) {
+			if !slices.ContainsFunc(dec.Changes, func(ch canvas.Change) bool {
+				return ch.Kind == canvas.KindEdge && ch.ID == id && ch.Op == canvas.OpDelete
+			}) {
 				t.Errorf("%s %s: the commit does not delete edge %s", c.typ, c.args, id)
 			}
 		}
