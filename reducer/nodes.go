@@ -3,7 +3,6 @@ package reducer
 import (
 	"encoding/json"
 	"slices"
-	"strings"
 
 	"github.com/canvasd/canvasd/canvas"
 )
@@ -91,6 +90,8 @@ type createEdgeArgs struct {
 
 type updateEdgeArgs struct {
 	ID    string         `json:"id"`
+	From  *string        `json:"from"`
+	To    *string        `json:"to"`
 	Props map[string]any `json:"props"`
 }
 
@@ -107,6 +108,9 @@ type nodeSpec struct {
 func (t *tx) createNode(sp nodeSpec) error {
 	if sp.id != "" {
 		t.touch(nodeRef(sp.id))
+	}
+	if sp.typ == "arrow" {
+		return canvas.Unprocessable("args.type", "arrows are edges, not nodes: use create_edge {from, to, props} (from and to name the shapes it connects, \"\" for a free end with props.points)")
 	}
 	if !canvas.ValidNodeType(sp.typ) {
 		return enumError("args.type", sp.typ, canvas.NodeTypes...)
@@ -151,7 +155,8 @@ func (t *tx) createNode(sp nodeSpec) error {
 	if _, err := t.needContainer(sp.parent); err != nil {
 		return err
 	}
-	if err := checkDocProps(sp.typ, sp.props); err != nil {
+	props, err := createProps(sp.typ, sp.props)
+	if err != nil {
 		return err
 	}
 	keys, err := t.frontKeys(1)
@@ -162,7 +167,7 @@ func (t *tx) createNode(sp nodeSpec) error {
 		id = t.mintNodeID()
 	}
 	t.addNode(&canvas.Node{ID: id, Type: sp.typ, Name: sp.name, ParentID: sp.parent,
-		X: sp.x, Y: sp.y, W: w, H: h, Rotation: rot, Index: keys[0], Props: stripNulls(sp.props)})
+		X: sp.x, Y: sp.y, W: w, H: h, Rotation: rot, Index: keys[0], Props: props})
 	t.created = append(t.created, id)
 	return nil
 }
@@ -230,24 +235,60 @@ func (t *tx) needContainer(parent string) (*canvas.Node, error) {
 	return p, nil
 }
 
-// checkDocProps refuses props a document node (typ "doc") cannot hold: a
-// text or language that is not a string (null, which removes it, is fine).
-func checkDocProps(typ string, props map[string]any) error {
-	if typ != DocType {
-		return nil
+// createProps returns the props of an entity of kind to create from the
+// props a command gave (nulls dropped), checked against the kind's schema
+// (canvas.ValidateProps), with text filled in from richText when only
+// richText was given.
+func createProps(kind string, props map[string]any) (map[string]any, error) {
+	p := stripNulls(props)
+	if err := canvas.ValidateProps(kind, p, "args.props"); err != nil {
+		return nil, err
 	}
-	if v := props[DocTextProp]; v != nil {
-		if _, ok := propDocText(v); !ok {
-			return canvas.Unprocessable("args.props."+DocTextProp, "a document's text must be a string, got %T", v)
+	if r, ok := p[richTextProp]; ok && canvas.HasProp(kind, richTextProp) {
+		if _, ok := p[textProp]; !ok {
+			p[textProp] = canvas.RichTextPlain(r)
 		}
 	}
-	if v := props[DocLanguageProp]; v != nil {
-		if _, ok := v.(string); !ok {
-			return canvas.Unprocessable("args.props."+DocLanguageProp, "a document's language must be a string, got %T", v)
-		}
-	}
-	return nil
+	return p, nil
 }
+
+// updateProps returns cur with the JSON merge patch patch applied, for an
+// entity of kind: the merged value of every key the patch sets is checked
+// against the kind's schema, a patch that sets richText without text sets
+// text to its plain text, and one that sets or removes text without
+// richText removes richText. cur and patch are not modified.
+func updateProps(kind string, cur, patch map[string]any) (map[string]any, error) {
+	merged := mergeProps(cur, patch)
+	var set map[string]any
+	for k, v := range patch {
+		if v != nil {
+			if set == nil {
+				set = make(map[string]any, len(patch))
+			}
+			set[k] = merged[k]
+		}
+	}
+	if err := canvas.ValidateProps(kind, set, "args.props"); err != nil {
+		return nil, err
+	}
+	if canvas.HasProp(kind, richTextProp) {
+		_, setsText := patch[textProp]
+		r, setsRich := patch[richTextProp]
+		switch {
+		case setsRich && r != nil && !setsText:
+			merged[textProp] = canvas.RichTextPlain(merged[richTextProp])
+		case setsText && !setsRich:
+			delete(merged, richTextProp)
+		}
+	}
+	return merged, nil
+}
+
+// Props keys the reducer reads.
+const (
+	textProp     = "text"
+	richTextProp = "richText"
+)
 
 // updateNode changes name, parent, geometry and props of an existing node.
 // A new parent (a group or a frame, or "" for the top level) leaves the
@@ -277,10 +318,10 @@ func (t *tx) updateNode(id string, name, parent *string, g geomUpdate, props map
 	}
 	if len(props) > 0 {
 		cur, _ := t.getNode(id)
-		if err := checkDocProps(cur.Type, props); err != nil {
+		merged, err := updateProps(cur.Type, cur.Props, props)
+		if err != nil {
 			return err
 		}
-		merged := mergeProps(cur.Props, props)
 		if mergeDiff(cur.Props, merged) != nil {
 			t.editNode(id).Props = merged
 		}
@@ -418,7 +459,9 @@ func decideDeleteShape(t *tx, args json.RawMessage) error {
 	return nil
 }
 
-// decideCreateEdge: create_edge {id?, from, to, type? (default "arrow"), props?}.
+// decideCreateEdge: create_edge {id?, from?, to?, type? (default "arrow"),
+// props?}: an end names a node (bound) or is "" (free); without
+// props.points both ends must be bound and the server computes the path.
 func decideCreateEdge(t *tx, args json.RawMessage) error {
 	var a createEdgeArgs
 	if err := decodeArgs(args, &a); err != nil {
@@ -427,24 +470,19 @@ func decideCreateEdge(t *tx, args json.RawMessage) error {
 	if a.ID != "" {
 		t.touch(edgeRef(a.ID))
 	}
-	if a.From != "" {
-		t.touch(nodeRef(a.From))
-	}
-	if a.To != "" {
-		t.touch(nodeRef(a.To))
-	}
-	if _, err := t.needNode("args.from", a.From); err != nil {
-		return err
-	}
-	if _, err := t.needNode("args.to", a.To); err != nil {
-		return err
+	for _, end := range [...]struct{ field, id string }{{"args.from", a.From}, {"args.to", a.To}} {
+		if end.id != "" {
+			if _, err := t.needNode(end.field, end.id); err != nil {
+				return err
+			}
+		}
 	}
 	typ := a.Type
 	if typ == "" {
 		typ = "arrow"
 	}
-	if len(typ) > maxEdgeTypeLen || strings.ContainsAny(typ, "\r\n\x00") {
-		return canvas.Unprocessable("args.type", "must be at most %d characters on one line", maxEdgeTypeLen)
+	if err := checkEdgeType(typ); err != nil {
+		return err
 	}
 	id := a.ID
 	if id != "" {
@@ -457,12 +495,24 @@ func decideCreateEdge(t *tx, args json.RawMessage) error {
 	} else {
 		id = t.mintEdgeID()
 	}
-	t.addEdge(&canvas.Edge{ID: id, From: a.From, To: a.To, Type: typ, Props: stripNulls(a.Props)})
+	props, err := createProps(canvas.EdgeKind, a.Props)
+	if err != nil {
+		return err
+	}
+	e := &canvas.Edge{ID: id, From: a.From, To: a.To, Type: typ, Props: props}
+	if err := t.placeEdge(e, keepPoints, "args.props.points"); err != nil {
+		return err
+	}
+	t.addEdge(e)
 	t.created = append(t.created, id)
 	return nil
 }
 
-// decideUpdateEdge: update_edge {id, props} (a JSON merge patch).
+// decideUpdateEdge: update_edge {id, from?, to?, props?}: from and to bind
+// an end to another node or free it (""); props merge as a JSON merge
+// patch. A bound end placed away from its node moves onto it; a path set
+// to null is computed again (both ends bound); an elbow edge whose ends,
+// sides or routing changed is routed again.
 func decideUpdateEdge(t *tx, args json.RawMessage) error {
 	var a updateEdgeArgs
 	if err := decodeArgs(args, &a); err != nil {
@@ -472,13 +522,54 @@ func decideUpdateEdge(t *tx, args json.RawMessage) error {
 	if err != nil {
 		return err
 	}
-	if len(a.Props) > 0 {
-		merged := mergeProps(e.Props, a.Props)
-		if mergeDiff(e.Props, merged) != nil {
-			t.editEdge(a.ID).Props = merged
+	from, to := e.From, e.To
+	if a.From != nil {
+		from = *a.From
+	}
+	if a.To != nil {
+		to = *a.To
+	}
+	for _, end := range [...]struct{ field, id string }{{"args.from", from}, {"args.to", to}} {
+		if end.id != "" {
+			if _, err := t.needNode(end.field, end.id); err != nil {
+				return err
+			}
 		}
 	}
+	props := e.Props
+	if len(a.Props) > 0 {
+		if props, err = updateProps(canvas.EdgeKind, e.Props, a.Props); err != nil {
+			return err
+		}
+	}
+	w := *e
+	w.From, w.To, w.Props = from, to, props
+	how := keepPoints
+	pts, setsPoints := a.Props[pointsProp]
+	switch {
+	case setsPoints && pts == nil:
+		how = newPoints
+	case !setsPoints && (from != e.From || to != e.To || hasAny(a.Props, routingProp, fromSideProp, toSideProp)):
+		how = reroutePoints
+	}
+	if err := t.placeEdge(&w, how, "args.props.points"); err != nil {
+		return err
+	}
+	if w.From != e.From || w.To != e.To || mergeDiff(e.Props, w.Props) != nil {
+		m := t.editEdge(a.ID)
+		m.From, m.To, m.Props = w.From, w.To, w.Props
+	}
 	return nil
+}
+
+// hasAny reports whether m has any of keys.
+func hasAny(m map[string]any, keys ...string) bool {
+	for _, k := range keys {
+		if _, ok := m[k]; ok {
+			return true
+		}
+	}
+	return false
 }
 
 // decideDeleteEdge: delete_edge {id}.
