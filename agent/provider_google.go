@@ -1,7 +1,6 @@
 package agent
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -133,9 +132,7 @@ func (g *GoogleProvider) Stream(ctx context.Context, req ModelRequest) (ModelStr
 		}
 		return nil, fmt.Errorf("google: %d %s", resp.StatusCode, strings.TrimSpace(string(raw)))
 	}
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 0, 64<<10), 16<<20)
-	return &googleStream{body: resp.Body, lines: sc}, nil
+	return &googleStream{body: resp.Body, events: newSSEReader(resp.Body)}, nil
 }
 
 // request encodes req as a generateContent request body.
@@ -204,7 +201,7 @@ func geminiRole(role string) string {
 
 type googleStream struct {
 	body      io.ReadCloser
-	lines     *bufio.Scanner
+	events    *sseReader
 	finished  bool // a candidate carried a finish reason
 	truncated bool // that reason was MAX_TOKENS
 	usage     Usage
@@ -216,7 +213,7 @@ type googleStream struct {
 // error.
 func (g *googleStream) Recv() (string, error) {
 	for {
-		data, err := g.nextEvent()
+		_, data, err := g.events.next()
 		if err == io.EOF {
 			if !g.finished {
 				return "", errors.New("google stream: the stream ended without a finish reason (connection cut)")
@@ -259,34 +256,6 @@ func (g *googleStream) Recv() (string, error) {
 			return b.String(), nil
 		}
 	}
-}
-
-// nextEvent returns the data of the next server-sent event (its data lines
-// joined by newlines), or io.EOF at the end of the body.
-func (g *googleStream) nextEvent() ([]byte, error) {
-	var data []byte
-	for g.lines.Scan() {
-		line := g.lines.Bytes()
-		if len(line) == 0 {
-			if data != nil {
-				return data, nil
-			}
-			continue
-		}
-		if rest, ok := bytes.CutPrefix(line, []byte("data:")); ok {
-			if data != nil {
-				data = append(data, '\n')
-			}
-			data = append(data, bytes.TrimPrefix(rest, []byte(" "))...)
-		} // other fields (event:, id:, comments) carry nothing here
-	}
-	if err := g.lines.Err(); err != nil {
-		return nil, err
-	}
-	if data != nil { // a last event without its blank line
-		return data, nil
-	}
-	return nil, io.EOF
 }
 
 // Close ends the stream and closes its HTTP response.
