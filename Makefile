@@ -18,7 +18,7 @@ run: build ## build (with the web UI), then run canvasd on the embedded store in
 
 .PHONY: build
 build: ui ## build bin/canvasd with the web UI embedded
-	@echo "== building bin/canvasd: the first build downloads about 350 MB of Go modules and compiles about 600 packages (each is listed as it compiles); later builds take seconds"
+	@echo "== building bin/canvasd: the first build downloads about 400 MB of Go modules and compiles about 600 packages (each is listed as it compiles); later builds take seconds"
 	$(GO) build -v -o bin/canvasd ./cmd/canvasd
 
 # The web UI (web/ui, TypeScript) is bundled into web/dist, which the binary
