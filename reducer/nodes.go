@@ -240,8 +240,13 @@ func (t *tx) needContainer(parent string) (*canvas.Node, error) {
 // (canvas.ValidateProps), with text filled in from richText when only
 // richText was given.
 func createProps(kind string, props map[string]any) (map[string]any, error) {
+	return createPropsAt(kind, props, "args.props")
+}
+
+// createPropsAt is createProps with errors naming the props at field.
+func createPropsAt(kind string, props map[string]any, field string) (map[string]any, error) {
 	p := stripNulls(props)
-	if err := canvas.ValidateProps(kind, p, "args.props"); err != nil {
+	if err := canvas.ValidateProps(kind, p, field); err != nil {
 		return nil, err
 	}
 	if r, ok := p[richTextProp]; ok && canvas.HasProp(kind, richTextProp) {

@@ -47,6 +47,8 @@ func verbTable() map[string]decideFunc {
 		"redo":               decideRedo,
 		"revert_to_snapshot": decideRevertToSnapshot,
 		CmdRevertCommits:     decideRevertCommits, // revert_commits.go
+		// Files (import.go)
+		CmdImportScene: txVerb(decideImportScene),
 	}
 }
 

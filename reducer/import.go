@@ -1,0 +1,210 @@
+package reducer
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+
+	"github.com/canvasd/canvasd/canvas"
+)
+
+// CmdImportScene is the command type of an import: the nodes and edges a
+// file holds, written in one commit, all or nothing.
+const CmdImportScene = "import_scene"
+
+// MaxImportObjects bounds the nodes and edges of one import_scene.
+const MaxImportObjects = 50_000
+
+// ImportSceneArgs are the args of import_scene {mode, nodes, edges}.
+type ImportSceneArgs struct {
+	// Mode is "merge" (the default): the nodes and edges join the canvas,
+	// each replacing one with the same id; or "replace": everything else on
+	// the canvas is deleted.
+	Mode  string       `json:"mode"`
+	Nodes []ImportNode `json:"nodes"`
+	Edges []ImportEdge `json:"edges"`
+}
+
+// ImportNode is a node of an import: every field as a node has it. Nodes
+// are placed in front of the canvas in the order given (z-order); a
+// parent_id may name a node of the import or of the canvas (a group or a
+// frame), in any order. Type group is allowed here (a file's groups).
+type ImportNode struct {
+	ID       string         `json:"id"`
+	Type     string         `json:"type"`
+	Name     string         `json:"name"`
+	ParentID string         `json:"parent_id"`
+	X        float64        `json:"x"`
+	Y        float64        `json:"y"`
+	W        float64        `json:"w"`
+	H        float64        `json:"h"`
+	Rotation float64        `json:"rotation"`
+	Props    map[string]any `json:"props"`
+}
+
+// ImportEdge is an edge of an import; from and to may name nodes of the
+// import or of the canvas ("" for a free end, which needs props.points).
+type ImportEdge struct {
+	ID    string         `json:"id"`
+	From  string         `json:"from"`
+	To    string         `json:"to"`
+	Type  string         `json:"type"`
+	Props map[string]any `json:"props"`
+}
+
+// decideImportScene: import_scene {mode?, nodes, edges}. Every node and
+// edge is checked as create_node and create_edge check theirs (ids, kinds,
+// the props schema, bound ends placed on their nodes); the first that
+// fails refuses the whole import with a field error naming it
+// (args.nodes[3].props.fill). The created ids are every id imported.
+func decideImportScene(t *tx, args json.RawMessage) error {
+	var a ImportSceneArgs
+	if err := decodeArgs(args, &a); err != nil {
+		return err
+	}
+	switch a.Mode {
+	case "", "merge", "replace":
+	default:
+		return enumError("args.mode", a.Mode, "merge", "replace")
+	}
+	if n := len(a.Nodes) + len(a.Edges); n > MaxImportObjects {
+		return canvas.Unprocessable("args", "an import takes at most %d nodes and edges; got %d", MaxImportObjects, n)
+	}
+	// Ids first: unique, valid, touched (an import conflicts with a change
+	// to anything it writes).
+	nodeIdx := make(map[string]int, len(a.Nodes))
+	for i, n := range a.Nodes {
+		field := fmt.Sprintf("args.nodes[%d]", i)
+		if err := canvas.ValidateID(field+".id", n.ID); err != nil {
+			return err
+		}
+		if j, dup := nodeIdx[n.ID]; dup {
+			return canvas.Unprocessable(field+".id", "%q is also the id of args.nodes[%d]; ids must be unique", n.ID, j)
+		}
+		nodeIdx[n.ID] = i
+		t.touch(nodeRef(n.ID))
+	}
+	edgeIdx := make(map[string]int, len(a.Edges))
+	for i, e := range a.Edges {
+		field := fmt.Sprintf("args.edges[%d]", i)
+		if err := canvas.ValidateID(field+".id", e.ID); err != nil {
+			return err
+		}
+		if j, dup := edgeIdx[e.ID]; dup {
+			return canvas.Unprocessable(field+".id", "%q is also the id of args.edges[%d]; ids must be unique", e.ID, j)
+		}
+		edgeIdx[e.ID] = i
+		t.touch(edgeRef(e.ID))
+	}
+	if a.Mode == "replace" {
+		var nodes, edges []string
+		for id := range t.s.Nodes {
+			nodes = append(nodes, id)
+		}
+		for id := range t.s.Edges {
+			edges = append(edges, id)
+		}
+		slices.Sort(nodes)
+		slices.Sort(edges)
+		for _, id := range edges {
+			t.touch(edgeRef(id))
+			t.deleteEdge(id)
+		}
+		for _, id := range nodes {
+			t.touch(nodeRef(id))
+			t.deleteNode(id)
+		}
+	}
+	// Nodes, in front of the canvas in the order given.
+	keys, err := t.frontKeys(max(len(a.Nodes), 1))
+	if err != nil {
+		return canvas.Unprocessable("args.nodes", "cannot place the nodes in z-order: %v", err)
+	}
+	for i, in := range a.Nodes {
+		field := fmt.Sprintf("args.nodes[%d]", i)
+		if !canvas.ValidNodeType(in.Type) {
+			if in.Type == "arrow" {
+				return canvas.Unprocessable(field+".type", "arrows are edges, not nodes: list them under edges")
+			}
+			return enumError(field+".type", in.Type, canvas.NodeTypes...)
+		}
+		if len(in.Name) > maxNameLen {
+			return canvas.Unprocessable(field+".name", "is longer than %d bytes", maxNameLen)
+		}
+		if !finite(in.X, in.Y, in.W, in.H, in.Rotation) {
+			return canvas.Unprocessable(field, "x, y, w, h and rotation must be finite numbers")
+		}
+		if in.W < 0 || in.H < 0 {
+			return canvas.Unprocessable(field+".w", "w and h must be ≥ 0; got %v×%v", in.W, in.H)
+		}
+		props, err := createPropsAt(in.Type, in.Props, field+".props")
+		if err != nil {
+			return err
+		}
+		if _, ok := t.getNode(in.ID); ok {
+			t.deleteNode(in.ID) // replaced: a put of the new value
+		}
+		t.addNode(&canvas.Node{ID: in.ID, Type: in.Type, Name: in.Name, ParentID: in.ParentID,
+			X: in.X, Y: in.Y, W: in.W, H: in.H, Rotation: normRotation(in.Rotation), Index: keys[i], Props: props})
+		t.created = append(t.created, in.ID)
+	}
+	// Parents, once every node is there.
+	for i, in := range a.Nodes {
+		if in.ParentID == "" {
+			continue
+		}
+		field := fmt.Sprintf("args.nodes[%d].parent_id", i)
+		p, ok := t.getNode(in.ParentID)
+		if !ok {
+			return canvas.Unprocessable(field, "names %q, which is neither a node of the import nor of the canvas", in.ParentID)
+		}
+		t.touch(nodeRef(p.ID))
+		if !isContainer(p) {
+			return canvas.Unprocessable(field, "node %q is a %q; only group and frame nodes hold children", p.ID, p.Type)
+		}
+		if in.ParentID == in.ID || slices.Contains(t.ancestors(in.ParentID), in.ID) {
+			return canvas.Unprocessable(field, "node %q is %q or inside it: a node cannot hold itself", in.ParentID, in.ID)
+		}
+		t.markDirty(in.ParentID)
+	}
+	for i, in := range a.Nodes {
+		if in.Type == "group" {
+			if len(t.children(in.ID)) == 0 {
+				return canvas.Unprocessable(fmt.Sprintf("args.nodes[%d]", i), "group %q holds nothing: a group needs members (nodes whose parent_id names it)", in.ID)
+			}
+			t.markDirty(in.ID)
+		}
+	}
+	// Edges.
+	for i, in := range a.Edges {
+		field := fmt.Sprintf("args.edges[%d]", i)
+		for _, end := range [...]struct{ field, id string }{{field + ".from", in.From}, {field + ".to", in.To}} {
+			if end.id != "" {
+				if _, err := t.needNode(end.field, end.id); err != nil {
+					return err
+				}
+			}
+		}
+		typ := in.Type
+		if typ == "" {
+			typ = "arrow"
+		}
+		if checkEdgeType(typ) != nil {
+			return canvas.Unprocessable(field+".type", "must be at most %d characters on one line", maxEdgeTypeLen)
+		}
+		props, err := createPropsAt(canvas.EdgeKind, in.Props, field+".props")
+		if err != nil {
+			return err
+		}
+		if _, ok := t.getEdge(in.ID); ok {
+			t.deleteEdge(in.ID)
+		}
+		e := &canvas.Edge{ID: in.ID, From: in.From, To: in.To, Type: typ, Props: props}
+		if err := t.placeEdge(e, keepPoints, field+".props.points"); err != nil {
+			return err
+		}
+		t.addEdge(e)
+		t.created = append(t.created, in.ID)
+	}
+	return nil
+}
