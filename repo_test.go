@@ -91,7 +91,7 @@ var layers = map[string][]string{
 	"render":             {"canvas"},
 	"convert":            {"canvas", "render"},
 	"web":                {},
-	"api":                {"agent", "canvas", "host", "reducer", "store", "web"},
+	"api":                {"agent", "canvas", "convert", "host", "reducer", "render", "store", "web"},
 	"cmd/canvasd":        nil, // everything
 }
 

@@ -214,6 +214,13 @@ func authzRows() []authzRow {
 		{method: "POST", pattern: "/api/canvases/{canvas_id}/snapshots", req: static("POST", "/api/canvases/"+authzA+"/snapshots", `{"label":"l"}`), expect: onA(canvas.RoleEditor, 201)},
 		{method: "GET", pattern: "/api/canvases/{canvas_id}/snapshots", req: static("GET", "/api/canvases/"+authzA+"/snapshots", ""), expect: onA(canvas.RoleViewer, 200)},
 
+		// Files (files.go).
+		{method: "GET", pattern: "/api/canvases/{canvas_id}/export", req: static("GET", "/api/canvases/"+authzA+"/export?format=svg", ""), expect: onA(canvas.RoleViewer, 200)},
+		{method: "POST", pattern: "/api/canvases/{canvas_id}/import", req: func(*authzEnv) authzReq {
+			return authzReq{method: "POST", path: "/api/canvases/" + authzA + "/import?format=mermaid", body: "flowchart LR\n  imp_a --> imp_b",
+				header: map[string]string{"Content-Type": "text/plain"}}
+		}, expect: onA(canvas.RoleEditor, 200)},
+
 		// MCP: any token reaches the transport; each tool checks the canvas.
 		{method: "POST", pattern: "/mcp", req: mcpCall(authzA), expect: anyToken(200),
 			toolRefused: func(c authzCaller) bool { return !c.p.CanAccess(authzA, canvas.RoleViewer) }},

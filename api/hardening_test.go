@@ -232,6 +232,7 @@ func hostileLimits(z *authzEnv) map[string]int64 {
 		"POST /api/sessions/{id}/messages":                    messageBodyLimit(hc.MaxImageBytes),
 		"POST /api/invoke":                                    maxInvokeBody,
 		"POST /api/invoke/{invoke_id}":                        maxInvokeBody,
+		"POST /api/canvases/{canvas_id}/import":               maxImportBody,
 	}
 }
 
@@ -273,7 +274,8 @@ func TestHostileInputOnEveryRoute(t *testing.T) {
 			t.Errorf("%s takes a body but has no entry in hostileLimits", route)
 			continue
 		}
-		raw := route == "PUT /api/host/{session}/files/*" // any bytes: a file
+		// Any bytes: a file (the import's own hostile cases are in files_test.go).
+		raw := route == "PUT /api/host/{session}/files/*" || route == "POST /api/canvases/{canvas_id}/import"
 		cases := []struct {
 			name, body, token string
 			status            []int

@@ -221,7 +221,7 @@ func (s *Server) mcpTools() []mcpTool {
 	tool := func(name string, ann *mcp.ToolAnnotations, desc string) *mcp.Tool {
 		return &mcp.Tool{Name: name, Annotations: ann, Description: desc}
 	}
-	return []mcpTool{
+	return append([]mcpTool{
 		{tool("canvas_replace_lines", mcpEdit, "Replace lines start_line..end_line (1-indexed, inclusive) of a document with new_content. Returns lines_affected, diff {before, after} and new_line_count."),
 			toolFunc(func(ctx context.Context, in mcpReplaceLines) (*mcp.CallToolResult, any, error) {
 				return s.mcpCommand(ctx, in.CanvasID, "replace_lines", map[string]any{"node_id": in.NodeID, "start_line": in.StartLine,
@@ -292,7 +292,7 @@ func (s *Server) mcpTools() []mcpTool {
 			}},
 		{tool("canvas_agent_edit_request", mcpDelegate, "Hand an editing instruction to the server's canvas agent (focused on a document with node_id) and wait for the run: returns session_id, state, summary (what the agent said it did), diff (of the document since the request) and revs (the revisions it made)."),
 			toolFunc(s.mcpAgentEditRequest)},
-	}
+	}, s.mcpFileTools(tool)...) // mcp_files.go
 }
 
 func (s *Server) mcpSearchReplace(ctx context.Context, in mcpSearchReplace) (*mcp.CallToolResult, any, error) {

@@ -87,8 +87,8 @@ func TestMCPTools(t *testing.T) {
 		}
 	}
 	sort.Strings(names)
-	want := []string{"canvas_agent_edit_request", "canvas_apply", "canvas_delete_lines", "canvas_get_content", "canvas_get_diff",
-		"canvas_get_selection_context", "canvas_get_state", "canvas_insert_lines", "canvas_redo", "canvas_replace_lines",
+	want := []string{"canvas_agent_edit_request", "canvas_apply", "canvas_delete_lines", "canvas_export", "canvas_get_content", "canvas_get_diff",
+		"canvas_get_selection_context", "canvas_get_state", "canvas_import", "canvas_insert_lines", "canvas_redo", "canvas_replace_lines",
 		"canvas_revert_to_snapshot", "canvas_save_snapshot", "canvas_search_replace", "canvas_undo"}
 	if strings.Join(names, ",") != strings.Join(want, ",") {
 		t.Fatalf("tools = %v", names)

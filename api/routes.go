@@ -82,6 +82,10 @@ func (s *Server) routes() chi.Router {
 		r.Get("/api/canvases/{canvas_id}/snapshots", s.handleListNamedSnapshots)
 		r.Post("/mcp", s.jsonBody(cmdLimit, s.mcpHandler().ServeHTTP))
 
+		// Files in and out (files.go): the import's body is the file itself.
+		r.Get("/api/canvases/{canvas_id}/export", s.handleExport)
+		r.Post("/api/canvases/{canvas_id}/import", limitBody(maxImportBody, s.handleImport))
+
 		// Agent (agent.go). Without an in-process runner or worker queue
 		// (Config.Agent nil) only the catalog and the event relay are served.
 		r.Get("/api/canvas-agent/catalog", s.handleAgentCatalog)

@@ -44,6 +44,24 @@ var (
 type Scene struct {
 	Nodes []*canvas.Node `json:"nodes"`
 	Edges []*canvas.Edge `json:"edges"`
+	// NodePlaces and EdgePlaces name where in the file each node and edge
+	// came from ("body.nodes[3]", "body.elements[7]", "body line 12"), in
+	// the order of Nodes and Edges, so that a node or edge the canvas
+	// refuses is reported at its place in the file.
+	NodePlaces []string `json:"-"`
+	EdgePlaces []string `json:"-"`
+}
+
+// addNode appends a node that came from place.
+func (sc *Scene) addNode(n *canvas.Node, place string) {
+	sc.Nodes = append(sc.Nodes, n)
+	sc.NodePlaces = append(sc.NodePlaces, "body"+place)
+}
+
+// addEdge appends an edge that came from place.
+func (sc *Scene) addEdge(e *canvas.Edge, place string) {
+	sc.Edges = append(sc.Edges, e)
+	sc.EdgePlaces = append(sc.EdgePlaces, "body"+place)
 }
 
 // Limits of what Decode accepts.

@@ -198,7 +198,7 @@ func (d *exDecoder) element(e obj, place string) error {
 		if err != nil {
 			return err
 		}
-		d.scene.Edges = append(d.scene.Edges, edge)
+		d.scene.addEdge(edge, place)
 		d.origs = append(d.origs, exOrig{edge: edge, el: e, label: label})
 		return nil
 	}
@@ -306,8 +306,8 @@ func (d *exDecoder) element(e obj, place string) error {
 			delete(props, k)
 		}
 	}
-	n.ParentID = d.parentOf(e)
-	d.scene.Nodes = append(d.scene.Nodes, n)
+	n.ParentID = d.parentOf(e, place)
+	d.scene.addNode(n, place)
 	d.origs = append(d.origs, exOrig{node: n, el: e, label: label})
 	return nil
 }
@@ -342,7 +342,7 @@ func (d *exDecoder) label(e obj) obj {
 }
 
 // parentOf is the node holding an element: its innermost group, else its frame.
-func (d *exDecoder) parentOf(e obj) string {
+func (d *exDecoder) parentOf(e obj, place string) string {
 	frame := ""
 	if f, _ := e["frameId"].(string); f != "" && d.byID[f] != nil {
 		frame = d.ids[f]
@@ -365,7 +365,7 @@ func (d *exDecoder) parentOf(e obj) string {
 				setMeta(g.Props, exMeta, exKept{ID: gid})
 			}
 			d.groups[gid] = g
-			d.scene.Nodes = append(d.scene.Nodes, g)
+			d.scene.addNode(g, place+".groupIds")
 		}
 		parent = g.ID
 	}
@@ -506,9 +506,9 @@ func (d *exDecoder) arrow(e obj, place string, props map[string]any) (*canvas.Ed
 	default:
 		props["routing"] = "straight"
 	}
-	delete(props, "roundness")
-	delete(props, "fill")
-	delete(props, "fillColor")
+	for _, k := range []string{"roundness", "fill", "fillColor", "align", "verticalAlign"} {
+		delete(props, k) // an edge's label sits at its middle
+	}
 	for _, h := range []struct{ key, prop string }{{"startArrowhead", "arrowheadStart"}, {"endArrowhead", "arrowheadEnd"}} {
 		s, _ := e[h.key].(string)
 		if s == "" {

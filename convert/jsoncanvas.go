@@ -76,7 +76,7 @@ func decodeJSONCanvas(data []byte) (*Scene, error) {
 		if changed {
 			n.Props["meta"] = map[string]any{jcMeta + "_id": fileID}
 		}
-		sc.Nodes = append(sc.Nodes, n)
+		sc.addNode(n, place)
 		origs[n] = o
 	}
 	jcParents(sc.Nodes)
@@ -97,7 +97,7 @@ func decodeJSONCanvas(data []byte) (*Scene, error) {
 		if changed {
 			e.Props["meta"] = map[string]any{jcMeta + "_id": fileID}
 		}
-		sc.Edges = append(sc.Edges, e)
+		sc.addEdge(e, place)
 		edgeOrigs[e] = o
 	}
 	// What the export would not give back is kept beside the model.

@@ -276,7 +276,7 @@ func mermaidScene(g *mmGraph, boxes []mmBox, out *dotOut) (*Scene, error) {
 				}
 			}
 		}
-		sc.Nodes = append(sc.Nodes, n)
+		sc.addNode(n, fmt.Sprintf(" line %d", s.line))
 	}
 	for i, s := range g.subs {
 		if s.parent != nil {
@@ -310,7 +310,7 @@ func mermaidScene(g *mmGraph, boxes []mmBox, out *dotOut) (*Scene, error) {
 		if mn.sub != nil {
 			n.ParentID = frameIDs[subIdxOf(g, mn.sub)]
 		}
-		sc.Nodes = append(sc.Nodes, n)
+		sc.addNode(n, fmt.Sprintf(" line %d", mn.line))
 	}
 	edgePos := map[string]string{}
 	for _, e := range out.Edges {
@@ -336,7 +336,7 @@ func mermaidScene(g *mmGraph, boxes []mmBox, out *dotOut) (*Scene, error) {
 		if pts := splinePoints(edgePos[fmt.Sprintf("e%d", k)], flip); len(pts) >= 2 {
 			e.Props["points"] = pts
 		}
-		sc.Edges = append(sc.Edges, e)
+		sc.addEdge(e, fmt.Sprintf(" line %d", me.line))
 	}
 	return sc, nil
 }

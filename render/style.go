@@ -92,18 +92,7 @@ func (p props) str(key string) string {
 }
 
 func (p props) num(key string) (float64, bool) {
-	switch v := p[key].(type) {
-	case float64:
-		if math.IsNaN(v) || math.IsInf(v, 0) {
-			return 0, false
-		}
-		return v, true
-	case int:
-		return float64(v), true
-	case int64:
-		return float64(v), true
-	}
-	return 0, false
+	return canvas.NumberValue(p[key])
 }
 
 func (p props) boolean(key string) (v, ok bool) {
