@@ -33,6 +33,10 @@ Usage:
                                  their queue from their store, so give it the same --database-url (or --data-dir)
   canvasd host a2ui push --jsonl FILE --session S   push A2UI messages to a host session (CANVASD_URL, CANVASD_TOKEN)
   canvasd host a2ui reset --session S               clear a host session's A2UI surfaces (CANVASD_URL, CANVASD_TOKEN)
+  canvasd export --canvas ID [--format png|svg|jsoncanvas|excalidraw] [--out FILE] [--at-rev N] [--ids a,b] [--bounds x,y,w,h] [--scale S]
+                                 the canvas drawn by the server or written as a file (CANVASD_URL, CANVASD_TOKEN)
+  canvasd import --canvas ID [--format jsoncanvas|excalidraw|mermaid] [--mode merge|replace] FILE
+                                 a file read into the canvas as one commit (CANVASD_URL, CANVASD_TOKEN)
   canvasd help
 
 Flags (each also read from the environment variable shown):
@@ -90,5 +94,5 @@ type subcommand func(ctx context.Context, args []string, getenv func(string) str
 
 // extraCommands are the subcommands beyond serve, migrate and token.
 func extraCommands() map[string]subcommand {
-	return map[string]subcommand{"host": host.Command, "agent": runAgent}
+	return map[string]subcommand{"host": host.Command, "agent": runAgent, "export": runExport, "import": runImport}
 }

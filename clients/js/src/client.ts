@@ -113,6 +113,40 @@ export interface StreamOptions {
   onConnection?: (state: "open" | "reconnecting") => void;
 }
 
+/** Options of exportCanvas. */
+export interface ExportOptions {
+  /** `png` (default), `svg`, `jsoncanvas` or `excalidraw`. */
+  format?: "png" | "svg" | "jsoncanvas" | "excalidraw";
+  /** The canvas as it was at this revision. */
+  atRev?: number;
+  /** Only these node and edge ids. */
+  ids?: string[];
+  /** The page region to draw: [x, y, w, h]. */
+  bounds?: [number, number, number, number];
+  /** A PNG's pixels per page unit (0.01 to 8, default 1). */
+  scale?: number;
+  background?: "white" | "transparent";
+  signal?: AbortSignal;
+}
+
+/** What exportCanvas resolves to. */
+export interface ExportResult {
+  data: Uint8Array;
+  contentType: string;
+  /** The revision the export shows. */
+  rev: number;
+}
+
+/** Options of importFile. */
+export interface ImportOptions {
+  format: "jsoncanvas" | "excalidraw" | "mermaid";
+  mode?: "merge" | "replace";
+  /** The revision the import was planned against (default: the head). */
+  baseRev?: number;
+  idempotencyKey?: string;
+  signal?: AbortSignal;
+}
+
 /** A resumable canvas stream: an async iterable of typed events. */
 export interface CanvasStream extends AsyncIterable<StreamEvent> {
   /** The id the next connect resumes after; set it (e.g. to a re-read snapshot's head_event_id) after a reset. */
@@ -178,6 +212,10 @@ interface RequestInit2 {
   headers?: Record<string, string>;
   /** This request's timeout per attempt in ms (default: the client's timeoutMs). */
   timeoutMs?: number;
+  /** A body sent as it is (a file), with its Content-Type; instead of body. */
+  raw?: { data: string | Uint8Array | Blob; contentType: string };
+  /** Read the answer as bytes (Answer.bytes) instead of text. */
+  binary?: boolean;
 }
 
 interface Answer {
@@ -185,6 +223,8 @@ interface Answer {
   headers: Headers;
   data: any;
   text: string;
+  /** The answer's bytes, when the request asked for binary and it succeeded. */
+  bytes?: Uint8Array;
 }
 
 /**
@@ -261,10 +301,13 @@ export class CanvasClient {
     const headers: Record<string, string> = { Accept: "application/json", ...init.headers };
     const tok = this.token;
     if (tok) headers["Authorization"] = "Bearer " + tok;
-    let body: string | undefined;
+    let body: BodyInit | undefined;
     if (init.body !== undefined) {
       body = JSON.stringify(init.body);
       headers["Content-Type"] = "application/json";
+    } else if (init.raw) {
+      body = init.raw.data as BodyInit;
+      headers["Content-Type"] = init.raw.contentType;
     }
     const timeoutMs = init.timeoutMs ?? this.timeoutMs;
     for (let attempt = 0; ; attempt++) {
@@ -277,9 +320,15 @@ export class CanvasClient {
       init.signal?.addEventListener("abort", onAbort, { once: true });
       let res: Response;
       let text: string;
+      let bytes: Uint8Array | undefined;
       try {
         res = await this.fetchFn(url, { method, headers, body, signal: ctl.signal });
-        text = await res.text();
+        if (init.binary && res.ok) {
+          bytes = new Uint8Array(await res.arrayBuffer());
+          text = "";
+        } else {
+          text = await res.text();
+        }
       } catch (err) {
         if (init.signal?.aborted) throw err;
         if (init.retry && attempt < this.retries) {
@@ -305,7 +354,7 @@ export class CanvasClient {
           data = undefined;
         }
       }
-      return { status: res.status, headers: res.headers, data, text };
+      return { status: res.status, headers: res.headers, data, text, bytes };
     }
   }
 
@@ -530,6 +579,56 @@ export class CanvasClient {
   async listSnapshots(canvasId: string): Promise<NamedSnapshot[]> {
     const d = await this.call<NamedSnapshotList>("GET", `/api/canvases/${seg(canvasId)}/snapshots`, { retry: true });
     return d.snapshots ?? [];
+  }
+
+  // ------------------------------------------------------------ files
+
+  /**
+   * The canvas drawn by the server (`png`, the default; `svg`) or written as
+   * a file (`jsoncanvas`, `excalidraw`): `GET /api/canvases/{id}/export`.
+   * Optionally at a past revision, only some node and edge ids (a frame or
+   * group brings its children), a page region `bounds: [x, y, w, h]`, a PNG
+   * `scale` and a `transparent` background. Resolves to the bytes, their
+   * media type and the revision shown; a refused option throws a
+   * CanvasError whose problem names it.
+   */
+  async exportCanvas(canvasId: string, opts: ExportOptions = {}): Promise<ExportResult> {
+    const path = `/api/canvases/${seg(canvasId)}/export`;
+    const query: RequestInit2["query"] = { format: opts.format ?? "png", at_rev: opts.atRev, scale: opts.scale, background: opts.background };
+    if (opts.ids) query.ids = opts.ids.join(",");
+    if (opts.bounds) query.bounds = opts.bounds.join(",");
+    const a = await this.send("GET", path, { query, retry: true, binary: true, signal: opts.signal });
+    if (a.status !== 200 || !a.bytes) throw this.error("GET", path, a);
+    return { data: a.bytes, contentType: a.headers.get("Content-Type") ?? "", rev: Number(a.headers.get("X-Canvas-Rev") ?? 0) };
+  }
+
+  /**
+   * Reads a file into the canvas as one commit: `POST
+   * /api/canvases/{id}/import`. `format` is `jsoncanvas`, `excalidraw` or
+   * `mermaid` (a flowchart, laid out by the server); `mode` `merge` (the
+   * default: the file joins the canvas, replacing what has the same id) or
+   * `replace` (everything else is deleted). The request carries an
+   * idempotency key (the caller's or one of the client's), so it is resent
+   * safely. A file the server cannot read throws a CanvasError whose
+   * problem's `field` names the place in it (`body.nodes[3].color`,
+   * `body line 12`); a stale baseRev that conflicts throws ConflictError.
+   */
+  async importFile(canvasId: string, file: string | Uint8Array | Blob, opts: ImportOptions): Promise<ApplyResult> {
+    const path = `/api/canvases/${seg(canvasId)}/import`;
+    const key = opts.idempotencyKey ?? newIdempotencyKey();
+    const contentType = opts.format === "mermaid" ? "text/plain; charset=utf-8" : "application/json";
+    const a = await this.send("POST", path, {
+      query: { format: opts.format, mode: opts.mode, base_rev: opts.baseRev, idempotency_key: key },
+      raw: { data: file, contentType }, retry: true, idempotencyKey: key, signal: opts.signal,
+    });
+    if (a.status !== 200) throw this.error("POST", path, a, key);
+    const d = a.data as RevisionResult;
+    this.noteHead(canvasId, d.current_rev);
+    return {
+      rev: d.current_rev, cmdId: d.cmd_id, eventId: d.event_id, createdIds: d.created_ids ?? [],
+      rebased: d.rebased === true, result: d.result, replayed: a.headers.get("Idempotent-Replayed") === "true",
+      idempotencyKey: key, replans: 0, body: d,
+    };
   }
 
   // ------------------------------------------------------------ gestures

@@ -2,7 +2,7 @@
 
 export { CanvasClient, GestureThrottle } from "./client.js";
 export { newIdempotencyKey, randomHex } from "./ids.js";
-export type { ApplyOptions, ApplyResult, CanvasStream, ClientOptions, ConflictHandler, Replan, StreamOptions } from "./client.js";
+export type { ApplyOptions, ApplyResult, CanvasStream, ClientOptions, ConflictHandler, ExportOptions, ExportResult, ImportOptions, Replan, StreamOptions } from "./client.js";
 export { CanvasError, ConflictError } from "./errors.js";
 export { isKnownEvent, TERMINAL_AGENT_STATES } from "./events.js";
 export type { CanvasEventMap, StreamEvent } from "./events.js";

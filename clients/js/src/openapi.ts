@@ -383,6 +383,66 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/canvases/{id}/export": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The canvas id. */
+                id: components["parameters"]["CanvasIDPathShort"];
+            };
+            cookie?: never;
+        };
+        /**
+         * The canvas as a picture (SVG, PNG, drawn by the server) or a file (JSON Canvas, .excalidraw).
+         * @description `svg` and `png` are drawn by the server with no browser: every kind of node and edge (geo
+         *     shapes with their fills, notes, text, frames, documents as cards, images, embeds, freehand
+         *     drawings, lines; edges with their heads and labels), text in the fonts the web UI uses, wrapped as
+         *     it wraps it. `jsoncanvas` is a JSON Canvas 1.0 file (jsoncanvas.org), `excalidraw` an
+         *     `.excalidraw` file; a canvas imported from such a file gives that file back (docs/files.md). A
+         *     picture is at most 16,384 pixels a side and 33,554,432 pixels in all: past that, a 422 names `scale` or
+         *     `bounds` and says the largest scale that fits. The header `X-Canvas-Rev` is the revision shown.
+         */
+        get: operations["exportCanvas"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/canvases/{id}/import": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The canvas id. */
+                id: components["parameters"]["CanvasIDPathShort"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Read a file (JSON Canvas, .excalidraw, Mermaid flowchart) into the canvas as one commit.
+         * @description The body is the file itself (at most 32 MiB; any Content-Type). It becomes one `import_scene`
+         *     command of the caller, answered like a command (`current_rev`, `created_ids`: every id the file
+         *     put on the canvas): all of it in one revision, or nothing. `mode=merge` (default) adds the file's
+         *     nodes and edges, each replacing one with the same id; `mode=replace` deletes everything else.
+         *     Mermaid flowcharts are laid out by Graphviz's dot: nothing overlaps, ranks follow the chart's
+         *     direction, subgraphs become frames. A file that cannot be read, or a node or edge of it the
+         *     canvas refuses, is a 422 whose `field` names the place in the file (`body.nodes[3].color`,
+         *     `body.elements[7]`, `body line 12`). A file holds at most 50,000 nodes and edges (a Mermaid
+         *     chart 2,000 nodes and 5,000 links).
+         */
+        post: operations["importFile"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/mcp": {
         parameters: {
             query?: never;
@@ -1153,7 +1213,7 @@ export interface components {
             [key: string]: unknown;
         } | null;
         /** @enum {string} */
-        NodeType: "geo" | "note" | "text" | "draw" | "arrow" | "line" | "frame" | "image" | "group" | "doc";
+        NodeType: "geo" | "note" | "text" | "draw" | "line" | "frame" | "image" | "embed" | "group" | "doc";
         /**
          * @description One shape. `type` is a TLDraw shape type or `doc` (a text/code document: `props.text`,
          *     `props.language`). `index` orders nodes (z-order, a fractional-index key compared as a string);
@@ -1275,7 +1335,7 @@ export interface components {
          *     the schema named `<Type>Args` (e.g. `create_node` → `CreateNodeArgs`).
          * @enum {string}
          */
-        CommandType: "create_node" | "update_node" | "delete_node" | "create_edge" | "update_edge" | "delete_edge" | "create_shape" | "update_shape" | "delete_shape" | "move" | "resize" | "rotate" | "group" | "ungroup" | "align" | "distribute" | "stack" | "reorder" | "replace_lines" | "insert_lines" | "delete_lines" | "search_replace" | "undo" | "redo" | "revert_to_snapshot" | "revert_commits";
+        CommandType: "create_node" | "update_node" | "delete_node" | "create_edge" | "update_edge" | "delete_edge" | "create_shape" | "update_shape" | "delete_shape" | "move" | "resize" | "rotate" | "group" | "ungroup" | "align" | "distribute" | "stack" | "reorder" | "replace_lines" | "insert_lines" | "delete_lines" | "search_replace" | "undo" | "redo" | "revert_to_snapshot" | "revert_commits" | "import_scene";
         /**
          * @description A command. Top-level fields other than these are rejected (400). `args` is snake_case; its schema
          *     depends on `type`:
@@ -1308,6 +1368,7 @@ export interface components {
          *     | redo | `HistoryArgs` |
          *     | revert_to_snapshot | `RevertToSnapshotArgs` |
          *     | revert_commits | `RevertCommitsArgs` |
+         *     | import_scene | `ImportSceneArgs` |
          *
          *     An unknown `type` is a 422 naming `type`; args that do not fit the type are a 422 naming the field.
          */
@@ -1580,6 +1641,60 @@ export interface components {
             /** @description Revert only this document node (default the whole canvas). */
             node_id?: string;
             reason?: string;
+        };
+        /**
+         * @description The nodes and edges of a file, written as one commit (`POST /api/canvases/{id}/import` sends it;
+         *     any client may). Every node and edge is checked as `create_node` and `create_edge` check theirs;
+         *     the first refused one refuses all (422 naming `args.nodes[3].props.fill`). Nodes go in front of
+         *     the canvas in the order given; `parent_id` and the edges' ends may name nodes of the import or of
+         *     the canvas, in any order; `group` nodes are allowed (a file's groups: they need members).
+         *     `merge` (default): each node and edge replaces one with the same id. `replace`: everything else
+         *     on the canvas is deleted. At most 50,000 nodes and edges.
+         */
+        ImportSceneArgs: {
+            /**
+             * @default merge
+             * @enum {string}
+             */
+            mode: "merge" | "replace";
+            nodes?: {
+                id: string;
+                type: components["schemas"]["NodeType"];
+                name?: string;
+                parent_id?: string;
+                x?: number;
+                y?: number;
+                w?: number;
+                h?: number;
+                rotation?: number;
+                props?: {
+                    [key: string]: unknown;
+                };
+            }[];
+            edges?: {
+                id: string;
+                from?: string;
+                to?: string;
+                type?: string;
+                props?: {
+                    [key: string]: unknown;
+                };
+            }[];
+        };
+        /** @description A JSON Canvas 1.0 file (jsoncanvas.org/spec/1.0). */
+        JSONCanvasFile: {
+            nodes?: Record<string, never>[];
+            edges?: Record<string, never>[];
+        };
+        /** @description An `.excalidraw` file as Excalidraw saves it. */
+        ExcalidrawFile: {
+            /** @enum {string} */
+            type: "excalidraw";
+            version?: number;
+            source?: string;
+            elements: Record<string, never>[];
+            appState?: Record<string, never>;
+            files?: Record<string, never>;
         };
         /**
          * @description Reverts earlier commits (of any actors, `undo` and `redo` included) as one new commit: every node
@@ -3073,6 +3188,105 @@ export interface operations {
             404: components["responses"]["NotFound"];
             413: components["responses"]["TooLarge"];
             422: components["responses"]["Unprocessable"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    exportCanvas: {
+        parameters: {
+            query?: {
+                /** @description What to write (default `png`). */
+                format?: "svg" | "png" | "jsoncanvas" | "excalidraw";
+                /** @description The canvas as it was at this revision (default the head). */
+                at_rev?: number;
+                /**
+                 * @description Comma-separated node and edge ids: only those (a frame or group brings its children, and an edge
+                 *     whose two nodes are listed comes along). Absent: everything. At most 10,000.
+                 */
+                ids?: string;
+                /** @description `x,y,w,h`: the page region to draw (svg, png). Default: what is drawn, with 10 around it. */
+                bounds?: string;
+                /** @description Pixels per page unit of a PNG (default 1). */
+                scale?: number;
+                /** @description The picture's background. */
+                background?: "white" | "transparent";
+            };
+            header?: never;
+            path: {
+                /** @description The canvas id. */
+                id: components["parameters"]["CanvasIDPathShort"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The picture or file. */
+            200: {
+                headers: {
+                    /** @description The revision the export shows. */
+                    "X-Canvas-Rev"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "image/png": string;
+                    "image/svg+xml": string;
+                    "application/json": components["schemas"]["JSONCanvasFile"];
+                    "application/vnd.excalidraw+json": components["schemas"]["ExcalidrawFile"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["Unprocessable"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    importFile: {
+        parameters: {
+            query: {
+                format: "jsoncanvas" | "excalidraw" | "mermaid";
+                mode?: "merge" | "replace";
+                /** @description The revision the import was planned against (default the head); a replace conflicts with any change since. */
+                base_rev?: number;
+                /** @description Makes a retry safe, as a command's key does (the header `Idempotency-Key` works too). */
+                idempotency_key?: string;
+            };
+            header?: never;
+            path: {
+                /** @description The canvas id. */
+                id: components["parameters"]["CanvasIDPathShort"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": Record<string, never>;
+                "application/vnd.excalidraw+json": Record<string, never>;
+                "text/plain": string;
+                "text/vnd.mermaid": string;
+                "application/octet-stream": string;
+            };
+        };
+        responses: {
+            /** @description Imported (or the replay of an import). */
+            200: {
+                headers: {
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RevisionResult"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["CommandConflict"];
+            413: components["responses"]["TooLarge"];
+            422: components["responses"]["UnprocessableReplayable"];
             429: components["responses"]["TooManyRequests"];
             503: components["responses"]["Unavailable"];
         };

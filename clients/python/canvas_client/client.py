@@ -243,14 +243,19 @@ class CanvasAgentClient:
         query: Optional[Mapping[str, Any]] = None,
         body: Any = None,
         retry: bool = False,
+        raw: Optional[bytes] = None,
+        content_type: Optional[str] = None,
     ) -> _Response:
         """Sends one request. With retry=True (only for requests safe to repeat)
-        connection errors and 502/503/504 are retried up to self.retries times."""
-        payload = None
+        connection errors and 502/503/504 are retried up to self.retries times.
+        raw sends bytes as they are (a file), with content_type."""
+        payload = raw
         if body is not None:
             payload = json.dumps(body, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode("utf-8")
         p = self._path(path, query)
         headers = self._headers(has_body=payload is not None)
+        if raw is not None and content_type:
+            headers["Content-Type"] = content_type
         attempt = 0
         while True:
             try:
@@ -368,6 +373,71 @@ class CanvasAgentClient:
             after_rev = commits[-1]["rev"]
             if after_rev >= page.get("head_rev", after_rev):
                 return
+
+    # ------------------------------------------------------------------ files
+
+    def export(
+        self,
+        canvas_id: str,
+        format: str = "png",
+        *,
+        at_rev: Optional[int] = None,
+        ids: Optional[List[str]] = None,
+        bounds: Optional[Tuple[float, float, float, float]] = None,
+        scale: Optional[float] = None,
+        background: Optional[str] = None,
+    ) -> bytes:
+        """Returns the canvas drawn by the server (``png``, ``svg``) or written
+        as a file (``jsoncanvas``, ``excalidraw``), as bytes
+        (``GET /api/canvases/{id}/export``): optionally at a past revision,
+        only some node and edge ids (a frame or group brings its children), a
+        page region ``bounds=(x, y, w, h)``, a PNG scale and a ``transparent``
+        background. A refused option raises ValidationError naming it."""
+        query: Dict[str, Any] = {"format": format, "at_rev": at_rev, "scale": scale, "background": background}
+        if ids is not None:
+            query["ids"] = ",".join(ids)
+        if bounds is not None:
+            query["bounds"] = ",".join("%g" % v for v in bounds)
+        path = "/api/canvases/%s/export" % _seg(canvas_id)
+        resp = self._request("GET", path, query=query, retry=True)
+        if resp.status != 200:
+            raise self._error("GET", path, resp)
+        return resp.body
+
+    def import_file(
+        self,
+        canvas_id: str,
+        data: Any,
+        format: str,
+        *,
+        mode: str = "merge",
+        base_rev: Optional[int] = None,
+        idempotency_key: Optional[str] = None,
+    ) -> ApplyResult:
+        """Reads a file (``jsoncanvas``, ``excalidraw`` or a ``mermaid``
+        flowchart; bytes or str) into the canvas as one commit
+        (``POST /api/canvases/{id}/import``) and returns its ApplyResult
+        (rev, created_ids: every id the file put on the canvas). ``mode``
+        ``merge`` adds the file's nodes and edges, each replacing one with
+        the same id; ``replace`` deletes everything else. The request carries
+        idempotency_key (or a fresh key) and is resent after a connection
+        error or 502/503/504, so it never applies twice. A file the server
+        cannot read raises ValidationError whose ``field`` names the place in
+        it (``body.nodes[3].color``, ``body line 12``); a stale base_rev that
+        conflicts raises ConflictError."""
+        raw = data.encode("utf-8") if isinstance(data, str) else bytes(data)
+        key = idempotency_key or _new_key()
+        query = {"format": format, "mode": mode, "base_rev": base_rev, "idempotency_key": key}
+        ctype = "text/plain; charset=utf-8" if format == "mermaid" else "application/json"
+        path = "/api/canvases/%s/import" % _seg(canvas_id)
+        resp = self._request("POST", path, query=query, raw=raw, content_type=ctype, retry=True)
+        if resp.status != 200:
+            raise self._error("POST", path, resp, idempotency_key=key)
+        d = resp.data or {}
+        return ApplyResult(
+            rev=d.get("current_rev", 0), created_ids=list(d.get("created_ids") or []),
+            replayed=resp.headers.get("idempotent-replayed") == "true", idempotency_key=key, body=d,
+        )
 
     # ------------------------------------------------------------------ commands
 
