@@ -46,7 +46,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		screenshot: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "canvas_agent_screenshot_seconds",
 			Help: "A screenshot request to the host browser's answer (the SLO is 150 ms).", Buckets: buckets}),
 		screenshots: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "canvas_agent_screenshots_total",
-			Help: "Screenshots for turns by outcome (taken, cached, missed: the turn went on text-only)."}, []string{"outcome"}),
+			Help: "Screenshots for turns by outcome (taken by the host browser, drawn by the server for want of one, cached, missed: the turn went on text-only)."}, []string{"outcome"}),
 		ack: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "canvas_agent_ack_seconds",
 			Help: "A complete agent:action envelope sent to the host browser's ack of it.", Buckets: buckets}),
 		jitter: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "canvas_agent_apply_jitter_seconds",

@@ -2,9 +2,11 @@ package agent
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -83,23 +85,38 @@ func (i InvokeScreenshotter) Screenshot(ctx context.Context, canvasID string, re
 	return s, nil
 }
 
+// Where a turn's screenshot came from (AgentStats.ScreenshotSource, and
+// the outcome label of canvas_agent_screenshots_total).
+const (
+	ShotFromBrowser = "browser" // the canvas's host browser took it
+	ShotFromServer  = "server"  // no browser could: the server drew the viewport (GET .../export?format=png)
+	ShotFromCache   = "cache"   // an earlier one of the same revision and viewport
+	ShotNone        = "none"    // neither: the turn went on text-only
+)
+
 // screenshot returns the turn's screenshot: from the cache when one of the
 // same canvas revision and bounds is fresh (Config.ScreenshotCacheTTL),
 // else from the canvas's host browser, with the configured timeout and
-// retries. Each request is announced to the host as
-// agent:screenshot_request. Without a host the Screenshotter fails at once,
-// and the turn goes on text-only.
+// retries (each request announced to the host as
+// agent:screenshot_request), else drawn by the server: the viewport at the
+// turn's revision as a PNG that fits 800×800 pixels, exactly as the canvas
+// holds it, with no browser. Only when that fails too does the turn go on
+// text-only. The session's stats and the log say which it got.
 func (r *Runner) screenshot(s *session, pc PromptContext) (Screenshot, error) {
 	cfg := r.d.Config
 	vp := pc.Viewport
 	key := fmt.Sprintf("%s|%s|%g,%g,%g,%g", s.rec.CanvasID, pc.DocVersion, vp.X, vp.Y, vp.W, vp.H)
 	if shot, ok := r.shots.get(key, r.d.Now()); ok {
-		s.stats(func(st *client.AgentStats) { st.Screenshots++; st.ScreenshotsCached++ })
+		s.stats(func(st *client.AgentStats) {
+			st.Screenshots++
+			st.ScreenshotsCached++
+			st.ScreenshotSource = ShotFromCache
+		})
 		r.d.Metrics.screenshotOutcome("cached")
 		return shot, nil
 	}
-	var last error
-	for attempt := 0; attempt <= cfg.ScreenshotRetries; attempt++ {
+	last := ErrNoHost
+	for attempt := 0; r.d.Screenshots != nil && attempt <= cfg.ScreenshotRetries; attempt++ {
 		if attempt > 0 {
 			t := time.NewTimer(cfg.ScreenshotRetryDelay)
 			select {
@@ -117,7 +134,12 @@ func (r *Runner) screenshot(s *session, pc PromptContext) (Screenshot, error) {
 			d := r.d.Now().Sub(start)
 			r.d.Metrics.observeScreenshot(d)
 			r.d.Metrics.screenshotOutcome("taken")
-			s.stats(func(st *client.AgentStats) { st.Screenshots++; st.ScreenshotMS = ms(d) })
+			s.stats(func(st *client.AgentStats) {
+				st.Screenshots++
+				st.ScreenshotMS = ms(d)
+				st.ScreenshotSource = ShotFromBrowser
+			})
+			r.log.Info("agent: screenshot", "session_id", s.rec.ID, "source", ShotFromBrowser, "ms", ms(d))
 			r.shots.put(key, shot, r.d.Now(), cfg.ScreenshotCacheTTL)
 			return shot, nil
 		}
@@ -129,8 +151,51 @@ func (r *Runner) screenshot(s *session, pc PromptContext) (Screenshot, error) {
 			break // no retry can help this turn
 		}
 	}
+	start := r.d.Now()
+	shot, err := r.drawnScreenshot(s, pc)
+	if err == nil {
+		d := r.d.Now().Sub(start)
+		r.d.Metrics.screenshotOutcome("drawn")
+		s.stats(func(st *client.AgentStats) {
+			st.Screenshots++
+			st.ScreenshotsDrawn++
+			st.ScreenshotMS = ms(d)
+			st.ScreenshotSource = ShotFromServer
+		})
+		r.log.Info("agent: screenshot", "session_id", s.rec.ID, "source", ShotFromServer, "ms", ms(d), "why", last.Error())
+		r.shots.put(key, shot, r.d.Now(), cfg.ScreenshotCacheTTL)
+		return shot, nil
+	}
+	if s.ctx.Err() != nil {
+		return Screenshot{}, s.ctx.Err()
+	}
 	r.d.Metrics.screenshotOutcome("missed")
-	return Screenshot{}, last
+	s.stats(func(st *client.AgentStats) { st.ScreenshotSource = ShotNone })
+	return Screenshot{}, fmt.Errorf("%w; the server could not draw it either: %v", last, err)
+}
+
+// maxShotSide is the longest side of a screenshot given to the model.
+const maxShotSide = 800
+
+// drawnScreenshot asks canvasd to draw the turn's viewport at the turn's
+// revision (its export as a PNG, no browser involved), scaled down to fit
+// maxShotSide pixels.
+func (r *Runner) drawnScreenshot(s *session, pc PromptContext) (Screenshot, error) {
+	vp := pc.Viewport
+	if !(vp.W > 0 && vp.H > 0) {
+		return Screenshot{}, errors.New("the viewport has no area")
+	}
+	scale := min(1, maxShotSide/vp.W, maxShotSide/vp.H)
+	o := client.ExportOptions{Format: "png", Bounds: &[4]float64{vp.X, vp.Y, vp.W, vp.H}, Scale: max(scale, 0.01)}
+	if rev, err := strconv.ParseInt(pc.DocVersion, 10, 64); err == nil {
+		o.AtRev = &rev
+	}
+	x, err := r.d.Client.Export(s.ctx, s.rec.CanvasID, o)
+	if err != nil {
+		return Screenshot{}, err
+	}
+	return Screenshot{DataURL: "data:image/png;base64," + base64.StdEncoding.EncodeToString(x.Data), Bounds: vp, Viewport: vp,
+		DocVersion: pc.DocVersion}, nil
 }
 
 // shotCache keeps screenshots by canvas, revision and bounds until they expire.

@@ -184,7 +184,7 @@ func (s *session) modelRequest(t task, v turnView) (Provider, ModelRequest, erro
 	}
 	user := Message{Role: "user", Text: static + rest, Static: len(static)}
 	var shotMsg []Message
-	if r.d.Screenshots != nil && provider.Vision() && v.doc == "" {
+	if provider.Vision() && v.doc == "" {
 		shot, err := r.screenshot(s, v.pc)
 		if err != nil {
 			s.stats(func(st *client.AgentStats) { st.ScreenshotMissed++ })

@@ -3,9 +3,12 @@ package api
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"image/color"
+	"image/png"
 	"io"
 	"log/slog"
 	"net/http"
@@ -1240,16 +1243,38 @@ func TestAgentScreenshotReachesVisionModel(t *testing.T) {
 	if _, img := model.requests()[0].last(); img != "data:image/png;base64,iVBORw0KGgo=" {
 		t.Fatalf("the model got no image part: %q", img)
 	}
-	// Without a browser the run continues text-only at once.
+	if sess, _ := r.Session(context.Background(), id); sess.Stats.ScreenshotSource != agent.ShotFromBrowser {
+		t.Errorf("the browser's screenshot is recorded as from %q", sess.Stats.ScreenshotSource)
+	}
+	// Without a browser the server draws the viewport: the model gets a PNG
+	// of what the canvas holds there (a red shape fills its middle).
 	cancel()
 	st.Close()
 	waitUntil(t, 10*time.Second, "the closed stream left the hub", func() bool { return e.hub.Subscribers("v") == 0 })
+	e.humanCommand("v", "create_shape", e.snapshot("v").HeadRev, `{"id":"red","type":"geo","x":1000,"y":1000,"w":400,"h":300,"props":{"fill":"solid","fillColor":"#ff0000","color":"#ff0000"}}`)
 	start := time.Now()
-	id, _ = r.Run(context.Background(), client.AgentRunRequest{RoomID: "v", Message: "look again"})
+	id, _ = r.Run(context.Background(), client.AgentRunRequest{RoomID: "v", Message: "look again", Viewport: &client.Box{X: 900, Y: 900, W: 600, H: 500}})
 	waitRunner(t, r, id)
 	sess, _ := r.Session(context.Background(), id)
-	if _, img := model.requests()[1].last(); img != "" || sess.Stats.ScreenshotMissed != 1 || sess.State != client.AgentDone || time.Since(start) > 2*time.Second {
-		t.Fatalf("text-only run: image %q stats %+v in %v", img, sess.Stats, time.Since(start))
+	_, img := model.requests()[1].last()
+	if sess.Stats.ScreenshotsDrawn != 1 || sess.Stats.ScreenshotSource != agent.ShotFromServer || sess.Stats.ScreenshotMissed != 0 || sess.State != client.AgentDone || time.Since(start) > 5*time.Second {
+		t.Fatalf("a run without a browser: stats %+v in %v", sess.Stats, time.Since(start))
+	}
+	b64, ok := strings.CutPrefix(img, "data:image/png;base64,")
+	if !ok {
+		t.Fatalf("the model got no PNG without a browser: %.60q", img)
+	}
+	raw, _ := base64.StdEncoding.DecodeString(b64)
+	pic, err := png.Decode(bytes.NewReader(raw))
+	if err != nil {
+		t.Fatalf("the image is no PNG: %v", err)
+	}
+	bb := pic.Bounds()
+	if bb.Dx() != 600 || bb.Dy() != 500 {
+		t.Errorf("the drawn viewport is %v, want 600×500 (the viewport at 1×)", bb)
+	}
+	if c := color.NRGBAModel.Convert(pic.At(bb.Dx()/2, bb.Dy()/2)).(color.NRGBA); c != (color.NRGBA{255, 0, 0, 255}) {
+		t.Errorf("the middle of the drawn viewport is %v, want the red shape", c)
 	}
 }
 

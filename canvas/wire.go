@@ -229,6 +229,8 @@ type AgentStats struct {
 	Screenshots       int     `json:"screenshots,omitempty"`         // screenshots a turn used (cached ones included)
 	ScreenshotsCached int     `json:"screenshots_cached,omitempty"`  // of those, taken from the cache (same revision and bounds)
 	ScreenshotMS      float64 `json:"screenshot_ms,omitempty"`       // request → answer of the last screenshot taken
+	ScreenshotsDrawn  int     `json:"screenshots_drawn,omitempty"`   // of those, drawn by the server because no browser could take one
+	ScreenshotSource  string  `json:"screenshot_source,omitempty"`   // the last turn's: browser, server, cache or none (text-only)
 	Acks              int     `json:"acks,omitempty"`                // browser acks of agent:action envelopes, one per browser and envelope sent
 	Resends           int     `json:"resends,omitempty"`             // envelopes resent to the host for want of its ack
 	AcksMissed        int     `json:"acks_missed,omitempty"`         // envelopes the host never acked, resends included
