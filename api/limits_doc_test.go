@@ -8,8 +8,10 @@ import (
 
 	canvasd "github.com/canvasd/canvasd"
 	"github.com/canvasd/canvasd/canvas"
+	"github.com/canvasd/canvasd/convert"
 	"github.com/canvasd/canvasd/host"
 	"github.com/canvasd/canvasd/reducer"
+	"github.com/canvasd/canvasd/render"
 	"github.com/canvasd/canvasd/store/pgstore"
 )
 
@@ -53,6 +55,10 @@ func TestDocumentedLimits(t *testing.T) {
 		{"message prompt", fmt.Sprintf("%d KiB", host.MaxPromptBytes>>10), []string{apiMDLimits}},
 		{"revert revisions", fmt.Sprintf("%s revisions", thousands(reducer.MaxRevertRevs)), []string{apiMDLimits, spec}},
 		{"revert span", fmt.Sprintf("%s commits", thousands(reducer.MaxRevertSpan)), []string{apiMDLimits, spec}},
+		{"import body", mib(maxImportBody), []string{apiMDLimits, spec}},
+		{"import objects", fmt.Sprintf("%s nodes and edges", thousands(convert.MaxObjects)), []string{apiMDLimits, spec}},
+		{"picture side", fmt.Sprintf("%s pixels a side", thousands(render.MaxSide)), []string{apiMDLimits, spec}},
+		{"picture pixels", thousands(render.MaxPixels), []string{apiMDLimits, spec}},
 	} {
 		for _, name := range c.in {
 			if !strings.Contains(docs[name], c.text) {
