@@ -76,6 +76,10 @@ bench: deps ui ## run the benchmarks of the performance targets (docs/architectu
 	-$(GO) test -run '^$$' -bench 'AgentActionToCommit' -benchtime 40x ./api/ | grep -E '^Benchmark|FAIL|^panic|_test\.go:[0-9]+:'
 	@echo "== agent SLOs with a host browser and a plain subscriber: model's first token -> first action, screenshot, apply jitter"
 	-$(GO) test -run '^$$' -bench 'AgentBrowserSLOs' -benchtime 20x ./api/ | grep -E '^Benchmark|FAIL|^panic|_test\.go:[0-9]+:'
+	@echo "== files: server-drawn PNG of a 1,000-shape viewport (1,600 px wide; target <= 100 ms) and of a 10,000-shape canvas at 1x (target <= 1 s); cpu-ms/op is all cores"
+	-$(GO) test -run '^$$' -bench 'PNGViewport1000|PNGCanvas10000' -benchtime 5x -timeout 10m ./render/ | grep -E '^Benchmark|FAIL|^panic|_test\.go:[0-9]+:'
+	@echo "== files: import of a 5,000-node JSON Canvas file over HTTP, end to end (target <= 500 ms)"
+	-$(GO) test -run '^$$' -bench 'ImportJSONCanvas5000' -benchtime 5x -timeout 10m ./api/ | grep -E '^Benchmark|FAIL|^panic|_test\.go:[0-9]+:'
 	@echo "== PostgreSQL (needs CANVASD_TEST_DATABASE_URL): durable appends, HTTP apply (target >= 5,000 commits/s across 16 canvases), cross-process SSE"
 	-@if [ -n "$$CANVASD_TEST_DATABASE_URL" ]; then \
 	  $(GO) test -run '^$$' -bench 'Append' -benchtime 3s ./store/pgstore/ | grep -E '^Benchmark|FAIL|^panic|_test\.go:[0-9]+:'; \

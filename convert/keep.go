@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"hash/fnv"
 	"sort"
+	"strconv"
+
+	"github.com/canvasd/canvasd/canvas"
 )
 
 // obj is a JSON object of a file.
@@ -74,15 +77,114 @@ func signature(o obj, carry map[string]bool) string {
 	}
 	sort.Strings(keys)
 	h := fnv.New64a()
+	var b []byte
 	for _, k := range keys {
-		b, _ := json.Marshal(o[k])
-		fmt.Fprintf(h, "%s=%s;", k, b)
+		b = appendCanon(append(append(b[:0], k...), '='), o[k])
+		b = append(b, ';')
+		h.Write(b)
 	}
 	return fmt.Sprintf("%016x", h.Sum64())
 }
 
-// sameJSON reports whether a and b encode to the same JSON.
+// appendCanon appends a canonical text of a JSON value (numbers as
+// encoding/json writes them, object members sorted).
+func appendCanon(b []byte, v any) []byte {
+	switch t := v.(type) {
+	case nil:
+		return append(b, "null"...)
+	case bool:
+		return strconv.AppendBool(b, t)
+	case string:
+		return strconv.AppendQuote(b, t)
+	case json.Number:
+		if f, err := t.Float64(); err == nil {
+			return append(b, canvas.Num(f)...)
+		}
+		return append(b, t...)
+	case float64:
+		return append(b, canvas.Num(t)...)
+	case int:
+		return strconv.AppendInt(b, int64(t), 10)
+	case []any:
+		b = append(b, '[')
+		for i, x := range t {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendCanon(b, x)
+		}
+		return append(b, ']')
+	case map[string]any:
+		keys := make([]string, 0, len(t))
+		for k := range t {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		b = append(b, '{')
+		for i, k := range keys {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendCanon(append(strconv.AppendQuote(b, k), ':'), t[k])
+		}
+		return append(b, '}')
+	}
+	j, _ := json.Marshal(v)
+	return append(b, j...)
+}
+
+// sameJSON reports whether a and b are the same JSON value written the
+// same way (1.0 and 1 differ: a file's text comes back as it was).
 func sameJSON(a, b any) bool {
+	switch x := a.(type) {
+	case nil:
+		return b == nil
+	case bool:
+		y, ok := b.(bool)
+		return ok && x == y
+	case string:
+		y, ok := b.(string)
+		return ok && x == y
+	case json.Number:
+		switch y := b.(type) {
+		case json.Number:
+			return x == y
+		case float64:
+			return string(x) == string(canvas.Num(y))
+		}
+		return false
+	case float64:
+		switch y := b.(type) {
+		case float64:
+			return x == y
+		case json.Number:
+			return string(canvas.Num(x)) == string(y)
+		}
+		return false
+	case []any:
+		y, ok := b.([]any)
+		if !ok || len(x) != len(y) {
+			return false
+		}
+		for i := range x {
+			if !sameJSON(x[i], y[i]) {
+				return false
+			}
+		}
+		return true
+	case map[string]any:
+		y, ok := b.(map[string]any)
+		if !ok || len(x) != len(y) {
+			return false
+		}
+		for k, v := range x {
+			w, ok := y[k]
+			if !ok || !sameJSON(v, w) {
+				return false
+			}
+		}
+		return true
+	}
 	ja, err1 := json.Marshal(a)
 	jb, err2 := json.Marshal(b)
 	return err1 == nil && err2 == nil && bytes.Equal(ja, jb)
@@ -103,17 +205,63 @@ func metaOf(props map[string]any, name string) (kept, bool) {
 	return k, true
 }
 
-// setMeta stores v under props.meta.<name>.
+// setMeta stores v under props.meta.<name>: a kept or an exKept as the
+// JSON object it encodes to (built directly: an import sets thousands).
 func setMeta(props map[string]any, name string, v any) {
 	meta, _ := props["meta"].(map[string]any)
 	if meta == nil {
 		meta = map[string]any{}
 		props["meta"] = meta
 	}
-	b, _ := json.Marshal(v)
-	var m any
-	json.Unmarshal(b, &m)
-	meta[name] = m
+	switch t := v.(type) {
+	case kept:
+		meta[name] = t.object(map[string]any{})
+	case exKept:
+		m := t.kept.object(map[string]any{})
+		if t.Sig == "" {
+			delete(m, "sig")
+		}
+		if t.Label != nil {
+			m["label"] = t.Label.object(map[string]any{})
+		}
+		if t.File != nil {
+			m["file"] = t.File.object(map[string]any{})
+		}
+		if t.Pos != nil {
+			m["pos"] = float64(*t.Pos)
+		}
+		if t.LPos != nil {
+			m["lpos"] = float64(*t.LPos)
+		}
+		if t.ID != "" {
+			m["id"] = t.ID
+		}
+		if t.LID != "" {
+			m["lid"] = t.LID
+		}
+		meta[name] = m
+	default:
+		b, _ := json.Marshal(v)
+		var m any
+		json.Unmarshal(b, &m)
+		meta[name] = m
+	}
+}
+
+// object is k as the JSON object it encodes to, in m.
+func (k kept) object(m map[string]any) map[string]any {
+	if len(k.Keep) > 0 {
+		m["keep"] = k.Keep
+	}
+	if len(k.Drop) > 0 {
+		drop := make([]any, len(k.Drop))
+		for i, d := range k.Drop {
+			drop[i] = d
+		}
+		m["drop"] = drop
+	}
+	m["sig"] = k.Sig
+	return m
 }
 
 // metaField returns props.meta.<name>.<field>.

@@ -77,12 +77,27 @@ type applier struct {
 	c      *canvas.Commit
 	values []any // see apply
 	undo   []saved
+	saved  map[canvas.Ref]struct{} // the refs of undo, once it holds more than a few (an import's thousands)
 }
 
 func (a *applier) save(ref canvas.Ref) {
-	for i := range a.undo {
-		if a.undo[i].ref == ref {
+	if a.saved != nil {
+		if _, ok := a.saved[ref]; ok {
 			return
+		}
+		a.saved[ref] = struct{}{}
+	} else {
+		for i := range a.undo {
+			if a.undo[i].ref == ref {
+				return
+			}
+		}
+		if len(a.undo) >= 8 {
+			a.saved = make(map[canvas.Ref]struct{}, 2*len(a.undo))
+			for _, sv := range a.undo {
+				a.saved[sv.ref] = struct{}{}
+			}
+			a.saved[ref] = struct{}{}
 		}
 	}
 	sv := saved{ref: ref}
