@@ -196,8 +196,8 @@ export class CanvasView {
     this.ends.clear();
     for (const n of model.nodes.values()) this.index(n.id);
     for (const e of model.edges.values()) this.indexEdge(e.id);
-    this.addImages(model.nodes.values());
     this.push(true);
+    this.addImages(model.nodes.values()); // (Excalidraw loads the files of the images on stage)
     if (fit) this.fit();
     this.wake();
     // What changed while Excalidraw was starting.
@@ -320,9 +320,10 @@ export class CanvasView {
       }
       next.forEach((el, i) => plans.push([old[i], el]));
     }
-    this.addImages([...nodes].map((id) => m.nodes.get(id)!).filter(Boolean));
+    const images = [...nodes].map((id) => m.nodes.get(id)!).filter((n) => n?.type === "image");
     if (!inPlace) {
       this.push(false);
+      this.addImages(images);
       return;
     }
     for (const [st, el] of plans) {
@@ -347,6 +348,7 @@ export class CanvasView {
       const l = this.cache.get(id);
       if (l) this.cache.set(id, l.map((el) => this.stage.get(el.id) || el));
     }
+    this.addImages(images);
   }
 
   private build(id: string): void {
@@ -751,7 +753,7 @@ export class CanvasView {
       const base: Props = { ...(source || {}) };
       for (const k of ["points", "fromSide", "toSide"]) delete base[k];
       const args: Record<string, unknown> = { id, from: d.from, to: d.to, type: "arrow", props: newEdgeProps(parts, d.points, base) };
-      cmd("create_edge", args, [id, d.from, d.to].filter((n) => m.nodes.has(n)), []);
+      cmd("create_edge", args, [id, ...[d.from, d.to].filter((n) => m.nodes.has(n))], []);
       return;
     }
     const props: Props = edgePatch(parts, e.props || {});

@@ -1037,7 +1037,8 @@ export function nodeDraft(el: El, byId: Map<string, El>, prev: CanvasNode | unde
     }
     case "image": {
       const f = files[el.fileId];
-      if (f?.dataURL && f.dataURL !== was.url) geometry.url = f.dataURL;
+      // (Excalidraw may rewrite an SVG's data URL: the node's own file is its URL.)
+      if (f?.dataURL && f.dataURL !== was.url && el.fileId !== imageFileId(str(was.url))) geometry.url = f.dataURL;
       const crop = cropProp(el.crop);
       if (!same(crop, was.crop ?? null)) geometry.crop = crop;
       break;
