@@ -877,9 +877,9 @@ func TestWebUIUndoKeptThroughOutage(t *testing.T) {
 	}
 }
 
-// TestWebUICanvasOrderFontLock: bring to front (Ctrl+Shift+]) and a text's
-// font are saved (reorder, props.font), and a change the server does not
-// keep (a lock) does not freeze the shape: a later remote move shows.
+// TestWebUICanvasOrderFontLock: bring to front (Ctrl+Shift+]), a text's
+// font and a lock are saved (reorder, props.font, props.locked); the locked
+// shape still shows a later remote move (the API may move it).
 func TestWebUICanvasOrderFontLock(t *testing.T) {
 	c := openCanvasUI(t, "ui-order-font-lock", []map[string]any{
 		{"id": "s:a", "type": "geo", "x": 400, "y": 200, "w": 200, "h": 150, "props": map[string]any{"geo": "rectangle", "fill": "solid", "color": "red"}},
@@ -895,7 +895,7 @@ func TestWebUICanvasOrderFontLock(t *testing.T) {
 	sceneEdit(p, `el => el.id === 's:t' ? {...el, fontFamily: 3} : el`) // as the font picker does: a monospaced font
 	c.e.waitNodes(c.cid, "the font saved", func(n map[string]map[string]any) bool { return n["s:t"]["props"].(map[string]any)["font"] == "mono" })
 	sceneEdit(p, `el => el.id === 's:b' ? {...el, locked: true} : el`)
-	time.Sleep(500 * time.Millisecond) // (nothing to wait for: a lock is the page's alone)
+	c.e.waitNodes(c.cid, "the lock saved", func(n map[string]map[string]any) bool { return n["s:b"]["props"].(map[string]any)["locked"] == true })
 	c.apply("move", map[string]any{"ids": []string{"s:b"}, "dx": 0, "dy": 100})
 	p.poll("the locked shape follows the server", `canvasd.view.ex.getSceneElements().find(el => el.id === 's:b').y === 350`)
 }

@@ -5,12 +5,12 @@
 // that property only.
 
 import assert from "node:assert/strict";
-import { readFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { test } from "node:test";
 import type { Edge as CanvasEdge, Node as CanvasNode } from "@canvasd/client";
 import {
-  arrowParts, colorOf, edgeDraft, edgeElements, edgePatch, elementId, hexOf, imageFileId, imageSize, newEdgeProps,
-  nodeDraft, nodeElements, nodePatch, partsOf, plainText, styleOf, type El, type Props,
+  arrowParts, colorOf, differences, edgeDraft, edgeElements, edgePatch, elementId, hexOf, imageFileId, imageSize, newEdgeProps,
+  nodeDraft, nodeElements, nodePatch, partsOf, plainText, styleOf, type El, type Parts, type Props,
 } from "./mapping";
 
 /** Excalidraw clipboard elements with every property a person sets (also pasted by api/web_props_test.go). */
@@ -272,4 +272,73 @@ test("images: natural sizes for crops, SVG kept as SVG", () => {
   assert.deepEqual(els.get("im-svg")!.scale, [-1, 1]);
   assert.deepEqual(els.get("im-png")!.crop, { x: 1, y: 0, width: 1, height: 2, naturalWidth: 2, naturalHeight: 2 });
   assert.equal(els.get("im-web")!.type, "rectangle"); // an address the page cannot show: a placeholder with it
+});
+
+/**
+ * The shared corpus of the .excalidraw codec (convert/testdata/excalidraw:
+ * elements Excalidraw wrote, and the canvasd nodes and edges the server's
+ * codec makes of them), so that a file and the editor agree. It comes with
+ * the server's codec; CANVASD_EXCALIDRAW_CORPUS names another directory.
+ */
+const corpus = process.env.CANVASD_EXCALIDRAW_CORPUS || "../../convert/testdata/excalidraw";
+const haveCorpus = existsSync(corpus + "/mapping.json");
+
+/** Element properties Excalidraw has and canvasd keeps otherwise, by element id: not compared. */
+const CORPUS_OTHERWISE: Record<string, string[]> = {
+  "iframe-1": ["type"], // Excalidraw's generated HTML: a rectangle
+  "magic-1": ["type"], // a frame
+};
+
+test("the .excalidraw codec's corpus: its nodes draw as its elements, its elements give its nodes", { skip: !haveCorpus && `no ${corpus}/mapping.json (the server's .excalidraw codec is not on this branch)` }, () => {
+  type Entry = { element: El; label?: El; node?: CanvasNode; edge?: CanvasEdge };
+  const entries = JSON.parse(readFileSync(corpus + "/mapping.json", "utf8")) as Entry[];
+  const file = JSON.parse(readFileSync(corpus + "/every-element.excalidraw", "utf8")) as { files: Record<string, any> };
+  const nodes = new Map(entries.filter((e) => e.node).map((e) => [e.node!.id, e.node!]));
+  const byId = new Map<string, El>();
+  for (const e of entries) {
+    byId.set(e.element.id, e.element);
+    if (e.label) byId.set(e.element.id + "::text", e.label);
+  }
+  const myFiles = filesOf([...nodes.values()]);
+  const without = (l: Record<string, unknown>, id: string) => {
+    const out = { ...l };
+    for (const k of CORPUS_OTHERWISE[id] || []) delete out[k];
+    return out;
+  };
+  const styleParts = (kind: string, p: Props, type: string): Parts => { const s = styleOf(kind, p, type); return { el: { ...s.el, type }, label: s.label }; };
+  let checked = 0;
+  for (const e of entries) {
+    const id = e.element.id;
+    const kind = e.node ? e.node.type : "edge";
+    const theirs = (e.node || e.edge)!.props || {};
+    // Their node or edge, drawn by the web UI: the element Excalidraw wrote.
+    const els = e.node ? nodeElements(e.node, nodes, 1) : edgeElements(e.edge!, nodes, 1);
+    assert.ok(els.length, `${id}: not drawn`);
+    assert.deepEqual(without(look(els[0], myFiles), id), without(look(e.element, file.files), id), `${id}: drawn from ${JSON.stringify(theirs)}`);
+    // (A label's opacity and lock are its shape's: canvasd has one of each per node.)
+    const labelLook = (t: El, f: Record<string, any>) => { const l = look(t, f); delete l.opacity; delete l.locked; return l; };
+    if (e.label) assert.deepEqual(labelLook(els.find((x) => x.id === elementId(id) + "::text")!, myFiles), labelLook(e.label, file.files), `${id}'s label`);
+    if (e.edge) {
+      assert.equal(els[0].startBinding?.elementId ?? null, e.element.startBinding?.elementId ?? null, `${id}: start bound`);
+      assert.equal(els[0].endBinding?.elementId ?? null, e.element.endBinding?.elementId ?? null, `${id}: end bound`);
+    }
+    // The element Excalidraw wrote, read by the web UI: props that draw as theirs, the same box or ends and points.
+    const type = CORPUS_OTHERWISE[id] ? els[0].type : e.element.type;
+    if (e.node) {
+      const d = nodeDraft({ ...e.element, type }, byId, undefined, file.files);
+      assert.ok(d, id);
+      assert.equal(d.type, e.node.type, id);
+      assert.deepEqual(differences(kind, styleParts(kind, d.props, els[0].type), styleParts(kind, theirs, els[0].type)), [], `${id}: read as ${JSON.stringify(d.props)}, the codec's ${JSON.stringify(theirs)}`);
+      for (const k of ["x", "y", "w", "h", "rotation"] as const) assert.ok(Math.abs(d[k] - e.node[k]) < 0.011, `${id}: ${k} ${d[k]}, the codec's ${e.node[k]}`);
+      for (const k of ["geo", "points", "segments", "closed", "url", "crop"]) assert.deepEqual(d.props[k], theirs[k], `${id}: props.${k}`);
+    } else {
+      const d = edgeDraft(e.element, (n) => nodes.has(n));
+      assert.deepEqual([d.from, d.to], [e.edge!.from, e.edge!.to], id);
+      assert.deepEqual(d.points, theirs.points, `${id}: points`);
+      const mine = newEdgeProps(arrowParts(e.element, byId), d.points);
+      assert.deepEqual(differences("edge", styleParts("edge", mine, "arrow"), styleParts("edge", theirs, "arrow")), [], `${id}: read as ${JSON.stringify(mine)}, the codec's ${JSON.stringify(theirs)}`);
+    }
+    checked++;
+  }
+  assert.equal(checked, entries.length);
 });

@@ -31,7 +31,7 @@ export type Props = Record<string, unknown>;
 
 export type El = Record<string, any>;
 
-type Pt = { x: number; y: number };
+type Pt = { x: number; y: number; z?: number };
 
 // ------------------------------------------------------------ vocabulary
 
@@ -221,7 +221,7 @@ function pointList(v: unknown): Pt[] {
   let pts: any[] = [];
   if (Array.isArray(v)) pts = v;
   else if (v && typeof v === "object") pts = Object.values(v).sort((a: any, b: any) => (str(a?.index) < str(b?.index) ? -1 : 1));
-  return pts.filter((q) => q && isFinite(q.x) && isFinite(q.y)).map((q) => ({ x: +q.x, y: +q.y }));
+  return pts.filter((q) => q && isFinite(q.x) && isFinite(q.y)).map((q) => (typeof q.z === "number" ? { x: +q.x, y: +q.y, z: q.z } : { x: +q.x, y: +q.y }));
 }
 
 /** The outline of a geometry Excalidraw lacks, in a w × h box (null: drawn as a rectangle or one it has). */
@@ -312,11 +312,7 @@ export function styleOf(kind: string, p: Props, type = elementTypeOf(kind, p)): 
       break;
     case "embed":
       el.link = str(p.url) || null;
-      el.roughness = 0;
-      el.roundness = round ? { type: 3 } : null;
-      break;
-    case "frame":
-      el.roughness = 0;
+      el.roundness = p.roundness === "round" ? { type: 3 } : null;
       break;
     case "doc":
       Object.assign(el, { backgroundColor: "#f8f9fa", fillStyle: "solid", strokeColor: "#495057", roughness: 0, strokeWidth: 1, roundness: { type: 3 } });
@@ -486,7 +482,7 @@ const KIND_ASPECTS: Record<string, string[]> = {
   draw: ["color", "strokeWidth", "opacity", "fill", "link", "locked"],
   edge: [...STROKE, "arrowheadStart", "arrowheadEnd", "routing", "text", "labelFont", "labelFontSize", "labelColor", "link", "locked"],
   image: ["opacity", "roundness", "flip", "link", "locked"],
-  embed: ["url", "color", "strokeWidth", "opacity", "roundness", "locked"], // (no roughness: drawn at 0)
+  embed: ["url", "color", "strokeWidth", "opacity", "roundness", "locked"], // (no roughness: canvasd's embeds have none)
   frame: ["locked"],
   doc: ["locked"],
   group: [],
@@ -691,17 +687,22 @@ export function nodeElements(n: CanvasNode, nodes: Map<string, CanvasNode>, vers
     case "embed":
       return [base(id, "embeddable", geom, version, { ...common, ...style })];
     case "line": {
+      // A closed line ends where it starts (its points may say so already), an Excalidraw polygon.
       const pts = linePoints(n);
-      if (p.closed === true && pts.length > 2) pts.push(pts[0]);
-      return [linear(id, "line", n, pts, version, { ...common, ...style })];
+      const a = pts[0], z = pts[pts.length - 1];
+      if (p.closed === true && pts.length > 2 && (a.x !== z.x || a.y !== z.y)) pts.push(a);
+      return [linear(id, "line", n, pts, version, { ...common, ...style, polygon: p.closed === true })];
     }
     case "draw": {
       const segs = strokesOf(n);
       return segs.map((pts, i) => {
         const el = linear(i === 0 ? id : `${id}::s${i}`, "freedraw", n, pts, version,
           { ...common, ...style, customData: i === 0 ? common.customData : { part: "segment" } });
-        el.pressures = [];
-        el.simulatePressure = true;
+        // Pen pressure (z) when every point has it; else Excalidraw simulates it.
+        const z = pts.map((q) => q.z);
+        const pressed = z.every((v) => typeof v === "number");
+        el.pressures = pressed ? z : [];
+        el.simulatePressure = !pressed;
         if (segs.length > 1) el.groupIds = [id + "::strokes", ...groupIds];
         return el;
       });
@@ -986,7 +987,8 @@ export function kindOfNew(el: El): string {
     case "freedraw": return "draw";
     case "frame": case "magicframe": return "frame";
     case "image": return "image";
-    case "embeddable": case "iframe": return "embed";
+    case "embeddable": return "embed";
+    // (an iframe, Excalidraw's generated HTML, has no address to keep: a rectangle)
     default: return "geo";
   }
 }
@@ -1046,12 +1048,13 @@ export function nodeDraft(el: El, byId: Map<string, El>, prev: CanvasNode | unde
     case "line": {
       const o = prev ? linePoints(prev)[0] : { x: 0, y: 0 };
       const at = cornerOf(el, o);
-      let pts = localPoints(el, o).map((q) => ({ x: round(q.x), y: round(q.y) }));
+      const pts = localPoints(el, o).map((q) => ({ x: round(q.x), y: round(q.y) }));
       d.x = round(at.x); d.y = round(at.y);
       const a = pts[0], z = pts[pts.length - 1];
-      const closed = pts.length > 3 && Math.abs(a.x - z.x) < 0.011 && Math.abs(a.y - z.y) < 0.011;
-      if (closed) pts = pts.slice(0, -1);
-      if (!same(pts, pointList(was.points).map((q) => ({ x: round(q.x), y: round(q.y) })))) geometry.points = pts;
+      const closed = el.polygon === true || (pts.length > 3 && Math.abs(a.x - z.x) < 0.011 && Math.abs(a.y - z.y) < 0.011);
+      // The points as drawn (a closed line's last is its first); unchanged when the node's close the same way.
+      const old = pointList(was.points).map((q) => ({ x: round(q.x), y: round(q.y) }));
+      if (!same(pts, old) && !(closed && same(pts, [...old, old[0]]))) geometry.points = pts;
       if (closed !== (was.closed === true)) geometry.closed = closed ? true : null;
       break;
     }
@@ -1065,9 +1068,12 @@ export function nodeDraft(el: El, byId: Map<string, El>, prev: CanvasNode | unde
       const all = segs.flat(), xs = all.map((q) => q.x), ys = all.map((q) => q.y);
       d.x = round(at.x); d.y = round(at.y);
       d.w = round(Math.max(...xs) - Math.min(...xs)); d.h = round(Math.max(...ys) - Math.min(...ys));
-      const segments = segs.map((pts) => ({ type: "free", points: pts.map((q) => ({ x: round(q.x), y: round(q.y) })) }));
-      const old = (Array.isArray(was.segments) ? was.segments : []).map((s: any) => ({ type: str(s?.type) || "free", points: pointList(s?.points).map((q) => ({ x: round(q.x), y: round(q.y) })) }));
-      if (!same(segments.map((s) => s.points), old.map((s: any) => s.points))) geometry.segments = segments;
+      const segments = segs.map((pts, i) => {
+        const z: unknown[] = strokes[i].simulatePressure === false && strokes[i].pressures?.length === pts.length ? strokes[i].pressures : [];
+        return { type: "free", points: pts.map((q, k) => (typeof z[k] === "number" ? { x: round(q.x), y: round(q.y), z: z[k] } : { x: round(q.x), y: round(q.y) })) };
+      });
+      const old = (Array.isArray(was.segments) ? was.segments : []).map((s: any) => pointList(s?.points).map((q) => ({ ...q, x: round(q.x), y: round(q.y) })));
+      if (!same(segments.map((s) => s.points), old)) geometry.segments = segments;
       break;
     }
   }
