@@ -24,7 +24,7 @@ build: ui ## build bin/canvasd with the web UI embedded
 # The web UI (web/ui, TypeScript) is bundled into web/dist, which the binary
 # embeds. npm ci runs when the lockfile is newer than node_modules; the
 # bundle is rebuilt when a source file is newer than it.
-UI_SRC := $(wildcard web/ui/src/* clients/js/src/*.ts) web/ui/build.mjs web/ui/index.html web/ui/boot.js web/ui/package-lock.json
+UI_SRC := $(filter-out %.test.ts,$(wildcard web/ui/src/* clients/js/src/*.ts)) web/ui/build.mjs web/ui/index.html web/ui/boot.js web/ui/package-lock.json
 .PHONY: ui
 ui: web/dist/index.html ## build the web UI bundle (Node 20 + npm) into web/dist
 
@@ -38,6 +38,10 @@ web/dist/index.html: web/ui/node_modules/.package-lock.json $(UI_SRC)
 	@echo "== bundling the web UI (esbuild) into web/dist"
 	cd web/ui && npx tsc --noEmit -p . && node build.mjs
 
+.PHONY: ui-test
+ui-test: web/ui/node_modules/.package-lock.json ## the web UI's unit tests (node --test: the mapping of canvasd nodes and edges to Excalidraw elements)
+	cd web/ui && npm test
+
 .PHONY: deps
 deps: ## install what the tests need and a fresh machine lacks (Chromium, a C compiler for the race detector)
 	@scripts/ensure-test-deps.sh
@@ -47,7 +51,7 @@ PG_NOTE = if [ -z "$$CANVASD_TEST_DATABASE_URL" ]; then echo "note: CANVASD_TEST
   "to run them: export CANVASD_TEST_DATABASE_URL='postgres://USER@127.0.0.1:5432/DB?sslmode=disable' (the tests make and drop their own schemas)"; fi
 
 .PHONY: test
-test: deps ui ## run every test suite (each to its end, then a summary): go vet, Go with the race detector (SQLite, PostgreSQL when CANVASD_TEST_DATABASE_URL is set, Chromium), Python, TypeScript
+test: deps ui ## run every test suite (each to its end, then a summary): go vet, Go with the race detector (SQLite, PostgreSQL when CANVASD_TEST_DATABASE_URL is set, Chromium), Python, TypeScript and the web UI's unit tests
 	@$(PG_NOTE)
 	@PYTHON=$(PYTHON) scripts/test-suites.sh; status=$$?; $(PG_NOTE); exit $$status
 

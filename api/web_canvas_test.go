@@ -512,14 +512,15 @@ func TestWebUICanvasNestedGroups(t *testing.T) {
 	}
 }
 
-// TestWebUICanvasRotateLinear: turned lines, arrows and drawings are drawn
-// as canvasd has them, and turning them on screen turns them on the server.
+// TestWebUICanvasRotateLinear: turned lines and drawings, and arrows (edges,
+// whose points are on the page), are drawn as canvasd has them, and turning
+// them on screen turns them on the server.
 func TestWebUICanvasRotateLinear(t *testing.T) {
 	c := openCanvasUI(t, "ui-rotate-linear", []map[string]any{
 		{"id": "s:line", "type": "line", "x": 400, "y": 200, "rotation": 0.4, "props": map[string]any{"points": []any{
 			map[string]any{"x": 0, "y": 0}, map[string]any{"x": 80, "y": 60}, map[string]any{"x": 160, "y": 0}}}},
-		{"id": "s:arrow", "type": "arrow", "x": 700, "y": 200, "w": 150, "h": 50, "props": map[string]any{
-			"start": map[string]any{"x": 0, "y": 0}, "end": map[string]any{"x": 150, "y": 50}}},
+		{"verb": "create_edge", "args": map[string]any{"id": "s:arrow", "from": "", "to": "", "props": map[string]any{
+			"points": []any{map[string]any{"x": 700, "y": 200}, map[string]any{"x": 850, "y": 250}}}}},
 		{"id": "s:pen", "type": "draw", "x": 450, "y": 400, "w": 150, "h": 60, "props": map[string]any{"segments": []any{
 			map[string]any{"type": "free", "points": []any{map[string]any{"x": 0, "y": 30}, map[string]any{"x": 40, "y": 0}, map[string]any{"x": 80, "y": 60}}},
 			map[string]any{"type": "free", "points": []any{map[string]any{"x": 100, "y": 0}, map[string]any{"x": 150, "y": 60}}}}}},
@@ -533,10 +534,11 @@ func TestWebUICanvasRotateLinear(t *testing.T) {
 	}
 	o := c.observer()
 	ids := []string{"s:line", "s:arrow", "s:pen", "s:pen::s1"}
-	// An agent turns the arrow.
-	c.apply("rotate", map[string]any{"ids": []string{"s:arrow"}, "degrees": 30})
-	arrow := c.e.nodes(c.cid)["s:arrow"]
-	want = nodeVerts(arrow, [][2]float64{{0, 0}, {150, 50}})
+	// An agent turns the arrow (about its first point, by 30°): the page draws its new points.
+	s, co := math.Sin(math.Pi/6), math.Cos(math.Pi/6)
+	want = [][2]float64{{700, 200}, {700 + 150*co - 50*s, 200 + 150*s + 50*co}}
+	c.apply("update_edge", map[string]any{"id": "s:arrow", "props": map[string]any{"points": []any{
+		map[string]any{"x": want[0][0], "y": want[0][1]}, map[string]any{"x": want[1][0], "y": want[1][1]}}}})
 	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
 		d := vertsDiff(verts{"s:arrow": want}, pageVerts(p, "s:arrow"), 0.5)
 		if d == "" {
@@ -550,7 +552,8 @@ func TestWebUICanvasRotateLinear(t *testing.T) {
 	p.do(chromedp.KeyEvent(kb.Escape))
 	p.click(300, 600)
 	p.do(chromedp.KeyEvent("a", chromedp.KeyModifiers(chromedp.ModifierCtrl)))
-	p.pollSelection("all selected", "s:arrow", "s:line", "s:pen")
+	p.pollSelection("all selected", "s:line", "s:pen")
+	p.poll("the arrow selected too", `canvasd.view.ex.getAppState().selectedElementIds['s:arrow'] === true`)
 	sx, sy := p.screen(contentTop(p))
 	p.dragScreen(sx, sy-22, sx+160, sy+30)
 	c.e.waitNodes(c.cid, "rotated", func(n map[string]map[string]any) bool { return n["s:pen"]["rotation"].(float64) > 0.1 })
@@ -874,9 +877,9 @@ func TestWebUIUndoKeptThroughOutage(t *testing.T) {
 	}
 }
 
-// TestWebUICanvasOrderFontLock: bring to front (Ctrl+Shift+]) and a text's
-// font are saved (reorder, props.font), and a change the server does not
-// keep (a lock) does not freeze the shape: a later remote move shows.
+// TestWebUICanvasOrderFontLock: bring to front (Ctrl+Shift+]), a text's
+// font and a lock are saved (reorder, props.font, props.locked); the locked
+// shape still shows a later remote move (the API may move it).
 func TestWebUICanvasOrderFontLock(t *testing.T) {
 	c := openCanvasUI(t, "ui-order-font-lock", []map[string]any{
 		{"id": "s:a", "type": "geo", "x": 400, "y": 200, "w": 200, "h": 150, "props": map[string]any{"geo": "rectangle", "fill": "solid", "color": "red"}},
@@ -892,7 +895,7 @@ func TestWebUICanvasOrderFontLock(t *testing.T) {
 	sceneEdit(p, `el => el.id === 's:t' ? {...el, fontFamily: 3} : el`) // as the font picker does: a monospaced font
 	c.e.waitNodes(c.cid, "the font saved", func(n map[string]map[string]any) bool { return n["s:t"]["props"].(map[string]any)["font"] == "mono" })
 	sceneEdit(p, `el => el.id === 's:b' ? {...el, locked: true} : el`)
-	time.Sleep(500 * time.Millisecond) // (nothing to wait for: a lock is the page's alone)
+	c.e.waitNodes(c.cid, "the lock saved", func(n map[string]map[string]any) bool { return n["s:b"]["props"].(map[string]any)["locked"] == true })
 	c.apply("move", map[string]any{"ids": []string{"s:b"}, "dx": 0, "dy": 100})
 	p.poll("the locked shape follows the server", `canvasd.view.ex.getSceneElements().find(el => el.id === 's:b').y === 350`)
 }

@@ -518,7 +518,6 @@ func TestWebUICanvas(t *testing.T) {
 		{"id": "s:pen", "type": "draw", "x": 0, "y": 340, "w": 150, "h": 60, "props": map[string]any{"color": "red", "segments": []any{
 			map[string]any{"type": "free", "points": []any{map[string]any{"x": 0, "y": 30}, map[string]any{"x": 40, "y": 0}, map[string]any{"x": 80, "y": 60}}},
 			map[string]any{"type": "free", "points": []any{map[string]any{"x": 100, "y": 0}, map[string]any{"x": 150, "y": 60}}}}}},
-		{"id": "s:arrow", "type": "arrow", "x": 200, "y": 360, "w": 150, "h": 40, "props": map[string]any{"start": map[string]any{"x": 0, "y": 0}, "end": map[string]any{"x": 150, "y": 40}, "color": "violet"}},
 		{"id": "s:line", "type": "line", "x": 400, "y": 360, "props": map[string]any{"points": []any{map[string]any{"x": 0, "y": 0}, map[string]any{"x": 50, "y": 40}, map[string]any{"x": 100, "y": 0}}}},
 		{"id": "s:frame", "type": "frame", "name": "A frame", "x": 940, "y": 0, "w": 260, "h": 200},
 		{"id": "s:inframe", "type": "geo", "parent_id": "s:frame", "x": 980, "y": 60, "w": 100, "h": 60, "props": map[string]any{"geo": "hexagon"}},
@@ -531,6 +530,8 @@ func TestWebUICanvas(t *testing.T) {
 	}
 	apply("group", map[string]any{"ids": []string{"s:g1", "s:g2"}, "group_id": "s:group"})
 	apply("create_edge", map[string]any{"id": "e:1", "from": "s:rect", "to": "s:note"})
+	apply("create_edge", map[string]any{"id": "s:arrow", "props": map[string]any{"color": "violet",
+		"points": []any{map[string]any{"x": 200, "y": 360}, map[string]any{"x": 350, "y": 400}}}})
 
 	p := open(e.srv.URL+"/?canvas="+cid+"#access_token="+editor, holdStreamScript)
 	e.diag = p.state
@@ -626,31 +627,31 @@ func TestWebUICanvas(t *testing.T) {
 	// Connect s:dia and s:doc with the arrow tool: a create_edge.
 	p.tool("arrow")
 	p.drag(597, 240, 770, 80) // from the diamond's outline (Excalidraw binds a start near the outline)
-	var edges []any
-	deadline := time.Now().Add(20 * time.Second) // as waitNodes
-	for {
-		edges = e.snapshot(cid)["state"].(map[string]any)["edges"].([]any)
-		if len(edges) == 2 || time.Now().After(deadline) {
-			break
+	// waitEdge waits for an edge the editor drew that ok accepts.
+	waitEdge := func(what string, ok func(ed map[string]any) bool) {
+		t.Helper()
+		var edges []any
+		for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) { // as waitNodes
+			edges = e.snapshot(cid)["state"].(map[string]any)["edges"].([]any)
+			for _, ed := range edges {
+				if m := ed.(map[string]any); m["created_by"] == editorID && ok(m) {
+					return
+				}
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: edges %v", what, edges)
+			}
 		}
-		time.Sleep(50 * time.Millisecond)
 	}
-	connected := false
-	for _, ed := range edges {
-		m := ed.(map[string]any)
-		connected = connected || m["from"] == "s:dia" && m["to"] == "s:doc" && m["created_by"] == editorID
-	}
-	if len(edges) != 2 || !connected {
-		t.Fatalf("arrow connect: edges %v", edges)
-	}
+	waitEdge("arrow connect", func(m map[string]any) bool { return m["from"] == "s:dia" && m["to"] == "s:doc" })
 
-	// An arrow drawn in the open (bound to no shape) is an arrow shape.
+	// An arrow drawn in the open (bound to no shape) is an edge with free ends at its points.
 	p.tool("arrow")
 	p.drag(600, 650, 760, 700)
-	e.waitNodes(cid, "drawn arrow", mine("arrow", func(n map[string]any) bool {
-		p := n["props"].(map[string]any)
-		return p["start_binding"] == nil && p["end_binding"] == nil
-	}))
+	waitEdge("drawn arrow", func(m map[string]any) bool {
+		pts, _ := m["props"].(map[string]any)["points"].([]any)
+		return m["from"] == "" && m["to"] == "" && len(pts) == 2 && pts[0].(map[string]any)["x"] == 600.0 && pts[1].(map[string]any)["x"] == 760.0
+	})
 
 	// Move s:dia by dragging it; resize s:img by its bottom-right handle.
 	p.tool("selection")

@@ -35,6 +35,7 @@ suite "go vet" go vet ./...
 suite "Go tests, race detector (SQLite, PostgreSQL when CANVASD_TEST_DATABASE_URL is set, Chromium)" go_tests
 suite "Python client" "$PYTHON" -m unittest discover -s clients/python/tests -t clients/python
 suite "TypeScript client" make --no-print-directory js-test
+suite "web UI unit tests" make --no-print-directory ui-test
 
 echo
 echo "== make test: summary"

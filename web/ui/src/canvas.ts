@@ -13,7 +13,10 @@ import "@excalidraw/excalidraw/index.css";
 import { ConflictError, type CanvasClient, type CanvasModel, type Commit, type ConflictResult, type Node as CanvasNode } from "@canvasd/client";
 import { actorColor, h, toast, why } from "./dom";
 import { newCmdId, type Outbox } from "./outbox";
-import { draftOf, edgeElements, edgePatch, elementId, imageFileId, nodeElements, partOf, propsPatch, type El, type NodeDraft } from "./mapping";
+import {
+  arrowParts, edgeDraft, edgeElements, edgePatch, edgePoints, elementId, IMAGE_DATA_URL, imageFileId, newEdgeProps, nodeDraft,
+  nodeElements, partOf, pointsDiffer, type El, type NodeDraft, type Props,
+} from "./mapping";
 
 /** What a commit touched, by kind. */
 export interface Applied {
@@ -27,8 +30,8 @@ export function touched(c: Commit): Applied {
   return out;
 }
 
-/** A planned command; carries: the gesture's elements (id → version) that its commands send. */
-type Cmd = { id: string; type: string; args: any; nodes: string[]; fields: string[]; carries?: Map<string, number> };
+/** A planned command; carries: the gesture's elements (id → stamp) that its commands send. */
+type Cmd = { id: string; type: string; args: any; nodes: string[]; fields: string[]; carries?: Map<string, string> };
 /** The canvas a gesture was made on: its id, and the model the page had of it. */
 type Target = { cid: string; m: CanvasModel };
 export interface Box { x: number; y: number; w: number; h: number }
@@ -47,7 +50,7 @@ export class CanvasView {
   model: CanvasModel | null = null;
   private cache = new Map<string, El[]>(); // node or edge id → its elements as last built
   private rendered = new Map<string, number>(); // element id → version we put in the scene
-  private sent = new Map<string, number>(); // element id → version sent to the server, commit pending
+  private sent = new Map<string, string>(); // element id → stamp (version and nonce) sent to the server, commit pending
   private held = new Set<string>(); // node ids whose user version stays on screen (conflict)
   private estimated = new Set<string>(); // node or edge ids whose labels were sized before their font loaded
   /** Nodes others deleted, by the commit that did: an edit of one on screen is a conflict, not a create. */
@@ -101,6 +104,8 @@ export class CanvasView {
       onPointerUpdate: (p: any) => this.onPointer(p.pointer.x, p.pointer.y),
       UIOptions: { canvasActions: { loadScene: false, saveToActiveFile: false, export: false, saveAsImage: false, toggleTheme: false } },
       initialData: { appState: { viewBackgroundColor: "#fafaf8", currentItemFontFamily: 5 } },
+      // Embedded pages are shown as their link: the page's Content-Security-Policy frames only its own origin.
+      validateEmbeddable: () => false,
     }));
     // A double-click on a document card opens the document instead of editing its label.
     window.addEventListener("dblclick", (ev) => {
@@ -191,8 +196,8 @@ export class CanvasView {
     this.ends.clear();
     for (const n of model.nodes.values()) this.index(n.id);
     for (const e of model.edges.values()) this.indexEdge(e.id);
-    this.addImages(model.nodes.values());
     this.push(true);
+    this.addImages(model.nodes.values()); // (Excalidraw loads the files of the images on stage)
     if (fit) this.fit();
     this.wake();
     // What changed while Excalidraw was starting.
@@ -315,9 +320,10 @@ export class CanvasView {
       }
       next.forEach((el, i) => plans.push([old[i], el]));
     }
-    this.addImages([...nodes].map((id) => m.nodes.get(id)!).filter(Boolean));
+    const images = [...nodes].map((id) => m.nodes.get(id)!).filter((n) => n?.type === "image");
     if (!inPlace) {
       this.push(false);
+      this.addImages(images);
       return;
     }
     for (const [st, el] of plans) {
@@ -342,6 +348,7 @@ export class CanvasView {
       const l = this.cache.get(id);
       if (l) this.cache.set(id, l.map((el) => this.stage.get(el.id) || el));
     }
+    this.addImages(images);
   }
 
   private build(id: string): void {
@@ -352,7 +359,7 @@ export class CanvasView {
       return;
     }
     const prev = this.cache.get(id);
-    const v = (prev?.[0]?.version || 0) + 2 + (n.updated_rev || 0);
+    const v = Math.max(prev?.[0]?.version || 0, this.stage.get(elementId(id))?.version || 0) + 2 + (n.updated_rev || 0);
     let els = nodeElements(n, m.nodes, v);
     els = restoreElements(els as any, null, { refreshDimensions: false, repairBindings: false }) as any;
     keepIndices(els, prev);
@@ -364,7 +371,8 @@ export class CanvasView {
   private buildEdge(id: string): void {
     const e = this.model!.edges.get(id);
     const prev = this.cache.get(id);
-    const built = e ? edgeElements(e, this.model!.nodes, (prev?.[0]?.version || 0) + 2 + (e.updated_rev || 0)) : [];
+    const v = Math.max(prev?.[0]?.version || 0, this.stage.get(elementId(id))?.version || 0) + 2 + (e?.updated_rev || 0);
+    const built = e ? edgeElements(e, this.model!.nodes, v) : [];
     if (!built.length) {
       this.cache.delete(id);
       return;
@@ -440,6 +448,7 @@ export class CanvasView {
         continue;
       }
       this.rendered.set(el.id, el.version);
+      this.sent.delete(el.id);
       onStage.set(el.id, el);
     }
     for (const [id, els] of this.cache) {
@@ -456,7 +465,7 @@ export class CanvasView {
 
   /** An edit of the user's that plan() has not seen. */
   private isUnplanned(el: El): boolean {
-    return this.isDirty(el) && this.sent.get(el.id) !== el.version && !(el.isDeleted && this.rendered.get(el.id) === undefined);
+    return this.isDirty(el) && this.sent.get(el.id) !== stamp(el) && !(el.isDeleted && this.rendered.get(el.id) === undefined);
   }
 
   /**
@@ -491,12 +500,13 @@ export class CanvasView {
     const v = sceneVersion(els);
     if (v === this.lastSceneVersion) return;
     this.lastSceneVersion = v;
-    const cmds = this.plan(els, files);
+    const selected = new Set(Object.keys(app.selectedElementIds || {}).filter((k) => app.selectedElementIds[k]));
+    const cmds = this.plan(els, files, selected);
     if (cmds.length) this.send(cmds);
   }
 
-  /** The commands that bring the server to what the user sees. */
-  private plan(els: readonly El[], files: any): Cmd[] {
+  /** The commands that bring the server to what the user sees (selected: the ids of the elements selected). */
+  private plan(els: readonly El[], files: any, selected: Set<string> = new Set()): Cmd[] {
     const m = this.model!;
     const byId = new Map<string, El>();
     const labels = new Map<string, El>();
@@ -511,8 +521,8 @@ export class CanvasView {
     for (const el of els) {
       if (!this.isUnplanned(el)) continue;
       const node = nodeOf(el);
-      if (m.edges.has(node) || (el.customData?.kind === "edge")) dirtyEdges.add(node);
-      else if (el.type === "arrow" && !m.nodes.has(node) && el.startBinding && el.endBinding && m.nodes.has(partOf(el.startBinding.elementId).node) && m.nodes.has(partOf(el.endBinding.elementId).node)) dirtyEdges.add(node);
+      // Every arrow is an edge (its label too).
+      if (m.edges.has(node) || (!m.nodes.has(node) && byId.get(elementId(node))?.type === "arrow")) dirtyEdges.add(node);
       else dirtyNodes.add(node);
     }
     if (!dirtyNodes.size && !dirtyEdges.size) return [];
@@ -538,7 +548,7 @@ export class CanvasView {
         continue;
       }
       if (prev?.type === "doc" && partOf(el.id).part) continue;
-      const d = draftOf(el, byId, prev, files, prev ? undefined : m.nodes.get(String(el.customData?.node ?? "")));
+      const d = nodeDraft(el, byId, prev, files, prev ? undefined : m.nodes.get(String(el.customData?.node ?? "")));
       if (!d) continue;
       // A dropped or picked image is on stage before its file is read: it is
       // created once its data URL is there (the next change), not empty first.
@@ -553,7 +563,7 @@ export class CanvasView {
         const frame = el.frameId ? partOf(el.frameId).node : "";
         const parent = want.find((g) => m.nodes.has(g)) || (m.nodes.has(frame) || created.has(frame) ? frame : "");
         if (parent) args.parent_id = parent;
-        if (d.type === "draw" || d.type === "arrow" || d.type === "line") { args.w = Math.max(1, d.w); args.h = Math.max(1, d.h); }
+        if (d.type === "draw" || d.type === "line") { args.w = Math.max(1, d.w); args.h = Math.max(1, d.h); }
         for (const k of Object.keys(d.props)) if (d.props[k] === null) delete d.props[k];
         const by = this.deletedByOthers.get(id);
         if (by) { // someone deleted it while the user changed it: a conflict, not a new shape
@@ -615,7 +625,7 @@ export class CanvasView {
     // An edge at a deleted shape goes with it.
     const gone = new Set<string>();
     for (const id of deleted) this.subtree(id, gone);
-    for (const id of dirtyEdges) this.planEdge(id, byId.get(elementId(id)), byId, gone, created, cmd);
+    for (const id of dirtyEdges) this.planEdge(id, byId.get(elementId(id)), byId, gone, created, dirtyNodes, selected, cmd);
     if (lost.length) {
       // Shown as the 409 of a command that met the delete would be: held, with Keep mine (recreate) or Take theirs.
       const body = { status: "conflict", current_rev: m.rev, base_rev: Math.min(...lost.map((l) => l.by.rev)) - 1,
@@ -632,12 +642,12 @@ export class CanvasView {
       return [];
     }
     // Mark what was planned as sent.
-    const carries = new Map<string, number>();
+    const carries = new Map<string, string>();
     for (const el of els) {
       const node = nodeOf(el);
       if (dirtyNodes.has(node) || dirtyEdges.has(node)) {
-        this.sent.set(el.id, el.version);
-        carries.set(el.id, el.version);
+        this.sent.set(el.id, stamp(el));
+        carries.set(el.id, stamp(el));
       }
     }
     for (const c of cmds) c.carries = carries;
@@ -680,7 +690,7 @@ export class CanvasView {
     const raw = ((d.rotation - (prev.rotation || 0)) * 180) / Math.PI;
     const deg = Math.round((((raw % 360) + 540) % 360 - 180) * 1000) / 1000;
     const moved = !near(d.x, prev.x) || !near(d.y, prev.y);
-    const linear = prev.type === "arrow" || prev.type === "line" || prev.type === "draw";
+    const linear = prev.type === "line" || prev.type === "draw";
     if (deg) {
       // About the point that takes the corner where the user sees it: the
       // centre Excalidraw turned the selection about (not the server's default, the nodes' centre).
@@ -699,7 +709,7 @@ export class CanvasView {
         moves.push({ id, dx: Math.round((d.x - prev.x) * 100) / 100, dy: Math.round((d.y - prev.y) * 100) / 100, x: d.x, y: d.y });
       }
     }
-    const patch = propsPatch(d, prev);
+    const patch = Object.keys(d.props).length ? d.props : null; // only what the person changed
     const nameChanged = d.name !== undefined && d.name !== (prev.name || "");
     if (linear && (sized || patch)) {
       // Points and their box change together.
@@ -715,43 +725,49 @@ export class CanvasView {
   }
 
   /**
-   * The commands for the arrow of edge id (and its label among byId); none
-   * for an edge at a shape in gone (deleted with it). A new arrow may join
-   * shapes created in the same batch (created): a copied pair and its edge.
+   * The commands for the arrow of edge id (and its label among byId): a new
+   * arrow is a create_edge (bound at the ends it binds, free elsewhere; it
+   * may join shapes created in the same batch, created: a copied pair and
+   * its edge), a deleted one a delete_edge, a changed one an update_edge of
+   * what changed: its ends, its props (only those the person changed) and
+   * its points when the person moved or reshaped it (selected), or bound or
+   * unbound an end. None for an edge at a shape in gone (deleted with it),
+   * nor for points that only followed a shape being moved (dirtyNodes): the
+   * server keeps bound ends on their shapes.
    */
   private planEdge(id: string, el: El | undefined, byId: Map<string, El>, gone: Set<string>, created: Set<string>,
-    cmd: (t: string, a: any, n: string[], f: string[]) => void): void {
+    dirtyNodes: Set<string>, selected: Set<string>, cmd: (t: string, a: any, n: string[], f: string[]) => void): void {
     const m = this.model!;
     const e = m.edges.get(id);
-    const has = (n: string | null | undefined) => !!n && (m.nodes.has(n) || created.has(n));
     if (!el || (e && (gone.has(e.from) || gone.has(e.to)))) return;
     if (el.isDeleted) {
-      if (e) cmd("delete_edge", { id }, [id], ["from", "to"]);
+      if (e) cmd("delete_edge", { id }, [id], ["from", "to", "props.points"]);
       return;
     }
-    const from = el.startBinding && partOf(el.startBinding.elementId).node, to = el.endBinding && partOf(el.endBinding.elementId).node;
+    if (el.type !== "arrow") return;
+    const d = edgeDraft(el, (n) => (m.nodes.has(n) && !gone.has(n)) || created.has(n));
+    const parts = arrowParts(el, byId);
     if (!e) {
-      if (has(from) && has(to)) {
-        const args: Record<string, unknown> = { id, from, to, type: "arrow" };
-        const style = edgePatch(el, byId, {});
-        if (style) args.props = Object.fromEntries(Object.entries(style).filter(([, v]) => v !== null)); // a copy keeps the look
-        cmd("create_edge", args, [from!, to!].filter((n) => m.nodes.has(n)), []);
-      }
+      // A copy of an edge (duplicate, paste) keeps what its arrow cannot show.
+      const source = m.edges.get(String(el.customData?.edge ?? ""))?.props;
+      const base: Props = { ...(source || {}) };
+      for (const k of ["points", "fromSide", "toSide"]) delete base[k];
+      const args: Record<string, unknown> = { id, from: d.from, to: d.to, type: "arrow", props: newEdgeProps(parts, d.points, base) };
+      cmd("create_edge", args, [id, ...[d.from, d.to].filter((n) => m.nodes.has(n))], []);
       return;
     }
-    const patch = edgePatch(el, byId, e.props || {}); // its colour, stroke, dash or label changed
-    if (from && to && (from !== e.from || to !== e.to) && m.nodes.has(from) && m.nodes.has(to)) {
-      const props: Record<string, unknown> = { ...e.props, ...patch };
-      for (const k of Object.keys(props)) if (props[k] === null) delete props[k];
-      cmd("delete_edge", { id }, [id], ["from", "to"]);
-      cmd("create_edge", { id, from, to, type: e.type || "arrow", props }, [from, to], []);
-    } else if (from !== e.from || to !== e.to) {
-      this.buildEdge(id); // a loose end snaps back: an edge joins two shapes
-      this.rendered.set(el.id, el.version); // so push() puts the server's version in its place
-      this.push(false);
-    } else if (patch) {
-      cmd("update_edge", { id, props: patch }, [id], Object.keys(patch).map((k) => "props." + k));
+    const props: Props = edgePatch(parts, e.props || {});
+    const args: Record<string, unknown> = { id };
+    const fields: string[] = Object.keys(props).map((k) => "props." + k);
+    if (d.from !== e.from) { args.from = d.from; fields.push("from"); }
+    if (d.to !== e.to) { args.to = d.to; fields.push("to"); }
+    const followed = [e.from, e.to].some((n) => n && dirtyNodes.has(n)) && !selected.has(el.id);
+    if (pointsDiffer(d.points, edgePoints(e, m.nodes)) && (fields.includes("from") || fields.includes("to") || !followed)) {
+      props.points = d.points;
+      fields.push("props.points");
     }
+    if (Object.keys(props).length) args.props = props;
+    if (fields.length) cmd("update_edge", args, [id], fields);
     // Otherwise a shape it joins moved: the arrow follows on screen and
     // settles with that shape's command (plan() counts it as carried).
   }
@@ -814,10 +830,10 @@ export class CanvasView {
    * model has moved on from while they were the user's (the stream brought
    * the commit, and maybe others', before the answer) are shown anew.
    */
-  private settle(m: CanvasModel, rev: number, carries: Map<string, number>): void {
+  private settle(m: CanvasModel, rev: number, carries: Map<string, string>): void {
     if (this.model !== m || m.rev < rev) return; // a reload shows the server's version anyway
     for (const el of this.ex.getSceneElementsIncludingDeleted()) {
-      if (carries.get(el.id) !== el.version) continue;
+      if (carries.get(el.id) !== stamp(el)) continue;
       const node = nodeOf(el);
       if (this.held.has(node)) continue;
       this.rendered.set(el.id, el.version);
@@ -1042,7 +1058,7 @@ export class CanvasView {
     const have = this.ex.getFiles();
     for (const n of nodes) {
       const url = typeof n.props?.url === "string" ? n.props.url : "";
-      if (n.type !== "image" || !/^data:image\/(png|jpeg|gif|webp);base64,/.test(url)) continue;
+      if (n.type !== "image" || !IMAGE_DATA_URL.test(url)) continue;
       const id = imageFileId(url);
       if (!have[id]) files.push({ id, dataURL: url, mimeType: url.slice(5, url.indexOf(";")), created: Date.now() });
     }
@@ -1069,6 +1085,15 @@ function keepIndices(els: El[], prev: El[] | undefined): void {
 
 /** Element fields an in-place update leaves alone (Excalidraw's bookkeeping and the arrows bound to a shape). */
 const IN_PLACE_SKIP = new Set(["id", "type", "version", "versionNonce", "updated", "index", "seed", "boundElements", "isDeleted"]);
+
+/**
+ * What tells one version of an element from another: its version and its
+ * nonce (a version number alone comes back: the server's version of a shape
+ * may go on stage with a lower number than the person's edit had).
+ */
+function stamp(el: El): string {
+  return `${el.version}:${el.versionNonce}`;
+}
 
 /** An element's part of sceneVersion. */
 function contribution(el: El): number {
