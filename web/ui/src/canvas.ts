@@ -86,7 +86,8 @@ export class CanvasView {
   conflictBox: HTMLElement;
   private lastSel = "";
 
-  constructor(private host: HTMLElement, private client: CanvasClient, private canvasId: () => string, private outbox: Outbox) {
+  constructor(private host: HTMLElement, private client: CanvasClient, private canvasId: () => string, private outbox: Outbox,
+    menu: () => unknown = () => null) { // Excalidraw's main menu (files.ts)
     this.ready = new Promise((r) => (this.resolveReady = r));
     // flush() runs as a task of its own: after the commits of one network read, before the next frame.
     const ch = new MessageChannel();
@@ -106,7 +107,7 @@ export class CanvasView {
       initialData: { appState: { viewBackgroundColor: "#fafaf8", currentItemFontFamily: 5 } },
       // Embedded pages are shown as their link: the page's Content-Security-Policy frames only its own origin.
       validateEmbeddable: () => false,
-    }));
+    }, menu() as any));
     // A double-click on a document card opens the document instead of editing its label.
     window.addEventListener("dblclick", (ev) => {
       if (!this.ex || !(ev.target as HTMLElement)?.closest?.("#excalidraw canvas")) return;

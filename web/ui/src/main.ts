@@ -10,6 +10,7 @@ import { $, h, toast, why } from "./dom";
 import { CanvasView, touched } from "./canvas";
 import { DocPanel } from "./doc";
 import { AgentPanel } from "./agent";
+import { Files } from "./files";
 import { Outbox, sendCommand } from "./outbox";
 
 const TOKEN_KEY = "canvasd.token";
@@ -80,7 +81,8 @@ class App {
           h("input", { id: "token-input", type: "password", placeholder: "cvd_…", required: true }),
           h("p", { id: "token-error", class: "error", hidden: true }),
           h("div", { class: "row" }, h("button", { type: "submit", text: "Use token" })))));
-    this.view = new CanvasView(stage, this.client, () => this.canvasId, this.outbox);
+    const files = new Files(this.client, () => this.canvasId, stage);
+    this.view = new CanvasView(stage, this.client, () => this.canvasId, this.outbox, () => files.menu());
     this.doc = new DocPanel(this.client, () => this.canvasId, () => this.model, () => this.me, this.view.myCommands, (rev) => this.view.caughtUp(rev), this.outbox);
     this.outbox.onChange = (queued, stalled) => {
       const el = $("unsaved");
