@@ -2,7 +2,6 @@ package render
 
 import (
 	"bytes"
-	"compress/flate"
 	"encoding/binary"
 	"hash/adler32"
 	"hash/crc32"
@@ -10,15 +9,19 @@ import (
 	"io"
 	"runtime"
 	"sync"
+
+	"github.com/klauspost/compress/flate"
 )
 
 // encodePNG writes img as a PNG quickly: rows unfiltered (a canvas is mostly
 // flat colour, which deflate packs well as it is), compressed at deflate's
 // fastest level in bands of rows on every core, each band ending on a byte
 // boundary (a sync flush) so the bands join into one zlib stream. It
-// writes RGB when every pixel is opaque, else RGBA. For the pictures the
-// renderer makes this is about three times as fast as image/png at
-// BestSpeed, at a similar size.
+// writes RGB when every pixel is opaque, else RGBA. Deflate is
+// klauspost/compress's (about twice as fast as compress/flate at its
+// fastest level, the same format). For the pictures the renderer makes
+// this is several times as fast as image/png at BestSpeed, at a similar
+// size.
 func encodePNG(w io.Writer, img *image.RGBA) error {
 	width, height := img.Rect.Dx(), img.Rect.Dy()
 	opaque := true

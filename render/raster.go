@@ -170,11 +170,21 @@ func (r *raster) fillPath(it *item) {
 }
 
 func (r *raster) strokePath(it *item) {
-	area := r.area(it.path.bounds().grow(it.width/2+1), it.clip)
+	area := r.strokeArea(it)
 	if area.Empty() {
 		return
 	}
-	f := r.begin(area)
+	r.feedStroke(r.begin(area), it)
+	r.paint(area, it.stroke)
+}
+
+// strokeArea is the device area a stroke covers.
+func (r *raster) strokeArea(it *item) image.Rectangle {
+	return r.area(it.path.bounds().grow(it.width/2+1), it.clip)
+}
+
+// feedStroke adds the polygons of an item's stroke.
+func (r *raster) feedStroke(f *feeder, it *item) {
 	hw := it.width * r.scale / 2
 	if hw < 0.35 {
 		hw = 0.35 // thinner than a pixel: a faint hairline rather than nothing
@@ -189,7 +199,6 @@ func (r *raster) strokePath(it *item) {
 		}
 		s.polyline(pl.pts, pl.closed)
 	}
-	r.paint(area, it.stroke)
 }
 
 // turn rotates p by (sin, cos).
@@ -197,23 +206,40 @@ func turn(p pt, sin, cos float64) pt { return pt{p.X*cos - p.Y*sin, p.X*sin + p.
 
 func (r *raster) text(it *item) {
 	t := it.text
-	area := r.area(it.bounds().grow(t.size*0.5), it.clip)
+	area := r.textArea(it)
 	if area.Empty() {
 		return
 	}
-	sin, cos := math.Sin(t.rot), math.Cos(t.rot)
-	if t.rot == 0 {
-		sin, cos = 0, 1
-	}
-	o := r.dev(t.origin)
-	toDev := func(p pt) pt { return o.add(turn(p.mul(r.scale), sin, cos)) }
 	if t.bg.A > 0 {
+		sin, cos, o := r.textFrame(t)
+		toDev := func(p pt) pt { return o.add(turn(p.mul(r.scale), sin, cos)) }
 		b := t.bgBox
 		f := r.begin(area)
 		f.polygon([]pt{toDev(pt{b.X, b.Y}), toDev(pt{b.X + b.W, b.Y}), toDev(pt{b.X + b.W, b.Y + b.H}), toDev(pt{b.X, b.Y + b.H})})
 		r.paint(area, t.bg)
 	}
-	f := r.begin(area)
+	r.feedText(r.begin(area), it)
+	r.paint(area, t.color)
+}
+
+// textArea is the device area a text item covers.
+func (r *raster) textArea(it *item) image.Rectangle {
+	return r.area(it.bounds().grow(it.text.size*0.5), it.clip)
+}
+
+// textFrame is a text item's rotation and device origin.
+func (r *raster) textFrame(t *textItem) (sin, cos float64, o pt) {
+	sin, cos = math.Sin(t.rot), math.Cos(t.rot)
+	if t.rot == 0 {
+		sin, cos = 0, 1
+	}
+	return sin, cos, r.dev(t.origin)
+}
+
+// feedText adds the outlines of an item's glyphs.
+func (r *raster) feedText(f *feeder, it *item) {
+	t := it.text
+	sin, cos, o := r.textFrame(t)
 	base := t.face.Baseline(t.size, t.lineH)
 	for i, line := range t.lines {
 		pen := pt{t.xs[i], t.top + float64(i)*t.lineH + base}
@@ -231,7 +257,63 @@ func (r *raster) text(it *item) {
 			prev = g
 		}
 	}
-	r.paint(area, t.color)
+}
+
+// coverage is the one colour an item paints when it is a stroke or text
+// alone (no fill, no background): such items of one owner, one after
+// another in one colour, are rasterized together (their polygons all wind
+// the same way, so overlaps count once) and composited once.
+func coverage(it *item) (color.NRGBA, bool) {
+	if it.only == onlySVG {
+		return color.NRGBA{}, false
+	}
+	switch {
+	case it.text != nil && it.text.bg.A == 0:
+		return it.text.color, true
+	case it.path != nil && it.fill.A == 0 && it.stroke.A > 0 && it.width > 0:
+		return it.stroke, true
+	}
+	return color.NRGBA{}, false
+}
+
+// drawAll draws items in order, batching runs of coverage items.
+func (r *raster) drawAll(items []item) {
+	for i := 0; i < len(items); {
+		it := &items[i]
+		c, ok := coverage(it)
+		j := i + 1
+		for ok && j < len(items) && items[j].owner == it.owner && items[j].clip == it.clip {
+			if c2, ok2 := coverage(&items[j]); !ok2 || c2 != c {
+				break
+			}
+			j++
+		}
+		if j == i+1 {
+			r.draw(it)
+			i++
+			continue
+		}
+		area := image.Rectangle{}
+		for k := i; k < j; k++ {
+			if items[k].text != nil {
+				area = area.Union(r.textArea(&items[k]))
+			} else {
+				area = area.Union(r.strokeArea(&items[k]))
+			}
+		}
+		if !area.Empty() {
+			f := r.begin(area)
+			for k := i; k < j; k++ {
+				if items[k].text != nil {
+					r.feedText(f, &items[k])
+				} else {
+					r.feedStroke(f, &items[k])
+				}
+			}
+			r.paint(area, c)
+		}
+		i = j
+	}
 }
 
 // glyph adds one glyph's outline at pen (local coordinates), font units

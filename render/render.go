@@ -236,9 +236,7 @@ func (d *Drawing) Image() *image.RGBA {
 	if !d.transparent {
 		r.fillWhite()
 	}
-	for i := range d.items {
-		r.draw(&d.items[i])
-	}
+	r.drawAll(d.items)
 	return r.dst
 }
 

@@ -407,3 +407,26 @@ func TestPNGEncoderRoundTrips(t *testing.T) {
 		}
 	}
 }
+
+// TestPNGLabelOverItsBorderKeepsBoth: a label drawn over its shape's border
+// in the border's colour is rasterized with the border in one pass; where
+// they overlap the pixels stay painted (polygons of opposite windings would
+// cancel there and leave holes).
+func TestPNGLabelOverItsBorderKeepsBoth(t *testing.T) {
+	s := testState([]*canvas.Node{
+		{ID: "b", Type: "geo", X: 0, Y: 0, W: 60, H: 60, Props: map[string]any{"geo": "rectangle", "roundness": "sharp",
+			"color": "#ff0000", "strokeWidth": 10.0, "text": "WWWWWWWW", "size": "xl", "align": "start", "verticalAlign": "start"}},
+	}, nil)
+	d, img := drawState(t, s, Options{Bounds: &Rect{-10, -10, 80, 80}, Scale: 4})
+	holes := 0
+	for x := 1.0; x < 59; x += 0.25 {
+		for y := -4.0; y <= 4; y += 0.25 {
+			if c := at(t, d, img, x, y); c.G > 60 { // not the red of the border
+				holes++
+			}
+		}
+	}
+	if holes > 0 {
+		t.Errorf("%d samples of the top border under the label are not red: the label's glyphs and the border cancel out", holes)
+	}
+}

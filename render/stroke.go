@@ -4,8 +4,9 @@ import "math"
 
 // stroker turns polylines into the polygons of their strokes: a quad per
 // segment, a disc (or, for a slight turn, a wedge) at each joint and round
-// caps. Every polygon it makes winds the same way, so where they overlap
-// the rasterizer counts the stroke once.
+// caps. Every polygon it makes winds the same way (the way a glyph's outer
+// contour winds), so where they overlap each other or a label's glyphs the
+// rasterizer counts them once.
 type stroker struct {
 	f     *feeder
 	hw    float64 // half the stroke width, device pixels
@@ -39,7 +40,7 @@ func (s *stroker) polyline(pts []pt, closed bool) {
 		a, b := q[i], q[(i+1)%n]
 		d := b.sub(a).unit()
 		nrm := pt{-d.Y * s.hw, d.X * s.hw}
-		s.f.polygon([]pt{a.add(nrm), b.add(nrm), b.sub(nrm), a.sub(nrm)})
+		s.f.polygon([]pt{a.sub(nrm), b.sub(nrm), b.add(nrm), a.add(nrm)})
 	}
 	// Joints.
 	for i := 0; i < n; i++ {
@@ -72,7 +73,7 @@ func (s *stroker) triangle(a, b, c pt) {
 	if math.Abs(area) < 1e-9 {
 		return
 	}
-	if area > 0 {
+	if area < 0 {
 		b, c = c, b
 	}
 	s.f.polygon([]pt{a, b, c})
@@ -85,7 +86,7 @@ func (s *stroker) disc(c pt) {
 	var buf [64]pt
 	pts := buf[:k]
 	for i := range pts {
-		a := -2 * math.Pi * float64(i) / float64(k)
+		a := 2 * math.Pi * float64(i) / float64(k)
 		pts[i] = pt{c.X + s.hw*math.Cos(a), c.Y + s.hw*math.Sin(a)}
 	}
 	s.f.polygon(pts)
