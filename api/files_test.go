@@ -385,3 +385,20 @@ func TestMCPExportAndImport(t *testing.T) {
 		t.Errorf("canvas_export svg of b: %v %.100s", isErr, text)
 	}
 }
+
+func TestMCPExportSVGNamesItsFonts(t *testing.T) {
+	e := newTestEnv(t)
+	id := e.canvas("svgfonts")
+	e.must(200, "POST", "/canvas_commands/"+id+"/command", testAdmin, env("create_shape", 0, map[string]any{
+		"id": "a", "type": "geo", "x": 0, "y": 0, "props": map[string]any{"text": "hello"}}))
+	cs := mcpSession(t, e, testAdmin)
+	_, isErr, text := callTool(t, cs, "canvas_export", map[string]any{"canvas_id": id, "format": "svg"})
+	if isErr || !strings.Contains(text, ">hello</tspan>") || strings.Contains(text, "@font-face") || len(text) > 20000 {
+		t.Errorf("an SVG for a model: error %v, %d bytes, embeds fonts: %v", isErr, len(text), strings.Contains(text, "@font-face"))
+	}
+	// Over HTTP the SVG embeds them: it shows the same anywhere.
+	r := e.rawDo("GET", "/api/canvases/"+id+"/export?format=svg", testAdmin, "", nil)
+	if !strings.Contains(string(r.Body), `@font-face{font-family:"Excalifont"`) {
+		t.Errorf("the exported SVG does not embed its font")
+	}
+}

@@ -38,7 +38,7 @@ type mcpImport struct {
 // mcpFileTools are the file rows of the /mcp tool table.
 func (s *Server) mcpFileTools(tool func(name string, ann *mcp.ToolAnnotations, desc string) *mcp.Tool) []mcpTool {
 	return []mcpTool{
-		{tool("canvas_export", mcpReadOnly, "The canvas drawn by the server (png: an image you can look at; svg) or written as a file (jsoncanvas: JSON Canvas 1.0; excalidraw: .excalidraw), optionally of some ids, a region (bounds), a past revision (at_rev)."),
+		{tool("canvas_export", mcpReadOnly, "The canvas drawn by the server (png: an image you can look at; svg, its fonts named rather than embedded) or written as a file (jsoncanvas: JSON Canvas 1.0; excalidraw: .excalidraw), optionally of some ids, a region (bounds), a past revision (at_rev)."),
 			toolFunc(s.mcpExport)},
 		{tool("canvas_import", mcpEdit, "Read a file into the canvas as one commit: a JSON Canvas or .excalidraw file, or a Mermaid flowchart (laid out by Graphviz: nothing overlaps, subgraphs become frames). Returns current_rev and created_ids; a bad file is an error naming the place in it."),
 			toolFunc(s.mcpImport)},
@@ -82,6 +82,8 @@ func (s *Server) mcpExport(ctx context.Context, in mcpExport) (*mcp.CallToolResu
 	if err != nil {
 		return nil, nil, mcpError(err)
 	}
+	// An SVG for a model to read: its fonts named, not embedded (hundreds of KiB of base64).
+	o.render.FontsByName = true
 	body, ctype, rev, err := s.export(ctx, in.CanvasID, o)
 	if err != nil {
 		return nil, nil, mcpError(err)

@@ -49,6 +49,10 @@ type Options struct {
 	// Padding is the margin around the drawing when Bounds is nil (0: 10,
 	// as Excalidraw exports; negative: none).
 	Padding float64
+	// FontsByName makes an SVG name its fonts instead of embedding them: far
+	// smaller (a font is 50 to 400 KiB), for a reader of the text (a
+	// model); a viewer draws the text in whatever fonts it has.
+	FontsByName bool
 }
 
 // Limits of what one drawing may be.
@@ -70,6 +74,7 @@ type Drawing struct {
 	view        rect
 	scale       float64
 	transparent bool
+	fontsByName bool
 }
 
 // View is the page region the drawing shows.
@@ -116,7 +121,7 @@ func New(s *canvas.State, o Options) (*Drawing, error) {
 	for _, e := range edges {
 		bld.edge(e, bg)
 	}
-	d := &Drawing{scale: scale, transparent: o.Transparent}
+	d := &Drawing{scale: scale, transparent: o.Transparent, fontsByName: o.FontsByName}
 	if cull != nil {
 		d.view = *cull
 		for _, it := range bld.items {

@@ -15,7 +15,8 @@ import (
 
 // WriteSVG writes the drawing as a standalone SVG document in page units:
 // the fonts its text uses are embedded (TrueType, as @font-face data
-// URLs), so it shows the same wherever it is opened. Each node's and
+// URLs), so it shows the same wherever it is opened (unless
+// Options.FontsByName). Each node's and
 // edge's parts are one group with data-id (its id) and data-kind (its kind,
 // or "edge").
 func (d *Drawing) WriteSVG(w io.Writer) error {
@@ -47,6 +48,9 @@ func (d *Drawing) WriteSVG(w io.Writer) error {
 				clipOrder = append(clipOrder, it.clip)
 			}
 		}
+	}
+	if d.fontsByName {
+		used = nil
 	}
 	if len(used) > 0 || len(clipOrder) > 0 {
 		bw.WriteString("<defs>")
