@@ -73,7 +73,10 @@ func sameJSONFile(t *testing.T, want, got []byte, pick func(any) any) {
 // TestImportExportRoundTrip imports real files over HTTP, one commit each,
 // and exports them again: the files come back.
 func TestImportExportRoundTrip(t *testing.T) {
-	e := newTestEnv(t)
+	onBothStores(t, testImportExportRoundTrip)
+}
+
+func testImportExportRoundTrip(t *testing.T, e *testEnv) {
 	for _, c := range []struct {
 		file, format string
 		pick         func(any) any

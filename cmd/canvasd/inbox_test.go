@@ -241,12 +241,15 @@ func TestImageMessageAndUserActionReachTheModel(t *testing.T) {
 	png, _ := base64.StdEncoding.DecodeString("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==")
 	dataURL := "data:image/png;base64," + base64.StdEncoding.EncodeToString(png)
 	model := newVisionModel(t, func(text, image string) string {
+		// Every turn has an image now (without a browser, the server draws
+		// the viewport): the userAction's turn, whose transcript holds the
+		// image message, is told apart first.
 		switch {
+		case strings.Contains(text, `A2UI userAction "submit"`) && strings.Contains(text, `"name":"Ada"`):
+			return "```json\n" + `{"actions":[{"name":"create_shape","params":{"type":"note","x":300,"y":20,"props":{"text":"Hello, Ada"}}}]}` + "\n```"
 		case image != "" && strings.Contains(text, "What is this drawing?"):
 			return `{"actions":[{"name":"think","params":{"text":"A single pixel."}},` +
 				`{"name":"create_shape","params":{"type":"note","x":10,"y":20,"props":{"text":"I see a one-pixel PNG"}}}]}`
-		case strings.Contains(text, `A2UI userAction "submit"`) && strings.Contains(text, `"name":"Ada"`):
-			return "```json\n" + `{"actions":[{"name":"create_shape","params":{"type":"note","x":300,"y":20,"props":{"text":"Hello, Ada"}}}]}` + "\n```"
 		case strings.Contains(text, "Task: start"):
 			return `{"actions":[{"name":"think","params":{"text":"Ready."}}]}`
 		}

@@ -306,8 +306,10 @@ func TestProviderModelsEndToEnd(t *testing.T) {
 					seen = &call
 				}
 			}
-			if seen == nil || len(seen.Images) != 1 || seen.Images[0] != dataURL {
-				t.Fatalf("image message call %+v: want exactly the posted image", seen)
+			// The posted image is the turn's subject, last; before it, the
+			// viewport as the server drew it (no browser is open).
+			if seen == nil || len(seen.Images) != 2 || seen.Images[1] != dataURL || !strings.HasPrefix(seen.Images[0], "data:image/png;base64,") {
+				t.Fatalf("image message call %+v: want the server-drawn screenshot, then the posted image", seen)
 			}
 			// The message's turns add to the session's token counts.
 			if s := c.sessionEnded(id, c.admin); s["state"] != "done" {
