@@ -104,11 +104,18 @@ func New(s *canvas.State, o Options) (*Drawing, error) {
 			return nil, canvas.Unprocessable("bounds", "must be x,y,w,h with w and h above 0; got %g,%g,%g,%g", b.X, b.Y, b.W, b.H)
 		}
 	}
-	nodes, edges := Select(s, o.IDs)
 	var cull *rect
 	if o.Bounds != nil {
 		c := rect{o.Bounds.X, o.Bounds.Y, o.Bounds.W, o.Bounds.H}
 		cull = &c
+	}
+	var nodes []*canvas.Node
+	var edges []*canvas.Edge
+	if cull != nil && o.IDs == nil {
+		// A region of a large canvas: only what may show is sorted and built.
+		nodes, edges = mayShow(s, *cull)
+	} else {
+		nodes, edges = Select(s, o.IDs)
 	}
 	bld := &builder{s: s, clips: map[string]*rect{}}
 	for _, n := range nodes {
@@ -119,6 +126,9 @@ func New(s *canvas.State, o Options) (*Drawing, error) {
 	}
 	bg := color.NRGBA{255, 255, 255, 255}
 	for _, e := range edges {
+		if cull != nil && !edgeMayShow(e, *cull) {
+			continue
+		}
 		bld.edge(e, bg)
 	}
 	d := &Drawing{scale: scale, transparent: o.Transparent, fontsByName: o.FontsByName}
@@ -184,6 +194,45 @@ func nodeMayShow(n *canvas.Node, view rect) bool {
 		margin += 2000 // auto-sized text may run far past its box
 	}
 	return box.grow(margin).intersects(view)
+}
+
+// mayShow is the nodes (in z-order) and edges (by id) of s that may show in view.
+func mayShow(s *canvas.State, view rect) ([]*canvas.Node, []*canvas.Edge) {
+	nodes := make([]*canvas.Node, 0, 256)
+	for _, n := range s.Nodes {
+		if nodeMayShow(n, view) {
+			nodes = append(nodes, n)
+		}
+	}
+	sort.Slice(nodes, func(i, j int) bool {
+		if nodes[i].Index != nodes[j].Index {
+			return nodes[i].Index < nodes[j].Index
+		}
+		return nodes[i].ID < nodes[j].ID
+	})
+	edges := make([]*canvas.Edge, 0, 64)
+	for _, e := range s.Edges {
+		if edgeMayShow(e, view) {
+			edges = append(edges, e)
+		}
+	}
+	sort.Slice(edges, func(i, j int) bool { return edges[i].ID < edges[j].ID })
+	return nodes, edges
+}
+
+// edgeMayShow reports whether anything of e could be inside view: the box
+// of its points with a margin for its heads and label (an edge without
+// points is built and culled by what it draws).
+func edgeMayShow(e *canvas.Edge, view rect) bool {
+	list, _ := e.Props["points"].([]any)
+	if len(list) < 2 {
+		return true
+	}
+	box := bboxOf(pointsOf(list))
+	if box.W < 0 {
+		return true
+	}
+	return box.grow(300).intersects(view)
 }
 
 // Select returns the nodes (in z-order) and edges (by id) of s that ids
