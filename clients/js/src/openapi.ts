@@ -2187,6 +2187,13 @@ export interface components {
             screenshots_cached?: number;
             /** @description Request → answer of the last screenshot taken. */
             screenshot_ms?: number;
+            /** @description Of the screenshots, those the server drew (a PNG of the viewport) because no host browser could take one. */
+            screenshots_drawn?: number;
+            /**
+             * @description Where the last turn's screenshot came from: the host browser, the server (drawn with no browser), the cache, or none (the turn went on text-only).
+             * @enum {string}
+             */
+            screenshot_source?: "browser" | "server" | "cache" | "none";
             /** @description Browser acks of agent:action envelopes: one per browser and envelope sent (repeats and unknown seqs do not count). */
             acks?: number;
             /** @description Envelopes resent to the host for want of its ack (sends that reached a host). */
