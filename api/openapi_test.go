@@ -7,9 +7,9 @@ package api
 import (
 	"bufio"
 	"bytes"
-	"flag"
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"mime"
