@@ -689,7 +689,9 @@ export class CanvasView {
   private planUpdate(id: string, d: NodeDraft, prev: CanvasNode, cmd: (t: string, a: any, n: string[], f: string[]) => void,
     moves: Move[], turns: Turn[]): void {
     const near = (a: number, b: number) => Math.abs(a - b) < 0.01;
-    const sized = !near(d.w, prev.w) || !near(d.h, prev.h);
+    // A text whose width follows its text is drawn at its lines' size (fitText): no resize of the person's.
+    const autoSize = prev.type === "text" && (d.props.autoSize === undefined ? prev.props?.autoSize !== false : d.props.autoSize !== false);
+    const sized = !autoSize && (!near(d.w, prev.w) || !near(d.h, prev.h));
     // The turn in degrees, in [-180, 180), rounded as sent (a smaller one is none).
     const raw = ((d.rotation - (prev.rotation || 0)) * 180) / Math.PI;
     const deg = Math.round((((raw % 360) + 540) % 360 - 180) * 1000) / 1000;
@@ -1068,9 +1070,23 @@ function fitLabels(els: El[]): boolean {
     if (el.containerId) {
       const box = els.find((x) => x.id === el.containerId);
       if (box && !fitLabel(el, box)) estimated = true;
-    }
+    } else if (el.type === "text" && el.autoResize !== false && !el.angle && !partOf(el.id).part && !fitText(el)) estimated = true;
   }
   return estimated;
+}
+
+/**
+ * Sizes an unturned text whose width follows its text (autoSize) to its
+ * lines, as Excalidraw does on edits (a node's w, say the server's default
+ * for a text written without one, would cut it off), from its left edge.
+ * False when its font has not loaded yet.
+ */
+function fitText(t: El): boolean {
+  const { width, exact } = textMeasure(t.fontSize, t.fontFamily);
+  const lines = String(t.originalText ?? t.text).split("\n");
+  t.width = Math.max(1, ...lines.map(width));
+  t.height = lines.length * t.fontSize * (t.lineHeight || 1.25);
+  return exact;
 }
 
 /** The groups a node is in, innermost first. */
