@@ -1,7 +1,9 @@
 // The canvas on Excalidraw. Remote commits re-render only the elements of
 // the nodes they touched; the user's edits become canvasd commands with
 // base_rev (create_shape, move, resize, rotate, update_shape, delete_shape,
-// group, ungroup, create_edge, delete_edge), sent as one batch per gesture.
+// group, ungroup; arrows: create_edge, update_edge, delete_edge, planned in
+// plan.ts), sent as one batch per gesture; props only as the person changed
+// them (mapping.ts).
 // A 409 whose conflicting changes touch other fields than the user's is
 // re-sent at the new head; otherwise the user's change stays on screen with
 // the conflict explained until they keep it or take the other version.
