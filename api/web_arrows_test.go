@@ -79,10 +79,11 @@ func TestWebUIArrowHalfBoundDeleted(t *testing.T) {
 	}
 }
 
-// endGapJS gives how far an end ("start" or "end") of arrow element
-// arrowID lies from the outline of element shapeID (a box, turned about
-// its centre) on the page that evaluates it: 0 on the outline; -1 when
-// either element is not on the page.
+// endGapJS gives how far outside the box of element shapeID (turned about
+// its centre) an end ("start" or "end") of arrow element arrowID lies on
+// the page that evaluates it: 0 on its outline or inside it (an end a
+// person drops inside a shape stays there, bound); -1 when either element
+// is not on the page.
 const endGapJS = `((arrowID, shapeID, which) => {
 	const els = new Map(canvasd.view.ex.getSceneElements().map(el => [el.id, el]));
 	const a = els.get(arrowID), s = els.get(shapeID);
@@ -94,16 +95,16 @@ const endGapJS = `((arrowID, shapeID, which) => {
 	const [px, py] = t(q[0] - mx, q[1] - my, a.angle || 0).map((v, i) => v + [a.x + mx, a.y + my][i]);
 	const [lx, ly] = t(px - (s.x + s.width / 2), py - (s.y + s.height / 2), -(s.angle || 0));
 	const dx = Math.abs(lx) - s.width / 2, dy = Math.abs(ly) - s.height / 2;
-	return dx > 0 || dy > 0 ? Math.hypot(Math.max(dx, 0), Math.max(dy, 0)) : -Math.max(dx, dy);
+	return Math.hypot(Math.max(dx, 0), Math.max(dy, 0));
 })`
 
-// maxEndGap is how far from its shape's outline a bound end may be drawn
+// maxEndGap is how far outside its shape a bound end may be drawn
 // (Excalidraw stops an arrow a few pixels short of the shape).
 const maxEndGap = 12.0
 
-// waitAttached waits until p draws arrow element arrowID with its start on
-// the outline of element from and its end on that of to (an empty id: that
-// end is not checked), or fails with the gaps.
+// waitAttached waits until p draws arrow element arrowID with its start at
+// element from and its end at to (an empty id: that end is not checked),
+// or fails with the gaps.
 func waitAttached(t *testing.T, what string, p *uiPage, arrowID, from, to string) {
 	t.Helper()
 	var gaps [2]float64
@@ -122,7 +123,7 @@ func waitAttached(t *testing.T, what string, p *uiPage, arrowID, from, to string
 		}
 		if time.Now().After(deadline) {
 			p.screenshot("detached-" + strings.ReplaceAll(what, " ", "-"))
-			t.Fatalf("%s: arrow %s is drawn %.1f and %.1f from the outlines of %q and %q (at most %v; -1: not drawn)", what, arrowID, gaps[0], gaps[1], from, to, maxEndGap)
+			t.Fatalf("%s: arrow %s is drawn %.1f and %.1f outside %q and %q (at most %v; -1: not drawn)", what, arrowID, gaps[0], gaps[1], from, to, maxEndGap)
 		}
 	}
 }
@@ -217,4 +218,79 @@ func TestWebUIArrowsStayAttached(t *testing.T) {
 	if a := arrowsOnPage(p); len(a) != 1 || a[0] != "e:ca" {
 		t.Errorf("after a reload the page shows arrows %v, want e:ca", a)
 	}
+}
+
+// arrowEnd reads the page position of the last point of arrow element id on p.
+func arrowEnd(p *uiPage, id string) (float64, float64) {
+	p.t.Helper()
+	var q [2]float64
+	p.eval(`(() => { const a = canvasd.view.ex.getSceneElements().find(el => el.id === '`+id+`'), l = a.points[a.points.length - 1]; return [a.x + l[0], a.y + l[1]]; })()`, &q)
+	return q[0], q[1]
+}
+
+// serverEdge reads edge id from the server.
+func serverEdge(c *canvasUI, id string) map[string]any {
+	c.t.Helper()
+	for _, x := range c.e.snapshot(c.cid)["state"].(map[string]any)["edges"].([]any) {
+		if e := x.(map[string]any); e["id"] == id {
+			return e
+		}
+	}
+	return nil
+}
+
+// waitEdgeOnServer polls the server until edge id satisfies ok.
+func waitEdgeOnServer(c *canvasUI, what, id string, ok func(e map[string]any) bool) map[string]any {
+	c.t.Helper()
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		e := serverEdge(c, id)
+		if e != nil && ok(e) {
+			return e
+		}
+		if time.Now().After(deadline) {
+			c.t.Fatalf("%s: the server has edge %s as %v; the page: %s", what, id, e, c.p.state())
+		}
+	}
+}
+
+// TestWebUIArrowEndUnboundAndBound: a person drags the bound end of an
+// arrow off its shape into empty space (the edge's end is freed, at the
+// point dropped) and then onto another shape (bound to it), by the arrow's
+// end handle; another page and a reload draw it so.
+func TestWebUIArrowEndUnboundAndBound(t *testing.T) {
+	c := openCanvasUI(t, "ui-arrow-rebind", []map[string]any{
+		{"id": "s:a", "type": "geo", "x": 420, "y": 200, "w": 160, "h": 100, "props": map[string]any{"geo": "rectangle", "fill": "solid"}},
+		{"id": "s:b", "type": "geo", "x": 760, "y": 200, "w": 120, "h": 100, "props": map[string]any{"geo": "rectangle", "fill": "solid", "color": "green"}},
+		{"id": "s:c", "type": "geo", "x": 760, "y": 460, "w": 120, "h": 80, "props": map[string]any{"geo": "rectangle", "fill": "solid", "color": "red"}},
+		{"verb": "create_edge", "args": map[string]any{"id": "e:1", "from": "s:a", "to": "s:b"}},
+	})
+	p := c.p
+	// The arrow, selected by a click on its middle; its end dragged by its handle into empty space.
+	x1, y1 := arrowEnd(p, "e:1")
+	p.click((580+x1)/2, (250+y1)/2)
+	p.poll("the arrow selected", `canvasd.view.ex.getAppState().selectedElementIds['e:1'] === true`)
+	p.drag(x1, y1, 660, 420)
+	e := waitEdgeOnServer(c, "the end freed", "e:1", func(e map[string]any) bool { return e["to"] == "" })
+	pts := e["props"].(map[string]any)["points"].([]any)
+	if end := pts[len(pts)-1].(map[string]any); e["from"] != "s:a" || !nearNum(end["x"], 660, 3) || !nearNum(end["y"], 420, 3) {
+		t.Errorf("the freed end: edge %v, want from s:a and its end at (660, 420)", e)
+	}
+	o := c.observer()
+	o.poll("another page draws the end free", `(() => { const a = canvasd.view.ex.getSceneElements().find(el => el.id === 'e:1'); return a && !a.endBinding && a.startBinding?.elementId === 's:a'; })()`)
+	// Onto s:c.
+	x1, y1 = arrowEnd(p, "e:1")
+	p.drag(x1, y1, 800, 480)
+	waitEdgeOnServer(c, "the end bound to s:c", "e:1", func(e map[string]any) bool { return e["to"] == "s:c" && e["from"] == "s:a" })
+	p.screenshot("arrow-rebound-person")
+	waitAttached(t, "bound to s:c", o, "e:1", "s:a", "s:c")
+	p.do(chromedp.Reload())
+	c.live(p)
+	waitAttached(t, "bound to s:c, after a reload", p, "e:1", "s:a", "s:c")
+	p.screenshot("arrow-rebound")
+}
+
+// nearNum: a JSON number within tol of want.
+func nearNum(v any, want, tol float64) bool {
+	f, ok := v.(float64)
+	return ok && f >= want-tol && f <= want+tol
 }

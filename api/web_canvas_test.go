@@ -320,9 +320,10 @@ func TestWebUICanvasPolygons(t *testing.T) {
 	sameVerts(t, "resized", p, o, ids...)
 }
 
-// TestWebUICanvasLabelsFit: bound labels and document cards are as wide as
-// their longest line in their font (Excalidraw draws a text element into a
-// box of its width, so a narrower one cuts the line off), wrapped only where
+// TestWebUICanvasLabelsFit: bound labels, document cards and texts whose
+// width follows their text are as wide as their longest line in their font
+// (Excalidraw draws a text element into a box of its width, so a narrower
+// one cuts the line off), labels wrapped only where
 // a line is wider than the shape, also for labels sized before their font had
 // loaded; a document card shows a tab as the editor does, as four spaces.
 func TestWebUICanvasLabelsFit(t *testing.T) {
@@ -332,22 +333,25 @@ func TestWebUICanvasLabelsFit(t *testing.T) {
 			"props": map[string]any{"language": "go", "text": "package main\n\nfunc main() {\n" + line + "\n}\n"}},
 		{"id": "s:box", "type": "geo", "x": 300, "y": 100, "w": 160, "h": 90, "props": map[string]any{"geo": "rectangle", "text": "Draft the specification"}},
 		{"id": "s:note", "type": "note", "x": 520, "y": 100, "w": 170, "h": 140, "props": map[string]any{"text": "Agent: split the spec into two docs"}},
+		// A text written without a size (the server gives it 100 × 100): its width follows its text.
+		{"id": "s:text", "type": "text", "x": 720, "y": 100, "props": map[string]any{"text": "Plain text, written by an agent", "size": "l"}},
 	})
-	// misfits lists each bound label whose box is narrower than one of its
-	// lines, wider than its shape, or that wraps a line the shape has room for.
+	// misfits lists each text narrower than one of its lines, and each bound
+	// label wider than its shape or that wraps a line the shape has room for.
 	const misfits = `(() => {
 		const names = {1: 'Virgil', 2: 'Helvetica', 3: 'Cascadia', 5: 'Excalifont', 6: 'Nunito', 7: 'Lilita One', 8: 'Comic Shanns'};
 		const els = new Map(canvasd.view.ex.getSceneElements().map(el => [el.id, el]));
 		const ctx = document.createElement('canvas').getContext('2d'), out = [];
 		for (const el of els.values()) {
 			const box = el.containerId && els.get(el.containerId);
-			if (!box) continue;
+			if (!box && el.type !== 'text') continue;
 			const name = names[el.fontFamily];
 			if (![...document.fonts].some(f => f.family.replace(/"/g, '') === name && f.status === 'loaded')) { out.push(el.id + ': font ' + name + ' not loaded'); continue; }
 			ctx.font = el.fontSize + 'px "' + name + '"';
 			const lines = el.text.split('\n'), widths = lines.map(l => ctx.measureText(l).width);
 			const widest = Math.max(...widths);
 			if (widest > el.width + 0.5) out.push(el.id + ': width ' + el.width + ' < its line ' + widest);
+			if (!box) continue;
 			if (el.width > box.width - 10 + 0.5) out.push(el.id + ': width ' + el.width + ' > its shape ' + (box.width - 10));
 			for (let i = 0; i + 1 < lines.length; i++) {
 				const next = lines[i + 1].split(' ')[0];

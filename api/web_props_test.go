@@ -332,3 +332,59 @@ func TestWebUIPastedPropertiesKept(t *testing.T) {
 	p.eval(`[...document.querySelectorAll('.toast')].map(t => t.textContent).join(' | ')`, &toast)
 	t.Logf("the person reads: %s", toast)
 }
+
+// TestWebUIEditKeepsWhatExcalidrawCannotDraw: a person recolours a cloud
+// with a semi fill and an arrow with tldraw's square and inverted heads by
+// Excalidraw's colour swatches: only the colour is written (one prop each);
+// the cloud, the semi fill, the label and the heads stay as they were.
+func TestWebUIEditKeepsWhatExcalidrawCannotDraw(t *testing.T) {
+	c := openCanvasUI(t, "ui-keep-tldraw", []map[string]any{
+		{"id": "s:cloud", "type": "geo", "x": 420, "y": 200, "w": 200, "h": 120, "props": map[string]any{"geo": "cloud", "fill": "semi", "color": "blue", "text": "Cloud"}},
+		{"id": "s:b", "type": "geo", "x": 780, "y": 220, "w": 120, "h": 80, "props": map[string]any{"geo": "rectangle", "fill": "solid"}},
+		{"verb": "create_edge", "args": map[string]any{"id": "e:1", "from": "s:cloud", "to": "s:b", "props": map[string]any{"arrowheadStart": "square", "arrowheadEnd": "inverted"}}},
+	})
+	p := c.p
+	lastArgs := func(rev int64, typ string) map[string]any {
+		t.Helper()
+		for _, cm := range c.commitsAfter(rev) {
+			if cm["type"] == typ {
+				return cm["args"].(map[string]any)
+			}
+		}
+		t.Fatalf("no %s after rev %d: %v", typ, rev, c.commitsAfter(rev))
+		return nil
+	}
+	// The cloud: selected by a click inside it (it is filled), recoloured red by the stroke swatch.
+	rev := c.head()
+	p.click(520, 290)
+	p.pollSelection("the cloud selected", "s:cloud")
+	p.clickCSS(`[data-testid="color-top-pick-#e03131"]`)
+	nodes := c.e.waitNodes(c.cid, "recoloured", func(n map[string]map[string]any) bool { return n["s:cloud"]["props"].(map[string]any)["color"] == "red" })
+	if b, _ := json.Marshal(lastArgs(rev, "update_shape")["props"]); string(b) != `{"color":"red"}` {
+		t.Errorf("the recolour wrote props %s, want the colour alone", b)
+	}
+	if b, _ := json.Marshal(nodes["s:cloud"]["props"]); string(b) != `{"color":"red","fill":"semi","geo":"cloud","text":"Cloud"}` {
+		t.Errorf("the cloud is %s after the recolour", b)
+	}
+	// The arrow: selected by a click on it, recoloured blue.
+	p.do(chromedp.KeyEvent(kb.Escape))
+	var mid [2]float64
+	p.eval(`(() => { const a = canvasd.view.ex.getSceneElements().find(el => el.id === 'e:1'), l = a.points[a.points.length - 1]; return [a.x + l[0] / 2, a.y + l[1] / 2]; })()`, &mid)
+	rev = c.head()
+	p.click(mid[0], mid[1])
+	p.poll("the arrow selected", `canvasd.view.ex.getAppState().selectedElementIds['e:1'] === true`)
+	p.clickCSS(`[data-testid="color-top-pick-#1971c2"]`)
+	e := waitEdgeOnServer(c, "the arrow recoloured", "e:1", func(e map[string]any) bool { return e["props"].(map[string]any)["color"] == "blue" })
+	if b, _ := json.Marshal(lastArgs(rev, "update_edge")["props"]); string(b) != `{"color":"blue"}` {
+		t.Errorf("the recolour wrote props %s, want the colour alone", b)
+	}
+	if pr := e["props"].(map[string]any); pr["arrowheadStart"] != "square" || pr["arrowheadEnd"] != "inverted" {
+		t.Errorf("the arrow's heads after the recolour: %v", pr)
+	}
+	// Another page draws them so: a red ellipse with the semi fill, a blue arrow with a bar and an outlined triangle.
+	o := c.observer()
+	o.poll("drawn as kept", `(() => { const els = new Map(canvasd.view.ex.getSceneElements().map(el => [el.id, el])), s = els.get('s:cloud'), a = els.get('e:1');
+		return s.type === 'ellipse' && s.strokeColor === '#e03131' && s.backgroundColor === '#f8f9fa' && a.strokeColor === '#1971c2' &&
+			a.startArrowhead === 'bar' && a.endArrowhead === 'triangle_outline'; })()`)
+	o.screenshot("keep-tldraw")
+}

@@ -1,7 +1,9 @@
 // The canvas on Excalidraw. Remote commits re-render only the elements of
 // the nodes they touched; the user's edits become canvasd commands with
 // base_rev (create_shape, move, resize, rotate, update_shape, delete_shape,
-// group, ungroup, create_edge, delete_edge), sent as one batch per gesture.
+// group, ungroup; arrows: create_edge, update_edge, delete_edge, planned in
+// plan.ts), sent as one batch per gesture; props only as the person changed
+// them (mapping.ts).
 // A 409 whose conflicting changes touch other fields than the user's is
 // re-sent at the new head; otherwise the user's change stays on screen with
 // the conflict explained until they keep it or take the other version.
@@ -13,10 +15,8 @@ import "@excalidraw/excalidraw/index.css";
 import { ConflictError, type CanvasClient, type CanvasModel, type Commit, type ConflictResult, type Node as CanvasNode } from "@canvasd/client";
 import { actorColor, h, toast, why } from "./dom";
 import { newCmdId, type Outbox } from "./outbox";
-import {
-  arrowParts, edgeDraft, edgeElements, edgePatch, edgePoints, elementId, IMAGE_DATA_URL, imageFileId, newEdgeProps, nodeDraft,
-  nodeElements, partOf, pointsDiffer, type El, type NodeDraft, type Props,
-} from "./mapping";
+import { edgeElements, elementId, IMAGE_DATA_URL, imageFileId, nodeDraft, nodeElements, partOf, type El, type NodeDraft } from "./mapping";
+import { planArrow, type ArrowContext } from "./plan";
 
 /** What a commit touched, by kind. */
 export interface Applied {
@@ -626,7 +626,13 @@ export class CanvasView {
     // An edge at a deleted shape goes with it.
     const gone = new Set<string>();
     for (const id of deleted) this.subtree(id, gone);
-    for (const id of dirtyEdges) this.planEdge(id, byId.get(elementId(id)), byId, gone, created, dirtyNodes, selected, cmd);
+    // Arrows (edges): what the person changed of them (plan.ts).
+    const arrows: ArrowContext = { nodes: m.nodes, edges: m.edges, gone, created, moved: dirtyNodes, selected };
+    for (const id of dirtyEdges) {
+      const c = planArrow(id, byId.get(elementId(id)), byId, arrows);
+      if (c) cmd(c.type, c.args, c.ids, c.fields);
+    }
+    // (An arrow that only followed a shape sends nothing: it settles with that shape's command, plan() counts it as carried.)
     if (lost.length) {
       // Shown as the 409 of a command that met the delete would be: held, with Keep mine (recreate) or Take theirs.
       const body = { status: "conflict", current_rev: m.rev, base_rev: Math.min(...lost.map((l) => l.by.rev)) - 1,
@@ -686,7 +692,9 @@ export class CanvasView {
   private planUpdate(id: string, d: NodeDraft, prev: CanvasNode, cmd: (t: string, a: any, n: string[], f: string[]) => void,
     moves: Move[], turns: Turn[]): void {
     const near = (a: number, b: number) => Math.abs(a - b) < 0.01;
-    const sized = !near(d.w, prev.w) || !near(d.h, prev.h);
+    // A text whose width follows its text is drawn at its lines' size (fitText): no resize of the person's.
+    const autoSize = prev.type === "text" && (d.props.autoSize === undefined ? prev.props?.autoSize !== false : d.props.autoSize !== false);
+    const sized = !autoSize && (!near(d.w, prev.w) || !near(d.h, prev.h));
     // The turn in degrees, in [-180, 180), rounded as sent (a smaller one is none).
     const raw = ((d.rotation - (prev.rotation || 0)) * 180) / Math.PI;
     const deg = Math.round((((raw % 360) + 540) % 360 - 180) * 1000) / 1000;
@@ -723,54 +731,6 @@ export class CanvasView {
       if (nameChanged) args.name = d.name;
       cmd("update_shape", args, [id], [...Object.keys(patch || {}).map((k) => "props." + k), ...(nameChanged ? ["name"] : [])]);
     }
-  }
-
-  /**
-   * The commands for the arrow of edge id (and its label among byId): a new
-   * arrow is a create_edge (bound at the ends it binds, free elsewhere; it
-   * may join shapes created in the same batch, created: a copied pair and
-   * its edge), a deleted one a delete_edge, a changed one an update_edge of
-   * what changed: its ends, its props (only those the person changed) and
-   * its points when the person moved or reshaped it (selected), or bound or
-   * unbound an end. None for an edge at a shape in gone (deleted with it),
-   * nor for points that only followed a shape being moved (dirtyNodes): the
-   * server keeps bound ends on their shapes.
-   */
-  private planEdge(id: string, el: El | undefined, byId: Map<string, El>, gone: Set<string>, created: Set<string>,
-    dirtyNodes: Set<string>, selected: Set<string>, cmd: (t: string, a: any, n: string[], f: string[]) => void): void {
-    const m = this.model!;
-    const e = m.edges.get(id);
-    if (!el || (e && (gone.has(e.from) || gone.has(e.to)))) return;
-    if (el.isDeleted) {
-      if (e) cmd("delete_edge", { id }, [id], ["from", "to", "props.points"]);
-      return;
-    }
-    if (el.type !== "arrow") return;
-    const d = edgeDraft(el, (n) => (m.nodes.has(n) && !gone.has(n)) || created.has(n));
-    const parts = arrowParts(el, byId);
-    if (!e) {
-      // A copy of an edge (duplicate, paste) keeps what its arrow cannot show.
-      const source = m.edges.get(String(el.customData?.edge ?? ""))?.props;
-      const base: Props = { ...(source || {}) };
-      for (const k of ["points", "fromSide", "toSide"]) delete base[k];
-      const args: Record<string, unknown> = { id, from: d.from, to: d.to, type: "arrow", props: newEdgeProps(parts, d.points, base) };
-      cmd("create_edge", args, [id, ...[d.from, d.to].filter((n) => m.nodes.has(n))], []);
-      return;
-    }
-    const props: Props = edgePatch(parts, e.props || {});
-    const args: Record<string, unknown> = { id };
-    const fields: string[] = Object.keys(props).map((k) => "props." + k);
-    if (d.from !== e.from) { args.from = d.from; fields.push("from"); }
-    if (d.to !== e.to) { args.to = d.to; fields.push("to"); }
-    const followed = [e.from, e.to].some((n) => n && dirtyNodes.has(n)) && !selected.has(el.id);
-    if (pointsDiffer(d.points, edgePoints(e, m.nodes)) && (fields.includes("from") || fields.includes("to") || !followed)) {
-      props.points = d.points;
-      fields.push("props.points");
-    }
-    if (Object.keys(props).length) args.props = props;
-    if (fields.length) cmd("update_edge", args, [id], fields);
-    // Otherwise a shape it joins moved: the arrow follows on screen and
-    // settles with that shape's command (plan() counts it as carried).
   }
 
   /**
@@ -1113,9 +1073,23 @@ function fitLabels(els: El[]): boolean {
     if (el.containerId) {
       const box = els.find((x) => x.id === el.containerId);
       if (box && !fitLabel(el, box)) estimated = true;
-    }
+    } else if (el.type === "text" && el.autoResize !== false && !el.angle && !partOf(el.id).part && !fitText(el)) estimated = true;
   }
   return estimated;
+}
+
+/**
+ * Sizes an unturned text whose width follows its text (autoSize) to its
+ * lines, as Excalidraw does on edits (a node's w, say the server's default
+ * for a text written without one, would cut it off), from its left edge.
+ * False when its font has not loaded yet.
+ */
+function fitText(t: El): boolean {
+  const { width, exact } = textMeasure(t.fontSize, t.fontFamily);
+  const lines = String(t.originalText ?? t.text).split("\n");
+  t.width = Math.max(1, ...lines.map(width));
+  t.height = lines.length * t.fontSize * (t.lineHeight || 1.25);
+  return exact;
 }
 
 /** The groups a node is in, innermost first. */
