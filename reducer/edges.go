@@ -336,12 +336,16 @@ func (t *tx) keepEdgesBound() {
 		}
 		o, existed := t.s.Nodes[ref.ID]
 		n := t.nodes[ref.ID]
-		if existed && n != nil && boxChanged(o, n) {
-			if moved == nil {
-				moved = make(map[string]bool, 4)
-			}
-			moved[ref.ID] = true
+		if !existed || n == nil || !boxChanged(o, n) {
+			continue
 		}
+		if len(t.s.EdgesOf(ref.ID)) == 0 && len(t.edges) == 0 {
+			continue // no edge to follow it: nothing to allocate (most moves)
+		}
+		if moved == nil {
+			moved = make(map[string]bool, 4)
+		}
+		moved[ref.ID] = true
 	}
 	if len(moved) == 0 {
 		return
