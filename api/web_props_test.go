@@ -359,7 +359,9 @@ func TestWebUIEditKeepsWhatExcalidrawCannotDraw(t *testing.T) {
 	p.click(520, 290)
 	p.pollSelection("the cloud selected", "s:cloud")
 	p.clickCSS(`[data-testid="color-top-pick-#e03131"]`)
-	nodes := c.e.waitNodes(c.cid, "recoloured", func(n map[string]map[string]any) bool { return n["s:cloud"]["props"].(map[string]any)["color"] == "red" })
+	nodes := c.e.waitNodes(c.cid, "recoloured", func(n map[string]map[string]any) bool {
+		return n["s:cloud"]["props"].(map[string]any)["color"] == "red"
+	})
 	if b, _ := json.Marshal(lastArgs(rev, "update_shape")["props"]); string(b) != `{"color":"red"}` {
 		t.Errorf("the recolour wrote props %s, want the colour alone", b)
 	}
