@@ -36,10 +36,10 @@ func TestMultiProcessAgentMessages(t *testing.T) {
 			}
 			<-gate
 			return `{"actions":[{"name":"think","params":{"text":"Holding done."}}]}`
+		case strings.Contains(text, `A2UI userAction "ping"`): // before the image case: every vision turn has an image (the server draws one without a browser), and this turn's prompt also recalls the message before it
+			return `{"actions":[{"name":"create_shape","params":{"type":"note","x":300,"y":20,"props":{"text":"pong across processes"}}}]}`
 		case image != "" && strings.Contains(text, "What is across?"):
 			return `{"actions":[{"name":"create_shape","params":{"type":"note","x":10,"y":20,"props":{"text":"image seen across processes"}}}]}`
-		case strings.Contains(text, `A2UI userAction "ping"`):
-			return `{"actions":[{"name":"create_shape","params":{"type":"note","x":300,"y":20,"props":{"text":"pong across processes"}}}]}`
 		}
 		return `{"actions":[]}`
 	})
