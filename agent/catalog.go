@@ -30,15 +30,17 @@ type Action struct {
 	ID     string         `json:"id"`
 	Name   string         `json:"name"`
 	Params map[string]any `json:"params"`
+	// Kit: the model wrote it in the tldraw agent starter kit's form (kit.go).
+	Kit bool `json:"-"`
 }
 
 // TLDraw enums the sanitizer coerces to and the validator accepts.
 var (
 	enumColor  = []string{"black", "grey", "light-violet", "violet", "blue", "light-blue", "yellow", "orange", "green", "light-green", "light-red", "red", "white"}
-	enumFill   = []string{"none", "semi", "solid", "pattern", "fill"}
+	enumFill   = []string{"none", "semi", "solid", "pattern", "fill", "lined-fill", "hachure", "cross-hatch", "zigzag"}
 	enumDash   = []string{"draw", "solid", "dashed", "dotted"}
 	enumSize   = []string{"s", "m", "l", "xl"}
-	enumFont   = []string{"draw", "sans", "serif", "mono"}
+	enumFont   = []string{"draw", "sans", "serif", "mono", "virgil", "helvetica", "comic", "liberation"}
 	enumAlignH = []string{"start", "middle", "end"}
 	enumGeo    = []string{"rectangle", "ellipse", "triangle", "diamond", "pentagon", "hexagon", "octagon", "star", "rhombus", "rhombus-2", "oval", "trapezoid", "arrow-right", "arrow-left", "arrow-up", "arrow-down", "x-box", "check-box", "heart", "cloud"}
 	// ShapeTypes are the TLDraw shape types an agent may create.
@@ -48,6 +50,9 @@ var (
 	enumReorder   = []string{"bring_to_front", "send_to_back", "bring_forward", "send_backward"}
 	enumPreset    = []string{"Hero", "Callout", "Quiet", "Wire", "Label"}
 	enumTodo      = []string{"open", "done", "skipped"}
+	enumSide      = []string{"top", "bottom", "left", "right"}
+	enumPlaceAlgn = []string{"start", "center", "end"}
+	enumAnchor    = []string{"top-left", "top-center", "top-right", "center-left", "center", "center-right", "bottom-left", "bottom-center", "bottom-right"}
 )
 
 // enums names the enum sets the `enum:"..."` struct tags refer to.
@@ -79,6 +84,12 @@ func enumSet(name string) []string {
 		return enumPreset
 	case "todo_status":
 		return enumTodo
+	case "side":
+		return enumSide
+	case "place_align":
+		return enumPlaceAlgn
+	case "anchor":
+		return enumAnchor
 	}
 	panic("agent: unknown enum set " + name)
 }
@@ -250,6 +261,44 @@ type TodoParams struct {
 	Status *string `json:"status,omitempty" enum:"todo_status"`
 }
 
+// ConnectParams connects two shapes with an arrow (an edge): the
+// create_edge command.
+type ConnectParams struct {
+	ID    *string        `json:"id,omitempty" maxlen:"200" desc:"your name for the arrow; later actions may refer to it"`
+	From  *string        `json:"from,omitempty" maxlen:"200" empty:"ok" desc:"the shape the arrow starts at; \"\" or absent: a free end at the first of props.points"`
+	To    *string        `json:"to,omitempty" maxlen:"200" empty:"ok" desc:"the shape the arrow points to; \"\" or absent: a free end at the last of props.points"`
+	Type  *string        `json:"type,omitempty" maxlen:"64" desc:"a label of your own for the kind of link (depends_on, flow, ...); default arrow"`
+	Props map[string]any `json:"props,omitempty" desc:"the arrow's style: color, dash, size, text (a label), arrowheadStart, arrowheadEnd, routing (straight, curved, elbow), points [{x, y}] in page coordinates (needed for a free end), fromSide, toSide"`
+}
+
+// UpdateEdgeParams changes an arrow: its ends or its props (props merge).
+type UpdateEdgeParams struct {
+	ID    string         `json:"id" maxlen:"200"`
+	From  *string        `json:"from,omitempty" maxlen:"200" empty:"ok" desc:"bind the start to this shape; \"\" frees it"`
+	To    *string        `json:"to,omitempty" maxlen:"200" empty:"ok" desc:"bind the end to this shape; \"\" frees it"`
+	Props map[string]any `json:"props,omitempty"`
+}
+
+// DeleteEdgeParams deletes an arrow.
+type DeleteEdgeParams struct {
+	ID string `json:"id" maxlen:"200"`
+}
+
+// PlaceParams puts a shape beside another one (reference_id, side, align,
+// offsets), or puts the point of a shape that anchor names at x, y. The
+// runner reads where the shapes are when it applies it, and moves the shape.
+type PlaceParams struct {
+	ID          string   `json:"id" maxlen:"200" desc:"the shape to move"`
+	ReferenceID *string  `json:"reference_id,omitempty" maxlen:"200" desc:"with side: the shape to put it beside"`
+	Side        *string  `json:"side,omitempty" enum:"side" desc:"which side of the reference shape"`
+	Align       *string  `json:"align,omitempty" enum:"place_align" desc:"along that side: start, center (default) or end"`
+	SideOffset  *float64 `json:"side_offset,omitempty" min:"-1e4" max:"1e4" desc:"the gap between the two shapes"`
+	AlignOffset *float64 `json:"align_offset,omitempty" min:"-1e4" max:"1e4" desc:"a shift along the side"`
+	X           *float64 `json:"x,omitempty" min:"-1e6" max:"1e6" desc:"with y and anchor: where the anchor point goes"`
+	Y           *float64 `json:"y,omitempty" min:"-1e6" max:"1e6"`
+	Anchor      *string  `json:"anchor,omitempty" enum:"anchor" desc:"which point of the shape goes to x, y (default top-left)"`
+}
+
 // AddDetailParams asks for a follow-up pass that adds detail.
 type AddDetailParams struct {
 	Hint *string `json:"hint,omitempty" maxlen:"2000" desc:"what the follow-up pass should add"`
@@ -319,6 +368,8 @@ type Verb struct {
 	Description string
 	Params      reflect.Type
 	Sample      string // a sample params object (JSON)
+	// Command is the command type the action is sent as ("" : Name).
+	Command string
 	// Meta verbs never become commands (think, todo, add_detail, set_viewport,
 	// save_snapshot); Macro verbs are expanded by the sanitizer (apply_preset).
 	Meta, Macro bool
@@ -347,6 +398,12 @@ func Verbs() []Verb {
 		{Name: "distribute", Description: "Make the gaps between shapes equal; the outermost stay.", Params: t(DistributeParams{}), Sample: `{"ids":["a","b","c"],"direction":"horizontal"}`, check: minIDs(3)},
 		{Name: "stack", Description: "Line shapes up one after another with a gap.", Params: t(StackParams{}), Sample: `{"ids":["a","b"],"direction":"vertical","gap":24}`, check: minIDs(2)},
 		{Name: "reorder", Description: "Change shapes' z-order.", Params: t(ReorderParams{}), Sample: `{"ids":["a"],"op":"bring_to_front"}`},
+		{Name: "connect", Command: "create_edge", Description: "Connect two shapes with an arrow. Its ends stay on the shapes when they move; give an end no shape (and props.points) to leave it free.", Params: t(ConnectParams{}),
+			Sample: `{"id":"a-to-b","from":"a","to":"b","props":{"text":"then","arrowheadEnd":"arrow"}}`},
+		{Name: "update_edge", Description: "Change an arrow: bind or free its ends (from, to) or change its props (props merge).", Params: t(UpdateEdgeParams{}), Sample: `{"id":"a-to-b","props":{"color":"red"}}`},
+		{Name: "delete_edge", Description: "Delete an arrow.", Params: t(DeleteEdgeParams{}), Sample: `{"id":"a-to-b"}`},
+		{Name: "place", Description: "Put a shape beside another one (reference_id, side, align, side_offset, align_offset), or put the point of it that anchor names at x, y.", Params: t(PlaceParams{}),
+			Sample: `{"id":"b","reference_id":"a","side":"right","align":"center","side_offset":40}`, check: checkPlace},
 		{Name: "set_viewport", Description: "Pan/zoom the viewers' camera to a box (not stored).", Params: t(SetViewportParams{}), Sample: `{"x":0,"y":0,"w":1600,"h":900}`, Meta: true},
 		{Name: "think", Description: "Tell the people watching what you are doing (shown in chat).", Params: t(ThinkParams{}), Sample: `{"text":"Laying out a bold hero first."}`, Meta: true},
 		{Name: "todo", Description: "Record a todo for this session.", Params: t(TodoParams{}), Sample: `{"text":"Add a footer"}`, Meta: true},
@@ -397,6 +454,24 @@ func checkMove(v any) error {
 		return fmt.Errorf("move: give either ids with dx and dy, or id with x and y")
 	}
 	return nil
+}
+
+func checkPlace(v any) error {
+	p := v.(*PlaceParams)
+	beside := p.ReferenceID != nil && *p.ReferenceID != "" && p.Side != nil
+	at := p.X != nil && p.Y != nil
+	if beside == at {
+		return fmt.Errorf("place: give either reference_id with side, or x with y")
+	}
+	return nil
+}
+
+// commandType is the command type of a catalog action.
+func (v Verb) commandType() string {
+	if v.Command != "" {
+		return v.Command
+	}
+	return v.Name
 }
 
 // checkLineRange checks start_line ≤ end_line of a line range verb.
@@ -635,6 +710,9 @@ func schemaOf(t reflect.Type, f reflect.StructField) map[string]any {
 			s["required"] = req
 		}
 		s["additionalProperties"] = t == reflect.TypeOf(ShapeProps{})
+	case reflect.Map:
+		s["type"] = "object"
+		s["additionalProperties"] = true
 	case reflect.Slice:
 		s["type"] = "array"
 		s["items"] = schemaOf(t.Elem(), reflect.StructField{})
@@ -646,7 +724,7 @@ func schemaOf(t reflect.Type, f reflect.StructField) map[string]any {
 		s["type"] = "string"
 		if e := f.Tag.Get("enum"); e != "" {
 			s["enum"] = enumOrSegment(e)
-		} else if f.Tag.Get("raw") == "" {
+		} else if f.Tag.Get("raw") == "" && f.Tag.Get("empty") == "" {
 			s["minLength"] = 1
 		}
 		if n := f.Tag.Get("maxlen"); n != "" {

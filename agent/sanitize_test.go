@@ -46,7 +46,7 @@ func TestSanitizeCoercion(t *testing.T) {
 	if hero["id"] != "ag:000000000000000000001" || hero["type"] != "text" || hero["x"] != 100.0 || hero["y"] != MaxCoord {
 		t.Fatalf("hero = %v", hero)
 	}
-	if props["color"] != "orange" || props["size"] != "xl" || props["font"] != "sans" {
+	if props["color"] != "orange" || props["size"] != "xl" || props["font"] != "helvetica" { // a font of model 2
 		t.Fatalf("props = %v", props)
 	}
 	if _, ok := props["fill"]; ok {
@@ -135,7 +135,7 @@ func TestCatalogSchemas(t *testing.T) {
 	if err := json.Unmarshal(CatalogJSON(), &c); err != nil {
 		t.Fatal(err)
 	}
-	if len(c.Actions) != 23 {
+	if len(c.Actions) != 27 {
 		t.Fatalf("%d verbs", len(c.Actions))
 	}
 	for _, e := range c.Actions {
