@@ -12,20 +12,6 @@ import (
 	"unsafe"
 )
 
-// Shape types a node may have: TLDraw's shape types, plus "doc" for a
-// text/code document whose text is props.text and language props.language.
-var NodeTypes = []string{"geo", "note", "text", "draw", "arrow", "line", "frame", "image", "group", "doc"}
-
-// ValidNodeType reports whether t is one of NodeTypes.
-func ValidNodeType(t string) bool {
-	for _, n := range NodeTypes {
-		if n == t {
-			return true
-		}
-	}
-	return false
-}
-
 // Node is one shape on the canvas. Index orders nodes (z-order, ascending,
 // ties broken by ID); it is a fractional-index key compared as a string.
 // Rotation is in radians, as in TLDraw.

@@ -31,7 +31,7 @@ func fuzzBaseRH(t testing.TB) *rh {
 	h.do("group", `{"ids":["g","g3"],"group_id":"gg"}`)
 	h.do("create_node", `{"id":"doc","type":"doc","props":{"text":"one\ntwo\nthree\n","language":"go"}}`)
 	h.do("create_edge", `{"id":"e1","from":"a","to":"b"}`)
-	h.do("create_edge", `{"id":"e2","from":"g1","to":"k","props":{"label":"x"}}`)
+	h.do("create_edge", `{"id":"e2","from":"g1","to":"k","props":{"text":"x"}}`)
 	h.box("dead", 0, 0, 1, 1)
 	h.do("delete_node", `{"id":"dead"}`)
 	h.do("rotate", `{"ids":["c"],"degrees":30}`)
@@ -46,7 +46,7 @@ func fuzzSeeds() []string {
 		`create_node {"id":"n1","type":"frame","parent_id":"f"}`,
 		`create_node {"id":"a"}`,
 		`create_shape {"type":"text","x":5,"y":5,"parent_id":"gg"}`,
-		`update_node {"id":"a","name":"A","transform":{"x":3,"w":0},"props":{"z":{"q":1}}}`,
+		`update_node {"id":"a","name":"A","transform":{"x":3,"w":0},"props":{"meta":{"z":{"q":1}}}}`,
 		`update_shape {"id":"g","x":0,"y":0,"w":5,"h":5}`,
 		`update_shape {"id":"f","rotation":1.2,"x":-3}`,
 		`update_shape {"id":"gg","rotation":0.5}`,
@@ -56,7 +56,7 @@ func fuzzSeeds() []string {
 		`delete_shape {"ids":["gg","g3","a"]}`,
 		`create_edge {"from":"a","to":"doc"}`,
 		`create_edge {"from":"a","to":"dead"}`,
-		`update_edge {"id":"e2","props":{"label":null,"a":[1]}}`,
+		`update_edge {"id":"e2","props":{"text":null,"meta":{"a":[1]}}}`,
 		`delete_edge {"id":"e1"}`,
 		`move {"ids":["a","gg","g1"],"dx":1e308,"dy":1e308}`,
 		`move {"ids":["a","gg","g1"],"dx":3,"dy":-4}`,
@@ -88,15 +88,15 @@ func fuzzSeeds() []string {
 		`create_node {"id":"n1"} x`,
 		// The text limits and exact numbers (the API checks the text first:
 		// canvas.CheckJSONText; the reducer must keep numbers as sent).
-		`create_node {"id":"big","props":{"n":1795461385736852721,"neg":-9007199254740993,"f":1e400,"t":1e-400,"d":0.10,"z":-0,"e":1E+2}}`,
-		`update_node {"id":"a","props":{"n":12345678901234567890123456789,"l":[9007199254740993,{"x":-1795461385736852721}]}}`,
-		`update_edge {"id":"e2","props":{"w":18446744073709551617}}`,
-		`create_shape {"type":"geo","x":1,"y":2,"props":{"n":9223372036854775808}}`,
-		`create_node {"name":"deep","props":{"d":` + strings.Repeat("[", canvas.MaxJSONDepth-3) + strings.Repeat("]", canvas.MaxJSONDepth-3) + `}}`,
-		`create_node {"name":"deeper","props":{"d":` + strings.Repeat("[", canvas.MaxJSONDepth) + strings.Repeat("]", canvas.MaxJSONDepth) + `}}`,
+		`create_node {"id":"big","props":{"meta":{"n":1795461385736852721,"neg":-9007199254740993,"f":1e400,"t":1e-400,"d":0.10,"z":-0,"e":1E+2}}}`,
+		`update_node {"id":"a","props":{"meta":{"n":12345678901234567890123456789,"l":[9007199254740993,{"x":-1795461385736852721}]}}}`,
+		`update_edge {"id":"e2","props":{"meta":{"w":18446744073709551617}}}`,
+		`create_shape {"type":"geo","x":1,"y":2,"props":{"meta":{"n":9223372036854775808},"opacity":0.10}}`,
+		`create_node {"name":"deep","props":{"meta":{"d":` + strings.Repeat("[", canvas.MaxJSONDepth-4) + strings.Repeat("]", canvas.MaxJSONDepth-4) + `}}}`,
+		`create_node {"name":"deeper","props":{"meta":{"d":` + strings.Repeat("[", canvas.MaxJSONDepth) + strings.Repeat("]", canvas.MaxJSONDepth) + `}}}`,
 		`create_node {"name":"a\u0000b"}`,
 		"create_node {\"name\":\"\xff\"}",
-		`create_node {"name":"\udc00","props":{"\ud83d\ude00":"\ud83d"}}`,
+		`create_node {"name":"\udc00","props":{"meta":{"\ud83d\ude00":"\ud83d"}}}`,
 	}
 }
 

@@ -108,6 +108,9 @@ func (t *tx) createNode(sp nodeSpec) error {
 	if sp.id != "" {
 		t.touch(nodeRef(sp.id))
 	}
+	if sp.typ == "arrow" {
+		return canvas.Unprocessable("args.type", "arrows are edges, not nodes: use create_edge {from, to, props} (from and to name the shapes it connects, \"\" for a free end with props.points)")
+	}
 	if !canvas.ValidNodeType(sp.typ) {
 		return enumError("args.type", sp.typ, canvas.NodeTypes...)
 	}
@@ -151,7 +154,8 @@ func (t *tx) createNode(sp nodeSpec) error {
 	if _, err := t.needContainer(sp.parent); err != nil {
 		return err
 	}
-	if err := checkDocProps(sp.typ, sp.props); err != nil {
+	props, err := createProps(sp.typ, sp.props)
+	if err != nil {
 		return err
 	}
 	keys, err := t.frontKeys(1)
@@ -162,7 +166,7 @@ func (t *tx) createNode(sp nodeSpec) error {
 		id = t.mintNodeID()
 	}
 	t.addNode(&canvas.Node{ID: id, Type: sp.typ, Name: sp.name, ParentID: sp.parent,
-		X: sp.x, Y: sp.y, W: w, H: h, Rotation: rot, Index: keys[0], Props: stripNulls(sp.props)})
+		X: sp.x, Y: sp.y, W: w, H: h, Rotation: rot, Index: keys[0], Props: props})
 	t.created = append(t.created, id)
 	return nil
 }
@@ -230,24 +234,60 @@ func (t *tx) needContainer(parent string) (*canvas.Node, error) {
 	return p, nil
 }
 
-// checkDocProps refuses props a document node (typ "doc") cannot hold: a
-// text or language that is not a string (null, which removes it, is fine).
-func checkDocProps(typ string, props map[string]any) error {
-	if typ != DocType {
-		return nil
+// createProps returns the props of an entity of kind to create from the
+// props a command gave (nulls dropped), checked against the kind's schema
+// (canvas.ValidateProps), with text filled in from richText when only
+// richText was given.
+func createProps(kind string, props map[string]any) (map[string]any, error) {
+	p := stripNulls(props)
+	if err := canvas.ValidateProps(kind, p, "args.props"); err != nil {
+		return nil, err
 	}
-	if v := props[DocTextProp]; v != nil {
-		if _, ok := propDocText(v); !ok {
-			return canvas.Unprocessable("args.props."+DocTextProp, "a document's text must be a string, got %T", v)
+	if r, ok := p[richTextProp]; ok && canvas.HasProp(kind, richTextProp) {
+		if _, ok := p[textProp]; !ok {
+			p[textProp] = canvas.RichTextPlain(r)
 		}
 	}
-	if v := props[DocLanguageProp]; v != nil {
-		if _, ok := v.(string); !ok {
-			return canvas.Unprocessable("args.props."+DocLanguageProp, "a document's language must be a string, got %T", v)
-		}
-	}
-	return nil
+	return p, nil
 }
+
+// updateProps returns cur with the JSON merge patch patch applied, for an
+// entity of kind: the merged value of every key the patch sets is checked
+// against the kind's schema, a patch that sets richText without text sets
+// text to its plain text, and one that sets or removes text without
+// richText removes richText. cur and patch are not modified.
+func updateProps(kind string, cur, patch map[string]any) (map[string]any, error) {
+	merged := mergeProps(cur, patch)
+	var set map[string]any
+	for k, v := range patch {
+		if v != nil {
+			if set == nil {
+				set = make(map[string]any, len(patch))
+			}
+			set[k] = merged[k]
+		}
+	}
+	if err := canvas.ValidateProps(kind, set, "args.props"); err != nil {
+		return nil, err
+	}
+	if canvas.HasProp(kind, richTextProp) {
+		_, setsText := patch[textProp]
+		r, setsRich := patch[richTextProp]
+		switch {
+		case setsRich && r != nil && !setsText:
+			merged[textProp] = canvas.RichTextPlain(merged[richTextProp])
+		case setsText && !setsRich:
+			delete(merged, richTextProp)
+		}
+	}
+	return merged, nil
+}
+
+// Props keys the reducer reads.
+const (
+	textProp     = "text"
+	richTextProp = "richText"
+)
 
 // updateNode changes name, parent, geometry and props of an existing node.
 // A new parent (a group or a frame, or "" for the top level) leaves the
@@ -277,10 +317,10 @@ func (t *tx) updateNode(id string, name, parent *string, g geomUpdate, props map
 	}
 	if len(props) > 0 {
 		cur, _ := t.getNode(id)
-		if err := checkDocProps(cur.Type, props); err != nil {
+		merged, err := updateProps(cur.Type, cur.Props, props)
+		if err != nil {
 			return err
 		}
-		merged := mergeProps(cur.Props, props)
 		if mergeDiff(cur.Props, merged) != nil {
 			t.editNode(id).Props = merged
 		}
@@ -457,7 +497,11 @@ func decideCreateEdge(t *tx, args json.RawMessage) error {
 	} else {
 		id = t.mintEdgeID()
 	}
-	t.addEdge(&canvas.Edge{ID: id, From: a.From, To: a.To, Type: typ, Props: stripNulls(a.Props)})
+	props, err := createProps(canvas.EdgeKind, a.Props)
+	if err != nil {
+		return err
+	}
+	t.addEdge(&canvas.Edge{ID: id, From: a.From, To: a.To, Type: typ, Props: props})
 	t.created = append(t.created, id)
 	return nil
 }
@@ -473,7 +517,10 @@ func decideUpdateEdge(t *tx, args json.RawMessage) error {
 		return err
 	}
 	if len(a.Props) > 0 {
-		merged := mergeProps(e.Props, a.Props)
+		merged, err := updateProps(canvas.EdgeKind, e.Props, a.Props)
+		if err != nil {
+			return err
+		}
 		if mergeDiff(e.Props, merged) != nil {
 			t.editEdge(a.ID).Props = merged
 		}

@@ -173,8 +173,8 @@ func TestSnapshotDeltas(t *testing.T) {
 // codec, history included.
 func TestPropsNumbersStayExact(t *testing.T) {
 	s := canvas.NewState()
-	mustExec(t, s, "alice", "create_node", json.RawMessage(`{"id":"n","name":"n","props":{"big":1795461385736852721,"huge":1e400,"dec":0.10,"deep":[[-9007199254740993]]}}`))
-	mustExec(t, s, "alice", "update_node", json.RawMessage(`{"id":"n","props":{"big":1795461385736852723}}`))
+	mustExec(t, s, "alice", "create_node", json.RawMessage(`{"id":"n","name":"n","props":{"meta":{"big":1795461385736852721,"huge":1e400,"dec":0.10,"deep":[[-9007199254740993]]}}}`))
+	mustExec(t, s, "alice", "update_node", json.RawMessage(`{"id":"n","props":{"meta":{"big":1795461385736852723}}}`))
 	props := func(s *canvas.State) string {
 		b, err := json.Marshal(s.Nodes["n"].Props)
 		if err != nil {
@@ -182,7 +182,7 @@ func TestPropsNumbersStayExact(t *testing.T) {
 		}
 		return string(b)
 	}
-	const after = `{"big":1795461385736852723,"dec":0.10,"deep":[[-9007199254740993]],"huge":1e400}`
+	const after = `{"meta":{"big":1795461385736852723,"dec":0.10,"deep":[[-9007199254740993]],"huge":1e400}}`
 	if got := props(s); got != after {
 		t.Fatalf("props %s, want %s", got, after)
 	}
@@ -198,7 +198,7 @@ func TestPropsNumbersStayExact(t *testing.T) {
 		t.Fatal("state differs after EncodeState/DecodeState")
 	}
 	mustExec(t, d, "alice", "undo", json.RawMessage(`{}`))
-	if got, want := props(d), `{"big":1795461385736852721,"dec":0.10,"deep":[[-9007199254740993]],"huge":1e400}`; got != want {
+	if got, want := props(d), `{"meta":{"big":1795461385736852721,"dec":0.10,"deep":[[-9007199254740993]],"huge":1e400}}`; got != want {
 		t.Fatalf("after undo from a decoded snapshot: props %s, want %s", got, want)
 	}
 }

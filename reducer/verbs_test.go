@@ -40,12 +40,12 @@ func TestCreateNode(t *testing.T) {
 	if len(dec.Changes) != 1 || dec.Changes[0].Op != canvas.OpPut {
 		t.Fatalf("changes = %s", changeSummary(dec.Changes))
 	}
-	h.do("create_node", `{"id":"note1","type":"note","name":"n","props":{"color":"yellow","gone":null,"deep":{"a":null,"b":[null,1]}}}`)
+	h.do("create_node", `{"id":"note1","type":"note","name":"n","props":{"color":"yellow","gone":null,"meta":{"deep":{"a":null,"b":[null,1]}}}}`)
 	n = h.node("note1")
 	if geoOf(n) != (geo{0, 0, 200, 200, 0}) || n.Index != "a2" {
 		t.Fatalf("note = %+v index %q", geoOf(n), n.Index)
 	}
-	if jsonOf(n.Props) != `{"color":"yellow","deep":{"b":[null,1]}}` {
+	if jsonOf(n.Props) != `{"color":"yellow","meta":{"deep":{"b":[null,1]}}}` {
 		t.Fatalf("props = %s", jsonOf(n.Props))
 	}
 	h.do("create_node", `{"id":"d1","type":"doc","props":{"text":"x\n"}}`)
@@ -105,6 +105,20 @@ func TestCreateErrors(t *testing.T) {
 		{"create_shape", `{"type":"doc","x":0,"y":0,"props":{"language":7}}`, "args.props.language", "must be a string"},
 		{"update_node", `{"id":"d","props":{"text":42}}`, "args.props.text", "must be a string"},
 		{"update_edge", `{"id":"nope","props":{}}`, "args.id", `no edge "nope"`},
+		// Props follow the model (docs/model.md) on every verb that writes them.
+		{"create_node", `{"type":"arrow"}`, "args.type", "arrows are edges"},
+		{"create_shape", `{"type":"arrow","x":0,"y":0,"props":{"start":{"x":0,"y":0}}}`, "args.type", "use create_edge"},
+		{"create_node", `{"props":{"size":"xxl"}}`, "args.props.size", "s, m, l, xl"},
+		{"create_shape", `{"type":"geo","x":0,"y":0,"props":{"geo":"pill"}}`, "args.props.geo", "rectangle"},
+		{"create_shape", `{"type":"note","x":0,"y":0,"props":{"weight":3}}`, "args.props.weight", "props.meta"},
+		{"update_node", `{"id":"a","props":{"fill":"tint"}}`, "args.props.fill", "pattern"},
+		{"update_shape", `{"id":"a","props":{"dash":"wavy"}}`, "args.props.dash", "dotted"},
+		{"update_shape", `{"id":"a","props":{"meta":7}}`, "args.props.meta", "JSON object"},
+		{"update_node", `{"id":"a","props":{"richText":{"type":"doc","content":[{"type":"video"}]}}}`, "args.props.richText.content[0].type", "paragraph"},
+		{"create_edge", `{"from":"a","to":"a","props":{"arrowheadEnd":"spear"}}`, "args.props.arrowheadEnd", "triangle"},
+		{"update_edge", `{"id":"e1","props":{"weight":1}}`, "args.props.weight", "an edge does not take"},
+		{"create_node", `{"type":"image","props":{"url":"javascript:alert(1)"}}`, "args.props.url", "https:"},
+		{"create_node", `{"type":"embed","props":{"url":"data:text/html,x"}}`, "args.props.url", "https: or http:"},
 		{"delete_shape", `{"ids":[]}`, "args.ids", "at least one"},
 		{"delete_shape", `{"ids":["a","a"]}`, "args.ids[1]", "duplicate"},
 		{"delete_edge", `{"id":""}`, "args.id", "is required"},
@@ -129,19 +143,59 @@ func TestCreateErrors(t *testing.T) {
 	}
 }
 
+// TestRichTextAndText: a write that sets richText without text gets text
+// filled in with its plain text; one that sets text without richText
+// removes richText; both given, both are kept as sent. Nodes and edges alike.
+func TestRichTextAndText(t *testing.T) {
+	h := newRH(t)
+	const rich = `{"type":"doc","content":[{"type":"paragraph","content":[{"type":"text","text":"Hello ","marks":[{"type":"bold"}]},{"type":"text","text":"world"}]},{"type":"paragraph","content":[{"type":"text","text":"two"}]}]}`
+	h.do("create_shape", `{"id":"g","type":"geo","x":0,"y":0,"props":{"richText":`+rich+`}}`)
+	if got := h.node("g").Props["text"]; got != "Hello world\ntwo" {
+		t.Fatalf("text from richText: %q", got)
+	}
+	h.do("update_shape", `{"id":"g","props":{"text":"plain"}}`)
+	if p := h.node("g").Props; p["text"] != "plain" || p["richText"] != nil {
+		t.Fatalf("text without richText: %s", jsonOf(p))
+	}
+	h.do("update_node", `{"id":"g","props":{"richText":`+rich+`}}`)
+	if got := h.node("g").Props["text"]; got != "Hello world\ntwo" {
+		t.Fatalf("richText set by an update: text %q", got)
+	}
+	h.do("update_node", `{"id":"g","props":{"richText":{"content":[{"type":"paragraph","content":[{"type":"text","text":"merged"}]}]}}}`)
+	if got := h.node("g").Props["text"]; got != "merged" {
+		t.Fatalf("richText merged by an update: text %q", got)
+	}
+	h.do("create_shape", `{"id":"n","type":"note","x":0,"y":0,"props":{"richText":`+rich+`,"text":"my own"}}`)
+	if p := h.node("n").Props; p["text"] != "my own" || p["richText"] == nil {
+		t.Fatalf("both given: %s", jsonOf(p))
+	}
+	h.do("create_shape", `{"id":"b","type":"geo","x":100,"y":0}`)
+	h.do("create_edge", `{"id":"e","from":"g","to":"b","props":{"richText":`+rich+`}}`)
+	if got := h.s.Edges["e"].Props["text"]; got != "Hello world\ntwo" {
+		t.Fatalf("edge label from richText: %q", got)
+	}
+	h.do("update_edge", `{"id":"e","props":{"text":"label"}}`)
+	if p := h.s.Edges["e"].Props; p["text"] != "label" || p["richText"] != nil {
+		t.Fatalf("edge text without richText: %s", jsonOf(p))
+	}
+	// An embed is a node kind; a doc's text is its document.
+	h.do("create_shape", `{"id":"web","type":"embed","x":0,"y":0,"props":{"url":"https://example.com/page"}}`)
+	h.do("create_node", `{"id":"d","type":"doc","props":{"text":"x","language":"go"}}`)
+}
+
 func TestUpdateNodeEffectiveDiff(t *testing.T) {
 	h := newRH(t)
-	h.do("create_node", `{"id":"a","name":"A","transform":{"x":1,"y":2},"props":{"color":"red","size":"m","nested":{"k":1,"j":2}}}`)
-	dec := h.do("update_node", `{"id":"a","name":"A","transform":{"x":1,"y":5},"props":{"color":"red","size":null,"nested":{"k":3},"new":true}}`)
+	h.do("create_node", `{"id":"a","name":"A","transform":{"x":1,"y":2},"props":{"color":"red","size":"m","meta":{"k":1,"j":2}}}`)
+	dec := h.do("update_node", `{"id":"a","name":"A","transform":{"x":1,"y":5},"props":{"color":"red","size":null,"meta":{"k":3},"locked":true}}`)
 	if len(dec.Changes) != 1 {
 		t.Fatalf("changes = %s", changeSummary(dec.Changes))
 	}
 	ch := dec.Changes[0]
-	if ch.Op != canvas.OpPatch || jsonOf(ch.Patch) != `{"props":{"nested":{"k":3},"new":true,"size":null},"y":5}` {
+	if ch.Op != canvas.OpPatch || jsonOf(ch.Patch) != `{"props":{"locked":true,"meta":{"k":3},"size":null},"y":5}` {
 		t.Fatalf("patch = %s", jsonOf(ch.Patch))
 	}
 	n := h.node("a")
-	if jsonOf(n.Props) != `{"color":"red","nested":{"j":2,"k":3},"new":true}` || n.UpdatedRev != 2 || n.CreatedRev != 1 {
+	if jsonOf(n.Props) != `{"color":"red","locked":true,"meta":{"j":2,"k":3}}` || n.UpdatedRev != 2 || n.CreatedRev != 1 {
 		t.Fatalf("node = %+v", n)
 	}
 	// A command that changes nothing yields no change.
@@ -632,7 +686,7 @@ func TestEdges(t *testing.T) {
 	h := newRH(t)
 	h.box("a", 0, 0, 1, 1)
 	h.box("b", 0, 0, 1, 1)
-	dec := h.do("create_edge", `{"from":"a","to":"b","props":{"label":"x"}}`)
+	dec := h.do("create_edge", `{"from":"a","to":"b","props":{"text":"x"}}`)
 	id := "edge:s3-0"
 	if !reflect.DeepEqual(dec.CreatedIDs, []string{id}) {
 		t.Fatalf("created %v", dec.CreatedIDs)
@@ -641,12 +695,12 @@ func TestEdges(t *testing.T) {
 		t.Fatalf("touched %v", dec.Touched)
 	}
 	e := h.s.Edges[id]
-	want := canvas.Edge{ID: id, From: "a", To: "b", Type: "arrow", Props: map[string]any{"label": "x"}, CreatedBy: "user-1", CreatedRev: 3, UpdatedRev: 3}
+	want := canvas.Edge{ID: id, From: "a", To: "b", Type: "arrow", Props: map[string]any{"text": "x"}, CreatedBy: "user-1", CreatedRev: 3, UpdatedRev: 3}
 	if !reflect.DeepEqual(*e, want) {
 		t.Fatalf("edge %+v", *e)
 	}
-	dec = h.do("update_edge", `{"id":"`+id+`","props":{"label":null,"w":2}}`)
-	if jsonOf(dec.Changes[0].Patch) != `{"props":{"label":null,"w":2}}` || jsonOf(h.s.Edges[id].Props) != `{"w":2}` {
+	dec = h.do("update_edge", `{"id":"`+id+`","props":{"text":null,"meta":{"w":2}}}`)
+	if jsonOf(dec.Changes[0].Patch) != `{"props":{"meta":{"w":2},"text":null}}` || jsonOf(h.s.Edges[id].Props) != `{"meta":{"w":2}}` {
 		t.Fatalf("patch %s props %s", jsonOf(dec.Changes[0].Patch), jsonOf(h.s.Edges[id].Props))
 	}
 	h.do("delete_edge", `{"id":"`+id+`"}`)
@@ -691,7 +745,7 @@ func TestStateRoundTrip(t *testing.T) {
 	h := newRH(t)
 	h.box("a", 0.1, -0.0, 1e-300, 1e300)
 	h.box("b", 1, 2, 3, 4)
-	h.do("create_edge", `{"id":"e","from":"a","to":"b","props":{"n":[1,null,{"x":"y"}]}}`)
+	h.do("create_edge", `{"id":"e","from":"a","to":"b","props":{"meta":{"n":[1,null,{"x":"y"}]}}}`)
 	h.do("delete_node", `{"id":"b"}`)
 	b, err := EncodeState(h.s)
 	if err != nil {
