@@ -85,7 +85,11 @@ func appendJSONFloat(b []byte, f float64) ([]byte, error) {
 	return b, nil
 }
 
-// Edge connects two nodes. Deleting either node deletes the edge in the same commit.
+// Edge is an arrow (docs/model.md). Each end is bound to a node (From, To:
+// the node's id) or free (""); props.points is its path in page
+// coordinates, the From end first. The reducer keeps bound ends on their
+// nodes when the nodes change, and deleting a node deletes its edges in the
+// same commit, so an edge never names a node that does not exist.
 type Edge struct {
 	ID         string         `json:"id"`
 	From       string         `json:"from"`
@@ -123,11 +127,96 @@ type State struct {
 	Edges      map[string]*Edge `json:"edges"`
 	Tombstones map[Ref]int64    `json:"-"`
 	History    History          `json:"-"` // per-actor undo/redo stacks (history.go), maintained by reducer.Apply
+	// Bound indexes the edges by the nodes their ends are bound to: node id
+	// → the ids of the edges whose From or To it is. SetEdge keeps it (and
+	// NewState, Clone and reducer.DecodeState build it); nil means not
+	// built (a State made by hand): EdgesOf then scans, and the first
+	// SetEdge builds it.
+	Bound map[string][]string `json:"-"`
 }
 
 // NewState returns an empty state at revision 0.
 func NewState() *State {
-	return &State{Nodes: map[string]*Node{}, Edges: map[string]*Edge{}, Tombstones: map[Ref]int64{}}
+	return &State{Nodes: map[string]*Node{}, Edges: map[string]*Edge{}, Tombstones: map[Ref]int64{}, Bound: map[string][]string{}}
+}
+
+// EdgesOf returns the ids of the edges with an end bound to node id, in no
+// particular order. The slice belongs to the state: do not modify or keep it.
+// It costs the node's edges (a scan of every edge when Bound is nil).
+func (s *State) EdgesOf(id string) []string {
+	if s.Bound != nil {
+		return s.Bound[id]
+	}
+	var out []string
+	for eid, e := range s.Edges {
+		if e.From == id || e.To == id {
+			out = append(out, eid)
+		}
+	}
+	return out
+}
+
+// SetEdge stores e as edge id (nil deletes it) and keeps Bound in step. It
+// is the one way a state's edges change once the state is built.
+func (s *State) SetEdge(id string, e *Edge) {
+	if s.Bound == nil {
+		s.IndexEdges()
+	}
+	if old, ok := s.Edges[id]; ok {
+		s.unbind(old)
+	}
+	if e == nil {
+		delete(s.Edges, id)
+		return
+	}
+	if s.Edges == nil {
+		s.Edges = map[string]*Edge{}
+	}
+	s.Edges[id] = e
+	s.bind(e)
+}
+
+// IndexEdges builds Bound from Edges.
+func (s *State) IndexEdges() {
+	s.Bound = make(map[string][]string, len(s.Edges))
+	for _, e := range s.Edges {
+		s.bind(e)
+	}
+}
+
+// bind adds e to the lists of its nodes, kept sorted so that equal states
+// have equal indexes.
+func (s *State) bind(e *Edge) {
+	for i, n := range [2]string{e.From, e.To} {
+		if n == "" || i == 1 && n == e.From {
+			continue
+		}
+		l := s.Bound[n]
+		k := sort.SearchStrings(l, e.ID)
+		if k < len(l) && l[k] == e.ID {
+			continue
+		}
+		l = append(l, "")
+		copy(l[k+1:], l[k:])
+		l[k] = e.ID
+		s.Bound[n] = l
+	}
+}
+
+// unbind removes e from the lists of its nodes.
+func (s *State) unbind(e *Edge) {
+	for _, n := range [2]string{e.From, e.To} {
+		l := s.Bound[n]
+		k := sort.SearchStrings(l, e.ID)
+		if k == len(l) || l[k] != e.ID {
+			continue
+		}
+		if len(l) == 1 {
+			delete(s.Bound, n)
+			continue
+		}
+		s.Bound[n] = append(l[:k:k], l[k+1:]...)
+	}
 }
 
 // ChangedAt returns the revision at which ref last changed: its updated_rev if
@@ -180,6 +269,9 @@ func (s *State) Clone() *State {
 	}
 	for k, e := range s.Edges {
 		c.Edges[k] = e.Clone()
+	}
+	if s.Bound != nil {
+		c.IndexEdges()
 	}
 	for k, v := range s.Tombstones {
 		c.Tombstones[k] = v

@@ -46,6 +46,9 @@ func apply(s *canvas.State, c *canvas.Commit, values []any) error {
 	if s.Tombstones == nil {
 		s.Tombstones = map[canvas.Ref]int64{}
 	}
+	if s.Bound == nil {
+		s.IndexEdges()
+	}
 	a := applier{s: s, c: c, values: values}
 	hist := CaptureHistory(s, c) // docs: per-actor undo/redo stacks (doc_history.go)
 	for i := range c.Changes {
@@ -106,9 +109,9 @@ func (a *applier) rollback() {
 		case sv.ref.Kind == canvas.KindNode:
 			delete(a.s.Nodes, sv.ref.ID)
 		case sv.hadEntity:
-			a.s.Edges[sv.ref.ID] = sv.edge
+			a.s.SetEdge(sv.ref.ID, sv.edge)
 		default:
-			delete(a.s.Edges, sv.ref.ID)
+			a.s.SetEdge(sv.ref.ID, nil)
 		}
 	}
 }
@@ -216,7 +219,7 @@ func (a *applier) edgeChange(ref canvas.Ref, ch *canvas.Change, decided any) err
 		}
 		e.UpdatedRev = c.Rev
 		a.save(ref)
-		s.Edges[ch.ID] = &e
+		s.SetEdge(ch.ID, &e)
 		delete(s.Tombstones, ref)
 	case canvas.OpPatch:
 		if !exists {
@@ -228,13 +231,13 @@ func (a *applier) edgeChange(ref canvas.Ref, ch *canvas.Change, decided any) err
 		}
 		e.UpdatedRev = c.Rev
 		a.save(ref)
-		s.Edges[ch.ID] = &e
+		s.SetEdge(ch.ID, &e)
 	case canvas.OpDelete:
 		if !exists {
 			return fmt.Errorf("delete of a missing edge: %w", canvas.ErrNotFound)
 		}
 		a.save(ref)
-		delete(s.Edges, ch.ID)
+		s.SetEdge(ch.ID, nil)
 		s.Tombstones[ref] = c.Rev
 	default:
 		return fmt.Errorf("unknown op %q on an edge: %w", ch.Op, canvas.ErrInvalid)

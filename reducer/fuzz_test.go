@@ -32,6 +32,8 @@ func fuzzBaseRH(t testing.TB) *rh {
 	h.do("create_node", `{"id":"doc","type":"doc","props":{"text":"one\ntwo\nthree\n","language":"go"}}`)
 	h.do("create_edge", `{"id":"e1","from":"a","to":"b"}`)
 	h.do("create_edge", `{"id":"e2","from":"g1","to":"k","props":{"text":"x"}}`)
+	h.do("create_edge", `{"id":"e3","from":"c","to":"gg","props":{"routing":"elbow","fromSide":"bottom"}}`)
+	h.do("create_edge", `{"id":"e4","from":"f","props":{"routing":"curved","points":[{"x":100,"y":150},{"x":50,"y":60},{"x":-20,"y":30}]}}`)
 	h.box("dead", 0, 0, 1, 1)
 	h.do("delete_node", `{"id":"dead"}`)
 	h.do("rotate", `{"ids":["c"],"degrees":30}`)
@@ -58,6 +60,11 @@ func fuzzSeeds() []string {
 		`create_edge {"from":"a","to":"dead"}`,
 		`update_edge {"id":"e2","props":{"text":null,"meta":{"a":[1]}}}`,
 		`delete_edge {"id":"e1"}`,
+		`update_edge {"id":"e1","to":"c","props":{"routing":"elbow"}}`,
+		`update_edge {"id":"e3","from":"","props":{"toSide":"left"}}`,
+		`update_edge {"id":"e4","to":"doc","props":{"points":null}}`,
+		`create_edge {"props":{"points":[{"x":1,"y":2},{"x":3,"y":4}]}}`,
+		`create_edge {"from":"k","to":"k","props":{"points":[{"x":-900,"y":2},{"x":3,"y":4},{"x":900,"y":900}]}}`,
 		`move {"ids":["a","gg","g1"],"dx":1e308,"dy":1e308}`,
 		`move {"ids":["a","gg","g1"],"dx":3,"dy":-4}`,
 		`move {"id":"k","x":0,"y":0}`,
@@ -224,6 +231,9 @@ func FuzzDecide(f *testing.F) {
 				t.Fatalf("encoding changes: %v", err)
 			}
 			for _, n := range propNumbers(args) {
+				if strings.Contains(args, `"points"`) && strings.HasSuffix(typ, "_edge") {
+					break // an edge's bound ends given away from their nodes move onto them
+				}
 				if !strings.Contains(string(enc), n) {
 					t.Fatalf("props number %s is not in the state as sent", n)
 				}

@@ -3,6 +3,7 @@ package reducer
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"reflect"
 	"sort"
 	"strings"
@@ -157,17 +158,80 @@ func checkInvariants(t testing.TB, s *canvas.State) {
 			t.Fatalf("group %q geometry %+v, children's union %+v", id, geoOf(n), r)
 		}
 	}
-	for id, e := range s.Edges {
-		if _, ok := s.Nodes[e.From]; !ok {
-			t.Fatalf("edge %q from missing node %q", id, e.From)
+	for id, n := range s.Nodes {
+		if !canvas.ValidNodeType(n.Type) {
+			t.Fatalf("node %q has type %q, not a model 2 kind", id, n.Type)
 		}
-		if _, ok := s.Nodes[e.To]; !ok {
-			t.Fatalf("edge %q to missing node %q", id, e.To)
-		}
-		if _, ok := s.Tombstones[edgeRef(id)]; ok {
-			t.Fatalf("live edge %q has a tombstone", id)
+		if err := canvas.ValidateProps(n.Type, n.Props, "props"); err != nil {
+			t.Fatalf("node %q: props do not validate: %v", id, err)
 		}
 	}
+	for id, e := range s.Edges {
+		checkEdge(t, s, id, e)
+	}
+	if s.Bound != nil {
+		want := &canvas.State{Edges: s.Edges}
+		want.IndexEdges()
+		if !reflect.DeepEqual(want.Bound, s.Bound) {
+			t.Fatalf("the edge index is %v; the edges make it %v", s.Bound, want.Bound)
+		}
+	}
+}
+
+// checkEdge checks one edge of s: its ends name existing nodes or are
+// free, its props validate, and its path is what the model promises: every
+// bound end on or near its node's box (at the middle of fromSide/toSide
+// when named), an elbow path made of horizontal and vertical segments.
+func checkEdge(t testing.TB, s *canvas.State, id string, e *canvas.Edge) {
+	t.Helper()
+	if e.ID != id {
+		t.Fatalf("edge key %q holds id %q", id, e.ID)
+	}
+	if _, ok := s.Tombstones[edgeRef(id)]; ok {
+		t.Fatalf("live edge %q has a tombstone", id)
+	}
+	if err := canvas.ValidateProps(canvas.EdgeKind, e.Props, "props"); err != nil {
+		t.Fatalf("edge %q: props do not validate: %v", id, err)
+	}
+	pts, ok := pointsOf(e.Props)
+	if !ok {
+		t.Fatalf("edge %q has no points: %s", id, jsonOf(e.Props))
+	}
+	ends := [2]struct {
+		node, side string
+		p          pt
+	}{{e.From, propString(e.Props, fromSideProp), pts[0]}, {e.To, propString(e.Props, toSideProp), pts[len(pts)-1]}}
+	for _, end := range ends {
+		if end.node == "" {
+			continue
+		}
+		n, ok := s.Nodes[end.node]
+		if !ok {
+			t.Fatalf("edge %q names the missing node %q", id, end.node)
+		}
+		if end.side != "" {
+			if m := sideMiddle(n, end.side); !closeTo(m, end.p) {
+				t.Fatalf("edge %q: its end %v is not at the middle %v of the %s side of %q", id, end.p, m, end.side, end.node)
+			}
+			continue
+		}
+		if a := anchorOf(n, end.p); math.Hypot(a.ox, a.oy) > edgeNearMargin+1e-6*(1+math.Abs(end.p.x)+math.Abs(end.p.y)) {
+			t.Fatalf("edge %q: its end %v is %g from the box of %q %+v", id, end.p, math.Hypot(a.ox, a.oy), end.node, geoOf(n))
+		}
+	}
+	if propString(e.Props, routingProp) == "elbow" {
+		for i := 1; i < len(pts); i++ {
+			if !closeTo(pt{pts[i].x, 0}, pt{pts[i-1].x, 0}) && !closeTo(pt{0, pts[i].y}, pt{0, pts[i-1].y}) {
+				t.Fatalf("elbow edge %q has a slanted segment %v → %v", id, pts[i-1], pts[i])
+			}
+		}
+	}
+}
+
+// closeTo reports whether a and b are the same point up to rounding.
+func closeTo(a, b pt) bool {
+	tol := 1e-5 * (1 + math.Abs(a.x) + math.Abs(a.y))
+	return math.Abs(a.x-b.x) <= tol && math.Abs(a.y-b.y) <= tol
 }
 
 // zOrder returns node ids in z-order.

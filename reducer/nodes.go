@@ -3,7 +3,6 @@ package reducer
 import (
 	"encoding/json"
 	"slices"
-	"strings"
 
 	"github.com/canvasd/canvasd/canvas"
 )
@@ -91,6 +90,8 @@ type createEdgeArgs struct {
 
 type updateEdgeArgs struct {
 	ID    string         `json:"id"`
+	From  *string        `json:"from"`
+	To    *string        `json:"to"`
 	Props map[string]any `json:"props"`
 }
 
@@ -458,7 +459,9 @@ func decideDeleteShape(t *tx, args json.RawMessage) error {
 	return nil
 }
 
-// decideCreateEdge: create_edge {id?, from, to, type? (default "arrow"), props?}.
+// decideCreateEdge: create_edge {id?, from?, to?, type? (default "arrow"),
+// props?}: an end names a node (bound) or is "" (free); without
+// props.points both ends must be bound and the server computes the path.
 func decideCreateEdge(t *tx, args json.RawMessage) error {
 	var a createEdgeArgs
 	if err := decodeArgs(args, &a); err != nil {
@@ -467,24 +470,19 @@ func decideCreateEdge(t *tx, args json.RawMessage) error {
 	if a.ID != "" {
 		t.touch(edgeRef(a.ID))
 	}
-	if a.From != "" {
-		t.touch(nodeRef(a.From))
-	}
-	if a.To != "" {
-		t.touch(nodeRef(a.To))
-	}
-	if _, err := t.needNode("args.from", a.From); err != nil {
-		return err
-	}
-	if _, err := t.needNode("args.to", a.To); err != nil {
-		return err
+	for _, end := range [...]struct{ field, id string }{{"args.from", a.From}, {"args.to", a.To}} {
+		if end.id != "" {
+			if _, err := t.needNode(end.field, end.id); err != nil {
+				return err
+			}
+		}
 	}
 	typ := a.Type
 	if typ == "" {
 		typ = "arrow"
 	}
-	if len(typ) > maxEdgeTypeLen || strings.ContainsAny(typ, "\r\n\x00") {
-		return canvas.Unprocessable("args.type", "must be at most %d characters on one line", maxEdgeTypeLen)
+	if err := checkEdgeType(typ); err != nil {
+		return err
 	}
 	id := a.ID
 	if id != "" {
@@ -501,12 +499,20 @@ func decideCreateEdge(t *tx, args json.RawMessage) error {
 	if err != nil {
 		return err
 	}
-	t.addEdge(&canvas.Edge{ID: id, From: a.From, To: a.To, Type: typ, Props: props})
+	e := &canvas.Edge{ID: id, From: a.From, To: a.To, Type: typ, Props: props}
+	if err := t.placeEdge(e, keepPoints, "args.props.points"); err != nil {
+		return err
+	}
+	t.addEdge(e)
 	t.created = append(t.created, id)
 	return nil
 }
 
-// decideUpdateEdge: update_edge {id, props} (a JSON merge patch).
+// decideUpdateEdge: update_edge {id, from?, to?, props?}: from and to bind
+// an end to another node or free it (""); props merge as a JSON merge
+// patch. A bound end placed away from its node moves onto it; a path set
+// to null is computed again (both ends bound); an elbow edge whose ends,
+// sides or routing changed is routed again.
 func decideUpdateEdge(t *tx, args json.RawMessage) error {
 	var a updateEdgeArgs
 	if err := decodeArgs(args, &a); err != nil {
@@ -516,16 +522,54 @@ func decideUpdateEdge(t *tx, args json.RawMessage) error {
 	if err != nil {
 		return err
 	}
-	if len(a.Props) > 0 {
-		merged, err := updateProps(canvas.EdgeKind, e.Props, a.Props)
-		if err != nil {
-			return err
-		}
-		if mergeDiff(e.Props, merged) != nil {
-			t.editEdge(a.ID).Props = merged
+	from, to := e.From, e.To
+	if a.From != nil {
+		from = *a.From
+	}
+	if a.To != nil {
+		to = *a.To
+	}
+	for _, end := range [...]struct{ field, id string }{{"args.from", from}, {"args.to", to}} {
+		if end.id != "" {
+			if _, err := t.needNode(end.field, end.id); err != nil {
+				return err
+			}
 		}
 	}
+	props := e.Props
+	if len(a.Props) > 0 {
+		if props, err = updateProps(canvas.EdgeKind, e.Props, a.Props); err != nil {
+			return err
+		}
+	}
+	w := *e
+	w.From, w.To, w.Props = from, to, props
+	how := keepPoints
+	pts, setsPoints := a.Props[pointsProp]
+	switch {
+	case setsPoints && pts == nil:
+		how = newPoints
+	case !setsPoints && (from != e.From || to != e.To || hasAny(a.Props, routingProp, fromSideProp, toSideProp)):
+		how = reroutePoints
+	}
+	if err := t.placeEdge(&w, how, "args.props.points"); err != nil {
+		return err
+	}
+	if w.From != e.From || w.To != e.To || mergeDiff(e.Props, w.Props) != nil {
+		m := t.editEdge(a.ID)
+		m.From, m.To, m.Props = w.From, w.To, w.Props
+	}
 	return nil
+}
+
+// hasAny reports whether m has any of keys.
+func hasAny(m map[string]any, keys ...string) bool {
+	for _, k := range keys {
+		if _, ok := m[k]; ok {
+			return true
+		}
+	}
+	return false
 }
 
 // decideDeleteEdge: delete_edge {id}.

@@ -73,6 +73,21 @@ func settle(s *canvas.State, cmd *canvas.Command, changes []canvas.Change) (sett
 	if c := t.structureConflicts(nodeIDs); len(c) > 0 {
 		return settled{touched: t.touched, conflicting: c}, nil
 	}
+	// The edges as the given changes leave them, checked against the model.
+	var edgeIDs []string
+	beforeEdge := make(map[string]*canvas.Edge)
+	for _, ref := range t.order {
+		if ref.Kind == canvas.KindEdge {
+			edgeIDs = append(edgeIDs, ref.ID)
+			if e := t.edges[ref.ID]; e != nil {
+				c := *e
+				beforeEdge[ref.ID] = &c
+			}
+		}
+	}
+	if err := t.checkModel(); err != nil {
+		return settled{touched: t.touched}, err
+	}
 	for _, id := range nodeIDs {
 		o, ok := s.Nodes[id]
 		if !ok || !isContainer(o) || t.nodes[id] != nil { // (only containers have children)
@@ -103,6 +118,20 @@ func settle(s *canvas.State, cmd *canvas.Command, changes []canvas.Change) (sett
 	}
 	if t.nodeDeleted {
 		t.deleteDanglingEdges()
+	}
+	// The edges the changes put back keep their points, but for a bound end
+	// that no longer lies on its node (the node changed since): it moves
+	// onto it. The others follow their nodes, as after any verb.
+	for _, id := range edgeIDs {
+		if _, ok := t.getEdge(id); ok {
+			if err := t.placeEdge(t.editEdge(id), keepPoints, "args"); err != nil {
+				return settled{touched: t.touched}, err
+			}
+		}
+	}
+	t.keepEdgesBound()
+	if t.badEdge != "" {
+		return settled{touched: t.touched}, outOfRange("edge", t.badEdge)
 	}
 
 	out := make([]canvas.Change, 0, len(changes)+len(t.order)-len(count))
@@ -135,7 +164,12 @@ func settle(s *canvas.State, cmd *canvas.Command, changes []canvas.Change) (sett
 			case existed:
 				out = append(out, del)
 			} // else: it was not there and is not: no change
-		case gone || ref.Kind == canvas.KindEdge:
+		case ref.Kind == canvas.KindEdge && !gone:
+			out = append(out, ch)
+			if p := edgeFields.diff(beforeEdge[ch.ID], t.edges[ch.ID]); p != nil {
+				out = append(out, canvas.Change{Op: canvas.OpPatch, Kind: canvas.KindEdge, ID: ch.ID, Patch: p})
+			}
+		case gone:
 			out = append(out, ch)
 		default:
 			d := scalarDiff(before[ch.ID], t.nodes[ch.ID])
@@ -188,6 +222,30 @@ func settle(s *canvas.State, cmd *canvas.Command, changes []canvas.Change) (sett
 		}
 	}
 	return settled{changes: out, touched: t.touched}, nil
+}
+
+// checkModel refuses working nodes and edges that model 2 does not hold
+// (history reaching back before the canvas's migration to it).
+func (t *tx) checkModel() error {
+	for _, ref := range t.order {
+		var err error
+		if ref.Kind == canvas.KindNode {
+			if n := t.nodes[ref.ID]; n != nil {
+				if !canvas.ValidNodeType(n.Type) {
+					err = canvas.Unprocessable("type", "a node of type %q", n.Type)
+				} else {
+					err = canvas.ValidateProps(n.Type, n.Props, "props")
+				}
+			}
+		} else if e := t.edges[ref.ID]; e != nil {
+			err = canvas.ValidateProps(canvas.EdgeKind, e.Props, "props")
+		}
+		if err != nil {
+			return canvas.Unprocessable("args", "this would bring back %s %q as it was before the canvas moved to model %d, which model %d does not hold (%v); it cannot be done",
+				ref.Kind, ref.ID, canvas.Model, canvas.Model, err)
+		}
+	}
+	return nil
 }
 
 // keptAncestor returns the nearest ancestor of node id, as the state has it,
@@ -279,7 +337,7 @@ func (t *tx) load(ch *canvas.Change) error {
 // impossible, looking at the nodes ids (those the given changes wrote) and
 // at the edges written: a parent that is missing or not a container, a
 // parent chain that loops back (its members), a node that stopped being a
-// container while it has children, an edge end that is missing.
+// container while it has children, a bound edge end that is missing.
 func (t *tx) structureConflicts(ids []string) []string {
 	var out []string
 	add := func(id string) {
@@ -319,7 +377,7 @@ func (t *tx) structureConflicts(ids []string) []string {
 		}
 		if e := t.edges[ref.ID]; e != nil {
 			for _, end := range []string{e.From, e.To} {
-				if _, ok := t.getNode(end); !ok {
+				if _, ok := t.getNode(end); !ok && end != "" { // "": a free end
 					add(end)
 				}
 			}

@@ -304,6 +304,7 @@ func DecodeState(chain ...[]byte) (*canvas.State, error) {
 	if r.err != nil {
 		return nil, r.err
 	}
+	s.IndexEdges()
 	return s, nil
 }
 

@@ -74,7 +74,7 @@ func TestSnapshotKeepsEveryField(t *testing.T) {
 	s := canvas.NewState()
 	s.Rev = 9
 	s.Nodes[n.ID] = &n
-	s.Edges[e.ID] = &e
+	s.SetEdge(e.ID, &e)
 	b, err := EncodeState(s)
 	if err != nil {
 		t.Fatal(err)

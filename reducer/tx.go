@@ -29,6 +29,8 @@ type tx struct {
 	created []string
 	kids    map[string][]string // children by parent id (sorted); built on first use
 	dirty   map[string]struct{} // groups whose bounds need recomputing
+	placed  map[string]bool     // edges whose points placeEdge set: keepEdgesBound leaves them
+	badEdge string              // an edge whose path left the finite numbers
 
 	nodeDeleted bool
 	frontUsed   bool
@@ -417,15 +419,20 @@ func (t *tx) eachNode(fn func(n *canvas.Node)) {
 	}
 }
 
-// finish recomputes group bounds, deletes edges of deleted nodes, and
-// returns the effective diff, and for each change the entity a put puts
-// (nil for other changes).
+// finish recomputes group bounds, deletes edges of deleted nodes, keeps
+// the bound ends of edges on the nodes whose boxes changed, and returns the
+// effective diff, and for each change the entity a put puts (nil for other
+// changes).
 func (t *tx) finish() ([]canvas.Change, []any, error) {
 	if len(t.dirty) > 0 {
 		t.recomputeGroups()
 	}
 	if t.nodeDeleted {
 		t.deleteDanglingEdges()
+	}
+	t.keepEdgesBound()
+	if t.badEdge != "" {
+		return nil, nil, outOfRange("edge", t.badEdge)
 	}
 	if len(t.order) == 0 {
 		return nil, nil, nil
@@ -463,8 +470,7 @@ func (t *tx) nodeChange(id string) (canvas.Change, any, bool, error) {
 		return canvas.Change{Op: canvas.OpDelete, Kind: canvas.KindNode, ID: id}, nil, true, nil
 	}
 	if !finite(nw.X, nw.Y, nw.W, nw.H, nw.Rotation) {
-		return canvas.Change{}, nil, false, canvas.Unprocessable("args",
-			"the result puts node %q out of range (coordinates and sizes must stay finite numbers)", id)
+		return canvas.Change{}, nil, false, outOfRange("node", id)
 	}
 	if !existed {
 		v := *nw
@@ -506,6 +512,12 @@ func (t *tx) edgeChange(id string) (canvas.Change, any, bool, error) {
 		return canvas.Change{}, nil, false, nil
 	}
 	return canvas.Change{Op: canvas.OpPatch, Kind: canvas.KindEdge, ID: id, Patch: p}, nil, true, nil
+}
+
+// outOfRange is the error of a command whose result puts an entity's
+// coordinates out of the finite numbers.
+func outOfRange(kind, id string) error {
+	return canvas.Unprocessable("args", "the result puts %s %q out of range (coordinates and sizes must stay finite numbers)", kind, id)
 }
 
 // recomputeGroups sets every dirty group (and its group ancestors) to the
@@ -565,26 +577,22 @@ func (t *tx) recomputeGroups() {
 	t.dirty = nil
 }
 
-// deleteDanglingEdges deletes every edge whose from or to node this command deleted.
+// deleteDanglingEdges deletes every edge whose from or to node this
+// command deleted. It costs the deleted nodes' edges (the state's index)
+// and the edges this command wrote.
 func (t *tx) deleteDanglingEdges() {
 	gone := func(id string) bool {
 		n, ok := t.nodes[id]
 		return ok && n == nil
 	}
 	var ids []string
-	for id, e := range t.s.Edges {
-		if w, ok := t.edges[id]; ok {
-			if w == nil {
-				continue
-			}
-			e = w
-		}
-		if gone(e.From) || gone(e.To) {
-			ids = append(ids, id)
+	for _, ref := range t.order {
+		if ref.Kind == canvas.KindNode && gone(ref.ID) {
+			ids = append(ids, t.s.EdgesOf(ref.ID)...)
 		}
 	}
 	for id, w := range t.edges {
-		if _, old := t.s.Edges[id]; !old && w != nil && (gone(w.From) || gone(w.To)) {
+		if w != nil && (gone(w.From) || gone(w.To)) {
 			ids = append(ids, id)
 		}
 	}

@@ -94,7 +94,11 @@ func TestCreateErrors(t *testing.T) {
 		{"create_shape", `{"type":"geo","y":2}`, "args.x", "is required"},
 		{"create_shape", `{"type":"geo","x":1,"y":2,"h":-3}`, "args.h", "≥ 0"},
 		{"create_edge", `{"from":"a","to":"nope"}`, "args.to", `no node "nope"`},
-		{"create_edge", `{"from":"a"}`, "args.to", "is required"},
+		{"create_edge", `{"from":"a"}`, "args.props.points", "free end"},
+		{"create_edge", `{}`, "args.props.points", "is required"},
+		{"create_edge", `{"from":"a","props":{"points":[{"x":0,"y":0}]}}`, "args.props.points", "2 to 10000"},
+		{"update_edge", `{"id":"e1","to":"","props":{"points":null}}`, "args.props.points", "free end"},
+		{"update_edge", `{"id":"e1","to":"nope"}`, "args.to", `no node "nope"`},
 		{"create_edge", `{"id":"e1","from":"a","to":"a"}`, "args.id", "already exists"},
 		{"update_node", `{"id":"nope"}`, "args.id", `no node "nope"`},
 		{"update_node", `{"id":"a","transform":{"h":-1}}`, "args.transform.h", "≥ 0"},
@@ -680,33 +684,6 @@ func TestGroupGeometryViaUpdate(t *testing.T) {
 		t.Fatalf("f %+v k %+v", h.geo("f"), h.geo("k"))
 	}
 	checkInvariants(t, h.s)
-}
-
-func TestEdges(t *testing.T) {
-	h := newRH(t)
-	h.box("a", 0, 0, 1, 1)
-	h.box("b", 0, 0, 1, 1)
-	dec := h.do("create_edge", `{"from":"a","to":"b","props":{"text":"x"}}`)
-	id := "edge:s3-0"
-	if !reflect.DeepEqual(dec.CreatedIDs, []string{id}) {
-		t.Fatalf("created %v", dec.CreatedIDs)
-	}
-	if !reflect.DeepEqual(dec.Touched, []canvas.Ref{nodeRef("a"), nodeRef("b"), edgeRef(id)}) {
-		t.Fatalf("touched %v", dec.Touched)
-	}
-	e := h.s.Edges[id]
-	want := canvas.Edge{ID: id, From: "a", To: "b", Type: "arrow", Props: map[string]any{"text": "x"}, CreatedBy: "user-1", CreatedRev: 3, UpdatedRev: 3}
-	if !reflect.DeepEqual(*e, want) {
-		t.Fatalf("edge %+v", *e)
-	}
-	dec = h.do("update_edge", `{"id":"`+id+`","props":{"text":null,"meta":{"w":2}}}`)
-	if jsonOf(dec.Changes[0].Patch) != `{"props":{"meta":{"w":2},"text":null}}` || jsonOf(h.s.Edges[id].Props) != `{"meta":{"w":2}}` {
-		t.Fatalf("patch %s props %s", jsonOf(dec.Changes[0].Patch), jsonOf(h.s.Edges[id].Props))
-	}
-	h.do("delete_edge", `{"id":"`+id+`"}`)
-	if h.s.Tombstones[edgeRef(id)] != 5 {
-		t.Fatal("no tombstone")
-	}
 }
 
 func TestApplyIsAtomic(t *testing.T) {

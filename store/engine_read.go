@@ -234,11 +234,7 @@ func (j *journal) rollback(s *canvas.State, mark int) {
 				delete(s.Nodes, en.ref.ID)
 			}
 		case canvas.KindEdge:
-			if en.edge != nil {
-				s.Edges[en.ref.ID] = en.edge
-			} else {
-				delete(s.Edges, en.ref.ID)
-			}
+			s.SetEdge(en.ref.ID, en.edge) // nil: it did not exist
 		}
 		if en.hasTomb {
 			s.Tombstones[en.ref] = en.tomb
