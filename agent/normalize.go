@@ -171,7 +171,7 @@ func normEnum(set string, v any) (string, bool) {
 		}
 	}
 	if set == "reorder" {
-		if v := strings.ReplaceAll(k, "-", "_"); inEnum(enumReorder, v) {
+		if v := strings.ReplaceAll(k, "-", "_"); inEnum(enumSet("reorder"), v) {
 			return v, true
 		}
 	}

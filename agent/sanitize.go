@@ -632,7 +632,7 @@ func stringField(verb, name string, f reflect.StructField, val any) (str string,
 		return "", false, ""
 	}
 	if e := f.Tag.Get("enum"); e != "" {
-		if e == "shape_type" {
+		if verb == "create_shape" && name == "type" { // sanitizeCreate reads the shape kind
 			return "", false, ""
 		}
 		nv, ok := normEnum(e, str)

@@ -135,7 +135,7 @@ func TestMCPTools(t *testing.T) {
 		t.Fatalf("get_state: %v %s", out, text)
 	}
 	out, isErr, text = callTool(t, cs, "canvas_apply", map[string]any{"canvas_id": cid, "type": "create_node", "args": map[string]any{"id": "n1", "name": "idea",
-		"props": map[string]any{"big": json.Number("1795461385736852721"), "f": json.Number("0.1000000000000000055511151231257827")}}})
+		"props": map[string]any{"meta": map[string]any{"big": json.Number("1795461385736852721"), "f": json.Number("0.1000000000000000055511151231257827")}}}})
 	if isErr || out["status"] != "applied" || out["created_ids"].([]any)[0] != "n1" {
 		t.Fatalf("apply: %v %s", out, text)
 	}
