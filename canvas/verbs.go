@@ -19,7 +19,7 @@ import (
 //	enum     a named set of values (EnumValues) or a list "a|b|c"
 //	min, max the range of a number (of each item of a list); xmin an exclusive minimum
 //	minlen, maxlen  the length of a string, the items of a list
-//	default  the value the server takes when it is absent
+//	default  the value the server takes when it is absent (in the description)
 //	raw      a string kept verbatim (white space included): no minLength
 //	ref      the field's schema is a named schema of openapi.yaml (NodeProps, EdgeProps)
 //

@@ -95,7 +95,7 @@ func verbSchemas(has func(string) bool) []ykv {
 		ykv{"CommandID", yobj{{"type", "string"}, {"maxLength", MaxIdempotencyKeyLen}, {"description", "The command id (`cmd_id` of the commit); minted when absent."}}},
 		ykv{"BaseRev", yobj{{"type", "integer"}, {"format", "int64"}, {"minimum", 0}, {"description", "The `head_rev` the client last read (required, but for a command inside a batch)."}}},
 		ykv{"IdempotencyKey", yobj{{"type", "string"}, {"maxLength", MaxIdempotencyKeyLen}, {"description", "Replays of the same key on the same canvas return the stored answer (kept ≥ 24 h)."}}},
-		ykv{"Strict", yobj{{"type", "boolean"}, {"default", false}, {"description", "Any stale `base_rev` is a 409, even without overlapping changes."}}},
+		ykv{"Strict", yobj{{"type", "boolean"}, {"description", "Any stale `base_rev` is a 409, even without overlapping changes. Default: false."}}},
 		ykv{"Transform", structSchema(reflect.TypeOf(Transform{}), nil, has, false)},
 		ykv{"IDList", typeSchema(reflect.TypeOf([]string{}), reflect.StructTag(`minlen:"1"`), has, false)})
 	seen := map[string]bool{}
@@ -179,15 +179,29 @@ func jsonTag(f reflect.StructField) (name string, optional bool) {
 	return name, strings.Contains(","+opts+",", ",omitempty,")
 }
 
+// fieldDesc is a field's description, with its default value: schemas
+// carry no "default", as generated clients would make such an argument
+// required and the MCP SDK would write it into the arguments.
+func fieldDesc(f reflect.StructField) string {
+	d := f.Tag.Get("desc")
+	if def := f.Tag.Get("default"); def != "" {
+		if d != "" {
+			d += " "
+		}
+		d += "Default: " + def + "."
+	}
+	return d
+}
+
 // fieldSchema returns the schema of one field, from its type and tags.
 func fieldSchema(f reflect.StructField, has func(string) bool, inline bool) yobj {
 	if r := f.Tag.Get("ref"); r != "" {
 		if has != nil && has(r) && !inline {
-			return withDesc(ref(r), f.Tag.Get("desc"))
+			return withDesc(ref(r), fieldDesc(f))
 		}
-		return withDesc(yobj{{"type", "object"}, {"additionalProperties", true}}, f.Tag.Get("desc"))
+		return withDesc(yobj{{"type", "object"}, {"additionalProperties", true}}, fieldDesc(f))
 	}
-	return withDesc(typeSchema(f.Type, f.Tag, has, inline), f.Tag.Get("desc"))
+	return withDesc(typeSchema(f.Type, f.Tag, has, inline), fieldDesc(f))
 }
 
 // typeSchema returns the schema of a value of type t with a field's tags.
@@ -232,9 +246,6 @@ func typeSchema(t reflect.Type, tag reflect.StructTag, has func(string) bool, in
 			s = append(s, ykv{"enum", values})
 		}
 		s = length(s, "minLength", "maxLength")
-		if d := tag.Get("default"); d != "" {
-			s = append(s, ykv{"default", d})
-		}
 	case reflect.Float64:
 		s = num(num(yobj{{"type", "number"}}, "min"), "max")
 		if tag.Get("xmin") != "" {
@@ -248,9 +259,6 @@ func typeSchema(t reflect.Type, tag reflect.StructTag, has func(string) bool, in
 		s = num(num(s, "min"), "max")
 	case reflect.Bool:
 		s = yobj{{"type", "boolean"}}
-		if d := tag.Get("default"); d != "" {
-			s = append(s, ykv{"default", d == "true"})
-		}
 	case reflect.Slice:
 		// min and max are the items'; minlen and maxlen the list's.
 		item := reflect.StructTag(fmt.Sprintf(`min:%q max:%q`, tag.Get("min"), tag.Get("max")))
@@ -364,7 +372,7 @@ func fieldJSONSchema(f reflect.StructField, o JSONSchemaOptions) map[string]any 
 	} else {
 		s = typeJSONSchema(f.Type, f.Tag, o)
 	}
-	if d := f.Tag.Get("desc"); d != "" {
+	if d := fieldDesc(f); d != "" {
 		s["description"] = d
 	}
 	return s

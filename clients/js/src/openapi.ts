@@ -1271,66 +1271,596 @@ export interface components {
             commits: components["schemas"]["Commit"][];
         };
         /**
-         * @description API-surface verbs, TLDraw-native verbs, document verbs and history verbs. The args of each are
-         *     the schema named `<Type>Args` (e.g. `create_node` → `CreateNodeArgs`).
+         * @description The command types: API-surface verbs, TLDraw-native verbs, document verbs and history verbs. The args of each are the schema its command schema names (e.g. `create_node` → `CreateNodeCommand` → `CreateNodeArgs`).
          * @enum {string}
          */
         CommandType: "create_node" | "update_node" | "delete_node" | "create_edge" | "update_edge" | "delete_edge" | "create_shape" | "update_shape" | "delete_shape" | "move" | "resize" | "rotate" | "group" | "ungroup" | "align" | "distribute" | "stack" | "reorder" | "replace_lines" | "insert_lines" | "delete_lines" | "search_replace" | "undo" | "redo" | "revert_to_snapshot" | "revert_commits";
+        /** @description A command: `type` names the verb and `args` its arguments, whose schema depends on `type` (one command schema per type, chosen by `type`). Top-level fields other than these are rejected (400). An unknown `type` is a 422 naming `type`; args that do not fit the type are a 422 naming the field. */
+        CommandEnvelope: components["schemas"]["CreateNodeCommand"] | components["schemas"]["UpdateNodeCommand"] | components["schemas"]["DeleteNodeCommand"] | components["schemas"]["CreateEdgeCommand"] | components["schemas"]["UpdateEdgeCommand"] | components["schemas"]["DeleteEdgeCommand"] | components["schemas"]["CreateShapeCommand"] | components["schemas"]["UpdateShapeCommand"] | components["schemas"]["DeleteShapeCommand"] | components["schemas"]["MoveCommand"] | components["schemas"]["ResizeCommand"] | components["schemas"]["RotateCommand"] | components["schemas"]["GroupCommand"] | components["schemas"]["UngroupCommand"] | components["schemas"]["AlignCommand"] | components["schemas"]["DistributeCommand"] | components["schemas"]["StackCommand"] | components["schemas"]["ReorderCommand"] | components["schemas"]["ReplaceLinesCommand"] | components["schemas"]["InsertLinesCommand"] | components["schemas"]["DeleteLinesCommand"] | components["schemas"]["SearchReplaceCommand"] | components["schemas"]["UndoCommand"] | components["schemas"]["RedoCommand"] | components["schemas"]["RevertToSnapshotCommand"] | components["schemas"]["RevertCommitsCommand"];
+        /** @description A command inside a batch: a `CommandEnvelope` whose own `base_rev` is ignored (the batch's applies). */
+        BatchCommand: components["schemas"]["CreateNodeCommand"] | components["schemas"]["UpdateNodeCommand"] | components["schemas"]["DeleteNodeCommand"] | components["schemas"]["CreateEdgeCommand"] | components["schemas"]["UpdateEdgeCommand"] | components["schemas"]["DeleteEdgeCommand"] | components["schemas"]["CreateShapeCommand"] | components["schemas"]["UpdateShapeCommand"] | components["schemas"]["DeleteShapeCommand"] | components["schemas"]["MoveCommand"] | components["schemas"]["ResizeCommand"] | components["schemas"]["RotateCommand"] | components["schemas"]["GroupCommand"] | components["schemas"]["UngroupCommand"] | components["schemas"]["AlignCommand"] | components["schemas"]["DistributeCommand"] | components["schemas"]["StackCommand"] | components["schemas"]["ReorderCommand"] | components["schemas"]["ReplaceLinesCommand"] | components["schemas"]["InsertLinesCommand"] | components["schemas"]["DeleteLinesCommand"] | components["schemas"]["SearchReplaceCommand"] | components["schemas"]["UndoCommand"] | components["schemas"]["RedoCommand"] | components["schemas"]["RevertToSnapshotCommand"] | components["schemas"]["RevertCommitsCommand"];
+        /** @description `create_node`: Create a node. */
+        CreateNodeCommand: {
+            id?: components["schemas"]["CommandID"];
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "create_node";
+            base_rev?: components["schemas"]["BaseRev"];
+            idempotency_key?: components["schemas"]["IdempotencyKey"];
+            strict?: components["schemas"]["Strict"];
+            args?: components["schemas"]["CreateNodeArgs"];
+        };
+        /** @description `update_node`: Change a node's name, parent, box or props (props merge). */
+        UpdateNodeCommand: {
+            id?: components["schemas"]["CommandID"];
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "update_node";
+            base_rev?: components["schemas"]["BaseRev"];
+            idempotency_key?: components["schemas"]["IdempotencyKey"];
+            strict?: components["schemas"]["Strict"];
+            args?: components["schemas"]["UpdateNodeArgs"];
+        };
+        /** @description `delete_node`: Delete a node, its descendants and its edges. */
+        DeleteNodeCommand: {
+            id?: components["schemas"]["CommandID"];
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "delete_node";
+            base_rev?: components["schemas"]["BaseRev"];
+            idempotency_key?: components["schemas"]["IdempotencyKey"];
+            strict?: components["schemas"]["Strict"];
+            args?: components["schemas"]["DeleteNodeArgs"];
+        };
+        /** @description `create_edge`: Create an edge (an arrow) between two nodes, or with free ends. */
+        CreateEdgeCommand: {
+            id?: components["schemas"]["CommandID"];
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "create_edge";
+            base_rev?: components["schemas"]["BaseRev"];
+            idempotency_key?: components["schemas"]["IdempotencyKey"];
+            strict?: components["schemas"]["Strict"];
+            args?: components["schemas"]["CreateEdgeArgs"];
+        };
+        /** @description `update_edge`: Bind or free an edge's ends, or change its props (props merge). */
+        UpdateEdgeCommand: {
+            id?: components["schemas"]["CommandID"];
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "update_edge";
+            base_rev?: components["schemas"]["BaseRev"];
+            idempotency_key?: components["schemas"]["IdempotencyKey"];
+            strict?: components["schemas"]["Strict"];
+            args?: components["schemas"]["UpdateEdgeArgs"];
+        };
+        /** @description `delete_edge`: Delete an edge. */
+        DeleteEdgeCommand: {
+            id?: components["schemas"]["CommandID"];
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "delete_edge";
+            base_rev?: components["schemas"]["BaseRev"];
+            idempotency_key?: components["schemas"]["IdempotencyKey"];
+            strict?: components["schemas"]["Strict"];
+            args?: components["schemas"]["DeleteEdgeArgs"];
+        };
+        /** @description `create_shape`: Create a shape (a node) at x, y. */
+        CreateShapeCommand: {
+            id?: components["schemas"]["CommandID"];
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "create_shape";
+            base_rev?: components["schemas"]["BaseRev"];
+            idempotency_key?: components["schemas"]["IdempotencyKey"];
+            strict?: components["schemas"]["Strict"];
+            args?: components["schemas"]["CreateShapeArgs"];
+        };
+        /** @description `update_shape`: Change a shape's position, size, rotation, name, parent or props (props merge). */
+        UpdateShapeCommand: {
+            id?: components["schemas"]["CommandID"];
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "update_shape";
+            base_rev?: components["schemas"]["BaseRev"];
+            idempotency_key?: components["schemas"]["IdempotencyKey"];
+            strict?: components["schemas"]["Strict"];
+            args?: components["schemas"]["UpdateShapeArgs"];
+        };
+        /** @description `delete_shape`: Delete shapes (and their edges). */
+        DeleteShapeCommand: {
+            id?: components["schemas"]["CommandID"];
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "delete_shape";
+            base_rev?: components["schemas"]["BaseRev"];
+            idempotency_key?: components["schemas"]["IdempotencyKey"];
+            strict?: components["schemas"]["Strict"];
+            args?: components["schemas"]["DeleteShapeArgs"];
+        };
+        /** @description `move`: Move shapes by dx, dy, or one shape to x, y. */
+        MoveCommand: {
+            id?: components["schemas"]["CommandID"];
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "move";
+            base_rev?: components["schemas"]["BaseRev"];
+            idempotency_key?: components["schemas"]["IdempotencyKey"];
+            strict?: components["schemas"]["Strict"];
+            args?: components["schemas"]["MoveArgs"];
+        };
+        /** @description `resize`: Scale shapes, or set one shape's size. */
+        ResizeCommand: {
+            id?: components["schemas"]["CommandID"];
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "resize";
+            base_rev?: components["schemas"]["BaseRev"];
+            idempotency_key?: components["schemas"]["IdempotencyKey"];
+            strict?: components["schemas"]["Strict"];
+            args?: components["schemas"]["ResizeArgs"];
+        };
+        /** @description `rotate`: Rotate shapes by degrees. */
+        RotateCommand: {
+            id?: components["schemas"]["CommandID"];
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "rotate";
+            base_rev?: components["schemas"]["BaseRev"];
+            idempotency_key?: components["schemas"]["IdempotencyKey"];
+            strict?: components["schemas"]["Strict"];
+            args?: components["schemas"]["RotateArgs"];
+        };
+        /** @description `group`: Group shapes. */
+        GroupCommand: {
+            id?: components["schemas"]["CommandID"];
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "group";
+            base_rev?: components["schemas"]["BaseRev"];
+            idempotency_key?: components["schemas"]["IdempotencyKey"];
+            strict?: components["schemas"]["Strict"];
+            args?: components["schemas"]["GroupArgs"];
+        };
+        /** @description `ungroup`: Dissolve a group. */
+        UngroupCommand: {
+            id?: components["schemas"]["CommandID"];
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "ungroup";
+            base_rev?: components["schemas"]["BaseRev"];
+            idempotency_key?: components["schemas"]["IdempotencyKey"];
+            strict?: components["schemas"]["Strict"];
+            args?: components["schemas"]["UngroupArgs"];
+        };
+        /** @description `align`: Align shapes' edges or centres. */
+        AlignCommand: {
+            id?: components["schemas"]["CommandID"];
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "align";
+            base_rev?: components["schemas"]["BaseRev"];
+            idempotency_key?: components["schemas"]["IdempotencyKey"];
+            strict?: components["schemas"]["Strict"];
+            args?: components["schemas"]["AlignArgs"];
+        };
+        /** @description `distribute`: Make the gaps between shapes equal. */
+        DistributeCommand: {
+            id?: components["schemas"]["CommandID"];
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "distribute";
+            base_rev?: components["schemas"]["BaseRev"];
+            idempotency_key?: components["schemas"]["IdempotencyKey"];
+            strict?: components["schemas"]["Strict"];
+            args?: components["schemas"]["DistributeArgs"];
+        };
+        /** @description `stack`: Line shapes up one after another with a gap. */
+        StackCommand: {
+            id?: components["schemas"]["CommandID"];
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "stack";
+            base_rev?: components["schemas"]["BaseRev"];
+            idempotency_key?: components["schemas"]["IdempotencyKey"];
+            strict?: components["schemas"]["Strict"];
+            args?: components["schemas"]["StackArgs"];
+        };
+        /** @description `reorder`: Change shapes' z-order. */
+        ReorderCommand: {
+            id?: components["schemas"]["CommandID"];
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "reorder";
+            base_rev?: components["schemas"]["BaseRev"];
+            idempotency_key?: components["schemas"]["IdempotencyKey"];
+            strict?: components["schemas"]["Strict"];
+            args?: components["schemas"]["ReorderArgs"];
+        };
+        /** @description `replace_lines`: Replace lines start_line..end_line of a document with new_content. */
+        ReplaceLinesCommand: {
+            id?: components["schemas"]["CommandID"];
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "replace_lines";
+            base_rev?: components["schemas"]["BaseRev"];
+            idempotency_key?: components["schemas"]["IdempotencyKey"];
+            strict?: components["schemas"]["Strict"];
+            args?: components["schemas"]["ReplaceLinesArgs"];
+        };
+        /** @description `insert_lines`: Insert content after line insert_after_line of a document (0: at the top). */
+        InsertLinesCommand: {
+            id?: components["schemas"]["CommandID"];
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "insert_lines";
+            base_rev?: components["schemas"]["BaseRev"];
+            idempotency_key?: components["schemas"]["IdempotencyKey"];
+            strict?: components["schemas"]["Strict"];
+            args?: components["schemas"]["InsertLinesArgs"];
+        };
+        /** @description `delete_lines`: Delete lines start_line..end_line of a document. */
+        DeleteLinesCommand: {
+            id?: components["schemas"]["CommandID"];
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "delete_lines";
+            base_rev?: components["schemas"]["BaseRev"];
+            idempotency_key?: components["schemas"]["IdempotencyKey"];
+            strict?: components["schemas"]["Strict"];
+            args?: components["schemas"]["DeleteLinesArgs"];
+        };
+        /** @description `search_replace`: Replace matches of search_pattern with replace_with, line by line, in a document. */
+        SearchReplaceCommand: {
+            id?: components["schemas"]["CommandID"];
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "search_replace";
+            base_rev?: components["schemas"]["BaseRev"];
+            idempotency_key?: components["schemas"]["IdempotencyKey"];
+            strict?: components["schemas"]["Strict"];
+            args?: components["schemas"]["SearchReplaceArgs"];
+        };
+        /** @description `undo`: Undo the caller's own last command. */
+        UndoCommand: {
+            id?: components["schemas"]["CommandID"];
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "undo";
+            base_rev?: components["schemas"]["BaseRev"];
+            idempotency_key?: components["schemas"]["IdempotencyKey"];
+            strict?: components["schemas"]["Strict"];
+            args?: components["schemas"]["HistoryArgs"];
+        };
+        /** @description `redo`: Redo the command the caller last undid. */
+        RedoCommand: {
+            id?: components["schemas"]["CommandID"];
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "redo";
+            base_rev?: components["schemas"]["BaseRev"];
+            idempotency_key?: components["schemas"]["IdempotencyKey"];
+            strict?: components["schemas"]["Strict"];
+            args?: components["schemas"]["HistoryArgs"];
+        };
+        /** @description `revert_to_snapshot`: Make the canvas (or one document) as it was at a named snapshot. */
+        RevertToSnapshotCommand: {
+            id?: components["schemas"]["CommandID"];
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "revert_to_snapshot";
+            base_rev?: components["schemas"]["BaseRev"];
+            idempotency_key?: components["schemas"]["IdempotencyKey"];
+            strict?: components["schemas"]["Strict"];
+            args?: components["schemas"]["RevertToSnapshotArgs"];
+        };
+        /** @description `revert_commits`: Revert earlier commits as one new commit. */
+        RevertCommitsCommand: {
+            id?: components["schemas"]["CommandID"];
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "revert_commits";
+            base_rev?: components["schemas"]["BaseRev"];
+            idempotency_key?: components["schemas"]["IdempotencyKey"];
+            strict?: components["schemas"]["Strict"];
+            args?: components["schemas"]["RevertCommitsArgs"];
+        };
+        /** @description The command id (`cmd_id` of the commit); minted when absent. */
+        CommandID: string;
         /**
-         * @description A command. Top-level fields other than these are rejected (400). `args` is snake_case; its schema
-         *     depends on `type`:
-         *
-         *     | type | args |
-         *     |---|---|
-         *     | create_node | `CreateNodeArgs` |
-         *     | update_node | `UpdateNodeArgs` |
-         *     | delete_node | `DeleteNodeArgs` |
-         *     | create_edge | `CreateEdgeArgs` |
-         *     | update_edge | `UpdateEdgeArgs` |
-         *     | delete_edge | `DeleteEdgeArgs` |
-         *     | create_shape | `CreateShapeArgs` |
-         *     | update_shape | `UpdateShapeArgs` |
-         *     | delete_shape | `DeleteShapeArgs` |
-         *     | move | `MoveArgs` |
-         *     | resize | `ResizeArgs` |
-         *     | rotate | `RotateArgs` |
-         *     | group | `GroupArgs` |
-         *     | ungroup | `UngroupArgs` |
-         *     | align | `AlignArgs` |
-         *     | distribute | `DistributeArgs` |
-         *     | stack | `StackArgs` |
-         *     | reorder | `ReorderArgs` |
-         *     | replace_lines | `ReplaceLinesArgs` |
-         *     | insert_lines | `InsertLinesArgs` |
-         *     | delete_lines | `DeleteLinesArgs` |
-         *     | search_replace | `SearchReplaceArgs` |
-         *     | undo | `HistoryArgs` |
-         *     | redo | `HistoryArgs` |
-         *     | revert_to_snapshot | `RevertToSnapshotArgs` |
-         *     | revert_commits | `RevertCommitsArgs` |
-         *
-         *     An unknown `type` is a 422 naming `type`; args that do not fit the type are a 422 naming the field.
+         * Format: int64
+         * @description The `head_rev` the client last read (required, but for a command inside a batch).
          */
-        CommandEnvelope: {
-            /** @description The command id (`cmd_id` of the commit); minted when absent. */
+        BaseRev: number;
+        /** @description Replays of the same key on the same canvas return the stored answer (kept ≥ 24 h). */
+        IdempotencyKey: string;
+        /** @description Any stale `base_rev` is a 409, even without overlapping changes. Default: false. */
+        Strict: boolean;
+        Transform: {
+            x?: number;
+            y?: number;
+            w?: number;
+            h?: number;
+            /** @description Radians. */
+            rotation?: number;
+        };
+        IDList: string[];
+        /** @description Every field is optional: `type` defaults to geo, a missing transform places the node at (0, 0) with the default size (100 × 100; notes 200 × 200, documents 600 × 400). */
+        CreateNodeArgs: {
+            /** @description Minted when absent and returned in created_ids. */
             id?: string;
-            type: components["schemas"]["CommandType"];
+            name?: string;
             /**
-             * Format: int64
-             * @description The `head_rev` the client last read.
+             * @description Default: geo.
+             * @enum {string}
              */
-            base_rev: number;
-            /** @description Replays of the same key on the same canvas return the stored answer (kept ≥ 24 h). */
-            idempotency_key?: string;
-            /**
-             * @description Any stale `base_rev` is a 409, even without overlapping changes.
-             * @default false
-             */
-            strict: boolean;
-            /** @description The command's arguments; see the table above. */
-            args?: {
+            type?: "geo" | "note" | "text" | "draw" | "line" | "frame" | "image" | "embed" | "group" | "doc";
+            transform?: components["schemas"]["Transform"];
+            /** @description A group or frame to put it in ("": the top level). */
+            parent_id?: string;
+            props?: {
                 [key: string]: unknown;
             };
+        };
+        UpdateNodeArgs: {
+            id: string;
+            name?: string;
+            /** @description Moves the node into this group or frame ("" for the top level), where it is on the canvas; not into itself or one of its descendants. A group left without children is deleted. */
+            parent_id?: string;
+            transform?: components["schemas"]["Transform"];
+            /** @description Merged into the node's props (null deletes a key). */
+            props?: {
+                [key: string]: unknown;
+            };
+        };
+        DeleteNodeArgs: {
+            id: string;
+        };
+        /** @description An end is bound by naming a node and free when "" or absent; an edge with a free end needs `props.points`. Without points the server routes a bound edge from node to node. */
+        CreateEdgeArgs: {
+            /** @description Minted when absent and returned in created_ids. */
+            id?: string;
+            /** @description The node the arrow starts at; "" or absent: a free end (the first of props.points). */
+            from?: string;
+            /** @description The node the arrow points to; "" or absent: a free end (the last of props.points). */
+            to?: string;
+            /** @description A free label of the client's own (depends_on, flow, ...). Default: arrow. */
+            type?: string;
+            props?: {
+                [key: string]: unknown;
+            };
+        };
+        UpdateEdgeArgs: {
+            id: string;
+            /** @description Binds the start to this node; "" frees it. */
+            from?: string;
+            /** @description Binds the end to this node; "" frees it. */
+            to?: string;
+            /** @description Merged into the edge's props (null deletes a key). */
+            props?: {
+                [key: string]: unknown;
+            };
+        };
+        DeleteEdgeArgs: {
+            id: string;
+        };
+        CreateShapeArgs: {
+            /** @description Minted when absent and returned in created_ids. */
+            id?: string;
+            /** @enum {string} */
+            type: "geo" | "note" | "text" | "draw" | "line" | "frame" | "image" | "embed" | "group" | "doc";
+            x: number;
+            y: number;
+            w?: number;
+            h?: number;
+            /** @description Radians. */
+            rotation?: number;
+            /** @description A group or frame to put it in. */
+            parent_id?: string;
+            name?: string;
+            props?: {
+                [key: string]: unknown;
+            };
+        };
+        UpdateShapeArgs: {
+            id: string;
+            x?: number;
+            y?: number;
+            w?: number;
+            h?: number;
+            /** @description Radians. */
+            rotation?: number;
+            name?: string;
+            /** @description Moves the node into this group or frame ("" for the top level), where it is on the canvas; not into itself or one of its descendants. A group left without children is deleted. */
+            parent_id?: string;
+            /** @description Merged into the node's props (null deletes a key). */
+            props?: {
+                [key: string]: unknown;
+            };
+        };
+        DeleteShapeArgs: {
+            ids: components["schemas"]["IDList"];
+        };
+        /** @description Relative (`ids`, `dx`, `dy`) or absolute (`id`, `x`, `y`). */
+        MoveArgs: {
+            ids: components["schemas"]["IDList"];
+            dx: number;
+            dy: number;
+        } | {
+            id: string;
+            x: number;
+            y: number;
+        };
+        /** @description Scale (`ids`, `scale_x`, `scale_y`, optional origin) or set the size of one shape (`id`, `w`, `h`). */
+        ResizeArgs: {
+            ids: components["schemas"]["IDList"];
+            scale_x: number;
+            scale_y: number;
+            origin_x?: number;
+            origin_y?: number;
+        } | {
+            id: string;
+            w: number;
+            h: number;
+        };
+        /** @description Rotates about the shapes' common centre unless an origin is given. */
+        RotateArgs: {
+            ids: components["schemas"]["IDList"];
+            degrees: number;
+            origin_x?: number;
+            origin_y?: number;
+        };
+        /** @description Creates a `group` node that becomes the children's `parent_id`. */
+        GroupArgs: {
+            ids: components["schemas"]["IDList"];
+            /** @description The new group's id; minted when absent. */
+            group_id?: string;
+        };
+        UngroupArgs: {
+            id: string;
+        };
+        /** @description left makes every left edge equal to the smallest; top likewise; and so on. */
+        AlignArgs: {
+            ids: components["schemas"]["IDList"];
+            /** @enum {string} */
+            alignment: "left" | "right" | "top" | "bottom" | "center-horizontal" | "center-vertical";
+        };
+        /** @description The outermost shapes stay; the gaps between neighbours become equal. */
+        DistributeArgs: {
+            ids: components["schemas"]["IDList"];
+            /** @enum {string} */
+            direction: "horizontal" | "vertical";
+        };
+        /** @description The first shape (by position) stays; each next one starts `gap` after the previous one ends. */
+        StackArgs: {
+            ids: components["schemas"]["IDList"];
+            /** @enum {string} */
+            direction: "horizontal" | "vertical";
+            /** @description The space between neighbours, in page units (0: touching). */
+            gap: number;
+        };
+        ReorderArgs: {
+            ids: components["schemas"]["IDList"];
+            /** @enum {string} */
+            op: "bring_to_front" | "send_to_back" | "bring_forward" | "send_backward";
+        };
+        /** @description Lines are 1-indexed and inclusive. */
+        ReplaceLinesArgs: {
+            /** @description The doc node. */
+            node_id: string;
+            /** @description The first line to replace. */
+            start_line: number;
+            /** @description The last line to replace (inclusive). */
+            end_line: number;
+            /** @description The lines that replace them; a trailing newline ends the last line. */
+            new_content: string;
+            /** @description Why (recorded with the change). */
+            reason?: string;
+        };
+        InsertLinesArgs: {
+            /** @description The doc node. */
+            node_id: string;
+            /** @description Insert after this line; 0 inserts at the start. */
+            insert_after_line: number;
+            /** @description The lines to insert. */
+            content: string;
+            /** @description Why (recorded with the change). */
+            reason?: string;
+        };
+        DeleteLinesArgs: {
+            /** @description The doc node. */
+            node_id: string;
+            /** @description The first line to delete. */
+            start_line: number;
+            /** @description The last line to delete (inclusive). */
+            end_line: number;
+            /** @description Why (recorded with the change). */
+            reason?: string;
+        };
+        /** @description RE2 syntax when `regex`; `replace_with` names groups as `$1` or `${name}`. */
+        SearchReplaceArgs: {
+            /** @description The doc node. */
+            node_id: string;
+            /** @description Text, or an RE2 regular expression when regex is true; matched line by line. */
+            search_pattern: string;
+            /** @description The replacement; with regex, $1 or ${name} insert groups. */
+            replace_with: string;
+            /** @description Default: true. */
+            case_sensitive?: boolean;
+            /** @description search_pattern is an RE2 regular expression. */
+            regex?: boolean;
+            /** @description 0 (the default) replaces every match. */
+            max_replacements?: number;
+            /** @description Why (recorded with the change). */
+            reason?: string;
+        };
+        /** @description `undo` / `redo` take no arguments (`{}`): they act on the calling actor's own last command (409 if someone else changed what it would restore). History is appended, never rewritten. */
+        HistoryArgs: Record<string, never>;
+        RevertToSnapshotArgs: {
+            snapshot_id: string;
+            /** @description Revert only this document node (default the whole canvas). */
+            node_id?: string;
+            /** @description Why (recorded with the change). */
+            reason?: string;
+        };
+        /** @description Reverts earlier commits (of any actors, `undo` and `redo` included) as one new commit: every node and edge they changed goes back to its value before the oldest of them that changed it (created ones are deleted, deleted ones come back, documents change by line splices). The server reads what those commits changed from the log, so any commit in it can be named: up to 50,000 revisions, spanning at most 200,000 commits from the oldest to the newest, the spans of a batch's reverts counted together (422 past either, and for a revision not in the log yet, such as one of the same batch). An entity already as it was before them (a later `undo` took their change back, say) is left as it is; a revert that finds every one so commits no change, and commits that changed nothing are a 422. If any other entity is no longer as those commits left it (someone changed it since, or later work of the same actor), or a commit not listed changed it between two listed ones, nothing is reverted: 409 with `recovery_ops`. The revert is the caller's own command: one `undo` undoes it. For others' `undo` and `redo`, the values it brought back are current again: an actor whose change those commits overwrote can `undo` it after the revert, while an older change of the same entity by someone else stays a 409 (undoing it would overwrite the newer one); so does any where the undo history of the reverted commits up to the first that changed the entity (each actor's last 100 commands, and what it has undone since its last one) is gone. */
+        RevertCommitsArgs: {
+            /** @description The revisions of the commits to revert. */
+            revs: number[];
+            /** @description Why (recorded with the change). */
+            reason?: string;
         };
         RevisionResult: {
             /** @enum {string} */
@@ -1371,238 +1901,12 @@ export interface components {
             idempotency_key?: string;
             commands: components["schemas"]["BatchCommand"][];
         };
-        /** @description A `CommandEnvelope` inside a batch; its own `base_rev` is ignored (the batch's applies). */
-        BatchCommand: {
-            id?: string;
-            type: components["schemas"]["CommandType"];
-            /** Format: int64 */
-            base_rev?: number;
-            idempotency_key?: string;
-            strict?: boolean;
-            args?: {
-                [key: string]: unknown;
-            };
-        };
         BatchResult: {
             /** @enum {string} */
             status: "applied";
             /** Format: int64 */
             current_rev: number;
             results: components["schemas"]["RevisionResult"][];
-        };
-        Transform: {
-            x?: number;
-            y?: number;
-            w?: number;
-            h?: number;
-            /** @description Radians. */
-            rotation?: number;
-        };
-        IDList: string[];
-        /** @description Every field is optional: `type` defaults to geo, a missing transform places the node at (0, 0) with the default size (100 × 100; notes 200 × 200, documents 600 × 400). */
-        CreateNodeArgs: {
-            /** @description Minted when absent and returned in `created_ids`. */
-            id?: string;
-            name?: string;
-            /** @default geo */
-            type: components["schemas"]["NodeType"];
-            transform?: components["schemas"]["Transform"];
-            parent_id?: string;
-            props?: {
-                [key: string]: unknown;
-            };
-        };
-        UpdateNodeArgs: {
-            id: string;
-            name?: string;
-            /** @description Moves the node into this group or frame ("" for the top level), where it is on the canvas; not into itself or one of its descendants. A group left without children is deleted. */
-            parent_id?: string;
-            transform?: components["schemas"]["Transform"];
-            /** @description Merged into the node's props (null deletes a key). */
-            props?: {
-                [key: string]: unknown;
-            };
-        };
-        DeleteNodeArgs: {
-            id: string;
-        };
-        CreateEdgeArgs: {
-            id?: string;
-            from: string;
-            to: string;
-            type?: string;
-            props?: {
-                [key: string]: unknown;
-            };
-        };
-        UpdateEdgeArgs: {
-            id: string;
-            props: {
-                [key: string]: unknown;
-            };
-        };
-        DeleteEdgeArgs: {
-            id: string;
-        };
-        CreateShapeArgs: {
-            id?: string;
-            type: components["schemas"]["NodeType"];
-            x: number;
-            y: number;
-            w?: number;
-            h?: number;
-            /** @description Radians. */
-            rotation?: number;
-            parent_id?: string;
-            name?: string;
-            props?: {
-                [key: string]: unknown;
-            };
-        };
-        UpdateShapeArgs: {
-            id: string;
-            x?: number;
-            y?: number;
-            w?: number;
-            h?: number;
-            rotation?: number;
-            name?: string;
-            /** @description Moves the node into this group or frame ("" for the top level), where it is on the canvas; not into itself or one of its descendants. A group left without children is deleted. */
-            parent_id?: string;
-            props?: {
-                [key: string]: unknown;
-            };
-        };
-        DeleteShapeArgs: {
-            ids: components["schemas"]["IDList"];
-        };
-        /** @description Relative (`ids`, `dx`, `dy`) or absolute (`id`, `x`, `y`). */
-        MoveArgs: {
-            ids: components["schemas"]["IDList"];
-            dx: number;
-            dy: number;
-        } | {
-            id: string;
-            x: number;
-            y: number;
-        };
-        /** @description Scale (`ids`, `scale_x`, `scale_y`, optional origin) or set the size of one shape (`id`, `w`, `h`). */
-        ResizeArgs: {
-            ids: components["schemas"]["IDList"];
-            scale_x: number;
-            scale_y: number;
-            origin_x?: number;
-            origin_y?: number;
-        } | {
-            id: string;
-            w: number;
-            h: number;
-        };
-        /** @description Rotates about the shapes' common centre unless an origin is given. */
-        RotateArgs: {
-            ids: components["schemas"]["IDList"];
-            degrees: number;
-            origin_x?: number;
-            origin_y?: number;
-        };
-        /** @description Creates a `group` node that becomes the children's `parent_id`. */
-        GroupArgs: {
-            ids: components["schemas"]["IDList"];
-            group_id?: string;
-        };
-        UngroupArgs: {
-            id: string;
-        };
-        /** @description left makes every left edge equal to the smallest; top likewise; and so on. */
-        AlignArgs: {
-            ids: components["schemas"]["IDList"];
-            /** @enum {string} */
-            alignment: "left" | "right" | "top" | "bottom" | "center-horizontal" | "center-vertical";
-        };
-        /** @description The outermost shapes stay; the gaps between neighbours become equal. */
-        DistributeArgs: {
-            ids: components["schemas"]["IDList"];
-            /** @enum {string} */
-            direction: "horizontal" | "vertical";
-        };
-        /** @description The first shape (by position) stays; each next one starts `gap` after the previous one ends. */
-        StackArgs: {
-            ids: components["schemas"]["IDList"];
-            /** @enum {string} */
-            direction: "horizontal" | "vertical";
-            gap: number;
-        };
-        ReorderArgs: {
-            ids: components["schemas"]["IDList"];
-            /** @enum {string} */
-            op: "bring_to_front" | "send_to_back" | "bring_forward" | "send_backward";
-        };
-        /** @description Lines are 1-indexed and inclusive. */
-        ReplaceLinesArgs: {
-            node_id: string;
-            start_line: number;
-            end_line: number;
-            new_content: string;
-            reason?: string;
-        };
-        InsertLinesArgs: {
-            node_id: string;
-            /** @description 0 inserts at the start. */
-            insert_after_line: number;
-            content: string;
-            reason?: string;
-        };
-        DeleteLinesArgs: {
-            node_id: string;
-            start_line: number;
-            end_line: number;
-            reason?: string;
-        };
-        /** @description RE2 syntax when `regex`; `replace_with` names groups as `$1` or `${name}`. */
-        SearchReplaceArgs: {
-            node_id: string;
-            search_pattern: string;
-            replace_with: string;
-            /** @default true */
-            case_sensitive: boolean;
-            regex?: boolean;
-            /** @description 0 = all. */
-            max_replacements?: number;
-            reason?: string;
-        };
-        /**
-         * @description `undo` / `redo` take no arguments (`{}`): they act on the calling actor's own last command (409 if
-         *     someone else changed what it would restore). History is appended, never rewritten.
-         */
-        HistoryArgs: Record<string, never>;
-        RevertToSnapshotArgs: {
-            snapshot_id: string;
-            /** @description Revert only this document node (default the whole canvas). */
-            node_id?: string;
-            reason?: string;
-        };
-        /**
-         * @description Reverts earlier commits (of any actors, `undo` and `redo` included) as one new commit: every node
-         *     and edge they changed goes back to its value before the oldest of them that changed it (created
-         *     ones are deleted, deleted ones come back, documents change by line splices). The server reads
-         *     what those commits changed from the log, so any commit in it can be named:
-         *     up to 50,000 revisions, spanning at most 200,000 commits from the oldest to the newest, the
-         *     spans of a batch's reverts counted together (422 past either, and for a revision not in the
-         *     log yet, such as one of the same batch). An entity already as it was
-         *     before them (a later `undo` took their change back, say) is left as it is; a revert that finds
-         *     every one so commits no change, and commits that changed nothing are a 422. If any other entity
-         *     is no longer as those commits left it (someone changed it since, or later work of the same
-         *     actor), or a commit not listed changed it between two listed ones, nothing is reverted: 409 with
-         *     `recovery_ops`. The revert is the caller's own command: one `undo` undoes it. For others' `undo`
-         *     and `redo`, the values it brought back are current again: an actor whose change those commits
-         *     overwrote can `undo` it after the revert, while an older change of the same entity by someone
-         *     else stays a 409 (undoing it would overwrite the newer one); so does any where the undo history
-         *     of the reverted commits up to the first that changed the entity (each actor's last 100
-         *     commands, and what it has undone since its last one) is gone.
-         */
-        RevertCommitsArgs: {
-            revs: number[];
-            reason?: string;
         };
         /** @description The `result` of `revert_commits`. */
         RevertCommitsResult: {
@@ -2027,7 +2331,7 @@ export interface components {
         AgentTurn: {
             turn: number;
             /** @enum {string} */
-            kind: "initial" | "followup" | "low_action" | "lint" | "replan" | "message";
+            kind: "initial" | "followup" | "low_action" | "lint" | "replan" | "message" | "feedback";
             revs: number[];
             /** Format: date-time */
             started_at: string;
@@ -2136,6 +2440,8 @@ export interface components {
                 description: string;
                 /** @enum {string} */
                 kind: "canvas" | "meta" | "macro";
+                /** @description The command type a `canvas` action is sent as (`connect` is `create_edge`); its params are that command's args (`CommandEnvelope`). */
+                command?: string;
                 /** @description A JSON Schema. */
                 params: {
                     [key: string]: unknown;
