@@ -607,11 +607,11 @@ func Schema(v Verb) map[string]any {
 var schemaOptions = canvas.JSONSchemaOptions{
 	Ref: func(name string) map[string]any {
 		switch name {
-		case "NodeProps":
+		case "NodeProps", "NodePropsPatch":
 			s := canvas.ObjectJSONSchema(reflect.TypeOf(ShapeProps{}), schemaOptionsNoRef)
 			s["description"] = "the shape's props; each kind takes the keys docs/model.md lists for it"
 			return s
-		case "EdgeProps":
+		case "EdgeProps", "EdgePropsPatch":
 			return canvas.ObjectJSONSchema(reflect.TypeOf(EdgeStyle{}), schemaOptionsNoRef)
 		}
 		return nil

@@ -11,7 +11,8 @@ import (
 // Lints: after a turn on the canvas, the shapes the turn created or changed
 // are checked, and what is wrong goes back to the model as one follow-up
 // turn (within the follow-up bound): shapes overlapping, text overflowing
-// its shape, arrows not bound to shapes, content off the viewport.
+// its shape, arrows (edges) not bound to shapes at both ends, content off
+// the viewport.
 
 // maxLints bounds the problems reported in one follow-up.
 const maxLints = 20
@@ -19,7 +20,8 @@ const maxLints = 20
 // lintInput is what the lints look at.
 type lintInput struct {
 	nodes   []*canvas.Node
-	touched map[string]bool // shapes the turn created or changed
+	edges   []*canvas.Edge
+	touched map[string]bool // shapes and edges the turn created or changed
 	moved   map[string]bool // shapes placement moved (their position is not the model's)
 	visible rect            // the viewport and the free space given to the model (empty: no viewport, not checked)
 	names   map[string]string
@@ -56,11 +58,13 @@ func lint(in lintInput) []string {
 		if problem := textOverflow(n); problem != "" {
 			out = append(out, fmt.Sprintf("text overflow: the text of %s %s", name(n.ID), problem))
 		}
-		if n.Type == "arrow" && !arrowBound(n, byID) {
-			out = append(out, fmt.Sprintf("unbound arrow: %s is not bound to shapes at both ends; set props.start and props.end to {\"boundShapeId\": <shape id>}, or delete it", name(n.ID)))
-		}
 		if !in.moved[n.ID] && in.visible.w() > 0 && !r.overlaps(in.visible) {
 			out = append(out, fmt.Sprintf("off viewport: %s at (%.0f, %.0f) is outside the viewport, where nobody sees it; move it into view", name(n.ID), n.X, n.Y))
+		}
+	}
+	for _, e := range in.edges {
+		if in.touched[e.ID] && (e.From == "" || e.To == "") {
+			out = append(out, fmt.Sprintf("unbound arrow: %s is not bound to shapes at both ends; connect it to a shape at its free end (an arrow's from and to name shapes), or delete it", name(e.ID)))
 		}
 	}
 	sort.Strings(out)
@@ -107,18 +111,6 @@ func textOverflow(n *canvas.Node) string {
 	return ""
 }
 
-// arrowBound reports whether both ends of an arrow name existing shapes.
-func arrowBound(n *canvas.Node, byID map[string]*canvas.Node) bool {
-	for _, end := range []string{"start", "end"} {
-		t, _ := n.Props[end].(map[string]any)
-		id, _ := t["boundShapeId"].(string)
-		if _, ok := byID[id]; !ok || id == "" {
-			return false
-		}
-	}
-	return true
-}
-
 // lintFollowUp checks the shapes the turn created or changed and, when
 // there are problems not reported before, queues a lint turn asking the
 // model to fix them (a follow-up, within the session's bound).
@@ -144,7 +136,7 @@ func (s *session) lintFollowUp(v turnView, ts *turnState) {
 			visible = rect{min(visible.x0, f.x0), min(visible.y0, f.y0), max(visible.x1, f.x1), max(visible.y1, f.y1)}
 		}
 	}
-	problems := lint(lintInput{nodes: snap.State.Nodes, touched: ts.touched, moved: s.place.moved, visible: visible, names: names})
+	problems := lint(lintInput{nodes: snap.State.Nodes, edges: snap.State.Edges, touched: ts.touched, moved: s.place.moved, visible: visible, names: names})
 	sig := strings.Join(problems, "\n")
 	switch {
 	case len(problems) == 0:

@@ -21,16 +21,19 @@ func TestLint(t *testing.T) {
 		node("wide", "geo", 0, 3000, 100, 60, map[string]any{"text": "Supercalifragilistic"}),              // a word wider than the box
 		node("tall", "note", 0, 4000, 200, 100, map[string]any{"text": strings.Repeat("many words ", 30)}), // too much text
 		node("fits", "geo", 0, 5000, 420, 260, map[string]any{"text": "Concrete, exposed, unapologetic."}),
-		node("loose", "arrow", 0, 6000, 100, 0, map[string]any{"start": map[string]any{"boundShapeId": "a"}}),
-		node("bound", "arrow", 0, 6100, 100, 0, map[string]any{"start": map[string]any{"boundShapeId": "a"}, "end": map[string]any{"boundShapeId": "b"}}),
 		node("far", "geo", 90000, 0, 10, 10, nil),
 		node("placed", "geo", 90000, 500, 10, 10, nil),
 	}
-	touched := map[string]bool{}
+	edges := []*canvas.Edge{
+		{ID: "loose", From: "a", To: ""},
+		{ID: "bound", From: "a", To: "b"},
+		{ID: "untouched", From: "", To: ""},
+	}
+	touched := map[string]bool{"loose": true, "bound": true}
 	for _, n := range nodes {
 		touched[n.ID] = true
 	}
-	got := lint(lintInput{nodes: nodes, touched: touched, moved: map[string]bool{"placed": true},
+	got := lint(lintInput{nodes: nodes, edges: edges, touched: touched, moved: map[string]bool{"placed": true},
 		visible: rect{-100, -100, 10000, 10000}, names: map[string]string{"b": "box b"}})
 	want := []string{
 		`off viewport: far `,
@@ -57,7 +60,7 @@ func TestPlacerNearestFree(t *testing.T) {
 	p := newPlacer()
 	p.reset([]*canvas.Node{
 		{ID: "x", Type: "geo", X: 0, Y: 0, W: 400, H: 200},
-		{ID: "line", Type: "arrow", X: 0, Y: 300, W: 1000, H: 1000}, // connectors are no obstacles
+		{ID: "line", Type: "line", X: 0, Y: 300, W: 1000, H: 1000}, // lines are no obstacles
 	})
 	a := Action{Name: "create_shape", Params: map[string]any{"id": "n1", "type": "geo", "x": 100.0, "y": 50.0, "w": 100.0, "h": 100.0}}
 	p.place(a)

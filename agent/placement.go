@@ -55,11 +55,11 @@ func nodeRect(n *canvas.Node) rect {
 	return r
 }
 
-// solid reports whether a node takes room on the canvas (connectors,
-// groups and empty boxes do not).
+// solid reports whether a node takes room on the canvas (lines, groups and
+// empty boxes do not; arrows are edges, not nodes).
 func solid(typ string, r rect) bool {
 	switch typ {
-	case "arrow", "line", "group":
+	case "line", "group":
 		return false
 	}
 	return r.w() > 0 && r.h() > 0
@@ -97,7 +97,7 @@ func (p *placer) reset(nodes []*canvas.Node) {
 // offset and, if it then overlaps an obstacle, to the nearest free position
 // (updating the offset). A create inside a parent (a frame or group) moves
 // as its parent did if the parent is one of this reply's moved creates, and
-// stays as it is otherwise; connectors only take the offset.
+// stays as it is otherwise; lines only take the offset.
 func (p *placer) place(a Action) {
 	if a.Name == "connect" {
 		p.shiftPoints(a)

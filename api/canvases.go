@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/canvasd/canvasd/canvas"
+	"github.com/canvasd/canvasd/reducer"
 )
 
 type createCanvasRequest struct {
@@ -107,6 +108,17 @@ func (s *Server) handleDeleteCanvas(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
+// snapshotOf returns the snapshot document of canvas id's state st, read at
+// revision at (-1: the head). The head is at model 2 (the engine migrated
+// it when it loaded the canvas); an earlier revision may be at model 1.
+func snapshotOf(id string, st *canvas.State, eventID string, at int64) canvas.Snapshot {
+	model := canvas.Model
+	if at >= 0 && reducer.NeedsMigration(st) {
+		model = 1
+	}
+	return canvas.Snapshot{CanvasID: id, HeadRev: st.Rev, HeadEventID: eventID, Model: model, State: st.Scene()}
+}
+
 func (s *Server) handleSnapshot(w http.ResponseWriter, r *http.Request) {
 	id, err := canvasRoute(r, canvas.RoleViewer)
 	if err != nil {
@@ -125,7 +137,7 @@ func (s *Server) handleSnapshot(w http.ResponseWriter, r *http.Request) {
 	var body []byte
 	err = s.engine.View(r.Context(), id, at, func(st *canvas.State, eventID string) error {
 		var err error
-		body, err = json.Marshal(canvas.Snapshot{CanvasID: id, HeadRev: st.Rev, HeadEventID: eventID, State: st.Scene()})
+		body, err = json.Marshal(snapshotOf(id, st, eventID, at))
 		return err
 	})
 	if err != nil {

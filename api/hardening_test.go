@@ -59,7 +59,7 @@ func TestNoSSEInjection(t *testing.T) {
 	s := e.stream("/sse/canvas/"+id, testAdmin, nil)
 	s.next()
 	evil := "x\n\nevent: reset\ndata: {}\r\nid: 999\x01\u2028"
-	e.must(200, "POST", "/canvas_commands/"+id+"/command", testAdmin, env("create_node", 0, map[string]any{"name": evil, "props": map[string]any{evil: evil}}))
+	e.must(200, "POST", "/canvas_commands/"+id+"/command", testAdmin, env("create_node", 0, map[string]any{"name": evil, "props": map[string]any{"meta": map[string]any{evil: evil}}}))
 	e.must(200, "POST", "/canvas_commands/"+id+"/command", testAdmin, env("create_node", 1, map[string]any{"name": "after"}))
 	for rev := 1; rev <= 2; rev++ {
 		m := s.next()
@@ -150,25 +150,25 @@ func onBothStores(t *testing.T, f func(t *testing.T, e *testEnv)) {
 func TestNestingDepthLimit(t *testing.T) {
 	onBothStores(t, func(t *testing.T, e *testEnv) {
 		id := e.canvas("c_deep")
-		// The body, args and props are 3 levels: props may nest 61 more.
+		// The body, args, props and props.meta are 4 levels: meta may nest 60 more.
 		nest := func(levels int) string {
 			return strings.Repeat(`{"k":`, levels-1) + `{}` + strings.Repeat("}", levels-1)
 		}
 		body := func(levels int) string {
-			return `{"type":"create_node","base_rev":0,"args":{"name":"deep","props":{"data":` + nest(levels) + `}}}`
+			return `{"type":"create_node","base_rev":0,"args":{"name":"deep","props":{"meta":{"data":` + nest(levels) + `}}}}`
 		}
-		for _, levels := range []int{5000, canvas.MaxJSONDepth - 2} {
+		for _, levels := range []int{5000, canvas.MaxJSONDepth - 3} {
 			r := e.do("POST", "/canvas_commands/"+id+"/command", testAdmin, body(levels))
 			p := r.json(t)
 			field, _ := p["field"].(string)
-			if r.Status != 422 || !strings.HasPrefix(field, "args.props.data.k.k") || !strings.Contains(p["detail"].(string), strconv.Itoa(canvas.MaxJSONDepth)) {
+			if r.Status != 422 || !strings.HasPrefix(field, "args.props.meta.data.k.k") || !strings.Contains(p["detail"].(string), strconv.Itoa(canvas.MaxJSONDepth)) {
 				t.Fatalf("%d levels: %d %s", levels, r.Status, r.Body)
 			}
 		}
 		if s := e.snapshot(id); s["head_rev"] != 0.0 {
 			t.Fatalf("a refused body was written: head %v", s["head_rev"])
 		}
-		e.must(200, "POST", "/canvas_commands/"+id+"/command", testAdmin, body(canvas.MaxJSONDepth-3))
+		e.must(200, "POST", "/canvas_commands/"+id+"/command", testAdmin, body(canvas.MaxJSONDepth-4))
 		if s := e.snapshot(id); s["head_rev"] != 1.0 {
 			t.Fatalf("head %v after an accepted command", s["head_rev"])
 		}

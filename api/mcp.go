@@ -383,7 +383,7 @@ func (s *Server) mcpGetState(ctx context.Context, in mcpGetState) (*mcp.CallTool
 	var out canvas.Snapshot
 	err := s.engine.View(ctx, in.CanvasID, at, func(st *canvas.State, eventID string) error {
 		// Encode under the read lock: the state must not be kept.
-		b, err := json.Marshal(canvas.Snapshot{CanvasID: in.CanvasID, HeadRev: st.Rev, HeadEventID: eventID, State: st.Scene()})
+		b, err := json.Marshal(snapshotOf(in.CanvasID, st, eventID, at))
 		if err != nil {
 			return err
 		}

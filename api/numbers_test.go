@@ -18,16 +18,17 @@ import (
 // after a restart that loads a stored state snapshot, whose undo history
 // restores them exactly too; on both stores.
 func TestNumbersComeBackExactly(t *testing.T) {
-	const props = `{"big":1795461385736852721,"neg":-9007199254740993,"pi":3.141592653589793238462643383279,` +
-		`"huge":1e400,"dec":0.10,"tiny":1E-7,"deep":{"list":[1795461385736852721]}}`
+	// (props.meta: the client's own data, kept verbatim; opacity: a number of the model)
+	const props = `{"opacity":0.50,"meta":{"big":1795461385736852721,"neg":-9007199254740993,"pi":3.141592653589793238462643383279,` +
+		`"huge":1e400,"dec":0.10,"tiny":1E-7,"deep":{"list":[1795461385736852721]}}}`
 	// The state's props as the server encodes them (keys sorted): in
 	// snapshots and in changes[].value, unlike args, which are kept as sent.
 	state := func(big string) string {
-		return `"props":{"big":` + big + `,"dec":0.10,"deep":{"list":[1795461385736852721]},"huge":1e400,` +
-			`"neg":-9007199254740993,"pi":3.141592653589793238462643383279,"tiny":1E-7}`
+		return `"props":{"meta":{"big":` + big + `,"dec":0.10,"deep":{"list":[1795461385736852721]},"huge":1e400,` +
+			`"neg":-9007199254740993,"pi":3.141592653589793238462643383279,"tiny":1E-7},"opacity":0.50}`
 	}
 	first, second := state("1795461385736852721"), state("1795461385736852723")
-	const patch = `"patch":{"props":{"big":1795461385736852723}}`
+	const patch = `"patch":{"props":{"meta":{"big":1795461385736852723}}}`
 	has := func(t *testing.T, where string, body []byte, want ...string) {
 		t.Helper()
 		for _, w := range want {
@@ -46,7 +47,7 @@ func TestNumbersComeBackExactly(t *testing.T) {
 		e.must(200, "POST", "/canvas_commands/"+id+"/command", editor,
 			`{"type":"create_node","base_rev":0,"args":{"id":"n1","name":"n","props":`+props+`}}`)
 		e.must(200, "POST", "/canvas_commands/"+id+"/command", editor,
-			`{"type":"update_node","base_rev":1,"args":{"id":"n1","props":{"big":1795461385736852723}}}`)
+			`{"type":"update_node","base_rev":1,"args":{"id":"n1","props":{"meta":{"big":1795461385736852723}}}}`)
 
 		has(t, "snapshot", e.do("GET", "/canvas_commands/snapshot/"+id, testAdmin, nil).Body, second)
 		has(t, "snapshot at_rev=1", e.do("GET", "/canvas_commands/snapshot/"+id+"?at_rev=1", testAdmin, nil).Body, first)

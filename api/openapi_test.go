@@ -9,6 +9,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"mime"
@@ -642,15 +643,21 @@ func TestRouteCoverageDetectsDrift(t *testing.T) {
 // conforming answers and rejects drifting ones, over a real listener.
 func TestCheckResponseDetectsDrift(t *testing.T) {
 	spec := loadSpec(t)
-	commit := `{"canvas_id":"c1","event_id":"1-ab","rev":1,"cmd_id":"cmd","type":"create_node","args":{"name":"x"},"actor_id":"user-1","actor_type":"human","ts":"2026-01-02T03:04:05.123456789Z","changes":[{"op":"put","kind":"node","id":"shape:a-0","value":{"id":"shape:a-0","type":"geo","name":"x","parent_id":"","x":0,"y":0,"w":100,"h":100,"rotation":0,"index":"a0","props":null,"created_by":"user-1","updated_by":"user-1","created_rev":1,"updated_rev":1}}]}`
+	commit := `{"canvas_id":"c1","event_id":"1-ab","rev":1,"cmd_id":"cmd","type":"create_node","args":{"name":"x"},"actor_id":"user-1","actor_type":"human","ts":"2026-01-02T03:04:05.123456789Z","changes":[{"op":"put","kind":"node","id":"shape:a-0","value":{"id":"shape:a-0","type":"geo","name":"x","parent_id":"","x":0,"y":0,"w":100,"h":100,"rotation":0,"index":"a0","props":{"geo":"star","meta":{"weight":3}},"created_by":"user-1","updated_by":"user-1","created_rev":1,"updated_rev":1}}]}`
 	cases := []struct {
 		name, method, path, status, ctype, body string
 		ok                                      bool
 	}{
 		{"snapshot", "GET", "/canvas_commands/snapshot/c1", "200", "application/json",
-			`{"canvas_id":"c1","head_rev":0,"head_event_id":"","state":{"nodes":[],"edges":[]}}`, true},
+			`{"canvas_id":"c1","head_rev":0,"head_event_id":"","model":2,"state":{"nodes":[],"edges":[]}}`, true},
+		{"snapshot without model", "GET", "/canvas_commands/snapshot/c1", "200", "application/json",
+			`{"canvas_id":"c1","head_rev":0,"head_event_id":"","state":{"nodes":[],"edges":[]}}`, false},
+		{"a node's props off the model", "GET", "/canvas_commands/snapshot/c1", "200", "application/json",
+			`{"canvas_id":"c1","head_rev":0,"head_event_id":"","model":2,"state":{"nodes":[{"id":"a","type":"geo","name":"","parent_id":"","x":0,"y":0,"w":1,"h":1,"rotation":0,"index":"a0","props":{"weight":3},"created_by":"u","updated_by":"u","created_rev":1,"updated_rev":1}],"edges":[]}}`, false},
+		{"an edge's props off the model", "GET", "/canvas_commands/snapshot/c1", "200", "application/json",
+			`{"canvas_id":"c1","head_rev":0,"head_event_id":"","model":2,"state":{"nodes":[],"edges":[{"id":"e","from":"","to":"","type":"arrow","props":{"points":[{"x":0,"y":0}]},"created_by":"u","created_rev":1,"updated_rev":1}]}}`, false},
 		{"snapshot missing head_event_id", "GET", "/canvas_commands/snapshot/c1", "200", "application/json",
-			`{"canvas_id":"c1","head_rev":0,"state":{"nodes":[],"edges":[]}}`, false},
+			`{"canvas_id":"c1","head_rev":0,"model":2,"state":{"nodes":[],"edges":[]}}`, false},
 		{"nodes null", "GET", "/canvas_commands/snapshot/c1", "200", "application/json",
 			`{"canvas_id":"c1","head_rev":0,"head_event_id":"","state":{"nodes":null,"edges":[]}}`, false},
 		{"undeclared status", "GET", "/canvas_commands/snapshot/c1", "418", "application/json", `{}`, false},
@@ -1018,6 +1025,53 @@ func TestOpenAPICommandArgsMatchReducer(t *testing.T) {
 		sort.Strings(accepted)
 		if !slices.Equal(documented, accepted) {
 			t.Errorf("%s: openapi.yaml %s has %v; the reducer accepts %v", typ, name, documented, accepted)
+		}
+	}
+}
+
+var updatePropsSchemas = flag.Bool("update-props-schemas", false, "rewrite the props schemas of openapi.yaml from canvas/props.go")
+
+// TestOpenAPIPropsSchemas: openapi.yaml holds, between its markers, exactly
+// the props schemas generated from the one definition the validator uses
+// (canvas.PropsSchemasYAML), so the document and the server agree on every
+// kind's props. -update-props-schemas writes them.
+func TestOpenAPIPropsSchemas(t *testing.T) {
+	const path = "../openapi.yaml"
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(b)
+	begin := strings.Index(doc, canvas.PropsSchemasBegin)
+	end := strings.Index(doc, canvas.PropsSchemasEnd)
+	if begin < 0 || end < begin {
+		t.Fatalf("openapi.yaml lacks the markers of the props schemas:\n%s%s", canvas.PropsSchemasBegin, canvas.PropsSchemasEnd)
+	}
+	got, want := doc[begin:end+len(canvas.PropsSchemasEnd)], canvas.PropsSchemasYAML()
+	if *updatePropsSchemas {
+		if err := os.WriteFile(path, []byte(doc[:begin]+want+doc[end+len(canvas.PropsSchemasEnd):]), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	if got != want {
+		t.Fatalf("the props schemas of openapi.yaml are not those of canvas/props.go: run go test ./api -run TestOpenAPIPropsSchemas -update-props-schemas")
+	}
+	spec := loadSpec(t).doc
+	for _, k := range append(append([]string(nil), canvas.NodeTypes...), canvas.EdgeKind) {
+		s := spec.Components.Schemas[canvas.PropsSchemaName(k)]
+		if s == nil {
+			t.Fatalf("no %s schema", canvas.PropsSchemaName(k))
+		}
+		var keys []string
+		for key := range s.Value.Properties {
+			keys = append(keys, key)
+		}
+		sort.Strings(keys)
+		want := canvas.PropKeys(k)
+		sort.Strings(want)
+		if !slices.Equal(keys, want) {
+			t.Errorf("%s lists %v; the validator takes %v", canvas.PropsSchemaName(k), keys, want)
 		}
 	}
 }

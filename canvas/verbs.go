@@ -21,7 +21,8 @@ import (
 //	minlen, maxlen  the length of a string, the items of a list
 //	default  the value the server takes when it is absent (in the description)
 //	raw      a string kept verbatim (white space included): no minLength
-//	ref      the field's schema is a named schema of openapi.yaml (NodeProps, EdgeProps)
+//	ref      the field's schema is a named schema of openapi.yaml (NodeProps, EdgeProps);
+//	         a merge patch of props (NodePropsPatch, EdgePropsPatch) is an open object there
 //
 // A struct field whose type is a named schema type of this file (Transform,
 // IDList) is written as a reference to that schema.
@@ -45,7 +46,7 @@ type CreateNodeArgs struct {
 	Type      string         `json:"type,omitempty" enum:"node_type" default:"geo"`
 	Transform *Transform     `json:"transform,omitempty"`
 	ParentID  string         `json:"parent_id,omitempty" raw:"true" desc:"A group or frame to put it in (\"\": the top level)."`
-	Props     map[string]any `json:"props,omitempty" ref:"NodeProps"`
+	Props     map[string]any `json:"props,omitempty" ref:"NodeProps" desc:"The node's props: the keys of its kind's schema (NodeProps) and meta; anything else is a 422 naming args.props.<key>. richText without text fills text in with its plain text."`
 }
 
 // UpdateNodeArgs are the args of update_node.
@@ -54,7 +55,7 @@ type UpdateNodeArgs struct {
 	Name      *string        `json:"name,omitempty" raw:"true" maxlen:"1024"`
 	ParentID  *string        `json:"parent_id,omitempty" raw:"true" desc:"Moves the node into this group or frame (\"\" for the top level), where it is on the canvas; not into itself or one of its descendants. A group left without children is deleted."`
 	Transform *Transform     `json:"transform,omitempty"`
-	Props     map[string]any `json:"props,omitempty" ref:"NodeProps" desc:"Merged into the node's props (null deletes a key)."`
+	Props     map[string]any `json:"props,omitempty" ref:"NodePropsPatch" desc:"A JSON merge patch of the node's props (null deletes a key); the merged value of every key it sets must follow the kind's schema (NodeProps), else 422 naming args.props.<key>. Setting richText without text sets text to its plain text; setting or removing text without richText removes richText."`
 }
 
 // IDArgs are the args of delete_node, delete_edge and ungroup.
@@ -66,19 +67,19 @@ type IDArgs struct {
 // to nodes (from, to) or free ("" or absent: then props.points is needed).
 type CreateEdgeArgs struct {
 	ID    string         `json:"id,omitempty" maxlen:"128" desc:"Minted when absent and returned in created_ids."`
-	From  string         `json:"from,omitempty" raw:"true" desc:"The node the arrow starts at; \"\" or absent: a free end (the first of props.points)."`
-	To    string         `json:"to,omitempty" raw:"true" desc:"The node the arrow points to; \"\" or absent: a free end (the last of props.points)."`
-	Type  string         `json:"type,omitempty" maxlen:"64" default:"arrow" desc:"A free label of the client's own (depends_on, flow, ...)."`
-	Props map[string]any `json:"props,omitempty" ref:"EdgeProps"`
+	From  string         `json:"from,omitempty" raw:"true" desc:"A node id, or \"\" for a free end."`
+	To    string         `json:"to,omitempty" raw:"true" desc:"A node id, or \"\" for a free end."`
+	Type  string         `json:"type,omitempty" maxlen:"64" default:"arrow" desc:"A label for the client's use (depends_on, flow, ...)."`
+	Props map[string]any `json:"props,omitempty" ref:"EdgeProps" desc:"The keys of EdgeProps; anything else is a 422 naming args.props.<key>."`
 }
 
 // UpdateEdgeArgs are the args of update_edge: ends bound ("id") or freed
 // (""), props merged.
 type UpdateEdgeArgs struct {
 	ID    string         `json:"id"`
-	From  *string        `json:"from,omitempty" raw:"true" desc:"Binds the start to this node; \"\" frees it."`
-	To    *string        `json:"to,omitempty" raw:"true" desc:"Binds the end to this node; \"\" frees it."`
-	Props map[string]any `json:"props,omitempty" ref:"EdgeProps" desc:"Merged into the edge's props (null deletes a key)."`
+	From  *string        `json:"from,omitempty" raw:"true" desc:"A node id, or \"\" to free the end."`
+	To    *string        `json:"to,omitempty" raw:"true" desc:"A node id, or \"\" to free the end."`
+	Props map[string]any `json:"props,omitempty" ref:"EdgePropsPatch" desc:"A JSON merge patch of the edge's props (null deletes a key); the merged value of every key it sets must follow EdgeProps."`
 }
 
 // CreateShapeArgs are the args of create_shape.
@@ -92,7 +93,7 @@ type CreateShapeArgs struct {
 	Rotation *float64       `json:"rotation,omitempty" desc:"Radians."`
 	ParentID string         `json:"parent_id,omitempty" raw:"true" desc:"A group or frame to put it in."`
 	Name     string         `json:"name,omitempty" raw:"true" maxlen:"1024"`
-	Props    map[string]any `json:"props,omitempty" ref:"NodeProps"`
+	Props    map[string]any `json:"props,omitempty" ref:"NodeProps" desc:"The node's props: the keys of its kind's schema (NodeProps) and meta; anything else is a 422 naming args.props.<key>."`
 }
 
 // UpdateShapeArgs are the args of update_shape.
@@ -105,7 +106,7 @@ type UpdateShapeArgs struct {
 	Rotation *float64       `json:"rotation,omitempty" desc:"Radians."`
 	Name     *string        `json:"name,omitempty" raw:"true" maxlen:"1024"`
 	ParentID *string        `json:"parent_id,omitempty" raw:"true" desc:"Moves the node into this group or frame (\"\" for the top level), where it is on the canvas; not into itself or one of its descendants. A group left without children is deleted."`
-	Props    map[string]any `json:"props,omitempty" ref:"NodeProps" desc:"Merged into the node's props (null deletes a key)."`
+	Props    map[string]any `json:"props,omitempty" ref:"NodePropsPatch" desc:"A JSON merge patch of the node's props, as in UpdateNodeArgs."`
 }
 
 // IDsArgs are the args of delete_shape.
@@ -295,8 +296,9 @@ func Verbs() []VerbDef {
 		{Type: "update_node", Args: of(UpdateNodeArgs{}), Schema: "UpdateNodeArgs", Summary: "Change a node's name, parent, box or props (props merge)."},
 		{Type: "delete_node", Args: of(IDArgs{}), Schema: "DeleteNodeArgs", Summary: "Delete a node, its descendants and its edges."},
 		{Type: "create_edge", Args: of(CreateEdgeArgs{}), Schema: "CreateEdgeArgs", Summary: "Create an edge (an arrow) between two nodes, or with free ends.",
-			Description: "An end is bound by naming a node and free when \"\" or absent; an edge with a free end needs `props.points`. Without points the server routes a bound edge from node to node."},
-		{Type: "update_edge", Args: of(UpdateEdgeArgs{}), Schema: "UpdateEdgeArgs", Summary: "Bind or free an edge's ends, or change its props (props merge)."},
+			Description: "An arrow. Each end is bound to the node `from` or `to` names, or free (\"\", the default). Without `props.points` both ends must be bound: the server computes the path from the middle of `from` towards the middle of `to`, each end where that line leaves its node's outline (or at the middle of `fromSide`/`toSide`; an elbow edge is routed). A bound end given away from its node (more than 32 units outside its box) is moved onto its outline."},
+		{Type: "update_edge", Args: of(UpdateEdgeArgs{}), Schema: "UpdateEdgeArgs", Summary: "Bind or free an edge's ends, or change its props (props merge).",
+			Description: "`from`/`to` bind an end to another node or free it (\"\"): a freed end stays where it is, a newly bound one moves onto its node. `props` is a JSON merge patch; `points: null` computes the path again (both ends bound). An elbow edge whose ends, sides or routing change is routed again."},
 		{Type: "delete_edge", Args: of(IDArgs{}), Schema: "DeleteEdgeArgs", Summary: "Delete an edge."},
 		{Type: "create_shape", Args: of(CreateShapeArgs{}), Schema: "CreateShapeArgs", Summary: "Create a shape (a node) at x, y."},
 		{Type: "update_shape", Args: of(UpdateShapeArgs{}), Schema: "UpdateShapeArgs", Summary: "Change a shape's position, size, rotation, name, parent or props (props merge)."},

@@ -104,11 +104,13 @@ func validClientID(id string) error {
 
 // Snapshot is the answer of GET /canvas_commands/snapshot/{canvas_id}.
 // HeadEventID is a valid Last-Event-ID: the snapshot then the stream from it
-// is gap-free.
+// is gap-free. Model is the canvas model State follows (Model; 1 for a
+// revision before the canvas was migrated to model 2).
 type Snapshot struct {
 	CanvasID    string     `json:"canvas_id"`
 	HeadRev     int64      `json:"head_rev"`
 	HeadEventID string     `json:"head_event_id"`
+	Model       int        `json:"model"`
 	State       SceneState `json:"state"`
 }
 

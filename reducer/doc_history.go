@@ -118,6 +118,10 @@ func (h *HistoryCapture) Record(s *canvas.State) {
 		return
 	}
 	c := h.c
+	if c.Type == CmdMigrateModel { // the entries would bring back model 1
+		s.History = nil
+		return
+	}
 	// The map is replaced, never modified in place, so a holder of the old
 	// s.History (the engine's rollback journal, a Clone) keeps the old stacks.
 	hist := make(canvas.History, len(s.History)+1)
@@ -573,6 +577,10 @@ func decideRevertToSnapshot(s *canvas.State, cmd canvas.Command) (Decision, erro
 	if t == nil {
 		return Decision{}, canvas.Unprocessable("args.snapshot_id", "snapshot %q was not loaded for this command", a.SnapshotID)
 	}
+	t, err := migratedTarget(t)
+	if err != nil {
+		return Decision{}, err
+	}
 	res := RevertResult{Success: true, RevertedTo: Reverted{SnapshotID: a.SnapshotID, Rev: t.Rev}}
 	nodeIDs := map[string]bool{}
 	edgeIDs := map[string]bool{}
@@ -617,6 +625,24 @@ func decideRevertToSnapshot(s *canvas.State, cmd canvas.Command) (Decision, erro
 	res.Diff = rd.diff
 	dec.Result = res
 	return dec, nil
+}
+
+// migratedTarget returns the state of a snapshot as model 2 holds it: t
+// itself when it needs no migration (a snapshot taken after the canvas
+// moved to model 2), else a migrated copy at t's revision.
+func migratedTarget(t *canvas.State) (*canvas.State, error) {
+	cmd := canvas.Command{Type: CmdMigrateModel, Actor: MigrationActor, Rev: t.Rev + 1, Seed: "snapshot"}
+	dec, err := MigrateModel(t, cmd)
+	if err != nil || len(dec.Changes) == 0 {
+		return t, err
+	}
+	c := t.Clone()
+	commit := canvas.Commit{Rev: cmd.Rev, Type: cmd.Type, ActorID: cmd.Actor.ID, ActorType: cmd.Actor.Type, Changes: dec.Changes}
+	if err := ApplyDecision(c, &commit, &dec); err != nil {
+		return nil, fmt.Errorf("reducer: migrating the snapshot at rev %d: %w", t.Rev, err)
+	}
+	c.Rev = t.Rev
+	return c, nil
 }
 
 // revertDiff is what revertTo decided.

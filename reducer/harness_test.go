@@ -169,6 +169,9 @@ func checkInvariants(t testing.TB, s *canvas.State) {
 	for id, e := range s.Edges {
 		checkEdge(t, s, id, e)
 	}
+	if dec, err := MigrateModel(s, canvas.Command{Rev: s.Rev + 1, Seed: "check"}); err != nil || len(dec.Changes) > 0 {
+		t.Fatalf("a model 2 state needs a migration: %v %s", err, changeSummary(dec.Changes))
+	}
 	if s.Bound != nil {
 		want := &canvas.State{Edges: s.Edges}
 		want.IndexEdges()

@@ -29,14 +29,17 @@ import (
 
 // Schema is the version of the state encoding (snapshot.go) and of Apply's
 // semantics. Stored snapshots with another schema are ignored and rebuilt
-// from the log. Bump it when either changes. (4: a revert_commits renames
+// from the log. Bump it when either changes. (5: model 2 (docs/model.md):
+// the engine stores snapshots only of canvases it brought to model 2, so a
+// state loaded from a snapshot of this schema needs no migration; applying
+// migrate_model clears the undo histories; 4: a revert_commits renames
 // again the stamps of the values it brought back in others' undo and redo
 // entries, only for the entities it changed and as far as the history
 // entries of the reverted commits tell them exactly (2 renamed them for
 // every entity of those entries, 3 not at all); 3: a revert_commits no
 // longer renames the stamps of others' undo entries; 2: binary,
 // incremental snapshots; 1 was JSON.)
-const Schema = 4
+const Schema = 5
 
 // Decision is what Decide concluded about one command.
 type Decision struct {
@@ -68,6 +71,9 @@ type decideFunc func(s *canvas.State, cmd canvas.Command) (Decision, error)
 // command give the same Decision.
 func Decide(s *canvas.State, cmd canvas.Command) (Decision, error) {
 	fn, ok := verbs[cmd.Type]
+	if cmd.Type == CmdMigrateModel {
+		return Decision{}, canvas.Unprocessable("type", "%s is the commit the server makes when it brings a canvas stored by an earlier version to model %d; clients cannot send it", CmdMigrateModel, canvas.Model)
+	}
 	if !ok {
 		return Decision{}, canvas.Unprocessable("type", "unknown command type %q; known types: %s", cmd.Type, knownTypes())
 	}

@@ -598,7 +598,9 @@ func (t *tx) deleteDanglingEdges() {
 	}
 	sort.Strings(ids)
 	for _, id := range ids {
-		t.deleteEdge(id)
+		if e, ok := t.getEdge(id); ok && (gone(e.From) || gone(e.To)) { // (this command may have rebound it)
+			t.deleteEdge(id)
+		}
 	}
 }
 

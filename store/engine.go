@@ -499,7 +499,8 @@ func (e *Engine) drain(l *live) {
 	}
 }
 
-// load reads the latest snapshot of the current schema and the log tail.
+// load reads the latest snapshot of the current schema and the log tail,
+// and migrates a canvas of model 1 to model 2.
 func (e *Engine) load(ctx context.Context, l *live) error {
 	c, err := e.st.GetCanvas(ctx, l.id)
 	if err != nil {
@@ -514,6 +515,11 @@ func (e *Engine) load(ctx context.Context, l *live) error {
 	l.headEventID = strconv.FormatInt(st.Rev, 10) // a bare revision, until a commit names the head
 	if err := e.catchUp(ctx, l); err != nil {
 		return err
+	}
+	if l.snapRev == 0 { // rebuilt from the log: it may be a canvas of model 1 (engine_migrate.go)
+		if err := e.migrate(ctx, l); err != nil {
+			return err
+		}
 	}
 	if l.state.Rev == l.snapRev && l.snapRev > 0 { // no tail: the snapshot's own commit names the head
 		at, err := e.st.ReadCommits(ctx, l.id, l.snapRev-1, 1)

@@ -47,7 +47,7 @@ func BenchmarkColdLoad100k(b *testing.B) {
 			typ := "create_shape"
 			if k < shapes {
 				args = map[string]any{"id": fmt.Sprintf("n%d", k), "type": "geo", "x": k % 300 * 120, "y": k / 300 * 120,
-					"props": map[string]any{"color": "blue", "label": fmt.Sprintf("node %d", k)}}
+					"props": map[string]any{"color": "blue", "text": fmt.Sprintf("node %d", k)}}
 			} else {
 				typ, args = "move", map[string]any{"ids": []string{fmt.Sprintf("n%d", k%shapes)}, "dx": 1, "dy": -1}
 			}

@@ -70,7 +70,10 @@ func TestSnapshotDeltasAndMerges(t *testing.T) {
 		id := fmt.Sprintf("n%d", i%40)
 		switch {
 		case i < 40:
-			exec("create_node", map[string]any{"id": id, "name": id, "props": map[string]any{"i": i}})
+			exec("create_node", map[string]any{"id": id, "name": id, "props": map[string]any{"meta": map[string]any{"i": i}}})
+			if i > 0 { // edges: their bound ends follow the moves, and go with the deletes
+				exec("create_edge", map[string]any{"from": fmt.Sprintf("n%d", i-1), "to": id})
+			}
 		case i%7 == 0:
 			exec("delete_node", map[string]any{"id": id})
 			exec("undo", map[string]any{})

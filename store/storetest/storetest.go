@@ -39,8 +39,8 @@ import (
 
 // Reopen opens a new Store over the same data as the Store it was returned
 // with. The suite calls it after it has closed that Store, and for the
-// Notifier and Broadcaster cases while that Store is still open (a second
-// process on the same data).
+// Notifier, Broadcaster and MigrateModel1 cases while that Store is still
+// open (a second process on the same data).
 type Reopen func(t *testing.T) store.Store
 
 // Opener opens a fresh, EMPTY store for one subtest (no canvases, tokens or
@@ -90,6 +90,7 @@ func Run(t *testing.T, open Opener) {
 		{"SharedSecret", testSharedSecret},
 		{"Notifier", testNotifier},
 		{"Broadcaster", testBroadcaster},
+		{"MigrateModel1", testMigrateModel1},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1148,16 +1148,16 @@ export interface components {
         CanvasList: {
             canvases: components["schemas"]["Canvas"][];
         };
-        /** @description Shape-specific properties (TLDraw props; for `doc` nodes `text` and `language`). */
-        Props: {
-            [key: string]: unknown;
-        } | null;
-        /** @enum {string} */
-        NodeType: "geo" | "note" | "text" | "draw" | "arrow" | "line" | "frame" | "image" | "group" | "doc";
         /**
-         * @description One shape. `type` is a TLDraw shape type or `doc` (a text/code document: `props.text`,
-         *     `props.language`). `index` orders nodes (z-order, a fractional-index key compared as a string);
-         *     `rotation` is in radians. `parent_id` is empty for top-level shapes.
+         * @description tldraw's shape types, `embed` (a web page shown in the shape) and `doc` (a text or code document). There is no `arrow` node: arrows are edges (`create_edge`).
+         * @enum {string}
+         */
+        NodeType: "geo" | "note" | "text" | "draw" | "line" | "frame" | "image" | "embed" | "group" | "doc";
+        /**
+         * @description One shape. `type` is its kind (`NodeType`); `props` holds exactly the keys of its kind's schema
+         *     (`NodeProps`: `GeoProps`, `NoteProps`, ...) and `meta` (docs/model.md). `index` orders nodes
+         *     (z-order, a fractional-index key compared as a string); `rotation` is in radians, about the
+         *     top-left corner. `parent_id` is empty for top-level shapes.
          */
         Node: {
             id: string;
@@ -1171,7 +1171,7 @@ export interface components {
             /** @description Radians. */
             rotation: number;
             index: string;
-            props: components["schemas"]["Props"];
+            props: components["schemas"]["NodeProps"];
             created_by: string;
             updated_by: string;
             /** Format: int64 */
@@ -1179,13 +1179,21 @@ export interface components {
             /** Format: int64 */
             updated_rev: number;
         };
-        /** @description A connection between two nodes; deleting either node deletes the edge in the same commit. */
+        /**
+         * @description An arrow, and the one way shapes are connected. Each end is bound to a node (`from`, `to`: its
+         *     id) or free (""). `props.points` is its path in page coordinates, the `from` end first, always
+         *     present. The server keeps bound ends on their nodes in the same commit that moves, resizes,
+         *     rotates or deletes them (deleting a node deletes its edges), so no edge names a missing node.
+         */
         Edge: {
             id: string;
+            /** @description The node the first point is bound to, or "" (a free end). */
             from: string;
+            /** @description The node the last point is bound to, or "" (a free end). */
             to: string;
+            /** @description A label of up to 64 characters for the client's use (default `arrow`). */
             type: string;
-            props: components["schemas"]["Props"];
+            props: components["schemas"]["EdgeProps"];
             created_by: string;
             /** Format: int64 */
             created_rev: number;
@@ -1208,6 +1216,11 @@ export interface components {
             head_rev: number;
             /** @description The event id of that revision (a valid `Last-Event-ID`); empty or "0" at revision 0. */
             head_event_id: string;
+            /**
+             * @description The canvas model `state` follows: 2 (docs/model.md); 1 for an `at_rev` before the canvas, stored by an earlier canvasd, was migrated (its `migrate_model` commit).
+             * @enum {integer}
+             */
+            model: 1 | 2;
             state: components["schemas"]["SceneState"];
         };
         /**
@@ -1269,6 +1282,463 @@ export interface components {
             /** Format: int64 */
             head_rev: number;
             commits: components["schemas"]["Commit"][];
+        };
+        /** @description A node's props: the schema of its kind (`type`): `GeoProps`, `NoteProps`, `TextProps`, `DrawProps`, `LineProps`, `FrameProps`, `ImageProps`, `EmbedProps`, `GroupProps`, `DocProps`. Each kind takes the keys listed for it and nothing else but `meta` (docs/model.md); a write that breaks them is a 422 naming `args.props.<key>`. */
+        NodeProps: components["schemas"]["GeoProps"] | components["schemas"]["NoteProps"] | components["schemas"]["TextProps"] | components["schemas"]["DrawProps"] | components["schemas"]["LineProps"] | components["schemas"]["FrameProps"] | components["schemas"]["ImageProps"] | components["schemas"]["EmbedProps"] | components["schemas"]["GroupProps"] | components["schemas"]["DocProps"];
+        /** @description A geometric shape with an optional label. */
+        GeoProps: {
+            /**
+             * @description The geometry (default rectangle).
+             * @enum {string}
+             */
+            geo?: "rectangle" | "ellipse" | "triangle" | "diamond" | "pentagon" | "hexagon" | "octagon" | "star" | "rhombus" | "rhombus-2" | "oval" | "trapezoid" | "arrow-right" | "arrow-left" | "arrow-up" | "arrow-down" | "x-box" | "check-box" | "heart" | "cloud";
+            /** @description Stroke colour; the text colour of a text or a label. */
+            color?: components["schemas"]["Colour"];
+            /** @description Background colour; without it, what fill and color give. */
+            fillColor?: components["schemas"]["Colour"];
+            /**
+             * @description Fill style.
+             * @enum {string}
+             */
+            fill?: "none" | "semi" | "solid" | "pattern" | "fill" | "lined-fill" | "hachure" | "cross-hatch" | "zigzag";
+            /**
+             * @description Stroke style (draw is solid, hand-drawn).
+             * @enum {string}
+             */
+            dash?: "draw" | "solid" | "dashed" | "dotted";
+            /**
+             * @description Stroke width 1, 2, 4, 6 and font size 16, 20, 28, 36.
+             * @enum {string}
+             */
+            size?: "s" | "m" | "l" | "xl";
+            /** @description Exact stroke width; wins over size. */
+            strokeWidth?: number;
+            /** @description How hand-drawn strokes look: 0 architect, 1 artist, 2 cartoonist. */
+            roughness?: number;
+            /**
+             * @description Corners of boxes, joints of lines.
+             * @enum {string}
+             */
+            roundness?: "sharp" | "round";
+            opacity?: number;
+            /** @description The text of a text, note, label or edge label (plain text). */
+            text?: string;
+            /** @description The text with its marks: a tldraw rich-text document. Setting it without text sets text to its plain text; setting text without it removes it. */
+            richText?: components["schemas"]["RichText"];
+            /**
+             * @description Font family (default draw).
+             * @enum {string}
+             */
+            font?: "draw" | "sans" | "serif" | "mono" | "virgil" | "helvetica" | "comic" | "liberation";
+            /** @description Exact font size; wins over size. */
+            fontSize?: number;
+            /**
+             * @description Horizontal text alignment.
+             * @enum {string}
+             */
+            align?: "start" | "middle" | "end";
+            /**
+             * @description Vertical text alignment.
+             * @enum {string}
+             */
+            verticalAlign?: "start" | "middle" | "end";
+            /** @description Colour of a label when it differs from color. */
+            labelColor?: components["schemas"]["Colour"];
+            /** @description A link the shape opens: http:, https:, mailto:, or a relative or # link. */
+            link?: components["schemas"]["Link"];
+            /** @description People cannot select or change it in the web UI (the API can). */
+            locked?: boolean;
+            /** @description Any JSON object, kept verbatim: the client's own data. canvasd never reads it. */
+            meta?: {
+                [key: string]: unknown;
+            };
+        };
+        /** @description A sticky note; its background is its color's light tone (yellow by default). */
+        NoteProps: {
+            /** @description Stroke colour; the text colour of a text or a label. */
+            color?: components["schemas"]["Colour"];
+            /** @description Background colour; without it, what fill and color give. */
+            fillColor?: components["schemas"]["Colour"];
+            /**
+             * @description Stroke width 1, 2, 4, 6 and font size 16, 20, 28, 36.
+             * @enum {string}
+             */
+            size?: "s" | "m" | "l" | "xl";
+            opacity?: number;
+            /** @description The text of a text, note, label or edge label (plain text). */
+            text?: string;
+            /** @description The text with its marks: a tldraw rich-text document. Setting it without text sets text to its plain text; setting text without it removes it. */
+            richText?: components["schemas"]["RichText"];
+            /**
+             * @description Font family (default draw).
+             * @enum {string}
+             */
+            font?: "draw" | "sans" | "serif" | "mono" | "virgil" | "helvetica" | "comic" | "liberation";
+            /** @description Exact font size; wins over size. */
+            fontSize?: number;
+            /**
+             * @description Horizontal text alignment.
+             * @enum {string}
+             */
+            align?: "start" | "middle" | "end";
+            /**
+             * @description Vertical text alignment.
+             * @enum {string}
+             */
+            verticalAlign?: "start" | "middle" | "end";
+            /** @description Colour of a label when it differs from color. */
+            labelColor?: components["schemas"]["Colour"];
+            /** @description A link the shape opens: http:, https:, mailto:, or a relative or # link. */
+            link?: components["schemas"]["Link"];
+            /** @description People cannot select or change it in the web UI (the API can). */
+            locked?: boolean;
+            /** @description Any JSON object, kept verbatim: the client's own data. canvasd never reads it. */
+            meta?: {
+                [key: string]: unknown;
+            };
+        };
+        /** @description Text on the canvas. */
+        TextProps: {
+            /** @description The width follows the text. */
+            autoSize?: boolean;
+            /** @description Stroke colour; the text colour of a text or a label. */
+            color?: components["schemas"]["Colour"];
+            /**
+             * @description Stroke width 1, 2, 4, 6 and font size 16, 20, 28, 36.
+             * @enum {string}
+             */
+            size?: "s" | "m" | "l" | "xl";
+            opacity?: number;
+            /** @description The text of a text, note, label or edge label (plain text). */
+            text?: string;
+            /** @description The text with its marks: a tldraw rich-text document. Setting it without text sets text to its plain text; setting text without it removes it. */
+            richText?: components["schemas"]["RichText"];
+            /**
+             * @description Font family (default draw).
+             * @enum {string}
+             */
+            font?: "draw" | "sans" | "serif" | "mono" | "virgil" | "helvetica" | "comic" | "liberation";
+            /** @description Exact font size; wins over size. */
+            fontSize?: number;
+            /**
+             * @description Horizontal text alignment.
+             * @enum {string}
+             */
+            align?: "start" | "middle" | "end";
+            /**
+             * @description Vertical text alignment.
+             * @enum {string}
+             */
+            verticalAlign?: "start" | "middle" | "end";
+            /** @description A link the shape opens: http:, https:, mailto:, or a relative or # link. */
+            link?: components["schemas"]["Link"];
+            /** @description People cannot select or change it in the web UI (the API can). */
+            locked?: boolean;
+            /** @description Any JSON object, kept verbatim: the client's own data. canvasd never reads it. */
+            meta?: {
+                [key: string]: unknown;
+            };
+        };
+        /** @description A drawing: pen strokes relative to the node's corner. */
+        DrawProps: {
+            /** @description Pen strokes (up to 1,000): {type: free or straight, points: [{x, y, z?}]} relative to the node's corner; z (0 to 1) is pen pressure. */
+            segments?: components["schemas"]["PenStroke"][];
+            /** @description The stroke closes into a shape. */
+            closed?: boolean;
+            /** @description Stroke colour; the text colour of a text or a label. */
+            color?: components["schemas"]["Colour"];
+            /** @description Background colour; without it, what fill and color give. */
+            fillColor?: components["schemas"]["Colour"];
+            /**
+             * @description Fill style.
+             * @enum {string}
+             */
+            fill?: "none" | "semi" | "solid" | "pattern" | "fill" | "lined-fill" | "hachure" | "cross-hatch" | "zigzag";
+            /**
+             * @description Stroke style (draw is solid, hand-drawn).
+             * @enum {string}
+             */
+            dash?: "draw" | "solid" | "dashed" | "dotted";
+            /**
+             * @description Stroke width 1, 2, 4, 6 and font size 16, 20, 28, 36.
+             * @enum {string}
+             */
+            size?: "s" | "m" | "l" | "xl";
+            /** @description Exact stroke width; wins over size. */
+            strokeWidth?: number;
+            /** @description How hand-drawn strokes look: 0 architect, 1 artist, 2 cartoonist. */
+            roughness?: number;
+            opacity?: number;
+            /** @description A link the shape opens: http:, https:, mailto:, or a relative or # link. */
+            link?: components["schemas"]["Link"];
+            /** @description People cannot select or change it in the web UI (the API can). */
+            locked?: boolean;
+            /** @description Any JSON object, kept verbatim: the client's own data. canvasd never reads it. */
+            meta?: {
+                [key: string]: unknown;
+            };
+        };
+        /** @description A polyline through points relative to the node's corner. */
+        LineProps: {
+            /** @description 2 to 10,000 points {x, y}, relative to the node's corner. */
+            points?: components["schemas"]["ModelPoint"][];
+            /**
+             * @description How the line runs through its points (default straight).
+             * @enum {string}
+             */
+            routing?: "straight" | "curved";
+            /** @description The line closes into a polygon. */
+            closed?: boolean;
+            /** @description Stroke colour; the text colour of a text or a label. */
+            color?: components["schemas"]["Colour"];
+            /** @description Background colour; without it, what fill and color give. */
+            fillColor?: components["schemas"]["Colour"];
+            /**
+             * @description Fill style.
+             * @enum {string}
+             */
+            fill?: "none" | "semi" | "solid" | "pattern" | "fill" | "lined-fill" | "hachure" | "cross-hatch" | "zigzag";
+            /**
+             * @description Stroke style (draw is solid, hand-drawn).
+             * @enum {string}
+             */
+            dash?: "draw" | "solid" | "dashed" | "dotted";
+            /**
+             * @description Stroke width 1, 2, 4, 6 and font size 16, 20, 28, 36.
+             * @enum {string}
+             */
+            size?: "s" | "m" | "l" | "xl";
+            /** @description Exact stroke width; wins over size. */
+            strokeWidth?: number;
+            /** @description How hand-drawn strokes look: 0 architect, 1 artist, 2 cartoonist. */
+            roughness?: number;
+            /**
+             * @description Corners of boxes, joints of lines.
+             * @enum {string}
+             */
+            roundness?: "sharp" | "round";
+            opacity?: number;
+            /** @description A link the shape opens: http:, https:, mailto:, or a relative or # link. */
+            link?: components["schemas"]["Link"];
+            /** @description People cannot select or change it in the web UI (the API can). */
+            locked?: boolean;
+            /** @description Any JSON object, kept verbatim: the client's own data. canvasd never reads it. */
+            meta?: {
+                [key: string]: unknown;
+            };
+        };
+        /** @description A frame: its children move, rotate and are deleted with it; its name is its title. */
+        FrameProps: {
+            /** @description Stroke colour; the text colour of a text or a label. */
+            color?: components["schemas"]["Colour"];
+            opacity?: number;
+            /** @description People cannot select or change it in the web UI (the API can). */
+            locked?: boolean;
+            /** @description Any JSON object, kept verbatim: the client's own data. canvasd never reads it. */
+            meta?: {
+                [key: string]: unknown;
+            };
+        };
+        /** @description An image. */
+        ImageProps: {
+            /** @description A data:image/(png|jpeg|gif|webp|svg+xml);base64,... URL or an https: URL. */
+            url?: string;
+            /** @description What the image shows, for those who cannot see it. */
+            altText?: string;
+            /** @description The part of the image shown: {x, y, w, h}, each 0 to 1 of the image. */
+            crop?: {
+                x: number;
+                y: number;
+                w: number;
+                h: number;
+            };
+            flipX?: boolean;
+            flipY?: boolean;
+            /** @description Stroke colour; the text colour of a text or a label. */
+            color?: components["schemas"]["Colour"];
+            /** @description Exact stroke width; wins over size. */
+            strokeWidth?: number;
+            opacity?: number;
+            /**
+             * @description Corners of boxes, joints of lines.
+             * @enum {string}
+             */
+            roundness?: "sharp" | "round";
+            /** @description A link the shape opens: http:, https:, mailto:, or a relative or # link. */
+            link?: components["schemas"]["Link"];
+            /** @description People cannot select or change it in the web UI (the API can). */
+            locked?: boolean;
+            /** @description Any JSON object, kept verbatim: the client's own data. canvasd never reads it. */
+            meta?: {
+                [key: string]: unknown;
+            };
+        };
+        /** @description A web page shown in the shape. */
+        EmbedProps: {
+            /** @description The page: an https: or http: URL. */
+            url?: string;
+            /** @description Stroke colour; the text colour of a text or a label. */
+            color?: components["schemas"]["Colour"];
+            /** @description Exact stroke width; wins over size. */
+            strokeWidth?: number;
+            opacity?: number;
+            /**
+             * @description Corners of boxes, joints of lines.
+             * @enum {string}
+             */
+            roundness?: "sharp" | "round";
+            /** @description A link the shape opens: http:, https:, mailto:, or a relative or # link. */
+            link?: components["schemas"]["Link"];
+            /** @description People cannot select or change it in the web UI (the API can). */
+            locked?: boolean;
+            /** @description Any JSON object, kept verbatim: the client's own data. canvasd never reads it. */
+            meta?: {
+                [key: string]: unknown;
+            };
+        };
+        /** @description A group: its box is the union of its children's. */
+        GroupProps: {
+            opacity?: number;
+            /** @description People cannot select or change it in the web UI (the API can). */
+            locked?: boolean;
+            /** @description Any JSON object, kept verbatim: the client's own data. canvasd never reads it. */
+            meta?: {
+                [key: string]: unknown;
+            };
+        };
+        /** @description A text or code document. */
+        DocProps: {
+            /** @description The document. */
+            text?: string;
+            /** @description Its language (python, go, markdown, ...). */
+            language?: string;
+            /** @description Stroke colour; the text colour of a text or a label. */
+            color?: components["schemas"]["Colour"];
+            opacity?: number;
+            /** @description People cannot select or change it in the web UI (the API can). */
+            locked?: boolean;
+            /** @description Any JSON object, kept verbatim: the client's own data. canvasd never reads it. */
+            meta?: {
+                [key: string]: unknown;
+            };
+        };
+        /** @description An edge (an arrow). */
+        EdgeProps: {
+            /** @description The arrow's path: 2 to 10,000 points {x, y} in page coordinates, the from end first. The server keeps bound ends on their nodes. */
+            points?: components["schemas"]["ModelPoint"][];
+            /**
+             * @description How the path runs between its points (default straight).
+             * @enum {string}
+             */
+            routing?: "straight" | "curved" | "elbow";
+            /**
+             * @description The head at the from end (default none).
+             * @enum {string}
+             */
+            arrowheadStart?: "none" | "arrow" | "triangle" | "triangle-outline" | "dot" | "circle-outline" | "diamond" | "diamond-outline" | "bar" | "square" | "pipe" | "inverted" | "crowfoot-one" | "crowfoot-many" | "crowfoot-one-or-many";
+            /**
+             * @description The head at the to end (default arrow).
+             * @enum {string}
+             */
+            arrowheadEnd?: "none" | "arrow" | "triangle" | "triangle-outline" | "dot" | "circle-outline" | "diamond" | "diamond-outline" | "bar" | "square" | "pipe" | "inverted" | "crowfoot-one" | "crowfoot-many" | "crowfoot-one-or-many";
+            /**
+             * @description The from end sits at the middle of this side of its node.
+             * @enum {string}
+             */
+            fromSide?: "top" | "right" | "bottom" | "left";
+            /**
+             * @description The to end sits at the middle of this side of its node.
+             * @enum {string}
+             */
+            toSide?: "top" | "right" | "bottom" | "left";
+            /** @description Stroke colour; the text colour of a text or a label. */
+            color?: components["schemas"]["Colour"];
+            /**
+             * @description Stroke style (draw is solid, hand-drawn).
+             * @enum {string}
+             */
+            dash?: "draw" | "solid" | "dashed" | "dotted";
+            /**
+             * @description Stroke width 1, 2, 4, 6 and font size 16, 20, 28, 36.
+             * @enum {string}
+             */
+            size?: "s" | "m" | "l" | "xl";
+            /** @description Exact stroke width; wins over size. */
+            strokeWidth?: number;
+            /** @description How hand-drawn strokes look: 0 architect, 1 artist, 2 cartoonist. */
+            roughness?: number;
+            /**
+             * @description Corners of boxes, joints of lines.
+             * @enum {string}
+             */
+            roundness?: "sharp" | "round";
+            opacity?: number;
+            /** @description The text of a text, note, label or edge label (plain text). */
+            text?: string;
+            /** @description The text with its marks: a tldraw rich-text document. Setting it without text sets text to its plain text; setting text without it removes it. */
+            richText?: components["schemas"]["RichText"];
+            /**
+             * @description Font family (default draw).
+             * @enum {string}
+             */
+            font?: "draw" | "sans" | "serif" | "mono" | "virgil" | "helvetica" | "comic" | "liberation";
+            /** @description Exact font size; wins over size. */
+            fontSize?: number;
+            /** @description Colour of a label when it differs from color. */
+            labelColor?: components["schemas"]["Colour"];
+            /** @description A link the shape opens: http:, https:, mailto:, or a relative or # link. */
+            link?: components["schemas"]["Link"];
+            /** @description People cannot select or change it in the web UI (the API can). */
+            locked?: boolean;
+            /** @description Any JSON object, kept verbatim: the client's own data. canvasd never reads it. */
+            meta?: {
+                [key: string]: unknown;
+            };
+        };
+        /** @description A palette name (black, grey, light-violet, violet, blue, light-blue, yellow, orange, green, light-green, light-red, red, white), `transparent`, or a hex colour `#rgb`, `#rrggbb` or `#rrggbbaa` (kept as written). */
+        Colour: string;
+        /** @description A link a shape opens: an `http:`, `https:` or `mailto:` URL, or a relative or `#` link (other schemes are refused), without control characters or white space at either end. */
+        Link: string;
+        /** @description A point. */
+        ModelPoint: {
+            x: number;
+            y: number;
+        };
+        /** @description A point of a pen stroke, relative to the node's corner. */
+        PenPoint: {
+            x: number;
+            y: number;
+            /** @description Pen pressure. */
+            z?: number;
+        };
+        PenStroke: {
+            /** @enum {string} */
+            type?: "free" | "straight";
+            points: components["schemas"]["PenPoint"][];
+        };
+        /** @description tldraw's rich-text document (TipTap JSON): `{"type": "doc", "content": [...]}` with the nodes `paragraph`, `heading`, `bulletList`, `orderedList`, `listItem`, `blockquote`, `codeBlock`, `hardBreak`, `text` and the marks `bold`, `italic`, `strike`, `code`, `underline`, `highlight`, `link` (docs/model.md, Rich text). */
+        RichText: {
+            /** @enum {string} */
+            type: "doc";
+            content?: components["schemas"]["RichTextNode"][];
+        };
+        RichTextNode: {
+            /** @enum {string} */
+            type: "paragraph" | "heading" | "bulletList" | "orderedList" | "listItem" | "blockquote" | "codeBlock" | "hardBreak" | "text";
+            content?: components["schemas"]["RichTextNode"][];
+            text?: string;
+            /** @description heading: level (1 to 6); orderedList: start, type; codeBlock: language; any block: dir, textAlign. */
+            attrs?: {
+                [key: string]: unknown;
+            };
+            marks?: {
+                /** @enum {string} */
+                type: "bold" | "italic" | "strike" | "code" | "underline" | "highlight" | "link";
+                /** @description link: href (a link), target, rel, class; highlight: color. */
+                attrs?: {
+                    [key: string]: unknown;
+                };
+            }[];
         };
         /**
          * @description The command types: API-surface verbs, TLDraw-native verbs, document verbs and history verbs. The args of each are the schema its command schema names (e.g. `create_node` → `CreateNodeCommand` → `CreateNodeArgs`).
@@ -1650,9 +2120,8 @@ export interface components {
             transform?: components["schemas"]["Transform"];
             /** @description A group or frame to put it in ("": the top level). */
             parent_id?: string;
-            props?: {
-                [key: string]: unknown;
-            };
+            /** @description The node's props: the keys of its kind's schema (NodeProps) and meta; anything else is a 422 naming args.props.<key>. richText without text fills text in with its plain text. */
+            props?: components["schemas"]["NodeProps"];
         };
         UpdateNodeArgs: {
             id: string;
@@ -1660,7 +2129,7 @@ export interface components {
             /** @description Moves the node into this group or frame ("" for the top level), where it is on the canvas; not into itself or one of its descendants. A group left without children is deleted. */
             parent_id?: string;
             transform?: components["schemas"]["Transform"];
-            /** @description Merged into the node's props (null deletes a key). */
+            /** @description A JSON merge patch of the node's props (null deletes a key); the merged value of every key it sets must follow the kind's schema (NodeProps), else 422 naming args.props.<key>. Setting richText without text sets text to its plain text; setting or removing text without richText removes richText. */
             props?: {
                 [key: string]: unknown;
             };
@@ -1668,27 +2137,27 @@ export interface components {
         DeleteNodeArgs: {
             id: string;
         };
-        /** @description An end is bound by naming a node and free when "" or absent; an edge with a free end needs `props.points`. Without points the server routes a bound edge from node to node. */
+        /** @description An arrow. Each end is bound to the node `from` or `to` names, or free ("", the default). Without `props.points` both ends must be bound: the server computes the path from the middle of `from` towards the middle of `to`, each end where that line leaves its node's outline (or at the middle of `fromSide`/`toSide`; an elbow edge is routed). A bound end given away from its node (more than 32 units outside its box) is moved onto its outline. */
         CreateEdgeArgs: {
             /** @description Minted when absent and returned in created_ids. */
             id?: string;
-            /** @description The node the arrow starts at; "" or absent: a free end (the first of props.points). */
+            /** @description A node id, or "" for a free end. */
             from?: string;
-            /** @description The node the arrow points to; "" or absent: a free end (the last of props.points). */
+            /** @description A node id, or "" for a free end. */
             to?: string;
-            /** @description A free label of the client's own (depends_on, flow, ...). Default: arrow. */
+            /** @description A label for the client's use (depends_on, flow, ...). Default: arrow. */
             type?: string;
-            props?: {
-                [key: string]: unknown;
-            };
+            /** @description The keys of EdgeProps; anything else is a 422 naming args.props.<key>. */
+            props?: components["schemas"]["EdgeProps"];
         };
+        /** @description `from`/`to` bind an end to another node or free it (""): a freed end stays where it is, a newly bound one moves onto its node. `props` is a JSON merge patch; `points: null` computes the path again (both ends bound). An elbow edge whose ends, sides or routing change is routed again. */
         UpdateEdgeArgs: {
             id: string;
-            /** @description Binds the start to this node; "" frees it. */
+            /** @description A node id, or "" to free the end. */
             from?: string;
-            /** @description Binds the end to this node; "" frees it. */
+            /** @description A node id, or "" to free the end. */
             to?: string;
-            /** @description Merged into the edge's props (null deletes a key). */
+            /** @description A JSON merge patch of the edge's props (null deletes a key); the merged value of every key it sets must follow EdgeProps. */
             props?: {
                 [key: string]: unknown;
             };
@@ -1710,9 +2179,8 @@ export interface components {
             /** @description A group or frame to put it in. */
             parent_id?: string;
             name?: string;
-            props?: {
-                [key: string]: unknown;
-            };
+            /** @description The node's props: the keys of its kind's schema (NodeProps) and meta; anything else is a 422 naming args.props.<key>. */
+            props?: components["schemas"]["NodeProps"];
         };
         UpdateShapeArgs: {
             id: string;
@@ -1725,7 +2193,7 @@ export interface components {
             name?: string;
             /** @description Moves the node into this group or frame ("" for the top level), where it is on the canvas; not into itself or one of its descendants. A group left without children is deleted. */
             parent_id?: string;
-            /** @description Merged into the node's props (null deletes a key). */
+            /** @description A JSON merge patch of the node's props, as in UpdateNodeArgs. */
             props?: {
                 [key: string]: unknown;
             };

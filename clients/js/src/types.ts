@@ -13,10 +13,38 @@ export type TokenRequest = S["TokenRequest"];
 export type TokenResponse = S["TokenResponse"];
 export type Canvas = S["Canvas"];
 export type CanvasCreateRequest = S["CanvasCreateRequest"];
-export type Node = S["Node"];
-export type Edge = S["Edge"];
-export type SceneState = S["SceneState"];
-export type Snapshot = S["Snapshot"];
+/**
+ * The props of a node or an edge, typed loosely so that code reading any
+ * kind's keys compiles; NodeProps, EdgeProps and the per-kind types
+ * (GeoProps, NoteProps, ...) give the exact keys each kind takes
+ * (docs/model.md: anything else is refused, but meta, free for your own data).
+ */
+export type Props = { [key: string]: unknown };
+/**
+ * A node; its props follow its kind's schema (NodeProps). Its type is one of
+ * NodeType, typed open so that code handling kinds a later server may add
+ * (or an earlier one had) still compiles.
+ */
+export type Node = Omit<S["Node"], "props" | "type"> & { props: Props; type: NodeType | (string & {}) };
+export type NodeType = S["NodeType"];
+/** An edge: an arrow from `from` to `to` ("" for a free end) along props.points. */
+export type Edge = Omit<S["Edge"], "props"> & { props: Props };
+export type NodeProps = S["NodeProps"];
+export type GeoProps = S["GeoProps"];
+export type NoteProps = S["NoteProps"];
+export type TextProps = S["TextProps"];
+export type DrawProps = S["DrawProps"];
+export type LineProps = S["LineProps"];
+export type FrameProps = S["FrameProps"];
+export type ImageProps = S["ImageProps"];
+export type EmbedProps = S["EmbedProps"];
+export type GroupProps = S["GroupProps"];
+export type DocProps = S["DocProps"];
+export type EdgeProps = S["EdgeProps"];
+export type RichText = S["RichText"];
+export type Colour = S["Colour"];
+export type SceneState = Omit<S["SceneState"], "nodes" | "edges"> & { nodes: Node[]; edges: Edge[] };
+export type Snapshot = Omit<S["Snapshot"], "state"> & { state: SceneState };
 export type Change = S["Change"];
 export type TextEdit = S["TextEdit"];
 export type Commit = S["Commit"];

@@ -210,21 +210,22 @@ class ConflictTest(E2E):
 
     def test_concurrent_read_modify_write_loses_no_update(self):
         # Threads sharing one client increment a counter in one node's props
-        # by read-modify-write; on_conflict re-plans from the fresh state.
-        rev, a = self.node("counter", props={"count": 0})
+        # (props.meta: the client's own data) by read-modify-write;
+        # on_conflict re-plans from the fresh state.
+        rev, a = self.node("counter", props={"meta": {"count": 0}})
         errors = []
 
         def count_of(state):
-            return next(n for n in state["state"]["nodes"] if n["id"] == a)["props"]["count"]
+            return next(n for n in state["state"]["nodes"] if n["id"] == a)["props"]["meta"]["count"]
 
         def replan(conflict, fresh):
-            return "update_node", {"id": a, "props": {"count": count_of(fresh) + 1}}
+            return "update_node", {"id": a, "props": {"meta": {"count": count_of(fresh) + 1}}}
 
         def worker():
             try:
                 for _ in range(5):
                     s = self.c.get_state(self.cid)
-                    self.c.apply(self.cid, "update_node", {"id": a, "props": {"count": count_of(s) + 1}},
+                    self.c.apply(self.cid, "update_node", {"id": a, "props": {"meta": {"count": count_of(s) + 1}}},
                                  base_rev=s["head_rev"], on_conflict=replan, max_retries=100)
             except Exception as e:  # reported below
                 errors.append(e)
