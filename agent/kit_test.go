@@ -109,3 +109,13 @@ func TestIsKit(t *testing.T) {
 		}
 	}
 }
+
+// TestArrowShapeToldToConnect: an arrow is an edge in the canvas model, so
+// a create_shape of one is refused with what to use instead.
+func TestArrowShapeToldToConnect(t *testing.T) {
+	s := NewSanitizer(nil, seqIDs())
+	ready, drops := s.Push(Action{ID: "1", Name: "create_shape", Params: map[string]any{"type": "connector", "x": 0.0, "y": 0.0}})
+	if len(ready) != 0 || len(drops) != 1 || !strings.Contains(drops[0].Reason, "connect {from, to}") {
+		t.Fatalf("ready %v drops %v", ready, drops)
+	}
+}

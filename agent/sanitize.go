@@ -702,6 +702,9 @@ func (s *Sanitizer) sanitizeCreate(a Action, out map[string]any, refs *refResolv
 	if !ok {
 		return fmt.Sprintf("create_shape: unknown shape type %v", a.Params["type"])
 	}
+	if typ == "arrow" {
+		return "create_shape: an arrow is not a shape; connect two shapes with connect {from, to} (an end without a shape needs props.points)"
+	}
 	out["type"] = typ
 	if geo != "" {
 		props, _ := out["props"].(map[string]any)
@@ -1079,7 +1082,7 @@ func (s *Sanitizer) SanitizePreview(a Action) (Action, bool) {
 	p := normParams(name, a.Params)
 	if name == "create_shape" {
 		typ, _, ok := shapeKind(fmt.Sprint(p["type"]))
-		if !ok {
+		if !ok || typ == "arrow" {
 			return Action{}, false
 		}
 		p["type"] = typ
