@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"sort"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -511,44 +510,48 @@ func checkPoints(v any, field string, min, max int, withZ bool) error {
 		return Unprocessable(field, "must hold %d to %d points; it holds %d", min, max, len(a))
 	}
 	for i, p := range a {
-		if err := checkPoint(p, fmt.Sprintf("%s[%d]", field, i), withZ); err != nil {
-			return err
+		if key, why := checkPoint(p, withZ); why != "" {
+			return Unprocessable(fmt.Sprintf("%s[%d]%s", field, i, key), "%s", why)
 		}
 	}
 	return nil
 }
 
-// checkPoint checks one point {x, y} (withZ: and an optional z from 0 to 1).
-func checkPoint(v any, field string, withZ bool) error {
+// checkPoint checks one point {x, y} (withZ: and an optional z from 0 to 1):
+// what is wrong ("" when nothing) and where in the point (".x", or "" for
+// the point itself). It allocates only for a bad point.
+func checkPoint(v any, withZ bool) (key, why string) {
 	m, ok := v.(map[string]any)
 	if !ok {
-		return typeError(field, "a point {x, y}", v)
+		return "", "must be a point {x, y}; got " + describe(v)
 	}
 	for _, k := range [...]string{"x", "y"} {
 		x, ok := m[k]
 		if !ok {
-			return Unprocessable(field+"."+k, "is required: a number")
+			return "." + k, "is required: a number"
 		}
 		if _, ok := numberValue(x); !ok {
-			return typeError(field+"."+k, "a number", x)
+			return "." + k, "must be a number; got " + describe(x)
 		}
+	}
+	if len(m) == 2 {
+		return "", ""
 	}
 	for k, x := range m {
 		switch {
 		case k == "x" || k == "y":
 		case k == "z" && withZ:
 			if f, ok := numberValue(x); !ok || f < 0 || f > 1 {
-				return Unprocessable(field+".z", "must be a number from 0 to 1 (pen pressure); got %s", describe(x))
+				return ".z", "must be a number from 0 to 1 (pen pressure); got " + describe(x)
 			}
 		default:
-			want := "x and y"
 			if withZ {
-				want = "x, y and z"
+				return "." + k, "a point holds x, y and z only"
 			}
-			return Unprocessable(field+"."+k, "a point holds %s only", want)
+			return "." + k, "a point holds x and y only"
 		}
 	}
-	return nil
+	return "", ""
 }
 
 // checkSegments checks a draw node's pen strokes.
@@ -561,27 +564,29 @@ func checkSegments(v any, field string) error {
 		return Unprocessable(field, "holds %d strokes, more than the %d allowed", len(a), MaxSegments)
 	}
 	for i, s := range a {
-		f := fmt.Sprintf("%s[%d]", field, i)
 		m, ok := s.(map[string]any)
+		f := func() string { return fmt.Sprintf("%s[%d]", field, i) }
 		if !ok {
-			return typeError(f, "a pen stroke {type, points}", s)
+			return typeError(f(), "a pen stroke {type, points}", s)
 		}
 		for k, x := range m {
 			switch k {
 			case "type":
 				if t, ok := x.(string); !ok || !contains(SegmentTypes, t) {
-					return enumValueError(f+".type", x, SegmentTypes)
+					return enumValueError(f()+".type", x, SegmentTypes)
 				}
 			case "points":
-				if err := checkPoints(x, f+".points", 1, MaxPoints, true); err != nil {
-					return err
+				if err := checkPoints(x, "", 1, MaxPoints, true); err != nil {
+					fe := err.(*FieldError)
+					fe.Field = f() + ".points" + fe.Field
+					return fe
 				}
 			default:
-				return Unprocessable(f+"."+k, "a pen stroke holds type and points only")
+				return Unprocessable(f()+"."+k, "a pen stroke holds type and points only")
 			}
 		}
 		if _, ok := m["points"]; !ok {
-			return Unprocessable(f+".points", "is required: the stroke's points [{x, y, z?}]")
+			return Unprocessable(f()+".points", "is required: the stroke's points [{x, y, z?}]")
 		}
 	}
 	return nil
@@ -702,14 +707,4 @@ func contains(l []string, s string) bool {
 		}
 	}
 	return false
-}
-
-// sortedKeys returns m's keys in byte order.
-func sortedKeys(m map[string]any) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }

@@ -2,6 +2,7 @@ package reducer
 
 import (
 	"fmt"
+	"runtime/debug"
 	"testing"
 
 	"github.com/canvasd/canvasd/canvas"
@@ -22,7 +23,7 @@ func bigState(tb testing.TB, n int) *canvas.State {
 		}
 	}
 	for i := 0; i < n; i++ {
-		step("create_shape", fmt.Sprintf(`{"id":"n%d","type":"geo","x":%d,"y":%d,"props":{"color":"blue","label":"node %d"}}`, i, i%100*120, i/100*120, i))
+		step("create_shape", fmt.Sprintf(`{"id":"n%d","type":"geo","x":%d,"y":%d,"props":{"color":"blue","text":"node %d"}}`, i, i%100*120, i/100*120, i))
 	}
 	for i := 0; i+1 < n; i += 10 {
 		step("create_edge", fmt.Sprintf(`{"id":"e%d","from":"n%d","to":"n%d"}`, i, i, i+1))
@@ -57,6 +58,47 @@ func benchDecideApplyAs(b *testing.B, s *canvas.State, actor, typ string, args f
 func BenchmarkMove10k(b *testing.B) {
 	s := bigState(b, 10000)
 	benchDecideApply(b, s, "move", func(i int) string { return fmt.Sprintf(`{"ids":["n%d"],"dx":1,"dy":-1}`, i%10000) })
+}
+
+// BenchmarkMoveBoundNode: Decide+Apply of a move of a node with two bound
+// edges (their ends follow it in the same commit), on a chain of 100 nodes
+// and on one of 50,000 (each node bound to the next); x-small is the big
+// canvas's time over the small one's (1: no cost grows with the canvas,
+// which the node→edges index gives). The collector is off while it runs:
+// its cost grows with the heap whatever the reducer does (the server tunes
+// it: store.TuneGC), and the ratio is about the reducer.
+func BenchmarkMoveBoundNode(b *testing.B) {
+	defer debug.SetGCPercent(debug.SetGCPercent(-1))
+	var small float64
+	for _, n := range []int{100, 50000} {
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			s := canvas.NewState()
+			step := func(typ, args string) {
+				cmd := rhCommand(s, typ, args)
+				dec, err := Decide(s, cmd)
+				if err != nil {
+					b.Fatalf("%s: %v", typ, err)
+				}
+				c := commitOf(cmd, dec)
+				if err := Apply(s, &c); err != nil {
+					b.Fatal(err)
+				}
+			}
+			for i := 0; i < n; i++ {
+				step("create_shape", fmt.Sprintf(`{"id":"n%d","type":"geo","x":%d,"y":%d}`, i, i%100*120, i/100*120))
+				if i > 0 {
+					step("create_edge", fmt.Sprintf(`{"id":"e%d","from":"n%d","to":"n%d"}`, i, i-1, i))
+				}
+			}
+			benchDecideApply(b, s, "move", func(i int) string { return fmt.Sprintf(`{"ids":["n50"],"dx":%d,"dy":-1}`, i%7+1) })
+			per := float64(b.Elapsed().Nanoseconds()) / float64(b.N)
+			if n == 100 {
+				small = per
+			} else if small > 0 {
+				b.ReportMetric(per/small, "x-small")
+			}
+		})
+	}
 }
 
 // BenchmarkMove10kNoHistory: the same without undo-history recording.
