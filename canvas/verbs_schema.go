@@ -82,7 +82,7 @@ func verbSchemas(has func(string) bool) []ykv {
 			{"required", []string{"type"}},
 			{"properties", yobj{
 				{"id", ref("CommandID")},
-				{"type", yobj{{"type", "string"}, {"enum", []string{v.Type}}}},
+				{"type", yobj{{"allOf", []any{ref("CommandType")}}, {"enum", []string{v.Type}}}},
 				{"base_rev", ref("BaseRev")},
 				{"idempotency_key", ref("IdempotencyKey")},
 				{"strict", ref("Strict")},
