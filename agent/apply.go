@@ -16,11 +16,84 @@ import (
 // apply carries out one sanitized action: a meta action in the runner, a
 // canvas action as a command.
 func (s *session) apply(ts *turnState, a Action, at time.Time) error {
-	if v, _ := verbByName(a.Name); v.Meta {
+	v, _ := verbByName(a.Name)
+	if v.Meta {
 		s.applyMeta(a)
 		return nil
 	}
+	if a.Name == "place" {
+		move, err := s.placeAt(a)
+		if err != nil {
+			return err
+		}
+		if move == nil {
+			ts.unapplied = append(ts.unapplied, "place: the shapes it names are no longer on the canvas")
+			return nil
+		}
+		return s.command(ts, *move, at)
+	}
 	return s.command(ts, a, at)
+}
+
+// placeAt turns a place action into the move it means, reading where the
+// shapes are now (after the actions before it). nil: a shape is gone.
+func (s *session) placeAt(a Action) (*Action, error) {
+	snap, err := s.r.d.Client.Snapshot(s.ctx, s.rec.CanvasID)
+	if err != nil {
+		if s.ctx.Err() != nil {
+			return nil, s.ctx.Err()
+		}
+		return nil, fmt.Errorf("reading the canvas to place a shape: %w", err)
+	}
+	s.learnSnapshot(snap)
+	byID := make(map[string]*canvas.Node, len(snap.State.Nodes))
+	for _, n := range snap.State.Nodes {
+		byID[n.ID] = n
+	}
+	id, _ := a.Params["id"].(string)
+	n := byID[id]
+	if n == nil {
+		return nil, nil
+	}
+	b := nodeRect(n)
+	num := func(k string) float64 { f, _ := a.Params[k].(float64); return f }
+	var x0, y0 float64 // where the shape's bounds go
+	if ref, ok := a.Params["reference_id"].(string); ok {
+		r := byID[ref]
+		if r == nil {
+			return nil, nil
+		}
+		rb := nodeRect(r)
+		side, _ := a.Params["side"].(string)
+		align, _ := a.Params["align"].(string)
+		gap, shift := num("side_offset"), num("align_offset")
+		along := func(lo, hi, size float64) float64 { // start, center or end along the side
+			switch align {
+			case "start":
+				return lo + shift
+			case "end":
+				return hi - size - shift
+			}
+			return (lo+hi)/2 - size/2 + shift
+		}
+		switch side {
+		case "top":
+			x0, y0 = along(rb.x0, rb.x1, b.w()), rb.y0-b.h()-gap
+		case "bottom":
+			x0, y0 = along(rb.x0, rb.x1, b.w()), rb.y1+gap
+		case "left":
+			x0, y0 = rb.x0-b.w()-gap, along(rb.y0, rb.y1, b.h())
+		default:
+			x0, y0 = rb.x1+gap, along(rb.y0, rb.y1, b.h())
+		}
+	} else {
+		anchor, _ := a.Params["anchor"].(string)
+		f := kitAnchors[anchor]
+		x0, y0 = num("x")-f[0]*b.w(), num("y")-f[1]*b.h()
+	}
+	// move takes the node's own corner: keep its offset from the bounds.
+	x, y := x0+(n.X-b.x0), y0+(n.Y-b.y0)
+	return &Action{ID: a.ID, Name: "move", Params: map[string]any{"id": id, "x": x, "y": y}}, nil
 }
 
 // applyMeta carries out think, todo, add_detail, save_snapshot and set_viewport.
@@ -125,7 +198,8 @@ func (s *session) command(ts *turnState, a Action, at time.Time) error {
 			return err // canceled: send nothing more
 		}
 		base := s.knownRev
-		env := canvas.Envelope{ID: fmt.Sprintf("cmd_%s_%d", s.rec.ID, s.cmdN), Type: a.Name, BaseRev: &base,
+		v, _ := verbByName(a.Name)
+		env := canvas.Envelope{ID: fmt.Sprintf("cmd_%s_%d", s.rec.ID, s.cmdN), Type: v.commandType(), BaseRev: &base,
 			IdempotencyKey: "idem_" + a.ID, Args: args}
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(s.ctx), commandTimeout)
 		rr, err := r.d.Client.Command(cctx, s.rec.CanvasID, env)
@@ -166,8 +240,12 @@ func (s *session) command(ts *turnState, a Action, at time.Time) error {
 			r.log.Info("agent: command rejected", "session_id", s.rec.ID, "action", a.Name, "status", pe.Status, "detail", pe.Detail)
 			s.stats(func(st *client.AgentStats) { st.ActionsDropped++ })
 			r.d.Metrics.action("rejected")
-			if a.Name == "create_shape" {
+			ts.unapplied = append(ts.unapplied, fmt.Sprintf("%s: refused by canvasd: %s", a.Name, problemText(pe)))
+			switch a.Name {
+			case "create_shape":
 				s.san.Forget(a.Params["id"].(string))
+			case "connect":
+				s.san.LearnEdge(a.Params["id"].(string), true)
 			}
 			return nil
 		case s.ctx.Err() != nil:
@@ -188,11 +266,19 @@ func (s *session) command(ts *turnState, a Action, at time.Time) error {
 	}
 }
 
-// createdBy lists the shapes an action creates.
+// problemText is a refused command's problem: its detail, and the field it names.
+func problemText(pe *client.ProblemError) string {
+	if f, ok := pe.Extra["field"].(string); ok && f != "" {
+		return pe.Detail + " (" + f + ")"
+	}
+	return pe.Detail
+}
+
+// createdBy lists the shapes and arrows an action creates.
 func createdBy(a Action) []string {
 	var out []string
 	for _, k := range []string{"id", "group_id"} {
-		if id, ok := a.Params[k].(string); ok && (a.Name == "create_shape" || a.Name == "group") {
+		if id, ok := a.Params[k].(string); ok && (a.Name == "create_shape" || a.Name == "group" || a.Name == "connect") {
 			out = append(out, id)
 		}
 	}
@@ -211,7 +297,7 @@ func (s *session) protect(id string) {
 // refsOf lists the existing shapes and documents an action modifies.
 func refsOf(a Action) []string {
 	var out []string
-	if a.Name != "create_shape" {
+	if a.Name != "create_shape" && a.Name != "connect" {
 		if id, ok := a.Params["id"].(string); ok {
 			out = append(out, id)
 		}
@@ -252,6 +338,19 @@ func (s *session) advance(rev int64) error {
 	return nil
 }
 
+// learnSnapshot adds what a fresh read of the canvas shows to what the
+// sanitizer knows (shapes and arrows others made since the turn began).
+func (s *session) learnSnapshot(snap client.Snapshot) {
+	for _, n := range snap.State.Nodes {
+		if !s.san.Exists(n.ID) {
+			s.san.Learn(n.ID)
+		}
+	}
+	for _, e := range snap.State.Edges {
+		s.san.LearnEdge(e.ID, false)
+	}
+}
+
 // syncTo reads commits up to rev; it reports whether every commit in ops
 // (the commits that touched the conflicting ids) was ours.
 func (s *session) syncTo(rev int64, ops []canvas.Commit) bool {
@@ -286,6 +385,10 @@ func (s *session) learn(commits []canvas.Commit) {
 			continue
 		}
 		for _, ch := range c.Changes {
+			if ch.Kind == canvas.KindEdge {
+				s.san.LearnEdge(ch.ID, ch.Op == canvas.OpDelete)
+				continue
+			}
 			if ch.Kind != canvas.KindNode {
 				continue
 			}

@@ -16,9 +16,11 @@ import (
 	"fmt"
 	"math"
 	"reflect"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/canvasd/canvasd/canvas"
 )
 
 // ActionsVersion is the v of every agent:action envelope.
@@ -30,27 +32,31 @@ type Action struct {
 	ID     string         `json:"id"`
 	Name   string         `json:"name"`
 	Params map[string]any `json:"params"`
+	// Kit: the model wrote it in the tldraw agent starter kit's form (kit.go).
+	Kit bool `json:"-"`
 }
 
-// TLDraw enums the sanitizer coerces to and the validator accepts.
+// TLDraw enums the sanitizer coerces to and the validator accepts: the
+// props schema of the canvas model (package canvas) and the agent's own.
 var (
-	enumColor  = []string{"black", "grey", "light-violet", "violet", "blue", "light-blue", "yellow", "orange", "green", "light-green", "light-red", "red", "white"}
-	enumFill   = []string{"none", "semi", "solid", "pattern", "fill"}
-	enumDash   = []string{"draw", "solid", "dashed", "dotted"}
-	enumSize   = []string{"s", "m", "l", "xl"}
-	enumFont   = []string{"draw", "sans", "serif", "mono"}
-	enumAlignH = []string{"start", "middle", "end"}
-	enumGeo    = []string{"rectangle", "ellipse", "triangle", "diamond", "pentagon", "hexagon", "octagon", "star", "rhombus", "rhombus-2", "oval", "trapezoid", "arrow-right", "arrow-left", "arrow-up", "arrow-down", "x-box", "check-box", "heart", "cloud"}
-	// ShapeTypes are the TLDraw shape types an agent may create.
-	enumShapeType = []string{"geo", "note", "text", "draw", "arrow", "line", "frame", "image"}
-	enumAlignment = []string{"left", "right", "top", "bottom", "center-horizontal", "center-vertical"}
-	enumDirection = []string{"horizontal", "vertical"}
-	enumReorder   = []string{"bring_to_front", "send_to_back", "bring_forward", "send_backward"}
+	enumColor     = canvas.PaletteNames()
+	enumFill      = canvas.FillStyles
+	enumDash      = canvas.DashStyles
+	enumSize      = canvas.Sizes
+	enumFont      = canvas.Fonts
+	enumAlignH    = canvas.Aligns
+	enumGeo       = canvas.GeoShapes
+	enumArrowhead = canvas.Arrowheads
+	enumRouting   = canvas.EdgeRoutings
+	enumSide      = canvas.Sides
+	enumPlaceAlgn = []string{"start", "center", "end"}
+	enumAnchor    = []string{"top-left", "top-center", "top-right", "center-left", "center", "center-right", "bottom-left", "bottom-center", "bottom-right"}
 	enumPreset    = []string{"Hero", "Callout", "Quiet", "Wire", "Label"}
 	enumTodo      = []string{"open", "done", "skipped"}
 )
 
-// enums names the enum sets the `enum:"..."` struct tags refer to.
+// enumSet returns the values of an enum tag: the agent's sets (color, fill,
+// ...), or the canvas package's (node_type, alignment, ...: the verbs' args).
 func enumSet(name string) []string {
 	switch name {
 	case "color":
@@ -67,21 +73,31 @@ func enumSet(name string) []string {
 		return enumAlignH
 	case "geo":
 		return enumGeo
-	case "shape_type":
-		return enumShapeType
-	case "alignment":
-		return enumAlignment
-	case "direction":
-		return enumDirection
-	case "reorder":
-		return enumReorder
+	case "arrowhead":
+		return enumArrowhead
+	case "routing":
+		return enumRouting
 	case "preset":
 		return enumPreset
 	case "todo_status":
 		return enumTodo
+	case "side":
+		return enumSide
+	case "place_align":
+		return enumPlaceAlgn
+	case "anchor":
+		return enumAnchor
+	case "segment_type":
+		return canvas.SegmentTypes
+	}
+	if v, ok := canvas.EnumValues(name); ok {
+		return v
 	}
 	panic("agent: unknown enum set " + name)
 }
+
+// agentEnums resolves the agent's enum names for the schema generator.
+func agentEnums(name string) []string { return enumSet(name) }
 
 func inEnum(set []string, v string) bool {
 	for _, s := range set {
@@ -106,10 +122,11 @@ const (
 // json (name; omitempty = optional), desc, enum (a named set), min/max
 // (numbers), maxlen (strings, arrays).
 
-// ShapeProps are the TLDraw style props an action may set. Other keys are
-// passed through unchanged (e.g. "w" of a note, "points" of a line).
+// ShapeProps are the TLDraw style props an action may set on a shape (the
+// catalog's compact form of the model's NodeProps: each kind takes some of
+// them, and the other keys docs/model.md lists for it).
 type ShapeProps struct {
-	Color         *string   `json:"color,omitempty" enum:"color" desc:"TLDraw color"`
+	Color         *string   `json:"color,omitempty" enum:"color" desc:"TLDraw color, or a hex colour #rrggbb"`
 	Fill          *string   `json:"fill,omitempty" enum:"fill" desc:"fill style of geo shapes"`
 	Dash          *string   `json:"dash,omitempty" enum:"dash" desc:"stroke style"`
 	Size          *string   `json:"size,omitempty" enum:"size" desc:"stroke/text size"`
@@ -118,7 +135,22 @@ type ShapeProps struct {
 	Geo           *string   `json:"geo,omitempty" enum:"geo" desc:"geometry of a geo shape"`
 	Align         *string   `json:"align,omitempty" enum:"align" desc:"horizontal text alignment"`
 	VerticalAlign *string   `json:"verticalAlign,omitempty" enum:"align" desc:"vertical text alignment"`
-	Segments      []Segment `json:"segments,omitempty" maxlen:"200" desc:"pen strokes of a draw shape, kept verbatim"`
+	Segments      []Segment `json:"segments,omitempty" maxlen:"200" desc:"pen strokes of a draw shape, relative to its corner"`
+}
+
+// EdgeStyle are the props an arrow (connect, update_edge) may set: the
+// catalog's compact form of the model's EdgeProps.
+type EdgeStyle struct {
+	Color          *string     `json:"color,omitempty" enum:"color" desc:"TLDraw color, or a hex colour #rrggbb"`
+	Dash           *string     `json:"dash,omitempty" enum:"dash"`
+	Size           *string     `json:"size,omitempty" enum:"size"`
+	Text           *string     `json:"text,omitempty" maxlen:"10000" desc:"a label on the arrow"`
+	ArrowheadStart *string     `json:"arrowheadStart,omitempty" enum:"arrowhead" desc:"default none"`
+	ArrowheadEnd   *string     `json:"arrowheadEnd,omitempty" enum:"arrowhead" desc:"default arrow"`
+	Routing        *string     `json:"routing,omitempty" enum:"routing" desc:"how the path runs between its points (default straight)"`
+	Points         []DrawPoint `json:"points,omitempty" maxlen:"10000" desc:"the path in page coordinates, from end first; needed for a free end"`
+	FromSide       *string     `json:"fromSide,omitempty" enum:"side" desc:"the from end sits at the middle of this side of its shape"`
+	ToSide         *string     `json:"toSide,omitempty" enum:"side" desc:"the to end sits at the middle of this side of its shape"`
 }
 
 // Segment is one pen stroke of a draw shape.
@@ -132,103 +164,6 @@ type DrawPoint struct {
 	X float64  `json:"x" min:"-1e6" max:"1e6"`
 	Y float64  `json:"y" min:"-1e6" max:"1e6"`
 	Z *float64 `json:"z,omitempty" min:"0" max:"1"`
-}
-
-// CreateShapeParams creates one shape.
-type CreateShapeParams struct {
-	ID       *string     `json:"id,omitempty" maxlen:"200" desc:"your name for the shape; later actions may refer to it"`
-	Type     string      `json:"type" enum:"shape_type" desc:"TLDraw shape type"`
-	X        float64     `json:"x" min:"-1e6" max:"1e6"`
-	Y        float64     `json:"y" min:"-1e6" max:"1e6"`
-	W        *float64    `json:"w,omitempty" min:"1" max:"1e5"`
-	H        *float64    `json:"h,omitempty" min:"1" max:"1e5"`
-	Rotation *float64    `json:"rotation,omitempty" min:"-6.2832" max:"6.2832" desc:"radians"`
-	ParentID *string     `json:"parent_id,omitempty" maxlen:"200" desc:"a frame or group to put it in"`
-	Name     *string     `json:"name,omitempty" maxlen:"200"`
-	Props    *ShapeProps `json:"props,omitempty"`
-}
-
-// UpdateShapeParams changes one shape; props merge.
-type UpdateShapeParams struct {
-	ID       string      `json:"id" maxlen:"200"`
-	X        *float64    `json:"x,omitempty" min:"-1e6" max:"1e6"`
-	Y        *float64    `json:"y,omitempty" min:"-1e6" max:"1e6"`
-	W        *float64    `json:"w,omitempty" min:"1" max:"1e5"`
-	H        *float64    `json:"h,omitempty" min:"1" max:"1e5"`
-	Rotation *float64    `json:"rotation,omitempty" min:"-6.2832" max:"6.2832" desc:"radians"`
-	Name     *string     `json:"name,omitempty" maxlen:"200"`
-	Props    *ShapeProps `json:"props,omitempty"`
-}
-
-// DeleteShapeParams deletes shapes (and their edges).
-type DeleteShapeParams struct {
-	IDs []string `json:"ids" maxlen:"500" desc:"shape ids, at least one"`
-}
-
-// MoveParams moves shapes by (dx, dy), or one shape to (x, y).
-type MoveParams struct {
-	IDs []string `json:"ids,omitempty" maxlen:"500" desc:"with dx, dy: move these shapes relatively"`
-	DX  *float64 `json:"dx,omitempty" min:"-1e6" max:"1e6"`
-	DY  *float64 `json:"dy,omitempty" min:"-1e6" max:"1e6"`
-	ID  *string  `json:"id,omitempty" maxlen:"200" desc:"with x, y: move this shape to an absolute position"`
-	X   *float64 `json:"x,omitempty" min:"-1e6" max:"1e6"`
-	Y   *float64 `json:"y,omitempty" min:"-1e6" max:"1e6"`
-}
-
-// ResizeParams scales shapes, or sets one shape's size.
-type ResizeParams struct {
-	IDs     []string `json:"ids,omitempty" maxlen:"500" desc:"with scale_x, scale_y: scale these shapes"`
-	ScaleX  *float64 `json:"scale_x,omitempty" min:"0.01" max:"100"`
-	ScaleY  *float64 `json:"scale_y,omitempty" min:"0.01" max:"100"`
-	OriginX *float64 `json:"origin_x,omitempty" min:"-1e6" max:"1e6"`
-	OriginY *float64 `json:"origin_y,omitempty" min:"-1e6" max:"1e6"`
-	ID      *string  `json:"id,omitempty" maxlen:"200" desc:"with w, h: set this shape's size"`
-	W       *float64 `json:"w,omitempty" min:"1" max:"1e5"`
-	H       *float64 `json:"h,omitempty" min:"1" max:"1e5"`
-}
-
-// RotateParams rotates shapes about their common centre (or an origin).
-type RotateParams struct {
-	IDs     []string `json:"ids" maxlen:"500"`
-	Degrees float64  `json:"degrees" min:"-360" max:"360"`
-	OriginX *float64 `json:"origin_x,omitempty" min:"-1e6" max:"1e6"`
-	OriginY *float64 `json:"origin_y,omitempty" min:"-1e6" max:"1e6"`
-}
-
-// GroupParams groups shapes under a new group shape.
-type GroupParams struct {
-	IDs     []string `json:"ids" maxlen:"500" desc:"at least two shapes"`
-	GroupID *string  `json:"group_id,omitempty" maxlen:"200"`
-}
-
-// UngroupParams dissolves a group.
-type UngroupParams struct {
-	ID string `json:"id" maxlen:"200"`
-}
-
-// AlignParams aligns shapes' edges or centres.
-type AlignParams struct {
-	IDs       []string `json:"ids" maxlen:"500" desc:"at least two shapes"`
-	Alignment string   `json:"alignment" enum:"alignment"`
-}
-
-// DistributeParams spaces shapes evenly; the outermost stay.
-type DistributeParams struct {
-	IDs       []string `json:"ids" maxlen:"500" desc:"at least three shapes"`
-	Direction string   `json:"direction" enum:"direction"`
-}
-
-// StackParams lines shapes up with a fixed gap.
-type StackParams struct {
-	IDs       []string `json:"ids" maxlen:"500" desc:"at least two shapes"`
-	Direction string   `json:"direction" enum:"direction"`
-	Gap       float64  `json:"gap" min:"0" max:"1e4"`
-}
-
-// ReorderParams changes z-order.
-type ReorderParams struct {
-	IDs []string `json:"ids" maxlen:"500"`
-	Op  string   `json:"op" enum:"reorder"`
 }
 
 // SetViewportParams pans/zooms the host browser's camera (ephemeral, never stored).
@@ -250,49 +185,24 @@ type TodoParams struct {
 	Status *string `json:"status,omitempty" enum:"todo_status"`
 }
 
+// PlaceParams puts a shape beside another one (reference_id, side, align,
+// offsets), or puts the point of a shape that anchor names at x, y. The
+// runner reads where the shapes are when it applies it, and moves the shape.
+type PlaceParams struct {
+	ID          string   `json:"id" maxlen:"200" desc:"the shape to move"`
+	ReferenceID *string  `json:"reference_id,omitempty" maxlen:"200" desc:"with side: the shape to put it beside"`
+	Side        *string  `json:"side,omitempty" enum:"side" desc:"which side of the reference shape"`
+	Align       *string  `json:"align,omitempty" enum:"place_align" desc:"along that side: start, center (default) or end"`
+	SideOffset  *float64 `json:"side_offset,omitempty" min:"-1e4" max:"1e4" desc:"the gap between the two shapes"`
+	AlignOffset *float64 `json:"align_offset,omitempty" min:"-1e4" max:"1e4" desc:"a shift along the side"`
+	X           *float64 `json:"x,omitempty" min:"-1e6" max:"1e6" desc:"with y and anchor: where the anchor point goes"`
+	Y           *float64 `json:"y,omitempty" min:"-1e6" max:"1e6"`
+	Anchor      *string  `json:"anchor,omitempty" enum:"anchor" desc:"which point of the shape goes to x, y (default top-left)"`
+}
+
 // AddDetailParams asks for a follow-up pass that adds detail.
 type AddDetailParams struct {
 	Hint *string `json:"hint,omitempty" maxlen:"2000" desc:"what the follow-up pass should add"`
-}
-
-// Document verbs: the line-edit commands of a doc node, with the commands'
-// args. Line numbers are 1-indexed and inclusive; raw strings (tag raw) are
-// kept verbatim, whitespace included.
-
-// ReplaceLinesParams replaces lines start_line..end_line of a document.
-type ReplaceLinesParams struct {
-	NodeID     string  `json:"node_id" maxlen:"200" desc:"the doc node"`
-	StartLine  int     `json:"start_line" min:"1" max:"10000000" desc:"first line to replace"`
-	EndLine    int     `json:"end_line" min:"1" max:"10000000" desc:"last line to replace (inclusive)"`
-	NewContent string  `json:"new_content" raw:"true" maxlen:"1000000" desc:"the lines that replace them, indented as the code around them; a trailing newline ends the last line"`
-	Reason     *string `json:"reason,omitempty" maxlen:"2000" desc:"why (recorded with the change)"`
-}
-
-// InsertLinesParams inserts lines after a line of a document (0: at the top).
-type InsertLinesParams struct {
-	NodeID          string  `json:"node_id" maxlen:"200" desc:"the doc node"`
-	InsertAfterLine int     `json:"insert_after_line" min:"0" max:"10000000" desc:"insert after this line; 0 inserts at the top"`
-	Content         string  `json:"content" raw:"true" maxlen:"1000000" desc:"the lines to insert, indented as the code around them"`
-	Reason          *string `json:"reason,omitempty" maxlen:"2000" desc:"why (recorded with the change)"`
-}
-
-// DeleteLinesParams deletes lines start_line..end_line of a document.
-type DeleteLinesParams struct {
-	NodeID    string  `json:"node_id" maxlen:"200" desc:"the doc node"`
-	StartLine int     `json:"start_line" min:"1" max:"10000000" desc:"first line to delete"`
-	EndLine   int     `json:"end_line" min:"1" max:"10000000" desc:"last line to delete (inclusive)"`
-	Reason    *string `json:"reason,omitempty" maxlen:"2000" desc:"why (recorded with the change)"`
-}
-
-// SearchReplaceParams replaces matches of a pattern line by line in a document.
-type SearchReplaceParams struct {
-	NodeID          string  `json:"node_id" maxlen:"200" desc:"the doc node"`
-	SearchPattern   string  `json:"search_pattern" raw:"true" maxlen:"10000" desc:"text, or an RE2 regular expression when regex is true"`
-	ReplaceWith     string  `json:"replace_with" raw:"true" maxlen:"100000" desc:"the replacement; with regex, $1 or ${name} insert groups"`
-	CaseSensitive   *bool   `json:"case_sensitive,omitempty" desc:"default true"`
-	Regex           *bool   `json:"regex,omitempty" desc:"treat search_pattern as an RE2 regular expression"`
-	MaxReplacements *int    `json:"max_replacements,omitempty" min:"0" max:"1000000" desc:"0 (default) replaces every match"`
-	Reason          *string `json:"reason,omitempty" maxlen:"2000" desc:"why (recorded with the change)"`
 }
 
 // SaveSnapshotParams saves the canvas's current revision as a named snapshot.
@@ -300,9 +210,6 @@ type SaveSnapshotParams struct {
 	Label       *string `json:"label,omitempty" maxlen:"200"`
 	Description *string `json:"description,omitempty" maxlen:"2000"`
 }
-
-// UndoParams: undo takes no params (it undoes the agent's own last change).
-type UndoParams struct{}
 
 // ApplyPresetParams applies a brand preset: to targetIds (updates) or as a new note.
 type ApplyPresetParams struct {
@@ -319,8 +226,13 @@ type Verb struct {
 	Description string
 	Params      reflect.Type
 	Sample      string // a sample params object (JSON)
+	// Command is the command type the action is sent as, whose args are
+	// its params ("": not a command); def is that command's definition.
+	Command string
+	def     canvas.VerbDef
 	// Meta verbs never become commands (think, todo, add_detail, set_viewport,
-	// save_snapshot); Macro verbs are expanded by the sanitizer (apply_preset).
+	// save_snapshot); Macro verbs are expanded by the sanitizer (apply_preset)
+	// or by the runner when it applies them (place).
 	Meta, Macro bool
 	// Doc verbs edit a document; they are offered to the model only when the
 	// target of the session is a document (DocumentSystemPrompt).
@@ -328,42 +240,71 @@ type Verb struct {
 	check func(v any) error
 }
 
+// commandVerbs are the catalog's actions that are commands: the action's
+// name, the command type, and what the model is told beyond the command's
+// summary. Their params are the command's args, as package canvas defines
+// them (canvas.Verbs): one definition for the reducer, openapi.yaml, MCP
+// and this catalog.
+var commandVerbs = []struct {
+	name, command, note, sample string
+	doc                         bool
+	check                       func(v any) error
+}{
+	{"create_shape", "create_shape", "Use type draw with props.segments for pen strokes. Give it an id of your own to refer to it later.",
+		`{"id":"headline","type":"text","x":100,"y":80,"w":640,"props":{"text":"BRUTAL","size":"xl","font":"sans","color":"black"}}`, false, nil},
+	{"update_shape", "update_shape", "", `{"id":"headline","props":{"color":"orange"}}`, false, nil},
+	{"delete_shape", "delete_shape", "", `{"ids":["shape:abc"]}`, false, nil},
+	{"move", "move", "", `{"ids":["a","b"],"dx":40,"dy":0}`, false, nil},
+	{"resize", "resize", "", `{"id":"a","w":300,"h":200}`, false, nil},
+	{"rotate", "rotate", "", `{"ids":["a"],"degrees":15}`, false, nil},
+	{"group", "group", "", `{"ids":["a","b"]}`, false, minIDs(2)},
+	{"ungroup", "ungroup", "", `{"id":"g"}`, false, nil},
+	{"align", "align", "", `{"ids":["a","b"],"alignment":"left"}`, false, minIDs(2)},
+	{"distribute", "distribute", "", `{"ids":["a","b","c"],"direction":"horizontal"}`, false, minIDs(3)},
+	{"stack", "stack", "", `{"ids":["a","b"],"direction":"vertical","gap":24}`, false, minIDs(2)},
+	{"reorder", "reorder", "", `{"ids":["a"],"op":"bring_to_front"}`, false, nil},
+	{"connect", "create_edge", "Its ends stay on the shapes they name (from, to) when the shapes move; an end without a shape is free and needs props.points.",
+		`{"id":"a-to-b","from":"a","to":"b","props":{"text":"then","arrowheadEnd":"arrow"}}`, false, nil},
+	{"update_edge", "update_edge", "", `{"id":"a-to-b","props":{"color":"red"}}`, false, nil},
+	{"delete_edge", "delete_edge", "", `{"id":"a-to-b"}`, false, nil},
+	{"replace_lines", "replace_lines", "Indent new_content as the code around it.",
+		`{"node_id":"doc1","start_line":15,"end_line":16,"new_content":"  try {\n    await fetch(url)\n  } catch (err) {\n    console.error(err)\n  }\n","reason":"handle network errors"}`, true, checkLineRange},
+	{"insert_lines", "insert_lines", "", `{"node_id":"doc1","insert_after_line":3,"content":"import os\n"}`, true, nil},
+	{"delete_lines", "delete_lines", "", `{"node_id":"doc1","start_line":8,"end_line":9}`, true, checkLineRange},
+	{"search_replace", "search_replace", "", `{"node_id":"doc1","search_pattern":"colour","replace_with":"color"}`, true, nil},
+	{"undo", "undo", "Your own last change.", `{}`, true, nil},
+}
+
 // Verbs returns the catalog in prompt order. The list is built per call (no
 // shared mutable state); callers may keep it.
 func Verbs() []Verb {
 	t := func(v any) reflect.Type { return reflect.TypeOf(v) }
-	return []Verb{
-		{Name: "create_shape", Description: "Create a shape. Use type draw with props.segments for pen strokes. Give it an id of your own to refer to it later.", Params: t(CreateShapeParams{}),
-			Sample: `{"id":"headline","type":"text","x":100,"y":80,"w":640,"props":{"text":"BRUTAL","size":"xl","font":"sans","color":"black"}}`},
-		{Name: "update_shape", Description: "Change a shape's position, size, rotation, name or props (props merge).", Params: t(UpdateShapeParams{}),
-			Sample: `{"id":"headline","props":{"color":"orange"}}`},
-		{Name: "delete_shape", Description: "Delete shapes.", Params: t(DeleteShapeParams{}), Sample: `{"ids":["shape:abc"]}`},
-		{Name: "move", Description: "Move shapes by dx, dy; or one shape (id) to x, y.", Params: t(MoveParams{}), Sample: `{"ids":["a","b"],"dx":40,"dy":0}`, check: checkMove},
-		{Name: "resize", Description: "Scale shapes by scale_x, scale_y; or set one shape's (id) w, h.", Params: t(ResizeParams{}), Sample: `{"id":"a","w":300,"h":200}`, check: checkResize},
-		{Name: "rotate", Description: "Rotate shapes by degrees about their common centre.", Params: t(RotateParams{}), Sample: `{"ids":["a"],"degrees":15}`},
-		{Name: "group", Description: "Group shapes.", Params: t(GroupParams{}), Sample: `{"ids":["a","b"]}`, check: minIDs(2)},
-		{Name: "ungroup", Description: "Dissolve a group.", Params: t(UngroupParams{}), Sample: `{"id":"g"}`},
-		{Name: "align", Description: "Align shapes' edges or centres.", Params: t(AlignParams{}), Sample: `{"ids":["a","b"],"alignment":"left"}`, check: minIDs(2)},
-		{Name: "distribute", Description: "Make the gaps between shapes equal; the outermost stay.", Params: t(DistributeParams{}), Sample: `{"ids":["a","b","c"],"direction":"horizontal"}`, check: minIDs(3)},
-		{Name: "stack", Description: "Line shapes up one after another with a gap.", Params: t(StackParams{}), Sample: `{"ids":["a","b"],"direction":"vertical","gap":24}`, check: minIDs(2)},
-		{Name: "reorder", Description: "Change shapes' z-order.", Params: t(ReorderParams{}), Sample: `{"ids":["a"],"op":"bring_to_front"}`},
-		{Name: "set_viewport", Description: "Pan/zoom the viewers' camera to a box (not stored).", Params: t(SetViewportParams{}), Sample: `{"x":0,"y":0,"w":1600,"h":900}`, Meta: true},
-		{Name: "think", Description: "Tell the people watching what you are doing (shown in chat).", Params: t(ThinkParams{}), Sample: `{"text":"Laying out a bold hero first."}`, Meta: true},
-		{Name: "todo", Description: "Record a todo for this session.", Params: t(TodoParams{}), Sample: `{"text":"Add a footer"}`, Meta: true},
-		{Name: "add_detail", Description: "Ask for one more pass that adds detail after this reply.", Params: t(AddDetailParams{}), Sample: `{"hint":"add captions under the sticky notes"}`, Meta: true},
-		{Name: "replace_lines", Description: "Replace lines start_line..end_line of a document with new_content.", Params: t(ReplaceLinesParams{}), Doc: true,
-			Sample: `{"node_id":"doc1","start_line":15,"end_line":16,"new_content":"  try {\n    await fetch(url)\n  } catch (err) {\n    console.error(err)\n  }\n","reason":"handle network errors"}`, check: checkLineRange},
-		{Name: "insert_lines", Description: "Insert content after line insert_after_line of a document (0: at the top).", Params: t(InsertLinesParams{}), Doc: true,
-			Sample: `{"node_id":"doc1","insert_after_line":3,"content":"import os\n"}`},
-		{Name: "delete_lines", Description: "Delete lines start_line..end_line of a document.", Params: t(DeleteLinesParams{}), Doc: true,
-			Sample: `{"node_id":"doc1","start_line":8,"end_line":9}`, check: checkLineRange},
-		{Name: "search_replace", Description: "Replace matches of search_pattern with replace_with, line by line, in a document.", Params: t(SearchReplaceParams{}), Doc: true,
-			Sample: `{"node_id":"doc1","search_pattern":"colour","replace_with":"color"}`},
-		{Name: "save_snapshot", Description: "Save the current version as a named snapshot before a risky change.", Params: t(SaveSnapshotParams{}), Doc: true, Meta: true,
-			Sample: `{"label":"before refactor"}`},
-		{Name: "undo", Description: "Undo your own last change.", Params: t(UndoParams{}), Doc: true, Sample: `{}`},
-		{Name: "apply_preset", Description: "Brand macro: style targetIds with a preset (Hero, Callout, Quiet, Wire, Label), or create a new note with it at x, y.", Params: t(ApplyPresetParams{}), Sample: `{"preset":"Callout","x":100,"y":400,"text":"Raw concrete"}`, Macro: true},
+	var out []Verb
+	for _, c := range commandVerbs {
+		def, ok := canvas.VerbByType(c.command)
+		if !ok {
+			panic("agent: no command " + c.command)
+		}
+		desc := def.Summary
+		if c.note != "" {
+			desc += " " + c.note
+		}
+		out = append(out, Verb{Name: c.name, Command: c.command, def: def, Description: desc, Params: def.Args, Sample: c.sample, Doc: c.doc, check: c.check})
+		if c.name == "delete_edge" { // the agent's own actions follow the canvas verbs
+			out = append(out,
+				Verb{Name: "place", Description: "Put a shape beside another one (reference_id, side, align, side_offset, align_offset), or put the point of it that anchor names at x, y.", Params: t(PlaceParams{}),
+					Sample: `{"id":"b","reference_id":"a","side":"right","align":"center","side_offset":40}`, check: checkPlace, Macro: true},
+				Verb{Name: "set_viewport", Description: "Pan/zoom the viewers' camera to a box (not stored).", Params: t(SetViewportParams{}), Sample: `{"x":0,"y":0,"w":1600,"h":900}`, Meta: true},
+				Verb{Name: "think", Description: "Tell the people watching what you are doing (shown in chat).", Params: t(ThinkParams{}), Sample: `{"text":"Laying out a bold hero first."}`, Meta: true},
+				Verb{Name: "todo", Description: "Record a todo for this session.", Params: t(TodoParams{}), Sample: `{"text":"Add a footer"}`, Meta: true},
+				Verb{Name: "add_detail", Description: "Ask for one more pass that adds detail after this reply.", Params: t(AddDetailParams{}), Sample: `{"hint":"add captions under the sticky notes"}`, Meta: true})
+		}
+		if c.name == "search_replace" {
+			out = append(out, Verb{Name: "save_snapshot", Description: "Save the current version as a named snapshot before a risky change.", Params: t(SaveSnapshotParams{}), Doc: true, Meta: true,
+				Sample: `{"label":"before refactor"}`})
+		}
 	}
+	return append(out, Verb{Name: "apply_preset", Description: "Brand macro: style targetIds with a preset (Hero, Callout, Quiet, Wire, Label), or create a new note with it at x, y.", Params: t(ApplyPresetParams{}), Sample: `{"preset":"Callout","x":100,"y":400,"text":"Raw concrete"}`, Macro: true})
 }
 
 // verbByName finds a catalog entry.
@@ -389,14 +330,22 @@ func minIDs(n int) func(v any) error {
 	}
 }
 
-func checkMove(v any) error {
-	p := v.(*MoveParams)
-	rel := len(p.IDs) > 0 && p.DX != nil && p.DY != nil
-	abs := p.ID != nil && *p.ID != "" && p.X != nil && p.Y != nil
-	if rel == abs {
-		return fmt.Errorf("move: give either ids with dx and dy, or id with x and y")
+func checkPlace(v any) error {
+	p := v.(*PlaceParams)
+	beside := p.ReferenceID != nil && *p.ReferenceID != "" && p.Side != nil
+	at := p.X != nil && p.Y != nil
+	if beside == at {
+		return fmt.Errorf("place: give either reference_id with side, or x with y")
 	}
 	return nil
+}
+
+// commandType is the command type of a catalog action.
+func (v Verb) commandType() string {
+	if v.Command != "" {
+		return v.Command
+	}
+	return v.Name
 }
 
 // checkLineRange checks start_line ≤ end_line of a line range verb.
@@ -408,14 +357,31 @@ func checkLineRange(v any) error {
 	return nil
 }
 
-func checkResize(v any) error {
-	p := v.(*ResizeParams)
-	rel := len(p.IDs) > 0 && p.ScaleX != nil && p.ScaleY != nil
-	abs := p.ID != nil && *p.ID != "" && p.W != nil && p.H != nil
-	if rel == abs {
-		return fmt.Errorf("resize: give either ids with scale_x and scale_y, or id with w and h")
+// checkForms checks the params of a verb whose command has forms (move,
+// resize): they are exactly one form's, its required ones all present.
+func checkForms(name string, def canvas.VerbDef, present map[string]json.RawMessage) error {
+	if len(def.Forms) == 0 {
+		return nil
 	}
-	return nil
+	var alts []string
+	for _, f := range def.Forms {
+		alts = append(alts, strings.Join(f.Required, ", "))
+		fits := true
+		for _, k := range f.Required {
+			if raw, ok := present[k]; !ok || bytes.Equal(bytes.TrimSpace(raw), []byte("null")) {
+				fits = false
+			}
+		}
+		for k := range present {
+			if !slices.Contains(f.Required, k) && !slices.Contains(f.Optional, k) {
+				fits = false
+			}
+		}
+		if fits {
+			return nil
+		}
+	}
+	return fmt.Errorf("%s: give either %s", name, strings.Join(alts, "; or "))
 }
 
 // Validate checks one action against the catalog: a known verb, params that
@@ -467,9 +433,28 @@ func Validate(a Action) error {
 			}
 		}
 	}
+	if err := checkForms(a.Name, v.def, top); err != nil {
+		return err
+	}
 	if v.check != nil {
 		if err := v.check(pv.Interface()); err != nil {
 			return err
+		}
+	}
+	// Props as the canvas model takes them for the kind (the server checks
+	// an update's props once merged with the shape's).
+	if props, ok := a.Params["props"].(map[string]any); ok {
+		kind := ""
+		switch a.Name {
+		case "create_shape":
+			kind, _ = a.Params["type"].(string)
+		case "connect", "update_edge":
+			kind = canvas.EdgeKind
+		}
+		if kind != "" {
+			if err := canvas.ValidateProps(kind, props, a.Name+".props"); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
@@ -563,7 +548,7 @@ func checkTags(f reflect.StructField, v reflect.Value, path string) error {
 		v = v.Elem()
 	}
 	if e := f.Tag.Get("enum"); e != "" && v.Kind() == reflect.String {
-		set := enumOrSegment(e)
+		set := enumSet(e)
 		if !inEnum(set, v.String()) {
 			return fmt.Errorf("%s: %q is not one of %s", path, v.String(), strings.Join(set, ", "))
 		}
@@ -586,6 +571,17 @@ func checkTags(f reflect.StructField, v reflect.Value, path string) error {
 				return fmt.Errorf("%s: %v is above the maximum %s", path, x, s)
 			}
 		}
+		if s := f.Tag.Get("xmin"); s != "" {
+			if m, _ := strconv.ParseFloat(s, 64); x <= m {
+				return fmt.Errorf("%s: %v must be above %s", path, x, s)
+			}
+		}
+	}
+	if s := f.Tag.Get("minlen"); s != "" {
+		n, _ := strconv.Atoi(s)
+		if (v.Kind() == reflect.String || v.Kind() == reflect.Slice) && v.Len() < n {
+			return fmt.Errorf("%s: shorter than %d", path, n)
+		}
 	}
 	if s := f.Tag.Get("maxlen"); s != "" {
 		n, _ := strconv.Atoi(s)
@@ -596,99 +592,45 @@ func checkTags(f reflect.StructField, v reflect.Value, path string) error {
 	return nil
 }
 
-func enumOrSegment(name string) []string {
-	if name == "segment_type" {
-		return []string{"free", "straight"}
+// Schema returns the JSON Schema (draft 2020-12) of a catalog verb's params:
+// a command's args as package canvas defines them (props in the catalog's
+// compact form), or the agent's own param type.
+func Schema(v Verb) map[string]any {
+	if v.Command != "" {
+		s, _ := canvas.ArgsJSONSchema(v.Command, schemaOptions)
+		return s
 	}
-	return enumSet(name)
+	return canvas.ObjectJSONSchema(v.Params, schemaOptions)
 }
 
-// Schema returns the JSON Schema (draft 2020-12 subset) of a param type.
-func Schema(t reflect.Type) map[string]any {
-	return schemaOf(t, reflect.StructField{})
+// schemaOptions write props as the catalog's compact ShapeProps and EdgeStyle.
+var schemaOptions = canvas.JSONSchemaOptions{
+	Ref: func(name string) map[string]any {
+		switch name {
+		case "NodeProps", "NodePropsPatch":
+			s := canvas.ObjectJSONSchema(reflect.TypeOf(ShapeProps{}), schemaOptionsNoRef)
+			s["description"] = "the shape's props; each kind takes the keys docs/model.md lists for it"
+			return s
+		case "EdgeProps", "EdgePropsPatch":
+			return canvas.ObjectJSONSchema(reflect.TypeOf(EdgeStyle{}), schemaOptionsNoRef)
+		}
+		return nil
+	},
+	Enum: agentEnums,
 }
 
-func schemaOf(t reflect.Type, f reflect.StructField) map[string]any {
-	for t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	s := map[string]any{}
-	switch t.Kind() {
-	case reflect.Struct:
-		props := map[string]any{}
-		var req []string
-		for i := 0; i < t.NumField(); i++ {
-			sf := t.Field(i)
-			name, opt := jsonName(sf)
-			if name == "" {
-				continue
-			}
-			props[name] = schemaOf(sf.Type, sf)
-			if !opt {
-				req = append(req, name)
-			}
-		}
-		s["type"] = "object"
-		s["properties"] = props
-		if len(req) > 0 {
-			sort.Strings(req)
-			s["required"] = req
-		}
-		s["additionalProperties"] = t == reflect.TypeOf(ShapeProps{})
-	case reflect.Slice:
-		s["type"] = "array"
-		s["items"] = schemaOf(t.Elem(), reflect.StructField{})
-		if n := f.Tag.Get("maxlen"); n != "" {
-			m, _ := strconv.Atoi(n)
-			s["maxItems"] = m
-		}
-	case reflect.String:
-		s["type"] = "string"
-		if e := f.Tag.Get("enum"); e != "" {
-			s["enum"] = enumOrSegment(e)
-		} else if f.Tag.Get("raw") == "" {
-			s["minLength"] = 1
-		}
-		if n := f.Tag.Get("maxlen"); n != "" {
-			m, _ := strconv.Atoi(n)
-			s["maxLength"] = m
-		}
-	case reflect.Float64:
-		s["type"] = "number"
-		if v := f.Tag.Get("min"); v != "" {
-			m, _ := strconv.ParseFloat(v, 64)
-			s["minimum"] = m
-		}
-		if v := f.Tag.Get("max"); v != "" {
-			m, _ := strconv.ParseFloat(v, 64)
-			s["maximum"] = m
-		}
-	case reflect.Bool:
-		s["type"] = "boolean"
-	case reflect.Int, reflect.Int64:
-		s["type"] = "integer"
-		if v := f.Tag.Get("min"); v != "" {
-			m, _ := strconv.ParseFloat(v, 64)
-			s["minimum"] = m
-		}
-		if v := f.Tag.Get("max"); v != "" {
-			m, _ := strconv.ParseFloat(v, 64)
-			s["maximum"] = m
-		}
-	}
-	if d := f.Tag.Get("desc"); d != "" {
-		s["description"] = d
-	}
-	return s
-}
+var schemaOptionsNoRef = canvas.JSONSchemaOptions{Enum: agentEnums, Open: []reflect.Type{reflect.TypeOf(ShapeProps{}), reflect.TypeOf(EdgeStyle{})}}
 
 // CatalogEntry is one verb as served and prompted.
 type CatalogEntry struct {
-	Name        string          `json:"name"`
-	Description string          `json:"description"`
-	Kind        string          `json:"kind"` // canvas | meta | macro
-	Params      map[string]any  `json:"params"`
-	Sample      json.RawMessage `json:"sample"`
+	Name        string `json:"name"`
+	Description string `json:"description"`
+	Kind        string `json:"kind"` // canvas | meta | macro
+	// Command is the command type a canvas action is sent as; its params
+	// are that command's args.
+	Command string          `json:"command,omitempty"`
+	Params  map[string]any  `json:"params"`
+	Sample  json.RawMessage `json:"sample"`
 }
 
 // Catalog is the action catalog with JSON Schemas: the body of GET
@@ -718,7 +660,7 @@ func buildCatalog(keep func(Verb) bool) Catalog {
 		} else if v.Macro {
 			kind = "macro"
 		}
-		c.Actions = append(c.Actions, CatalogEntry{Name: v.Name, Description: v.Description, Kind: kind, Params: Schema(v.Params), Sample: json.RawMessage(v.Sample)})
+		c.Actions = append(c.Actions, CatalogEntry{Name: v.Name, Description: v.Description, Kind: kind, Command: v.Command, Params: Schema(v), Sample: json.RawMessage(v.Sample)})
 	}
 	return c
 }

@@ -251,6 +251,7 @@ func SystemPrompt() string {
 	b.WriteString("- Use only the actions in the catalog below, with params matching their JSON Schemas.\n")
 	b.WriteString("- Colors: " + strings.Join(enumColor, ", ") + ". Fills: " + strings.Join(enumFill, ", ") + ". Sizes: " + strings.Join(enumSize, ", ") + ". Fonts: " + strings.Join(enumFont, ", ") + ". Brand palette: brutalist orange (orange), charcoal/ink (black).\n")
 	b.WriteString("- Shapes created by you get new ids; keep using the id you gave in create_shape to refer to them.\n")
+	b.WriteString("- Arrows are not shapes: connect two shapes with connect {from, to}; its ends stay on the shapes when they move.\n")
 	b.WriteString("- Never undo or overwrite what a person changed (shapes marked by: human). Once a shape exists, update it instead of creating it again.\n")
 	b.WriteString("- Use think to tell the people watching what you do, todo for work left, add_detail to ask for one more pass.\n")
 	b.WriteString("Action catalog (JSON):\n")

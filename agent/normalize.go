@@ -79,8 +79,10 @@ func shapeKind(kind string) (typ, geo string, ok bool) {
 	k := strings.ToLower(strings.TrimSpace(kind))
 	k = strings.NewReplacer("_", "-", " ", "-").Replace(k)
 	switch k {
-	case "geo", "note", "text", "draw", "arrow", "line", "frame", "image":
+	case "geo", "note", "text", "draw", "line", "frame", "image", "embed":
 		return k, "", true
+	case "arrow", "connector", "link", "pointer", "edge":
+		return "arrow", "", true // not a node kind: sanitizeCreate says to use connect
 	case "box", "rect", "rectangle", "square", "block", "card", "panel", "button", "container", "shape", "supporting-block", "background":
 		return "geo", "rectangle", true
 	case "ellipse", "circle", "oval", "dot", "bubble":
@@ -93,8 +95,6 @@ func shapeKind(kind string) (typ, geo string, ok bool) {
 		return "text", "", true
 	case "divider", "rule", "separator", "hr", "vertical-divider", "horizontal-divider", "polyline":
 		return "line", "", true
-	case "connector", "link", "pointer":
-		return "arrow", "", true
 	case "section", "artboard", "board", "region":
 		return "frame", "", true
 	case "pen", "stroke", "freehand", "scribble", "sketch", "drawing", "path":
@@ -171,7 +171,7 @@ func normEnum(set string, v any) (string, bool) {
 		}
 	}
 	if set == "reorder" {
-		if v := strings.ReplaceAll(k, "-", "_"); inEnum(enumReorder, v) {
+		if v := strings.ReplaceAll(k, "-", "_"); inEnum(enumSet("reorder"), v) {
 			return v, true
 		}
 	}

@@ -21,10 +21,19 @@ type ParsedAction struct {
 	Complete bool
 	Name     string
 	Params   map[string]any
+	// Kit: the element is in the tldraw agent starter kit's form, its name
+	// under "_type" and its fields beside it (Params holds them all but
+	// "_type"); kit.go maps it to catalog actions.
+	Kit bool
 }
 
 // Parser parses the model output protocol ({"actions": [...]}, optionally in
-// a ```json fence, possibly preceded by prose: see findStart) incrementally:
+// a ```json fence, possibly preceded by prose: see findStart) incrementally.
+// It also reads the tldraw agent starter kit's replies: elements named by
+// "_type", the array under the kit's earlier key "events", and replies
+// written as JavaScript object literals, as the kit's own example is (keys
+// without quotes, trailing commas, a comma missing between members).
+// Feed parses:
 // Feed appends a chunk and returns the actions completed by it plus a preview
 // of the action in progress. Each complete action is returned exactly once, in order.
 // Work per Feed is proportional to the unparsed tail, not the whole text.
@@ -126,6 +135,16 @@ func (p *Parser) Feed(chunk string) (complete []ParsedAction, partial *ParsedAct
 
 func toAction(idx int, complete bool, m map[string]any) ParsedAction {
 	pa := ParsedAction{Index: idx, Complete: complete}
+	if kitName, ok := m["_type"].(string); ok {
+		pa.Name, pa.Kit = kitName, true
+		pa.Params = make(map[string]any, len(m))
+		for k, v := range m {
+			if k != "_type" {
+				pa.Params[k] = v
+			}
+		}
+		return pa
+	}
 	pa.Name, _ = m["name"].(string)
 	if pa.Name == "" {
 		// Tolerate {"type": "create_shape", ...} and {"action": ...} spellings.
@@ -177,11 +196,11 @@ func (p *Parser) findArray() bool {
 			p.resume = len(p.buf)
 			return true
 		}
-		if p.buf[i] != '"' {
+		if !keyStart(p.buf[i]) {
 			p.done, p.arrStart = true, len(p.buf) // not JSON we understand
 			return true
 		}
-		key, ok, end := parseString(p.buf, i)
+		key, ok, end := parseKey(p.buf, i)
 		if !ok {
 			return false
 		}
@@ -197,7 +216,7 @@ func (p *Parser) findArray() bool {
 		if j >= len(p.buf) {
 			return false
 		}
-		if key == "actions" && p.buf[j] == '[' {
+		if (key == "actions" || key == "events") && p.buf[j] == '[' {
 			p.arrStart, p.resume = j+1, j+1
 			return true
 		}
@@ -213,8 +232,8 @@ func (p *Parser) findArray() bool {
 // ```json fence (or a bare ``` one) that opens before any JSON is preferred:
 // the value is the first '{' or '[' inside it. Outside a fence, prose may
 // hold brackets ("[plan below]", "{curly}"), so the value starts at the
-// first '{' followed by '"' or '}', or '[' followed by '{' or ']' (white
-// space between allowed); a fence of another language is skipped whole. It
+// first '{' followed by '"', '}' or a bare key and ':', or '[' followed by
+// '{' or ']' (white space between allowed); a fence of another language is skipped whole. It
 // reports false while the text so far cannot tell, keeping p.resume where to
 // look again.
 func (p *Parser) findStart() (int, bool) {
@@ -266,6 +285,15 @@ func (p *Parser) findStart() (int, bool) {
 			}
 			if c == '{' && (b[j] == '"' || b[j] == '}') || c == '[' && (b[j] == '{' || b[j] == ']') {
 				return i, true
+			}
+			if c == '{' && keyStart(b[j]) {
+				switch bareKeyColon(b, j) {
+				case 1:
+					return i, true
+				case 0:
+					p.resume = i
+					return 0, false
+				}
 			}
 			i++
 		default:
@@ -355,19 +383,24 @@ func parseValue(b []byte, i, depth int) (v any, ok bool, end int) {
 				return m, true, j + 1
 			}
 			if !first {
-				if b[j] != ',' {
+				switch {
+				case b[j] == ',':
+					j = skipWS(b, j+1)
+					if j >= len(b) {
+						return m, false, j
+					}
+					if b[j] == '}' { // a trailing comma
+						return m, true, j + 1
+					}
+				case !keyStart(b[j]): // a missing comma before a key is tolerated
 					return m, false, -1
-				}
-				j = skipWS(b, j+1)
-				if j >= len(b) {
-					return m, false, j
 				}
 			}
 			first = false
-			if b[j] != '"' {
+			if !keyStart(b[j]) {
 				return m, false, -1
 			}
-			key, kok, kend := parseString(b, j)
+			key, kok, kend := parseKey(b, j)
 			if !kok {
 				return m, false, kend
 			}
@@ -404,7 +437,10 @@ func parseValue(b []byte, i, depth int) (v any, ok bool, end int) {
 				if b[j] != ',' {
 					return arr, false, -1
 				}
-				j++
+				j = skipWS(b, j+1)
+				if j < len(b) && b[j] == ']' { // a trailing comma
+					return arr, true, j + 1
+				}
 			}
 			first = false
 			val, vok, vend := parseValue(b, j, depth+1)
@@ -451,6 +487,50 @@ func parseValue(b []byte, i, depth int) (v any, ok bool, end int) {
 		}
 		return nil, false, -1
 	}
+}
+
+// keyStart reports whether c can start an object key: a JSON string, or a
+// bare JavaScript-style name.
+func keyStart(c byte) bool {
+	return c == '"' || c == '_' || c == '$' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
+}
+
+func nameByte(c byte) bool {
+	return c == '_' || c == '$' || c == '-' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+}
+
+// parseKey parses an object key at b[i]: a JSON string or a bare name
+// (letters, digits, '_', '$', '-'). Cut by the end of text, ok is false and
+// end is len(b); a bare name must be followed by a non-name byte to end.
+func parseKey(b []byte, i int) (string, bool, int) {
+	if b[i] == '"' {
+		return parseString(b, i)
+	}
+	j := i
+	for j < len(b) && nameByte(b[j]) {
+		j++
+	}
+	if j == len(b) {
+		return string(b[i:j]), false, len(b)
+	}
+	return string(b[i:j]), true, j
+}
+
+// bareKeyColon tells whether b[j:] is a bare name followed by ':' (1), is
+// not (-1), or cannot tell yet (0).
+func bareKeyColon(b []byte, j int) int {
+	_, ok, end := parseKey(b, j)
+	if !ok {
+		return 0
+	}
+	k := skipWS(b, end)
+	switch {
+	case k >= len(b):
+		return 0
+	case b[k] == ':':
+		return 1
+	}
+	return -1
 }
 
 // parseString parses a JSON string at b[i] == '"'. Cut by the end of text, it

@@ -144,11 +144,14 @@ func TestParserProseFencesAndBadElements(t *testing.T) {
 		{"a fence of another language first", "```python\nx = {\"actions\": [1]}\n```\n```json\n{\"actions\":[" + think("a") + "]}\n```", []string{"a"}, true},
 		{"unfenced after prose with brackets", "Here [is] the {plan}: {\"actions\": [" + think("a") + "]}", []string{"a"}, true},
 		{"a bare array after prose", "Steps [below]\n[" + think("a") + "," + think("b") + "]", []string{"a", "b"}, true},
-		{"a trailing comma in an element", "```json\n{\"actions\":[{\"name\":\"think\",\"params\":{\"text\":\"a\"},}," + think("b") + "]}\n```", []string{"!", "b"}, true},
-		{"a trailing comma in the last element", `{"actions":[` + think("a") + `,{"name":"think","params":{"text":"b",}}]}`, []string{"a", "!"}, true},
+		{"a trailing comma in an element is tolerated", "```json\n{\"actions\":[{\"name\":\"think\",\"params\":{\"text\":\"a\"},}," + think("b") + ",]}\n```", []string{"a", "b"}, true},
+		{"a trailing comma in the last element is tolerated", `{"actions":[` + think("a") + `,{"name":"think","params":{"text":"b",}}]}`, []string{"a", "b"}, true},
+		{"a missing comma between members is tolerated", `{"actions":[{"name":"think" "params":{"text":"a"}}]}`, []string{"a"}, true},
+		{"keys without quotes (JavaScript)", "{actions: [{name: \"think\", params: {text: \"a\",},},]}", []string{"a"}, true},
+		{"a doubled colon", `{"actions":[{"name":"think","params"::{"text":"a"}},` + think("b") + `]}`, []string{"!", "b"}, true},
 		{"a stray token", `{"actions":[` + think("a") + `, oops, ` + think("b") + `]}`, []string{"a", "!", "b"}, true},
-		{"brackets inside a bad element's strings", `{"actions":[{"name":"x" "p":"]}, {"},` + think("b") + `]}`, []string{"!", "b"}, true},
-		{"a bad element at the end of the text", `{"actions":[` + think("a") + `,{"name":"x",}`, []string{"a", "!"}, false},
+		{"brackets inside a bad element's strings", `{"actions":[{"name": : "]}, {"},` + think("b") + `]}`, []string{"!", "b"}, true},
+		{"a bad element at the end of the text", `{"actions":[` + think("a") + `,{"name":"x" ::}`, []string{"a", "!"}, false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

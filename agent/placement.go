@@ -95,6 +95,10 @@ func (p *placer) reset(nodes []*canvas.Node) {
 // as its parent did if the parent is one of this reply's moved creates, and
 // stays as it is otherwise; lines only take the offset.
 func (p *placer) place(a Action) {
+	if a.Name == "connect" {
+		p.shiftPoints(a)
+		return
+	}
 	if a.Name != "create_shape" {
 		return
 	}
@@ -219,6 +223,23 @@ func (p *placer) nearestFree(r rect, own bool) rect {
 func (p *placer) freeSpace(vp Box, w, h float64) Box {
 	r := p.nearestFree(rect{0, 0, w, h}.at(vp.X+(vp.W-w)/2, vp.Y+(vp.H-h)/2), false)
 	return Box{X: r.x0, Y: r.y0, W: r.w(), H: r.h()}
+}
+
+// shiftPoints moves the points of a new arrow by the turn's offset, as its
+// shapes were moved.
+func (p *placer) shiftPoints(a Action) {
+	props, _ := a.Params["props"].(map[string]any)
+	pts, _ := props["points"].([]any)
+	if p.dx == 0 && p.dy == 0 {
+		return
+	}
+	for _, pt := range pts {
+		if m, ok := pt.(map[string]any); ok {
+			x, _ := m["x"].(float64)
+			y, _ := m["y"].(float64)
+			m["x"], m["y"] = clamp(x+p.dx, -MaxCoord, MaxCoord), clamp(y+p.dy, -MaxCoord, MaxCoord)
+		}
+	}
 }
 
 // createRect is the box a create will occupy: its w and h, or the size the

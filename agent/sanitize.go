@@ -11,10 +11,13 @@ import (
 )
 
 // Drop is an action the sanitizer refused, with the reason (logged, counted,
-// and told to the model on a re-plan).
+// and told to the model in a follow-up turn). A Partial drop is a part of
+// an action that was not applied (a field or value of the tldraw kit's that
+// could not be mapped) while the rest was.
 type Drop struct {
-	Action Action
-	Reason string
+	Action  Action
+	Reason  string
+	Partial bool
 }
 
 // SanitizeStats counts what the sanitizer did over its lifetime.
@@ -39,6 +42,8 @@ type SanitizeStats struct {
 // Every action Push returns passes Validate. Not safe for concurrent use.
 type Sanitizer struct {
 	exists   map[string]bool
+	edges    map[string]bool   // the edge ids known to exist
+	kitTodos map[string]string // the texts of the tldraw kit's todo numbers
 	rename   map[string]string
 	sigs     map[string]string
 	deferred []pending
@@ -61,7 +66,7 @@ func NewSanitizer(existing []string, newID func() string) *Sanitizer {
 	if newID == nil {
 		newID = NewShapeID
 	}
-	s := &Sanitizer{rename: map[string]string{}, sigs: map[string]string{}, newID: newID}
+	s := &Sanitizer{rename: map[string]string{}, sigs: map[string]string{}, newID: newID, edges: map[string]bool{}, kitTodos: map[string]string{}}
 	s.Reset(existing)
 	return s
 }
@@ -74,6 +79,32 @@ func (s *Sanitizer) Reset(existing []string) {
 		s.exists[id] = true
 	}
 	s.deferred = nil
+}
+
+// ResetEdges replaces the known edge ids (after re-reading the canvas).
+func (s *Sanitizer) ResetEdges(existing []string) {
+	s.edges = make(map[string]bool, len(existing))
+	for _, id := range existing {
+		s.edges[id] = true
+	}
+}
+
+// isEdge reports whether id (after renaming) is a known edge.
+func (s *Sanitizer) isEdge(id string) bool { return s.edges[s.resolve(id)] }
+
+// known reports whether id (after renaming) is a known shape or edge.
+func (s *Sanitizer) known(id string) bool {
+	r := s.resolve(id)
+	return s.exists[r] || s.edges[r]
+}
+
+// LearnEdge adds or (gone) removes an edge id (someone else's change).
+func (s *Sanitizer) LearnEdge(id string, gone bool) {
+	if gone {
+		delete(s.edges, id)
+	} else {
+		s.edges[id] = true
+	}
 }
 
 // SetOrigin sets where creates without a position go (the viewport centre).
@@ -121,6 +152,30 @@ func nanoid(n int) string {
 // in order (usually the action itself; several for apply_preset; plus any
 // deferred actions its create released), and the actions dropped.
 func (s *Sanitizer) Push(a Action) (ready []Action, drops []Drop) {
+	if isKit(a) {
+		mapped, issues := s.fromKit(a)
+		if len(mapped) == 0 {
+			reason := strings.Join(issues, "; ")
+			if reason == "" {
+				reason = fmt.Sprintf("the tldraw kit's action %q could not be mapped", a.Name)
+			}
+			return nil, s.drop(a, reason)
+		}
+		for _, is := range issues {
+			drops = append(drops, Drop{Action: a, Reason: is, Partial: true})
+		}
+		for _, m := range mapped {
+			r, d := s.push(m)
+			ready = append(ready, r...)
+			drops = append(drops, d...)
+		}
+		return ready, drops
+	}
+	return s.push(a)
+}
+
+// push sanitizes one action in the catalog's vocabulary.
+func (s *Sanitizer) push(a Action) (ready []Action, drops []Drop) {
 	name := normVerb(a.Name)
 	if name == "" {
 		return nil, s.drop(a, fmt.Sprintf("unknown action %q", a.Name))
@@ -162,7 +217,7 @@ func (s *Sanitizer) push1(a Action) (ready []Action, drops []Drop) {
 	s.Stats.Accepted++
 	ready = append(ready, out)
 	// A create may release deferred actions that were waiting for it.
-	if out.Name == "create_shape" || out.Name == "group" {
+	if out.Name == "create_shape" || out.Name == "group" || out.Name == "connect" {
 		r, d := s.release()
 		ready = append(ready, r...)
 		drops = append(drops, d...)
@@ -177,7 +232,7 @@ func (s *Sanitizer) release() (ready []Action, drops []Drop) {
 		for i, p := range s.deferred {
 			ok := true
 			for id := range p.needs {
-				if !s.exists[s.resolve(id)] {
+				if !s.known(id) {
 					ok = false
 					break
 				}
@@ -248,6 +303,10 @@ func (s *Sanitizer) commit(a Action) {
 		}
 	case "ungroup":
 		delete(s.exists, a.Params["id"].(string))
+	case "connect":
+		s.edges[a.Params["id"].(string)] = true
+	case "delete_edge":
+		delete(s.edges, a.Params["id"].(string))
 	}
 }
 
@@ -379,6 +438,25 @@ func (s *Sanitizer) sanitizeWith(a Action, final bool) (Action, map[string]bool,
 		} else if len(refs.missing) == 0 {
 			reason = fmt.Sprintf("%s: document %v does not exist", a.Name, a.Params["node_id"])
 		}
+	case "connect", "update_edge":
+		reason = s.sanitizeEdge(a, out, &refs)
+	case "delete_edge":
+		if r, ok := refs.resolveEdge(out["id"]); ok {
+			out["id"] = r
+		} else if len(refs.missing) == 0 {
+			reason = fmt.Sprintf("%s: arrow %v does not exist", a.Name, a.Params["id"])
+		}
+	case "place":
+		for _, k := range []string{"id", "reference_id"} {
+			if _, ok := out[k]; !ok {
+				continue
+			}
+			if r, ok := refs.resolve(out[k]); ok {
+				out[k] = r
+			} else if len(refs.missing) == 0 {
+				reason = fmt.Sprintf("place: shape %v does not exist", a.Params[k])
+			}
+		}
 	case "move", "resize":
 		if id, ok := out["id"]; ok {
 			if r, ok := refs.resolve(id); ok {
@@ -405,6 +483,46 @@ func (s *Sanitizer) sanitizeWith(a Action, final bool) (Action, map[string]bool,
 		return a, nil, reason
 	}
 	return Action{ID: a.ID, Name: a.Name, Params: out}, nil, ""
+}
+
+// sanitizeEdge completes a connect or an update_edge: its ends resolved to
+// known shapes ("" keeps an end free), the arrow of an update known, and a
+// new arrow's id fresh (the model's id is renamed to it, as for shapes).
+func (s *Sanitizer) sanitizeEdge(a Action, out map[string]any, refs *refResolver) string {
+	for _, end := range []string{"from", "to"} {
+		v, present := a.Params[end]
+		if !present || v == nil {
+			delete(out, end)
+			continue
+		}
+		id, _ := v.(string)
+		if strings.TrimSpace(id) == "" {
+			out[end] = ""
+			continue
+		}
+		if r, ok := refs.resolve(id); ok {
+			out[end] = r
+		} else if !refs.final && mayBeCreatedLater(id) {
+			// waits in refs.missing
+		} else {
+			return fmt.Sprintf("%s: %s shape %v does not exist", a.Name, end, id)
+		}
+	}
+	if a.Name == "update_edge" {
+		if r, ok := refs.resolveEdge(out["id"]); ok {
+			out["id"] = r
+		} else if len(refs.missing) == 0 {
+			return fmt.Sprintf("update_edge: arrow %v does not exist", a.Params["id"])
+		}
+		if len(out) == 1 {
+			return "update_edge: nothing valid to change"
+		}
+		return ""
+	}
+	if given, _ := out["id"].(string); given != "" && s.known(given) {
+		return "duplicate create: arrow " + given + " already exists; update it instead"
+	}
+	return ""
 }
 
 // refResolver resolves the shape references of one action, collecting the
@@ -514,7 +632,7 @@ func stringField(verb, name string, f reflect.StructField, val any) (str string,
 		return "", false, ""
 	}
 	if e := f.Tag.Get("enum"); e != "" {
-		if e == "shape_type" {
+		if verb == "create_shape" && name == "type" { // sanitizeCreate reads the shape kind
 			return "", false, ""
 		}
 		nv, ok := normEnum(e, str)
@@ -534,6 +652,23 @@ func stringField(verb, name string, f reflect.StructField, val any) (str string,
 		str = truncUTF8(str, n)
 	}
 	return str, true, ""
+}
+
+// resolveEdge returns the known edge id x refers to (after renaming).
+func (rr *refResolver) resolveEdge(x any) (string, bool) {
+	id, ok := x.(string)
+	id = strings.TrimSpace(id)
+	if !ok || id == "" {
+		return "", false
+	}
+	r := rr.s.resolve(id)
+	if rr.s.edges[r] {
+		return r, true
+	}
+	if !rr.final && mayBeCreatedLater(id) {
+		rr.missing[id] = true
+	}
+	return "", false
 }
 
 // resolveAll resolves a list of shape references, without duplicates, at
@@ -566,6 +701,9 @@ func (s *Sanitizer) sanitizeCreate(a Action, out map[string]any, refs *refResolv
 	typ, geo, ok := shapeKind(fmt.Sprint(a.Params["type"]))
 	if !ok {
 		return fmt.Sprintf("create_shape: unknown shape type %v", a.Params["type"])
+	}
+	if typ == "arrow" {
+		return "create_shape: an arrow is not a shape; connect two shapes with connect {from, to} (an end without a shape needs props.points)"
 	}
 	out["type"] = typ
 	if geo != "" {
@@ -613,8 +751,17 @@ func (s *Sanitizer) sanitizeCreate(a Action, out map[string]any, refs *refResolv
 	return ""
 }
 
-// mintIDs gives a group its fresh id (the model's group_id is renamed to it).
+// mintIDs gives a group or an arrow its fresh id (the model's id is renamed to it).
 func (s *Sanitizer) mintIDs(verb string, out map[string]any) {
+	if verb == "connect" {
+		eid := s.newID()
+		if given, ok := out["id"].(string); ok {
+			s.rename[given] = eid
+			s.Stats.Renamed++
+		}
+		out["id"] = eid
+		return
+	}
 	if verb != "group" {
 		return
 	}
@@ -918,6 +1065,16 @@ func (s *Sanitizer) expandPreset(a Action) ([]Action, string) {
 // when the action should not be previewed yet. It does not mint ids or
 // change the sanitizer's state; references are shown renamed.
 func (s *Sanitizer) SanitizePreview(a Action) (Action, bool) {
+	if isKit(a) {
+		if a.Name == "update-todo-list" { // mapping it records the todo's text
+			return Action{}, false
+		}
+		mapped, _ := s.fromKit(a)
+		if len(mapped) == 0 {
+			return Action{}, false
+		}
+		a = Action{ID: a.ID, Name: mapped[0].Name, Params: mapped[0].Params}
+	}
 	name := normVerb(a.Name)
 	if name == "" {
 		return Action{}, false
@@ -925,7 +1082,7 @@ func (s *Sanitizer) SanitizePreview(a Action) (Action, bool) {
 	p := normParams(name, a.Params)
 	if name == "create_shape" {
 		typ, _, ok := shapeKind(fmt.Sprint(p["type"]))
-		if !ok {
+		if !ok || typ == "arrow" {
 			return Action{}, false
 		}
 		p["type"] = typ

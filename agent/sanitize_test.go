@@ -46,7 +46,7 @@ func TestSanitizeCoercion(t *testing.T) {
 	if hero["id"] != "ag:000000000000000000001" || hero["type"] != "text" || hero["x"] != 100.0 || hero["y"] != MaxCoord {
 		t.Fatalf("hero = %v", hero)
 	}
-	if props["color"] != "orange" || props["size"] != "xl" || props["font"] != "sans" {
+	if props["color"] != "orange" || props["size"] != "xl" || props["font"] != "helvetica" { // a font of model 2
 		t.Fatalf("props = %v", props)
 	}
 	if _, ok := props["fill"]; ok {
@@ -97,8 +97,8 @@ func TestSanitizeRefsOrderingAndDuplicates(t *testing.T) {
 	if mv := ready[0].Params; len(mv["ids"].([]any)) != 1 {
 		t.Fatalf("move kept a missing id: %v", mv)
 	}
-	if rot := ready[3].Params; rot["degrees"] != 360.0 {
-		t.Fatalf("rotate not clamped: %v", rot)
+	if rot := ready[3].Params; rot["degrees"] != 720.0 { // the server rotates by any angle (canvas.RotateArgs)
+		t.Fatalf("rotate changed: %v", rot)
 	}
 	if s.Stats.Duplicates != 2 {
 		t.Fatalf("duplicates = %d (drops %v)", s.Stats.Duplicates, drops)
@@ -135,7 +135,7 @@ func TestCatalogSchemas(t *testing.T) {
 	if err := json.Unmarshal(CatalogJSON(), &c); err != nil {
 		t.Fatal(err)
 	}
-	if len(c.Actions) != 23 {
+	if len(c.Actions) != 27 {
 		t.Fatalf("%d verbs", len(c.Actions))
 	}
 	for _, e := range c.Actions {
@@ -160,7 +160,11 @@ func TestCatalogSchemas(t *testing.T) {
 		act("create_shape", `{"type":"geo","x":0}`),
 		act("create_shape", `{"type":"blob","x":0,"y":0}`),
 		act("create_shape", `{"type":"geo","x":0,"y":0,"props":{"color":"teal"}}`),
-		act("create_shape", `{"type":"geo","x":0,"y":0,"w":0}`),
+		act("create_shape", `{"type":"geo","x":0,"y":0,"w":-1}`),
+		act("create_shape", `{"type":"geo","x":0,"y":0,"props":{"fill":"tint"}}`),
+		act("connect", `{"from":"a","to":"b","props":{"arrowheadEnd":"spear"}}`),
+		act("resize", `{"ids":["a"],"scale_x":0,"scale_y":1}`),
+		act("move", `{"ids":["a"],"dx":1,"dy":1,"x":3}`),
 		act("create_shape", `{"type":"geo","x":0,"y":0,"bogus":1}`),
 		act("move", `{"ids":["a"],"dx":1}`),
 		act("align", `{"ids":["a"],"alignment":"left"}`),

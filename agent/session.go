@@ -23,6 +23,7 @@ const (
 	TurnReplan    TurnKind = "replan"     // a concurrent edit made the plan stale
 	TurnMessage   TurnKind = "message"    // a user message posted to the session (inbox.go)
 	TurnLint      TurnKind = "lint"       // the shapes of the previous turn have layout problems (lint.go)
+	TurnFeedback  TurnKind = "feedback"   // parts of the previous reply were not applied (what and why)
 )
 
 // task is one queued turn.

@@ -27,6 +27,9 @@ type turnState struct {
 	completeN  int
 	overflowed bool // the reply exceeded Config.MaxOutputBytes
 	truncated  bool // the reply stopped at the output-token bound (TruncationReporter)
+	// unapplied lists what of the reply was not applied (a drop's action
+	// and reason), for the feedback follow-up.
+	unapplied []string
 }
 
 // runTurn runs one model turn: read the canvas, call the model, apply its
@@ -118,6 +121,11 @@ func (s *session) readCanvas() (turnView, error) {
 	} else {
 		s.san.Reset(ids)
 	}
+	edges := make([]string, len(snap.State.Edges))
+	for i, e := range snap.State.Edges {
+		edges[i] = e.ID
+	}
+	s.san.ResetEdges(edges)
 	s.knownRev = snap.HeadRev
 	if s.startRev < 0 {
 		s.startRev = snap.HeadRev
@@ -315,7 +323,7 @@ func (s *session) streamReply(provider Provider, req ModelRequest) (*turnState, 
 	}
 	if ts.conflict == nil {
 		ready, drops := s.san.Flush()
-		s.dropped(drops)
+		s.dropped(ts, drops)
 		if err := s.applyReady(ts, ready, r.d.Now()); err != nil {
 			return nil, err
 		}
@@ -337,6 +345,7 @@ func (s *session) planNext(t task, v turnView, ts *turnState) {
 		s.r.log.Warn("agent: the model reply held no actions", "session_id", s.rec.ID, "turn", s.turn, "overflow", ts.overflowed)
 		s.note("system", "The model's reply contained no valid actions.")
 	}
+	s.feedbackFollowUp(ts)
 	if ts.conflict != nil {
 		rt := task{kind: TurnReplan, text: s.rec.Message, conflict: ts.conflict.what}
 		if t.kind == TurnMessage {
@@ -358,6 +367,30 @@ func (s *session) planNext(t task, v turnView, ts *turnState) {
 	}
 }
 
+// maxFeedback bounds the lines of one feedback follow-up.
+const maxFeedback = 30
+
+// feedbackFollowUp tells the model, in a follow-up turn, what of its reply
+// was not applied and why: actions or fields it named that the runner
+// cannot map (of the tldraw kit's vocabulary too), values out of range,
+// references to shapes that do not exist. Within the follow-up bound; past
+// it, the chat says what was left out.
+func (s *session) feedbackFollowUp(ts *turnState) {
+	if len(ts.unapplied) == 0 {
+		return
+	}
+	lines := ts.unapplied
+	if len(lines) > maxFeedback {
+		lines = append(lines[:maxFeedback:maxFeedback], fmt.Sprintf("(and %d more)", len(ts.unapplied)-maxFeedback))
+	}
+	text := "- " + strings.Join(lines, "\n- ")
+	if s.enqueue(task{kind: TurnFeedback, text: text}) {
+		s.note("system", fmt.Sprintf("Not applied from the model's reply (%d); telling the model:\n%s", len(ts.unapplied), text))
+	} else {
+		s.note("system", fmt.Sprintf("Not applied from the model's reply (%d; not told to the model, follow-up limit reached):\n%s", len(ts.unapplied), text))
+	}
+}
+
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 func (s *session) instruction(t task) string {
@@ -376,13 +409,16 @@ func (s *session) instruction(t task) string {
 	case TurnReplan:
 		return "While you worked, someone else changed " + t.conflict + ". Their edits stand: do not change those shapes back. " +
 			"Continue the task with the fresh canvas above: " + t.text
+	case TurnFeedback:
+		return "Parts of your previous reply were not applied:\n" + t.text +
+			"\nDo what they meant with the actions of the catalog (the canvas above shows what was applied; do not create those shapes again). The task was: " + s.rec.Message
 	}
 	return "Task: " + t.text
 }
 
 // preview publishes a partial envelope when the sanitized preview changed.
 func (s *session) preview(ts *turnState, pa ParsedAction) {
-	a, ok := s.san.SanitizePreview(Action{ID: s.actionID(pa.Index), Name: pa.Name, Params: pa.Params})
+	a, ok := s.san.SanitizePreview(Action{ID: s.actionID(pa.Index), Name: pa.Name, Params: pa.Params, Kit: pa.Kit})
 	if !ok || a.Name == "set_viewport" { // set_viewport goes to the host alone, once complete
 		return
 	}
@@ -404,13 +440,24 @@ func (s *session) handleComplete(ts *turnState, pa ParsedAction) error {
 	ts.completeN++
 	ts.lastPrev = ""
 	s.stats(func(st *client.AgentStats) { st.ActionsParsed++ })
-	ready, drops := s.san.Push(Action{ID: s.actionID(pa.Index), Name: pa.Name, Params: pa.Params})
-	s.dropped(drops)
+	ready, drops := s.san.Push(Action{ID: s.actionID(pa.Index), Name: pa.Name, Params: pa.Params, Kit: pa.Kit})
+	s.dropped(ts, drops)
 	return s.applyReady(ts, ready, at)
 }
 
-func (s *session) dropped(drops []Drop) {
+func (s *session) dropped(ts *turnState, drops []Drop) {
 	for _, d := range drops {
+		name := d.Action.Name
+		if name == "" {
+			name = "(an element without a name)"
+		}
+		if !strings.HasPrefix(d.Reason, "duplicate") {
+			ts.unapplied = append(ts.unapplied, name+": "+d.Reason)
+		}
+		if d.Partial {
+			s.r.log.Info("agent: part of an action not applied", "session_id", s.rec.ID, "action", d.Action.Name, "reason", d.Reason)
+			continue
+		}
 		outcome := "dropped"
 		if strings.HasPrefix(d.Reason, "duplicate") {
 			outcome = "duplicate"

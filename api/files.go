@@ -277,13 +277,13 @@ func (s *Server) importFile(ctx context.Context, canvasID string, in importReque
 	if err != nil {
 		return store.Answer{}, err
 	}
-	args := reducer.ImportSceneArgs{Mode: in.mode, Nodes: make([]reducer.ImportNode, len(sc.Nodes)), Edges: make([]reducer.ImportEdge, len(sc.Edges))}
+	args := canvas.ImportSceneArgs{Mode: in.mode, Nodes: make([]canvas.ImportNode, len(sc.Nodes)), Edges: make([]canvas.ImportEdge, len(sc.Edges))}
 	for i, n := range sc.Nodes {
-		args.Nodes[i] = reducer.ImportNode{ID: n.ID, Type: n.Type, Name: n.Name, ParentID: n.ParentID,
+		args.Nodes[i] = canvas.ImportNode{ID: n.ID, Type: n.Type, Name: n.Name, ParentID: n.ParentID,
 			X: n.X, Y: n.Y, W: n.W, H: n.H, Rotation: n.Rotation, Props: n.Props}
 	}
 	for i, e := range sc.Edges {
-		args.Edges[i] = reducer.ImportEdge{ID: e.ID, From: e.From, To: e.To, Type: e.Type, Props: e.Props}
+		args.Edges[i] = canvas.ImportEdge{ID: e.ID, From: e.From, To: e.To, Type: e.Type, Props: e.Props}
 	}
 	raw, err := json.Marshal(args)
 	if err != nil {

@@ -79,46 +79,6 @@ type mcpWrite struct {
 	IdempotencyKey string `json:"idempotency_key,omitempty" jsonschema:"a key that makes retries safe: a repeat returns the first answer"`
 }
 
-type mcpReplaceLines struct {
-	CanvasID   string `json:"canvas_id" jsonschema:"the canvas id"`
-	NodeID     string `json:"node_id" jsonschema:"the doc node's id"`
-	StartLine  int    `json:"start_line" jsonschema:"first line to replace (1-indexed)"`
-	EndLine    int    `json:"end_line" jsonschema:"last line to replace (inclusive)"`
-	NewContent string `json:"new_content" jsonschema:"the replacement lines; one trailing newline is a terminator"`
-	Reason     string `json:"reason,omitempty" jsonschema:"why (recorded with the change)"`
-	mcpWrite
-}
-
-type mcpInsertLines struct {
-	CanvasID        string `json:"canvas_id" jsonschema:"the canvas id"`
-	NodeID          string `json:"node_id" jsonschema:"the doc node's id"`
-	InsertAfterLine int    `json:"insert_after_line" jsonschema:"insert after this line; 0 inserts at the top"`
-	Content         string `json:"content" jsonschema:"the lines to insert"`
-	Reason          string `json:"reason,omitempty" jsonschema:"why (recorded with the change)"`
-	mcpWrite
-}
-
-type mcpDeleteLines struct {
-	CanvasID  string `json:"canvas_id" jsonschema:"the canvas id"`
-	NodeID    string `json:"node_id" jsonschema:"the doc node's id"`
-	StartLine int    `json:"start_line" jsonschema:"first line to delete (1-indexed)"`
-	EndLine   int    `json:"end_line" jsonschema:"last line to delete (inclusive)"`
-	Reason    string `json:"reason,omitempty" jsonschema:"why (recorded with the change)"`
-	mcpWrite
-}
-
-type mcpSearchReplace struct {
-	CanvasID        string `json:"canvas_id" jsonschema:"the canvas id"`
-	NodeID          string `json:"node_id" jsonschema:"the doc node's id"`
-	SearchPattern   string `json:"search_pattern" jsonschema:"text, or an RE2 regular expression when regex is true; matched line by line"`
-	ReplaceWith     string `json:"replace_with" jsonschema:"the replacement; with regex, $1 or ${name} insert groups"`
-	CaseSensitive   *bool  `json:"case_sensitive,omitempty" jsonschema:"default true"`
-	Regex           bool   `json:"regex,omitempty" jsonschema:"treat search_pattern as an RE2 regular expression"`
-	MaxReplacements int    `json:"max_replacements,omitempty" jsonschema:"0 replaces every match"`
-	Reason          string `json:"reason,omitempty" jsonschema:"why (recorded with the change)"`
-	mcpWrite
-}
-
 type mcpGetContent struct {
 	CanvasID  string `json:"canvas_id" jsonschema:"the canvas id"`
 	NodeID    string `json:"node_id" jsonschema:"the doc node's id"`
@@ -140,15 +100,10 @@ type mcpSaveSnapshot struct {
 	Description string `json:"description,omitempty" jsonschema:"a longer description"`
 }
 
-type mcpRevert struct {
-	CanvasID   string `json:"canvas_id" jsonschema:"the canvas id"`
-	SnapshotID string `json:"snapshot_id" jsonschema:"the snapshot to go back to"`
-	NodeID     string `json:"node_id,omitempty" jsonschema:"revert only this node (default: the whole canvas)"`
-	mcpWrite
-}
-
-type mcpHistory struct {
-	CanvasID string `json:"canvas_id" jsonschema:"the canvas id"`
+// mcpVerbCall is what a command tool reads itself: the canvas and the write
+// options; the rest of its arguments are the command's args (mcpVerbTool).
+type mcpVerbCall struct {
+	CanvasID string `json:"canvas_id"`
 	mcpWrite
 }
 
@@ -222,23 +177,10 @@ func (s *Server) mcpTools() []mcpTool {
 		return &mcp.Tool{Name: name, Annotations: ann, Description: desc}
 	}
 	return append([]mcpTool{
-		{tool("canvas_replace_lines", mcpEdit, "Replace lines start_line..end_line (1-indexed, inclusive) of a document with new_content. Returns lines_affected, diff {before, after} and new_line_count."),
-			toolFunc(func(ctx context.Context, in mcpReplaceLines) (*mcp.CallToolResult, any, error) {
-				return s.mcpCommand(ctx, in.CanvasID, "replace_lines", map[string]any{"node_id": in.NodeID, "start_line": in.StartLine,
-					"end_line": in.EndLine, "new_content": in.NewContent, "reason": in.Reason}, in.mcpWrite, false)
-			})},
-		{tool("canvas_insert_lines", mcpAdditive, "Insert content after line insert_after_line of a document (0: at the top). Returns lines_inserted and new_line_count."),
-			toolFunc(func(ctx context.Context, in mcpInsertLines) (*mcp.CallToolResult, any, error) {
-				return s.mcpCommand(ctx, in.CanvasID, "insert_lines", map[string]any{"node_id": in.NodeID,
-					"insert_after_line": in.InsertAfterLine, "content": in.Content, "reason": in.Reason}, in.mcpWrite, false)
-			})},
-		{tool("canvas_delete_lines", mcpEdit, "Delete lines start_line..end_line (inclusive) of a document. Returns lines_deleted, deleted_content and new_line_count."),
-			toolFunc(func(ctx context.Context, in mcpDeleteLines) (*mcp.CallToolResult, any, error) {
-				return s.mcpCommand(ctx, in.CanvasID, "delete_lines", map[string]any{"node_id": in.NodeID, "start_line": in.StartLine,
-					"end_line": in.EndLine, "reason": in.Reason}, in.mcpWrite, false)
-			})},
-		{tool("canvas_search_replace", mcpEdit, "Replace matches of search_pattern (text, or RE2 with regex) line by line in a document. Returns replacements_made, affected_lines and per-line diffs."),
-			toolFunc(s.mcpSearchReplace)},
+		s.mcpVerbTool("canvas_replace_lines", "replace_lines", mcpEdit, "Replace lines start_line..end_line (1-indexed, inclusive) of a document with new_content. Returns lines_affected, diff {before, after} and new_line_count."),
+		s.mcpVerbTool("canvas_insert_lines", "insert_lines", mcpAdditive, "Insert content after line insert_after_line of a document (0: at the top). Returns lines_inserted and new_line_count."),
+		s.mcpVerbTool("canvas_delete_lines", "delete_lines", mcpEdit, "Delete lines start_line..end_line (inclusive) of a document. Returns lines_deleted, deleted_content and new_line_count."),
+		s.mcpVerbTool("canvas_search_replace", "search_replace", mcpEdit, "Replace matches of search_pattern (text, or RE2 with regex) line by line in a document. Returns replacements_made, affected_lines and per-line diffs."),
 		{tool("canvas_get_content", mcpReadOnly, "A document's text with numbered lines (optionally a line range), its line count, language and revision."),
 			toolFunc(func(ctx context.Context, in mcpGetContent) (*mcp.CallToolResult, any, error) {
 				if err := mcpAuthorize(ctx, in.CanvasID, canvas.RoleViewer); err != nil {
@@ -250,22 +192,9 @@ func (s *Server) mcpTools() []mcpTool {
 			toolFunc(s.mcpGetDiff)},
 		{tool("canvas_save_snapshot", mcpAdditive, "Save the canvas's current revision as a named snapshot (for canvas_get_diff and canvas_revert_to_snapshot)."),
 			toolFunc(s.mcpSaveSnapshot)},
-		{tool("canvas_revert_to_snapshot", mcpEdit, "Make the canvas (or one node) as it was at a snapshot. It appends a change (history is kept) and can be undone."),
-			toolFunc(func(ctx context.Context, in mcpRevert) (*mcp.CallToolResult, any, error) {
-				args := map[string]any{"snapshot_id": in.SnapshotID}
-				if in.NodeID != "" {
-					args["node_id"] = in.NodeID
-				}
-				return s.mcpCommand(ctx, in.CanvasID, reducer.CmdRevertToSnapshot, args, in.mcpWrite, false)
-			})},
-		{tool("canvas_undo", mcpEdit, "Undo your own last change on the canvas (never someone else's). Refused with a conflict if someone changed the same things since."),
-			toolFunc(func(ctx context.Context, in mcpHistory) (*mcp.CallToolResult, any, error) {
-				return s.mcpCommand(ctx, in.CanvasID, reducer.CmdUndo, map[string]any{}, in.mcpWrite, false)
-			})},
-		{tool("canvas_redo", mcpEdit, "Redo the change you last undid (refused after a newer change of yours)."),
-			toolFunc(func(ctx context.Context, in mcpHistory) (*mcp.CallToolResult, any, error) {
-				return s.mcpCommand(ctx, in.CanvasID, reducer.CmdRedo, map[string]any{}, in.mcpWrite, false)
-			})},
+		s.mcpVerbTool("canvas_revert_to_snapshot", reducer.CmdRevertToSnapshot, mcpEdit, "Make the canvas (or one node) as it was at a snapshot. It appends a change (history is kept) and can be undone."),
+		s.mcpVerbTool("canvas_undo", reducer.CmdUndo, mcpEdit, "Undo your own last change on the canvas (never someone else's). Refused with a conflict if someone changed the same things since."),
+		s.mcpVerbTool("canvas_redo", reducer.CmdRedo, mcpEdit, "Redo the change you last undid (refused after a newer change of yours)."),
 		{tool("canvas_get_selection_context", mcpReadOnly, "A selection of a document with 5 lines of context before and after, its language, and a ready-to-paste chat message (formatted_for_chat)."),
 			toolFunc(func(ctx context.Context, in mcpSelection) (*mcp.CallToolResult, any, error) {
 				if err := mcpAuthorize(ctx, in.CanvasID, canvas.RoleViewer); err != nil {
@@ -275,7 +204,7 @@ func (s *Server) mcpTools() []mcpTool {
 			})},
 		{tool("canvas_get_state", mcpReadOnly, "The canvas's nodes (shapes and doc nodes, in z-order) and edges, with head_rev to use as base_rev."),
 			toolFunc(s.mcpGetState)},
-		{tool("canvas_apply", mcpEdit, "Apply any canvas command (create_node, update_node, move, align, replace_lines, undo, ...) with its args, as POST /canvas_commands/{canvas_id}/command does."),
+		{withInput(tool("canvas_apply", mcpEdit, "Apply any canvas command (create_node, update_node, move, align, replace_lines, undo, ...) with its args, as POST /canvas_commands/{canvas_id}/command does."), mcpApplySchema()),
 			func(srv *mcp.Server, t *mcp.Tool) {
 				mcp.AddTool(srv, t, func(ctx context.Context, req *mcp.CallToolRequest, in mcpApply) (*mcp.CallToolResult, any, error) {
 					// args as the client sent them: the SDK's decoding would turn
@@ -295,13 +224,111 @@ func (s *Server) mcpTools() []mcpTool {
 	}, s.mcpFileTools(tool)...) // mcp_files.go
 }
 
-func (s *Server) mcpSearchReplace(ctx context.Context, in mcpSearchReplace) (*mcp.CallToolResult, any, error) {
-	args := map[string]any{"node_id": in.NodeID, "search_pattern": in.SearchPattern, "replace_with": in.ReplaceWith,
-		"regex": in.Regex, "max_replacements": in.MaxReplacements, "reason": in.Reason}
-	if in.CaseSensitive != nil {
-		args["case_sensitive"] = *in.CaseSensitive
+// withInput sets a tool's input schema.
+func withInput(t *mcp.Tool, schema map[string]any) *mcp.Tool {
+	t.InputSchema = schema
+	return t
+}
+
+// mcpVerbTool is the row of a tool that applies one command type: its input
+// schema is the command's args as package canvas defines them (the same
+// definition the reducer decodes and openapi.yaml documents) with
+// canvas_id, base_rev and idempotency_key beside them; the args are passed
+// on as the client sent them (numbers exact).
+func (s *Server) mcpVerbTool(name, verb string, ann *mcp.ToolAnnotations, desc string) mcpTool {
+	t := &mcp.Tool{Name: name, Annotations: ann, Description: desc, InputSchema: mcpVerbSchema(verb)}
+	return mcpTool{t, func(srv *mcp.Server, t *mcp.Tool) {
+		mcp.AddTool(srv, t, func(ctx context.Context, req *mcp.CallToolRequest, in mcpVerbCall) (*mcp.CallToolResult, any, error) {
+			var args map[string]json.RawMessage
+			if err := json.Unmarshal(req.Params.Arguments, &args); err != nil || args == nil {
+				args = map[string]json.RawMessage{}
+			}
+			for k := range mcpToolProps {
+				delete(args, k)
+			}
+			raw, err := json.Marshal(args)
+			if err != nil {
+				return nil, nil, mcpError(canvas.Invalid("args", "cannot be encoded: %v", err))
+			}
+			return s.mcpCommandRaw(ctx, in.CanvasID, verb, raw, in.mcpWrite, false)
+		})
+	}}
+}
+
+// mcpToolProps are the arguments of a command tool besides the command's args.
+var mcpToolProps = map[string]map[string]any{
+	"canvas_id":       {"type": "string", "description": "the canvas id"},
+	"base_rev":        {"type": "integer", "description": "the head_rev you last read; omitted: the current head"},
+	"idempotency_key": {"type": "string", "description": "a key that makes retries safe: a repeat returns the first answer"},
+}
+
+// mcpVerbSchema is the input schema of a command tool: the command's args
+// (canvas.ArgsJSONSchema) and mcpToolProps, canvas_id required.
+func mcpVerbSchema(verb string) map[string]any {
+	s, ok := canvas.ArgsJSONSchema(verb, canvas.JSONSchemaOptions{})
+	if !ok || s["oneOf"] != nil {
+		panic("api: no MCP tool schema for command " + verb)
 	}
-	return s.mcpCommand(ctx, in.CanvasID, "search_replace", args, in.mcpWrite, false)
+	props := s["properties"].(map[string]any)
+	for k, v := range mcpToolProps {
+		props[k] = v
+	}
+	required, _ := s["required"].([]string)
+	s["required"] = append([]string{"canvas_id"}, required...)
+	return withoutDefaults(s).(map[string]any)
+}
+
+// mcpApplySchema is the input schema of canvas_apply: type is one of the
+// command types, and args are that type's args (an if/then per type).
+func mcpApplySchema() map[string]any {
+	var types []string
+	var branches []any
+	for _, v := range canvas.Verbs() {
+		types = append(types, v.Type)
+		args, _ := canvas.ArgsJSONSchema(v.Type, canvas.JSONSchemaOptions{})
+		branches = append(branches, map[string]any{
+			"if":   map[string]any{"properties": map[string]any{"type": map[string]any{"const": v.Type}}, "required": []string{"type"}},
+			"then": map[string]any{"properties": map[string]any{"args": args}},
+		})
+	}
+	s := map[string]any{
+		"type":     "object",
+		"required": []string{"canvas_id", "type"},
+		"properties": map[string]any{
+			"canvas_id":       mcpToolProps["canvas_id"],
+			"type":            map[string]any{"type": "string", "enum": types, "description": "the command type"},
+			"args":            map[string]any{"type": "object", "description": "the command's arguments: the args of its type (the API's CommandEnvelope)"},
+			"strict":          map[string]any{"type": "boolean", "description": "refuse when base_rev is stale even without a conflict"},
+			"base_rev":        mcpToolProps["base_rev"],
+			"idempotency_key": mcpToolProps["idempotency_key"],
+		},
+		"additionalProperties": false,
+		"allOf":                branches,
+	}
+	return withoutDefaults(s).(map[string]any)
+}
+
+// withoutDefaults drops the schema's default values: the SDK would write
+// them into the arguments, re-encoding their numbers (1795461385736852721
+// would arrive as 1795461385736852700).
+func withoutDefaults(v any) any {
+	switch t := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(t))
+		for k, x := range t {
+			if k != "default" {
+				out[k] = withoutDefaults(x)
+			}
+		}
+		return out
+	case []any:
+		out := make([]any, len(t))
+		for i, x := range t {
+			out[i] = withoutDefaults(x)
+		}
+		return out
+	}
+	return v
 }
 
 func (s *Server) mcpGetDiff(ctx context.Context, in mcpGetDiff) (*mcp.CallToolResult, any, error) {

@@ -942,21 +942,15 @@ func TestOpenAPIAgentResponsesConform(t *testing.T) {
 	}
 }
 
-// argsSchemaName names the args schema of a command type: create_node →
-// CreateNodeArgs; undo and redo share HistoryArgs.
+// argsSchemaName names the args schema of a command type (canvas.Verbs).
 func argsSchemaName(typ string) string {
-	if typ == "undo" || typ == "redo" {
-		return "HistoryArgs"
-	}
-	name := ""
-	for _, part := range strings.Split(typ, "_") {
-		name += strings.ToUpper(part[:1]) + part[1:]
-	}
-	return name + "Args"
+	v, _ := canvas.VerbByType(typ)
+	return v.Schema
 }
 
-// TestOpenAPICommandTypes: the CommandType enum is exactly the reducer's
-// verb table, and every type has its args schema.
+// TestOpenAPICommandTypes: the CommandType enum and the command schemas of
+// CommandEnvelope's oneOf are exactly the reducer's verb table, each with
+// its args schema and the discriminator mapping its type to it.
 func TestOpenAPICommandTypes(t *testing.T) {
 	doc := loadSpec(t).doc
 	var enum []string
@@ -967,14 +961,24 @@ func TestOpenAPICommandTypes(t *testing.T) {
 	if got := reducer.CommandTypes(); !slices.Equal(enum, got) {
 		t.Errorf("CommandType enum %v, reducer verbs %v", enum, got)
 	}
-	table := doc.Components.Schemas["CommandEnvelope"].Value.Description
-	for _, typ := range enum {
-		name := argsSchemaName(typ)
-		if doc.Components.Schemas[name] == nil {
-			t.Errorf("command %s: no %s schema", typ, name)
+	for _, envelope := range []string{"CommandEnvelope", "BatchCommand"} {
+		s := doc.Components.Schemas[envelope].Value
+		if s.Discriminator == nil || s.Discriminator.PropertyName != "type" || len(s.OneOf) != len(enum) {
+			t.Fatalf("%s: %d oneOf, discriminator %+v", envelope, len(s.OneOf), s.Discriminator)
 		}
-		if !strings.Contains(table, "| "+typ+" | `"+name+"` |") {
-			t.Errorf("command %s: CommandEnvelope's table does not map it to %s", typ, name)
+		for _, typ := range enum {
+			v, _ := canvas.VerbByType(typ)
+			cmd := doc.Components.Schemas[v.CommandSchemaName()]
+			if cmd == nil || s.Discriminator.Mapping[typ].Ref != "#/components/schemas/"+v.CommandSchemaName() {
+				t.Errorf("%s: type %s is not mapped to %s", envelope, typ, v.CommandSchemaName())
+				continue
+			}
+			if args := cmd.Value.Properties["args"]; args == nil || args.Ref != "#/components/schemas/"+argsSchemaName(typ) {
+				t.Errorf("%s: args are not %s", v.CommandSchemaName(), argsSchemaName(typ))
+			}
+			if te := cmd.Value.Properties["type"].Value.Enum; len(te) != 1 || te[0] != typ {
+				t.Errorf("%s: type enum %v", v.CommandSchemaName(), te)
+			}
 		}
 	}
 }

@@ -445,38 +445,6 @@ func ApplyEditChange(n *canvas.Node, e *canvas.TextEdit) (*canvas.TextEdit, erro
 
 // --- the four verbs ---
 
-type replaceLinesArgs struct {
-	NodeID     string  `json:"node_id"`
-	StartLine  int     `json:"start_line"`
-	EndLine    int     `json:"end_line"`
-	NewContent *string `json:"new_content"`
-	Reason     string  `json:"reason,omitempty"`
-}
-
-type insertLinesArgs struct {
-	NodeID          string  `json:"node_id"`
-	InsertAfterLine int     `json:"insert_after_line"`
-	Content         *string `json:"content"`
-	Reason          string  `json:"reason,omitempty"`
-}
-
-type deleteLinesArgs struct {
-	NodeID    string `json:"node_id"`
-	StartLine int    `json:"start_line"`
-	EndLine   int    `json:"end_line"`
-	Reason    string `json:"reason,omitempty"`
-}
-
-type searchReplaceArgs struct {
-	NodeID          string `json:"node_id"`
-	SearchPattern   string `json:"search_pattern"`
-	ReplaceWith     string `json:"replace_with"`
-	CaseSensitive   *bool  `json:"case_sensitive"` // default true
-	Regex           bool   `json:"regex"`
-	MaxReplacements int    `json:"max_replacements"`
-	Reason          string `json:"reason,omitempty"`
-}
-
 // TextDiff is the before/after text of an edited line range, lines joined by "\n".
 type TextDiff struct {
 	Before string `json:"before"`
@@ -579,7 +547,7 @@ func checkRange(start, end, n int) error {
 
 // decideReplaceLines replaces lines [start_line, end_line] of a doc by new_content.
 func decideReplaceLines(s *canvas.State, cmd canvas.Command) (Decision, error) {
-	var a replaceLinesArgs
+	var a canvas.ReplaceLinesArgs
 	if err := decodeArgs(cmd.Args, &a); err != nil {
 		return Decision{}, err
 	}
@@ -608,7 +576,7 @@ func decideReplaceLines(s *canvas.State, cmd canvas.Command) (Decision, error) {
 
 // decideInsertLines inserts content after line insert_after_line (0: at the top).
 func decideInsertLines(s *canvas.State, cmd canvas.Command) (Decision, error) {
-	var a insertLinesArgs
+	var a canvas.InsertLinesArgs
 	if err := decodeArgs(cmd.Args, &a); err != nil {
 		return Decision{}, err
 	}
@@ -642,7 +610,7 @@ func decideInsertLines(s *canvas.State, cmd canvas.Command) (Decision, error) {
 
 // decideDeleteLines deletes lines [start_line, end_line] of a doc.
 func decideDeleteLines(s *canvas.State, cmd canvas.Command) (Decision, error) {
-	var a deleteLinesArgs
+	var a canvas.DeleteLinesArgs
 	if err := decodeArgs(cmd.Args, &a); err != nil {
 		return Decision{}, err
 	}
@@ -669,7 +637,7 @@ func decideDeleteLines(s *canvas.State, cmd canvas.Command) (Decision, error) {
 // returning the new line and the number of replacements.
 type lineReplacer func(line string, max int) (string, int)
 
-func newLineReplacer(a *searchReplaceArgs) (lineReplacer, error) {
+func newLineReplacer(a *canvas.SearchReplaceArgs) (lineReplacer, error) {
 	if strings.TrimSpace(a.SearchPattern) == "" {
 		return nil, canvas.Unprocessable("args.search_pattern", "must not be empty or whitespace only")
 	}
@@ -739,7 +707,7 @@ func newLineReplacer(a *searchReplaceArgs) (lineReplacer, error) {
 // replace_lines of that line by "x\n\n" or "" gives. new_line_count is the
 // line count of the resulting text.
 func decideSearchReplace(s *canvas.State, cmd canvas.Command) (Decision, error) {
-	var a searchReplaceArgs
+	var a canvas.SearchReplaceArgs
 	if err := decodeArgs(cmd.Args, &a); err != nil {
 		return Decision{}, err
 	}

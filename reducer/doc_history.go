@@ -462,7 +462,7 @@ func decideRedo(s *canvas.State, cmd canvas.Command) (Decision, error) {
 }
 
 func decideHistory(s *canvas.State, cmd canvas.Command, undo bool) (Decision, error) {
-	var a struct{}
+	var a canvas.HistoryArgs
 	if err := decodeArgs(cmd.Args, &a); err != nil {
 		return Decision{}, err
 	}
@@ -540,12 +540,6 @@ func decideHistory(s *canvas.State, cmd canvas.Command, undo bool) (Decision, er
 
 // --- revert_to_snapshot ---
 
-type revertArgs struct {
-	SnapshotID string `json:"snapshot_id"`
-	NodeID     string `json:"node_id,omitempty"`
-	Reason     string `json:"reason,omitempty"`
-}
-
 // RevertResult is the result of revert_to_snapshot.
 type RevertResult struct {
 	Success      bool     `json:"success"`
@@ -566,7 +560,7 @@ type Reverted struct {
 // loaded. It appends changes; history is not rewritten. Documents whose text
 // differs change by line splices.
 func decideRevertToSnapshot(s *canvas.State, cmd canvas.Command) (Decision, error) {
-	var a revertArgs
+	var a canvas.RevertToSnapshotArgs
 	if err := decodeArgs(cmd.Args, &a); err != nil {
 		return Decision{}, err
 	}
@@ -798,7 +792,7 @@ func propsEqual(a, b map[string]any) bool {
 // the engine to load the state at that snapshot into Command.Snapshot before
 // Decide. Malformed args are a *canvas.FieldError naming the field.
 func RevertSnapshotID(args json.RawMessage) (string, error) {
-	var a revertArgs
+	var a canvas.RevertToSnapshotArgs
 	if len(args) == 0 {
 		args = json.RawMessage("{}")
 	}

@@ -12,53 +12,13 @@ import (
 // file holds, written in one commit, all or nothing.
 const CmdImportScene = "import_scene"
 
-// MaxImportObjects bounds the nodes and edges of one import_scene.
-const MaxImportObjects = 50_000
-
-// ImportSceneArgs are the args of import_scene {mode, nodes, edges}.
-type ImportSceneArgs struct {
-	// Mode is "merge" (the default): the nodes and edges join the canvas,
-	// each replacing one with the same id; or "replace": everything else on
-	// the canvas is deleted.
-	Mode  string       `json:"mode"`
-	Nodes []ImportNode `json:"nodes"`
-	Edges []ImportEdge `json:"edges"`
-}
-
-// ImportNode is a node of an import: every field as a node has it. Nodes
-// are placed in front of the canvas in the order given (z-order); a
-// parent_id may name a node of the import or of the canvas (a group or a
-// frame), in any order. Type group is allowed here (a file's groups).
-type ImportNode struct {
-	ID       string         `json:"id"`
-	Type     string         `json:"type"`
-	Name     string         `json:"name"`
-	ParentID string         `json:"parent_id"`
-	X        float64        `json:"x"`
-	Y        float64        `json:"y"`
-	W        float64        `json:"w"`
-	H        float64        `json:"h"`
-	Rotation float64        `json:"rotation"`
-	Props    map[string]any `json:"props"`
-}
-
-// ImportEdge is an edge of an import; from and to may name nodes of the
-// import or of the canvas ("" for a free end, which needs props.points).
-type ImportEdge struct {
-	ID    string         `json:"id"`
-	From  string         `json:"from"`
-	To    string         `json:"to"`
-	Type  string         `json:"type"`
-	Props map[string]any `json:"props"`
-}
-
 // decideImportScene: import_scene {mode?, nodes, edges}. Every node and
 // edge is checked as create_node and create_edge check theirs (ids, kinds,
 // the props schema, bound ends placed on their nodes); the first that
 // fails refuses the whole import with a field error naming it
 // (args.nodes[3].props.fill). The created ids are every id imported.
 func decideImportScene(t *tx, args json.RawMessage) error {
-	var a ImportSceneArgs
+	var a canvas.ImportSceneArgs
 	if err := decodeArgs(args, &a); err != nil {
 		return err
 	}
@@ -67,8 +27,8 @@ func decideImportScene(t *tx, args json.RawMessage) error {
 	default:
 		return enumError("args.mode", a.Mode, "merge", "replace")
 	}
-	if n := len(a.Nodes) + len(a.Edges); n > MaxImportObjects {
-		return canvas.Unprocessable("args", "an import takes at most %d nodes and edges; got %d", MaxImportObjects, n)
+	if n := len(a.Nodes) + len(a.Edges); n > canvas.MaxImportObjects {
+		return canvas.Unprocessable("args", "an import takes at most %d nodes and edges; got %d", canvas.MaxImportObjects, n)
 	}
 	// Ids first: unique, valid, touched (an import conflicts with a change
 	// to anything it writes).

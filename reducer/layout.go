@@ -19,32 +19,6 @@ func reorderOps() []string {
 	return []string{"bring_to_front", "send_to_back", "bring_forward", "send_backward"}
 }
 
-type alignArgs struct {
-	IDs       []string `json:"ids"`
-	Alignment string   `json:"alignment"`
-}
-
-type distributeArgs struct {
-	IDs       []string `json:"ids"`
-	Direction string   `json:"direction"`
-}
-
-type stackArgs struct {
-	IDs       []string `json:"ids"`
-	Direction string   `json:"direction"`
-	Gap       *float64 `json:"gap"`
-}
-
-type reorderArgs struct {
-	IDs []string `json:"ids"`
-	Op  string   `json:"op"`
-}
-
-type groupArgs struct {
-	IDs     []string `json:"ids"`
-	GroupID string   `json:"group_id"`
-}
-
 // boxed is a node with its page bounds and its position in args.ids.
 type boxed struct {
 	id  string
@@ -66,7 +40,7 @@ func (t *tx) boxes(roots []string) []boxed {
 // likewise; center-horizontal puts every horizontal centre on the common
 // bounds' centre x, center-vertical every vertical centre on its centre y.
 func decideAlign(t *tx, args json.RawMessage) error {
-	var a alignArgs
+	var a canvas.AlignArgs
 	if err := decodeArgs(args, &a); err != nil {
 		return err
 	}
@@ -132,7 +106,7 @@ func sortBoxes(items []boxed, key func(b rect) float64) {
 // first and last shapes stay and the gaps between neighbours become equal.
 // Fewer than three shapes change nothing.
 func decideDistribute(t *tx, args json.RawMessage) error {
-	var a distributeArgs
+	var a canvas.DistributeArgs
 	if err := decodeArgs(args, &a); err != nil {
 		return err
 	}
@@ -172,7 +146,7 @@ func decideDistribute(t *tx, args json.RawMessage) error {
 // decideStack: stack {ids, direction, gap}: the first shape by position
 // stays; each next one starts gap after the previous one ends.
 func decideStack(t *tx, args json.RawMessage) error {
-	var a stackArgs
+	var a canvas.StackArgs
 	if err := decodeArgs(args, &a); err != nil {
 		return err
 	}
@@ -215,7 +189,7 @@ func zLess(a, b *canvas.Node) bool {
 // for bring_forward / send_backward between neighbours whose keys have grown
 // close: then a few nodes around them get short keys too (placeKeys).
 func decideReorder(t *tx, args json.RawMessage) error {
-	var a reorderArgs
+	var a canvas.ReorderArgs
 	if err := decodeArgs(args, &a); err != nil {
 		return err
 	}
@@ -422,7 +396,7 @@ func (t *tx) placeKeys(order []*canvas.Node, need []bool) error {
 // parent of the nodes. Its parent is the nodes' lowest common ancestor, its
 // z-order just above its topmost child, its bounds the union of its children.
 func decideGroup(t *tx, args json.RawMessage) error {
-	var a groupArgs
+	var a canvas.GroupArgs
 	if err := decodeArgs(args, &a); err != nil {
 		return err
 	}
@@ -506,7 +480,7 @@ func decideGroup(t *tx, args json.RawMessage) error {
 // decideUngroup: ungroup {id}: the group's children move to the group's
 // parent (keeping their geometry) and the group is deleted.
 func decideUngroup(t *tx, args json.RawMessage) error {
-	var a idArgs
+	var a canvas.IDArgs
 	if err := decodeArgs(args, &a); err != nil {
 		return err
 	}

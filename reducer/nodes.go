@@ -22,79 +22,6 @@ const (
 	defaultDocH     = 400.0
 )
 
-type transformArgs struct {
-	X        *float64 `json:"x"`
-	Y        *float64 `json:"y"`
-	W        *float64 `json:"w"`
-	H        *float64 `json:"h"`
-	Rotation *float64 `json:"rotation"`
-}
-
-type createNodeArgs struct {
-	ID        string         `json:"id"`
-	Name      string         `json:"name"`
-	Type      string         `json:"type"`
-	Transform *transformArgs `json:"transform"`
-	ParentID  string         `json:"parent_id"`
-	Props     map[string]any `json:"props"`
-}
-
-type createShapeArgs struct {
-	ID       string         `json:"id"`
-	Type     string         `json:"type"`
-	X        *float64       `json:"x"`
-	Y        *float64       `json:"y"`
-	W        *float64       `json:"w"`
-	H        *float64       `json:"h"`
-	Rotation *float64       `json:"rotation"`
-	ParentID string         `json:"parent_id"`
-	Name     string         `json:"name"`
-	Props    map[string]any `json:"props"`
-}
-
-type updateNodeArgs struct {
-	ID        string         `json:"id"`
-	Name      *string        `json:"name"`
-	ParentID  *string        `json:"parent_id"`
-	Transform *transformArgs `json:"transform"`
-	Props     map[string]any `json:"props"`
-}
-
-type updateShapeArgs struct {
-	ID       string         `json:"id"`
-	X        *float64       `json:"x"`
-	Y        *float64       `json:"y"`
-	W        *float64       `json:"w"`
-	H        *float64       `json:"h"`
-	Rotation *float64       `json:"rotation"`
-	Name     *string        `json:"name"`
-	ParentID *string        `json:"parent_id"`
-	Props    map[string]any `json:"props"`
-}
-
-type idArgs struct {
-	ID string `json:"id"`
-}
-
-type idsArgs struct {
-	IDs []string `json:"ids"`
-}
-
-type createEdgeArgs struct {
-	ID    string         `json:"id"`
-	From  string         `json:"from"`
-	To    string         `json:"to"`
-	Type  string         `json:"type"`
-	Props map[string]any `json:"props"`
-}
-
-type updateEdgeArgs struct {
-	ID    string         `json:"id"`
-	From  *string        `json:"from"`
-	To    *string        `json:"to"`
-	Props map[string]any `json:"props"`
-}
-
 // nodeSpec is a node to create; geo names the prefix of the geometry fields
 // in error messages ("args.transform." or "args.").
 type nodeSpec struct {
@@ -174,7 +101,7 @@ func (t *tx) createNode(sp nodeSpec) error {
 
 // decideCreateNode: create_node {id?, name, type (default "geo"), transform {x, y, w, h, rotation}, parent_id?, props?}.
 func decideCreateNode(t *tx, args json.RawMessage) error {
-	var a createNodeArgs
+	var a canvas.CreateNodeArgs
 	if err := decodeArgs(args, &a); err != nil {
 		return err
 	}
@@ -196,7 +123,7 @@ func decideCreateNode(t *tx, args json.RawMessage) error {
 
 // decideCreateShape: create_shape {id?, type, x, y, w?, h?, rotation?, parent_id?, name?, props?}.
 func decideCreateShape(t *tx, args json.RawMessage) error {
-	var a createShapeArgs
+	var a canvas.CreateShapeArgs
 	if err := decodeArgs(args, &a); err != nil {
 		return err
 	}
@@ -416,7 +343,7 @@ func (t *tx) setGeometry(id string, g geomUpdate) error {
 
 // decideUpdateNode: update_node {id, name?, parent_id?, transform?, props?} (props merge as a JSON merge patch).
 func decideUpdateNode(t *tx, args json.RawMessage) error {
-	var a updateNodeArgs
+	var a canvas.UpdateNodeArgs
 	if err := decodeArgs(args, &a); err != nil {
 		return err
 	}
@@ -429,7 +356,7 @@ func decideUpdateNode(t *tx, args json.RawMessage) error {
 
 // decideUpdateShape: update_shape {id, x?, y?, w?, h?, rotation?, name?, parent_id?, props?}.
 func decideUpdateShape(t *tx, args json.RawMessage) error {
-	var a updateShapeArgs
+	var a canvas.UpdateShapeArgs
 	if err := decodeArgs(args, &a); err != nil {
 		return err
 	}
@@ -438,7 +365,7 @@ func decideUpdateShape(t *tx, args json.RawMessage) error {
 
 // decideDeleteNode: delete_node {id}; deletes descendants and every edge touching a deleted node.
 func decideDeleteNode(t *tx, args json.RawMessage) error {
-	var a idArgs
+	var a canvas.IDArgs
 	if err := decodeArgs(args, &a); err != nil {
 		return err
 	}
@@ -451,7 +378,7 @@ func decideDeleteNode(t *tx, args json.RawMessage) error {
 
 // decideDeleteShape: delete_shape {ids}.
 func decideDeleteShape(t *tx, args json.RawMessage) error {
-	var a idsArgs
+	var a canvas.IDsArgs
 	if err := decodeArgs(args, &a); err != nil {
 		return err
 	}
@@ -468,7 +395,7 @@ func decideDeleteShape(t *tx, args json.RawMessage) error {
 // props?}: an end names a node (bound) or is "" (free); without
 // props.points both ends must be bound and the server computes the path.
 func decideCreateEdge(t *tx, args json.RawMessage) error {
-	var a createEdgeArgs
+	var a canvas.CreateEdgeArgs
 	if err := decodeArgs(args, &a); err != nil {
 		return err
 	}
@@ -519,7 +446,7 @@ func decideCreateEdge(t *tx, args json.RawMessage) error {
 // to null is computed again (both ends bound); an elbow edge whose ends,
 // sides or routing changed is routed again.
 func decideUpdateEdge(t *tx, args json.RawMessage) error {
-	var a updateEdgeArgs
+	var a canvas.UpdateEdgeArgs
 	if err := decodeArgs(args, &a); err != nil {
 		return err
 	}
@@ -579,7 +506,7 @@ func hasAny(m map[string]any, keys ...string) bool {
 
 // decideDeleteEdge: delete_edge {id}.
 func decideDeleteEdge(t *tx, args json.RawMessage) error {
-	var a idArgs
+	var a canvas.IDArgs
 	if err := decodeArgs(args, &a); err != nil {
 		return err
 	}

@@ -26,11 +26,6 @@ const (
 	MaxRevertSpan = 200000
 )
 
-type revertCommitsArgs struct {
-	Revs   []int64 `json:"revs"`
-	Reason string  `json:"reason,omitempty"`
-}
-
 // RevertCommitsResult is the result of revert_commits.
 type RevertCommitsResult struct {
 	Success      bool     `json:"success"`
@@ -49,14 +44,15 @@ func RevertRevs(args json.RawMessage) ([]int64, error) {
 	if len(args) == 0 {
 		args = json.RawMessage("{}")
 	}
-	var a revertCommitsArgs
+	var a canvas.RevertCommitsArgs
 	if err := decodeArgs(args, &a); err != nil {
 		return nil, err
 	}
-	return a.revs()
+	return revertRevs(a)
 }
 
-func (a revertCommitsArgs) revs() ([]int64, error) {
+// revertRevs checks and sorts the revisions of revert_commits args.
+func revertRevs(a canvas.RevertCommitsArgs) ([]int64, error) {
 	switch {
 	case len(a.Revs) == 0:
 		return nil, canvas.Unprocessable("args.revs", "must list at least one revision")
@@ -198,11 +194,11 @@ func entityOf(s *canvas.State, ref canvas.Ref) (*canvas.Node, *canvas.Edge) {
 // A revert that finds every entity as it was before them commits no change;
 // commits that changed nothing at all are a 422.
 func decideRevertCommits(s *canvas.State, cmd canvas.Command) (Decision, error) {
-	var a revertCommitsArgs
+	var a canvas.RevertCommitsArgs
 	if err := decodeArgs(cmd.Args, &a); err != nil {
 		return Decision{}, err
 	}
-	revs, err := a.revs()
+	revs, err := revertRevs(a)
 	if err != nil {
 		return Decision{}, err
 	}

@@ -6,38 +6,11 @@ import (
 	"github.com/canvasd/canvasd/canvas"
 )
 
-type moveArgs struct {
-	IDs []string `json:"ids"`
-	DX  *float64 `json:"dx"`
-	DY  *float64 `json:"dy"`
-	ID  string   `json:"id"`
-	X   *float64 `json:"x"`
-	Y   *float64 `json:"y"`
-}
-
-type resizeArgs struct {
-	IDs     []string `json:"ids"`
-	ScaleX  *float64 `json:"scale_x"`
-	ScaleY  *float64 `json:"scale_y"`
-	OriginX *float64 `json:"origin_x"`
-	OriginY *float64 `json:"origin_y"`
-	ID      string   `json:"id"`
-	W       *float64 `json:"w"`
-	H       *float64 `json:"h"`
-}
-
-type rotateArgs struct {
-	IDs     []string `json:"ids"`
-	Degrees *float64 `json:"degrees"`
-	OriginX *float64 `json:"origin_x"`
-	OriginY *float64 `json:"origin_y"`
-}
-
 // decideMove: move {ids, dx, dy} (relative) or move {id, x, y} (absolute, the
 // node's top-left corner). Descendants move along; a node listed together
 // with one of its ancestors moves once.
 func decideMove(t *tx, args json.RawMessage) error {
-	var a moveArgs
+	var a canvas.MoveArgs
 	if err := decodeArgs(args, &a); err != nil {
 		return err
 	}
@@ -100,7 +73,7 @@ func (t *tx) translate(roots []string, dx, dy float64) {
 // is exact for uniform scales and an approximation otherwise (a rotated
 // rectangle stretched along the page axes is no longer a rectangle).
 func decideResize(t *tx, args json.RawMessage) error {
-	var a resizeArgs
+	var a canvas.ResizeArgs
 	if err := decodeArgs(args, &a); err != nil {
 		return err
 	}
@@ -165,7 +138,7 @@ func decideResize(t *tx, args json.RawMessage) error {
 // common bounds). Positive degrees turn clockwise on screen (y grows down),
 // as TLDraw's rotation does. Groups keep rotation 0 and follow their contents.
 func decideRotate(t *tx, args json.RawMessage) error {
-	var a rotateArgs
+	var a canvas.RotateArgs
 	if err := decodeArgs(args, &a); err != nil {
 		return err
 	}

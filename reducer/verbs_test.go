@@ -1010,3 +1010,16 @@ func sameChangeSet(a, b string) bool {
 	sort.Strings(y)
 	return reflect.DeepEqual(x, y)
 }
+
+// TestVerbTableIsTheCanvasDefinitions: the reducer decides exactly the
+// command types package canvas defines args for (canvas.Verbs).
+func TestVerbTableIsTheCanvasDefinitions(t *testing.T) {
+	var defined []string
+	for _, v := range canvas.Verbs() {
+		defined = append(defined, v.Type)
+	}
+	sort.Strings(defined)
+	if got := CommandTypes(); strings.Join(got, ",") != strings.Join(defined, ",") {
+		t.Fatalf("reducer verbs %v, canvas.Verbs %v", got, defined)
+	}
+}

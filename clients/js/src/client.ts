@@ -6,7 +6,7 @@ import { SSEParser } from "./sse.js";
 import { LiveCanvas } from "./live.js";
 import type { LiveCanvasOptions } from "./live.js";
 import type {
-  AgentAck, AgentCancelResult, AgentRevertRequest, AgentRunRequest, AgentRunResponse, AgentSession, AgentView, BatchCommand, BatchResult, Canvas,
+  AgentAck, AgentCancelResult, AgentRevertRequest, AgentRunRequest, AgentRunResponse, AgentSession, AgentView, ArgsOf, BatchCommand, BatchResult, Canvas,
   CommandType, Commit, ConflictResult, DeleteLinesArgs, DocContent, DocDiff, DocSelection, EventsPage, GestureAck,
   GestureRequest, InsertLinesArgs, InvokeAnswer, InvokeRequest, MessageAccepted, MessageRequest, NamedSnapshot,
   NamedSnapshotList, NamedSnapshotRequest, Problem, ReplaceLinesArgs, RevertToSnapshotArgs, RevisionResult,
@@ -441,8 +441,11 @@ export class CanvasClient {
 
   // ------------------------------------------------------------ commands
 
-  /** Applies one command and returns the new revision (see applyResult). */
-  async apply(canvasId: string, type: CommandType | string, args: Record<string, unknown> = {}, opts: ApplyOptions = {}): Promise<number> {
+  /**
+   * Applies one command and returns the new revision (see applyResult). For
+   * a command type, args are typed as that type's (CommandArgs).
+   */
+  async apply<T extends CommandType | (string & {})>(canvasId: string, type: T, args?: ArgsOf<T>, opts: ApplyOptions = {}): Promise<number> {
     return (await this.applyResult(canvasId, type, args, opts)).rev;
   }
 
@@ -461,8 +464,13 @@ export class CanvasClient {
    * resend or re-planned command, even one onConflict returns after the
    * abort) and it throws the signal's reason. A command already sent may
    * have applied: give your own idempotencyKey to be able to resend it safely.
+   *
+   * For a command type, args are typed as that type's (CommandArgs): a
+   * literal of another type's args does not compile.
    */
-  async applyResult(canvasId: string, type: CommandType | string, args: Record<string, unknown> = {}, opts: ApplyOptions = {}): Promise<ApplyResult> {
+  async applyResult<T extends CommandType | (string & {})>(canvasId: string, command: T, commandArgs?: ArgsOf<T>, opts: ApplyOptions = {}): Promise<ApplyResult> {
+    let type: string = command;
+    let args: unknown = commandArgs ?? {};
     const path = `/canvas_commands/${seg(canvasId)}/command`;
     const baseKey = opts.idempotencyKey ?? newIdempotencyKey();
     let baseRev = opts.baseRev ?? this.heads.get(canvasId);
@@ -520,19 +528,19 @@ export class CanvasClient {
   // Document verbs (commands on a `doc` node; the result is in ApplyResult.result).
 
   replaceLines(canvasId: string, args: ReplaceLinesArgs, opts?: ApplyOptions): Promise<ApplyResult> {
-    return this.applyResult(canvasId, "replace_lines", args as Record<string, unknown>, opts);
+    return this.applyResult(canvasId, "replace_lines", args, opts);
   }
 
   insertLines(canvasId: string, args: InsertLinesArgs, opts?: ApplyOptions): Promise<ApplyResult> {
-    return this.applyResult(canvasId, "insert_lines", args as Record<string, unknown>, opts);
+    return this.applyResult(canvasId, "insert_lines", args, opts);
   }
 
   deleteLines(canvasId: string, args: DeleteLinesArgs, opts?: ApplyOptions): Promise<ApplyResult> {
-    return this.applyResult(canvasId, "delete_lines", args as Record<string, unknown>, opts);
+    return this.applyResult(canvasId, "delete_lines", args, opts);
   }
 
   searchReplace(canvasId: string, args: SearchReplaceArgs, opts?: ApplyOptions): Promise<ApplyResult> {
-    return this.applyResult(canvasId, "search_replace", args as Record<string, unknown>, opts);
+    return this.applyResult(canvasId, "search_replace", args, opts);
   }
 
   /** Undoes the calling actor's own last command (409 if someone else changed what it would restore). */
@@ -545,7 +553,7 @@ export class CanvasClient {
   }
 
   revertToSnapshot(canvasId: string, args: RevertToSnapshotArgs, opts?: ApplyOptions): Promise<ApplyResult> {
-    return this.applyResult(canvasId, "revert_to_snapshot", args as Record<string, unknown>, opts);
+    return this.applyResult(canvasId, "revert_to_snapshot", args, opts);
   }
 
   // ------------------------------------------------------------ documents and named snapshots

@@ -1,12 +1,13 @@
 // Turning an edit of a document's text into one document command.
 
 import { splitLines } from "./model.js";
+import type { CommandArgs } from "./types.js";
 
-/** A command that edits a doc node: its type and args (send it with CanvasClient.apply). */
-export interface DocCommand {
-  type: "replace_lines" | "insert_lines" | "delete_lines" | "update_node";
-  args: Record<string, unknown>;
-}
+/** The commands docEdit returns. */
+type DocCommandType = "replace_lines" | "insert_lines" | "delete_lines" | "update_node";
+
+/** A command that edits a doc node: its type and that type's args (send it with CanvasClient.apply). */
+export type DocCommand = { [T in DocCommandType]: { type: T; args: CommandArgs<T> } }[DocCommandType];
 
 /**
  * docEdit returns the command that turns doc node nodeId's text from before

@@ -8,7 +8,7 @@ import { randomHex } from "./ids.js";
 import { TERMINAL_AGENT_STATES } from "./events.js";
 import { CanvasModel } from "./model.js";
 import type {
-  AgentAction, AgentActionEnvelope, AgentChat, AgentStatus, Commit, Gesture, GestureRequest, InvokeEvent, Rect,
+  AgentAction, AgentActionEnvelope, AgentChat, AgentStatus, ArgsOf, CommandType, Commit, Gesture, GestureRequest, InvokeEvent, Rect,
   Screenshot, ScreenshotRequest, AgentHost,
 } from "./types.js";
 
@@ -248,8 +248,11 @@ export class LiveCanvas {
     };
   }
 
-  /** Applies a command planned against this model's revision (baseRev defaults to model.rev). */
-  apply(type: string, args: Record<string, unknown> = {}, opts: ApplyOptions = {}): Promise<ApplyResult> {
+  /**
+   * Applies a command planned against this model's revision (baseRev defaults
+   * to model.rev). For a command type, args are typed as that type's.
+   */
+  apply<T extends CommandType | (string & {})>(type: T, args?: ArgsOf<T>, opts: ApplyOptions = {}): Promise<ApplyResult> {
     return this.client.applyResult(this.canvasId, type, args, { baseRev: this.model?.rev, ...opts });
   }
 

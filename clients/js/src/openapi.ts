@@ -383,66 +383,6 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/api/canvases/{id}/export": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                /** @description The canvas id. */
-                id: components["parameters"]["CanvasIDPathShort"];
-            };
-            cookie?: never;
-        };
-        /**
-         * The canvas as a picture (SVG, PNG, drawn by the server) or a file (JSON Canvas, .excalidraw).
-         * @description `svg` and `png` are drawn by the server with no browser: every kind of node and edge (geo
-         *     shapes with their fills, notes, text, frames, documents as cards, images, embeds, freehand
-         *     drawings, lines; edges with their heads and labels), text in the fonts the web UI uses, wrapped as
-         *     it wraps it. `jsoncanvas` is a JSON Canvas 1.0 file (jsoncanvas.org), `excalidraw` an
-         *     `.excalidraw` file; a canvas imported from such a file gives that file back (docs/files.md). A
-         *     picture is at most 16,384 pixels a side and 33,554,432 pixels in all: past that, a 422 names `scale` or
-         *     `bounds` and says the largest scale that fits. The header `X-Canvas-Rev` is the revision shown.
-         */
-        get: operations["exportCanvas"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/canvases/{id}/import": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                /** @description The canvas id. */
-                id: components["parameters"]["CanvasIDPathShort"];
-            };
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /**
-         * Read a file (JSON Canvas, .excalidraw, Mermaid flowchart) into the canvas as one commit.
-         * @description The body is the file itself (at most 32 MiB; any Content-Type). It becomes one `import_scene`
-         *     command of the caller, answered like a command (`current_rev`, `created_ids`: every id the file
-         *     put on the canvas): all of it in one revision, or nothing. `mode=merge` (default) adds the file's
-         *     nodes and edges, each replacing one with the same id; `mode=replace` deletes everything else.
-         *     Mermaid flowcharts are laid out by Graphviz's dot: nothing overlaps, ranks follow the chart's
-         *     direction, subgraphs become frames. A file that cannot be read, or a node or edge of it the
-         *     canvas refuses, is a 422 whose `field` names the place in the file (`body.nodes[3].color`,
-         *     `body.elements[7]`, `body line 12`). A file holds at most 50,000 nodes and edges (a Mermaid
-         *     chart 2,000 nodes and 5,000 links).
-         */
-        post: operations["importFile"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
     "/mcp": {
         parameters: {
             query?: never;
@@ -1801,67 +1741,594 @@ export interface components {
             }[];
         };
         /**
-         * @description API-surface verbs, TLDraw-native verbs, document verbs and history verbs. The args of each are
-         *     the schema named `<Type>Args` (e.g. `create_node` → `CreateNodeArgs`).
+         * @description The command types: API-surface verbs, TLDraw-native verbs, document verbs and history verbs. The args of each are the schema its command schema names (e.g. `create_node` → `CreateNodeCommand` → `CreateNodeArgs`).
          * @enum {string}
          */
-        CommandType: "create_node" | "update_node" | "delete_node" | "create_edge" | "update_edge" | "delete_edge" | "create_shape" | "update_shape" | "delete_shape" | "move" | "resize" | "rotate" | "group" | "ungroup" | "align" | "distribute" | "stack" | "reorder" | "replace_lines" | "insert_lines" | "delete_lines" | "search_replace" | "undo" | "redo" | "revert_to_snapshot" | "revert_commits" | "import_scene";
+        CommandType: "create_node" | "update_node" | "delete_node" | "create_edge" | "update_edge" | "delete_edge" | "create_shape" | "update_shape" | "delete_shape" | "move" | "resize" | "rotate" | "group" | "ungroup" | "align" | "distribute" | "stack" | "reorder" | "replace_lines" | "insert_lines" | "delete_lines" | "search_replace" | "undo" | "redo" | "revert_to_snapshot" | "revert_commits";
+        /** @description A command: `type` names the verb and `args` its arguments, whose schema depends on `type` (one command schema per type, chosen by `type`). Top-level fields other than these are rejected (400). An unknown `type` is a 422 naming `type`; args that do not fit the type are a 422 naming the field. */
+        CommandEnvelope: components["schemas"]["CreateNodeCommand"] | components["schemas"]["UpdateNodeCommand"] | components["schemas"]["DeleteNodeCommand"] | components["schemas"]["CreateEdgeCommand"] | components["schemas"]["UpdateEdgeCommand"] | components["schemas"]["DeleteEdgeCommand"] | components["schemas"]["CreateShapeCommand"] | components["schemas"]["UpdateShapeCommand"] | components["schemas"]["DeleteShapeCommand"] | components["schemas"]["MoveCommand"] | components["schemas"]["ResizeCommand"] | components["schemas"]["RotateCommand"] | components["schemas"]["GroupCommand"] | components["schemas"]["UngroupCommand"] | components["schemas"]["AlignCommand"] | components["schemas"]["DistributeCommand"] | components["schemas"]["StackCommand"] | components["schemas"]["ReorderCommand"] | components["schemas"]["ReplaceLinesCommand"] | components["schemas"]["InsertLinesCommand"] | components["schemas"]["DeleteLinesCommand"] | components["schemas"]["SearchReplaceCommand"] | components["schemas"]["UndoCommand"] | components["schemas"]["RedoCommand"] | components["schemas"]["RevertToSnapshotCommand"] | components["schemas"]["RevertCommitsCommand"];
+        /** @description A command inside a batch: a `CommandEnvelope` whose own `base_rev` is ignored (the batch's applies). */
+        BatchCommand: components["schemas"]["CreateNodeCommand"] | components["schemas"]["UpdateNodeCommand"] | components["schemas"]["DeleteNodeCommand"] | components["schemas"]["CreateEdgeCommand"] | components["schemas"]["UpdateEdgeCommand"] | components["schemas"]["DeleteEdgeCommand"] | components["schemas"]["CreateShapeCommand"] | components["schemas"]["UpdateShapeCommand"] | components["schemas"]["DeleteShapeCommand"] | components["schemas"]["MoveCommand"] | components["schemas"]["ResizeCommand"] | components["schemas"]["RotateCommand"] | components["schemas"]["GroupCommand"] | components["schemas"]["UngroupCommand"] | components["schemas"]["AlignCommand"] | components["schemas"]["DistributeCommand"] | components["schemas"]["StackCommand"] | components["schemas"]["ReorderCommand"] | components["schemas"]["ReplaceLinesCommand"] | components["schemas"]["InsertLinesCommand"] | components["schemas"]["DeleteLinesCommand"] | components["schemas"]["SearchReplaceCommand"] | components["schemas"]["UndoCommand"] | components["schemas"]["RedoCommand"] | components["schemas"]["RevertToSnapshotCommand"] | components["schemas"]["RevertCommitsCommand"];
+        /** @description `create_node`: Create a node. */
+        CreateNodeCommand: {
+            id?: components["schemas"]["CommandID"];
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "create_node";
+            base_rev?: components["schemas"]["BaseRev"];
+            idempotency_key?: components["schemas"]["IdempotencyKey"];
+            strict?: components["schemas"]["Strict"];
+            args?: components["schemas"]["CreateNodeArgs"];
+        };
+        /** @description `update_node`: Change a node's name, parent, box or props (props merge). */
+        UpdateNodeCommand: {
+            id?: components["schemas"]["CommandID"];
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "update_node";
+            base_rev?: components["schemas"]["BaseRev"];
+            idempotency_key?: components["schemas"]["IdempotencyKey"];
+            strict?: components["schemas"]["Strict"];
+            args?: components["schemas"]["UpdateNodeArgs"];
+        };
+        /** @description `delete_node`: Delete a node, its descendants and its edges. */
+        DeleteNodeCommand: {
+            id?: components["schemas"]["CommandID"];
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "delete_node";
+            base_rev?: components["schemas"]["BaseRev"];
+            idempotency_key?: components["schemas"]["IdempotencyKey"];
+            strict?: components["schemas"]["Strict"];
+            args?: components["schemas"]["DeleteNodeArgs"];
+        };
+        /** @description `create_edge`: Create an edge (an arrow) between two nodes, or with free ends. */
+        CreateEdgeCommand: {
+            id?: components["schemas"]["CommandID"];
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "create_edge";
+            base_rev?: components["schemas"]["BaseRev"];
+            idempotency_key?: components["schemas"]["IdempotencyKey"];
+            strict?: components["schemas"]["Strict"];
+            args?: components["schemas"]["CreateEdgeArgs"];
+        };
+        /** @description `update_edge`: Bind or free an edge's ends, or change its props (props merge). */
+        UpdateEdgeCommand: {
+            id?: components["schemas"]["CommandID"];
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "update_edge";
+            base_rev?: components["schemas"]["BaseRev"];
+            idempotency_key?: components["schemas"]["IdempotencyKey"];
+            strict?: components["schemas"]["Strict"];
+            args?: components["schemas"]["UpdateEdgeArgs"];
+        };
+        /** @description `delete_edge`: Delete an edge. */
+        DeleteEdgeCommand: {
+            id?: components["schemas"]["CommandID"];
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "delete_edge";
+            base_rev?: components["schemas"]["BaseRev"];
+            idempotency_key?: components["schemas"]["IdempotencyKey"];
+            strict?: components["schemas"]["Strict"];
+            args?: components["schemas"]["DeleteEdgeArgs"];
+        };
+        /** @description `create_shape`: Create a shape (a node) at x, y. */
+        CreateShapeCommand: {
+            id?: components["schemas"]["CommandID"];
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "create_shape";
+            base_rev?: components["schemas"]["BaseRev"];
+            idempotency_key?: components["schemas"]["IdempotencyKey"];
+            strict?: components["schemas"]["Strict"];
+            args?: components["schemas"]["CreateShapeArgs"];
+        };
+        /** @description `update_shape`: Change a shape's position, size, rotation, name, parent or props (props merge). */
+        UpdateShapeCommand: {
+            id?: components["schemas"]["CommandID"];
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "update_shape";
+            base_rev?: components["schemas"]["BaseRev"];
+            idempotency_key?: components["schemas"]["IdempotencyKey"];
+            strict?: components["schemas"]["Strict"];
+            args?: components["schemas"]["UpdateShapeArgs"];
+        };
+        /** @description `delete_shape`: Delete shapes (and their edges). */
+        DeleteShapeCommand: {
+            id?: components["schemas"]["CommandID"];
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "delete_shape";
+            base_rev?: components["schemas"]["BaseRev"];
+            idempotency_key?: components["schemas"]["IdempotencyKey"];
+            strict?: components["schemas"]["Strict"];
+            args?: components["schemas"]["DeleteShapeArgs"];
+        };
+        /** @description `move`: Move shapes by dx, dy, or one shape to x, y. */
+        MoveCommand: {
+            id?: components["schemas"]["CommandID"];
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "move";
+            base_rev?: components["schemas"]["BaseRev"];
+            idempotency_key?: components["schemas"]["IdempotencyKey"];
+            strict?: components["schemas"]["Strict"];
+            args?: components["schemas"]["MoveArgs"];
+        };
+        /** @description `resize`: Scale shapes, or set one shape's size. */
+        ResizeCommand: {
+            id?: components["schemas"]["CommandID"];
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "resize";
+            base_rev?: components["schemas"]["BaseRev"];
+            idempotency_key?: components["schemas"]["IdempotencyKey"];
+            strict?: components["schemas"]["Strict"];
+            args?: components["schemas"]["ResizeArgs"];
+        };
+        /** @description `rotate`: Rotate shapes by degrees. */
+        RotateCommand: {
+            id?: components["schemas"]["CommandID"];
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "rotate";
+            base_rev?: components["schemas"]["BaseRev"];
+            idempotency_key?: components["schemas"]["IdempotencyKey"];
+            strict?: components["schemas"]["Strict"];
+            args?: components["schemas"]["RotateArgs"];
+        };
+        /** @description `group`: Group shapes. */
+        GroupCommand: {
+            id?: components["schemas"]["CommandID"];
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "group";
+            base_rev?: components["schemas"]["BaseRev"];
+            idempotency_key?: components["schemas"]["IdempotencyKey"];
+            strict?: components["schemas"]["Strict"];
+            args?: components["schemas"]["GroupArgs"];
+        };
+        /** @description `ungroup`: Dissolve a group. */
+        UngroupCommand: {
+            id?: components["schemas"]["CommandID"];
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "ungroup";
+            base_rev?: components["schemas"]["BaseRev"];
+            idempotency_key?: components["schemas"]["IdempotencyKey"];
+            strict?: components["schemas"]["Strict"];
+            args?: components["schemas"]["UngroupArgs"];
+        };
+        /** @description `align`: Align shapes' edges or centres. */
+        AlignCommand: {
+            id?: components["schemas"]["CommandID"];
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "align";
+            base_rev?: components["schemas"]["BaseRev"];
+            idempotency_key?: components["schemas"]["IdempotencyKey"];
+            strict?: components["schemas"]["Strict"];
+            args?: components["schemas"]["AlignArgs"];
+        };
+        /** @description `distribute`: Make the gaps between shapes equal. */
+        DistributeCommand: {
+            id?: components["schemas"]["CommandID"];
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "distribute";
+            base_rev?: components["schemas"]["BaseRev"];
+            idempotency_key?: components["schemas"]["IdempotencyKey"];
+            strict?: components["schemas"]["Strict"];
+            args?: components["schemas"]["DistributeArgs"];
+        };
+        /** @description `stack`: Line shapes up one after another with a gap. */
+        StackCommand: {
+            id?: components["schemas"]["CommandID"];
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "stack";
+            base_rev?: components["schemas"]["BaseRev"];
+            idempotency_key?: components["schemas"]["IdempotencyKey"];
+            strict?: components["schemas"]["Strict"];
+            args?: components["schemas"]["StackArgs"];
+        };
+        /** @description `reorder`: Change shapes' z-order. */
+        ReorderCommand: {
+            id?: components["schemas"]["CommandID"];
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "reorder";
+            base_rev?: components["schemas"]["BaseRev"];
+            idempotency_key?: components["schemas"]["IdempotencyKey"];
+            strict?: components["schemas"]["Strict"];
+            args?: components["schemas"]["ReorderArgs"];
+        };
+        /** @description `replace_lines`: Replace lines start_line..end_line of a document with new_content. */
+        ReplaceLinesCommand: {
+            id?: components["schemas"]["CommandID"];
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "replace_lines";
+            base_rev?: components["schemas"]["BaseRev"];
+            idempotency_key?: components["schemas"]["IdempotencyKey"];
+            strict?: components["schemas"]["Strict"];
+            args?: components["schemas"]["ReplaceLinesArgs"];
+        };
+        /** @description `insert_lines`: Insert content after line insert_after_line of a document (0: at the top). */
+        InsertLinesCommand: {
+            id?: components["schemas"]["CommandID"];
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "insert_lines";
+            base_rev?: components["schemas"]["BaseRev"];
+            idempotency_key?: components["schemas"]["IdempotencyKey"];
+            strict?: components["schemas"]["Strict"];
+            args?: components["schemas"]["InsertLinesArgs"];
+        };
+        /** @description `delete_lines`: Delete lines start_line..end_line of a document. */
+        DeleteLinesCommand: {
+            id?: components["schemas"]["CommandID"];
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "delete_lines";
+            base_rev?: components["schemas"]["BaseRev"];
+            idempotency_key?: components["schemas"]["IdempotencyKey"];
+            strict?: components["schemas"]["Strict"];
+            args?: components["schemas"]["DeleteLinesArgs"];
+        };
+        /** @description `search_replace`: Replace matches of search_pattern with replace_with, line by line, in a document. */
+        SearchReplaceCommand: {
+            id?: components["schemas"]["CommandID"];
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "search_replace";
+            base_rev?: components["schemas"]["BaseRev"];
+            idempotency_key?: components["schemas"]["IdempotencyKey"];
+            strict?: components["schemas"]["Strict"];
+            args?: components["schemas"]["SearchReplaceArgs"];
+        };
+        /** @description `undo`: Undo the caller's own last command. */
+        UndoCommand: {
+            id?: components["schemas"]["CommandID"];
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "undo";
+            base_rev?: components["schemas"]["BaseRev"];
+            idempotency_key?: components["schemas"]["IdempotencyKey"];
+            strict?: components["schemas"]["Strict"];
+            args?: components["schemas"]["HistoryArgs"];
+        };
+        /** @description `redo`: Redo the command the caller last undid. */
+        RedoCommand: {
+            id?: components["schemas"]["CommandID"];
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "redo";
+            base_rev?: components["schemas"]["BaseRev"];
+            idempotency_key?: components["schemas"]["IdempotencyKey"];
+            strict?: components["schemas"]["Strict"];
+            args?: components["schemas"]["HistoryArgs"];
+        };
+        /** @description `revert_to_snapshot`: Make the canvas (or one document) as it was at a named snapshot. */
+        RevertToSnapshotCommand: {
+            id?: components["schemas"]["CommandID"];
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "revert_to_snapshot";
+            base_rev?: components["schemas"]["BaseRev"];
+            idempotency_key?: components["schemas"]["IdempotencyKey"];
+            strict?: components["schemas"]["Strict"];
+            args?: components["schemas"]["RevertToSnapshotArgs"];
+        };
+        /** @description `revert_commits`: Revert earlier commits as one new commit. */
+        RevertCommitsCommand: {
+            id?: components["schemas"]["CommandID"];
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "revert_commits";
+            base_rev?: components["schemas"]["BaseRev"];
+            idempotency_key?: components["schemas"]["IdempotencyKey"];
+            strict?: components["schemas"]["Strict"];
+            args?: components["schemas"]["RevertCommitsArgs"];
+        };
+        /** @description The command id (`cmd_id` of the commit); minted when absent. */
+        CommandID: string;
         /**
-         * @description A command. Top-level fields other than these are rejected (400). `args` is snake_case; its schema
-         *     depends on `type`:
-         *
-         *     | type | args |
-         *     |---|---|
-         *     | create_node | `CreateNodeArgs` |
-         *     | update_node | `UpdateNodeArgs` |
-         *     | delete_node | `DeleteNodeArgs` |
-         *     | create_edge | `CreateEdgeArgs` |
-         *     | update_edge | `UpdateEdgeArgs` |
-         *     | delete_edge | `DeleteEdgeArgs` |
-         *     | create_shape | `CreateShapeArgs` |
-         *     | update_shape | `UpdateShapeArgs` |
-         *     | delete_shape | `DeleteShapeArgs` |
-         *     | move | `MoveArgs` |
-         *     | resize | `ResizeArgs` |
-         *     | rotate | `RotateArgs` |
-         *     | group | `GroupArgs` |
-         *     | ungroup | `UngroupArgs` |
-         *     | align | `AlignArgs` |
-         *     | distribute | `DistributeArgs` |
-         *     | stack | `StackArgs` |
-         *     | reorder | `ReorderArgs` |
-         *     | replace_lines | `ReplaceLinesArgs` |
-         *     | insert_lines | `InsertLinesArgs` |
-         *     | delete_lines | `DeleteLinesArgs` |
-         *     | search_replace | `SearchReplaceArgs` |
-         *     | undo | `HistoryArgs` |
-         *     | redo | `HistoryArgs` |
-         *     | revert_to_snapshot | `RevertToSnapshotArgs` |
-         *     | revert_commits | `RevertCommitsArgs` |
-         *     | import_scene | `ImportSceneArgs` |
-         *
-         *     An unknown `type` is a 422 naming `type`; args that do not fit the type are a 422 naming the field.
+         * Format: int64
+         * @description The `head_rev` the client last read (required, but for a command inside a batch).
          */
-        CommandEnvelope: {
-            /** @description The command id (`cmd_id` of the commit); minted when absent. */
+        BaseRev: number;
+        /** @description Replays of the same key on the same canvas return the stored answer (kept ≥ 24 h). */
+        IdempotencyKey: string;
+        /** @description Any stale `base_rev` is a 409, even without overlapping changes. Default: false. */
+        Strict: boolean;
+        Transform: {
+            x?: number;
+            y?: number;
+            w?: number;
+            h?: number;
+            /** @description Radians. */
+            rotation?: number;
+        };
+        IDList: string[];
+        /** @description Every field is optional: `type` defaults to geo, a missing transform places the node at (0, 0) with the default size (100 × 100; notes 200 × 200, documents 600 × 400). */
+        CreateNodeArgs: {
+            /** @description Minted when absent and returned in created_ids. */
             id?: string;
-            type: components["schemas"]["CommandType"];
+            name?: string;
             /**
-             * Format: int64
-             * @description The `head_rev` the client last read.
+             * @description Default: geo.
+             * @enum {string}
              */
-            base_rev: number;
-            /** @description Replays of the same key on the same canvas return the stored answer (kept ≥ 24 h). */
-            idempotency_key?: string;
-            /**
-             * @description Any stale `base_rev` is a 409, even without overlapping changes.
-             * @default false
-             */
-            strict: boolean;
-            /** @description The command's arguments; see the table above. */
-            args?: {
+            type?: "geo" | "note" | "text" | "draw" | "line" | "frame" | "image" | "embed" | "group" | "doc";
+            transform?: components["schemas"]["Transform"];
+            /** @description A group or frame to put it in ("": the top level). */
+            parent_id?: string;
+            /** @description The node's props: the keys of its kind's schema (NodeProps) and meta; anything else is a 422 naming args.props.<key>. richText without text fills text in with its plain text. */
+            props?: components["schemas"]["NodeProps"];
+        };
+        UpdateNodeArgs: {
+            id: string;
+            name?: string;
+            /** @description Moves the node into this group or frame ("" for the top level), where it is on the canvas; not into itself or one of its descendants. A group left without children is deleted. */
+            parent_id?: string;
+            transform?: components["schemas"]["Transform"];
+            /** @description A JSON merge patch of the node's props (null deletes a key); the merged value of every key it sets must follow the kind's schema (NodeProps), else 422 naming args.props.<key>. Setting richText without text sets text to its plain text; setting or removing text without richText removes richText. */
+            props?: {
                 [key: string]: unknown;
             };
+        };
+        DeleteNodeArgs: {
+            id: string;
+        };
+        /** @description An arrow. Each end is bound to the node `from` or `to` names, or free ("", the default). Without `props.points` both ends must be bound: the server computes the path from the middle of `from` towards the middle of `to`, each end where that line leaves its node's outline (or at the middle of `fromSide`/`toSide`; an elbow edge is routed). A bound end given away from its node (more than 32 units outside its box) is moved onto its outline. */
+        CreateEdgeArgs: {
+            /** @description Minted when absent and returned in created_ids. */
+            id?: string;
+            /** @description A node id, or "" for a free end. */
+            from?: string;
+            /** @description A node id, or "" for a free end. */
+            to?: string;
+            /** @description A label for the client's use (depends_on, flow, ...). Default: arrow. */
+            type?: string;
+            /** @description The keys of EdgeProps; anything else is a 422 naming args.props.<key>. */
+            props?: components["schemas"]["EdgeProps"];
+        };
+        /** @description `from`/`to` bind an end to another node or free it (""): a freed end stays where it is, a newly bound one moves onto its node. `props` is a JSON merge patch; `points: null` computes the path again (both ends bound). An elbow edge whose ends, sides or routing change is routed again. */
+        UpdateEdgeArgs: {
+            id: string;
+            /** @description A node id, or "" to free the end. */
+            from?: string;
+            /** @description A node id, or "" to free the end. */
+            to?: string;
+            /** @description A JSON merge patch of the edge's props (null deletes a key); the merged value of every key it sets must follow EdgeProps. */
+            props?: {
+                [key: string]: unknown;
+            };
+        };
+        DeleteEdgeArgs: {
+            id: string;
+        };
+        CreateShapeArgs: {
+            /** @description Minted when absent and returned in created_ids. */
+            id?: string;
+            /** @enum {string} */
+            type: "geo" | "note" | "text" | "draw" | "line" | "frame" | "image" | "embed" | "group" | "doc";
+            x: number;
+            y: number;
+            w?: number;
+            h?: number;
+            /** @description Radians. */
+            rotation?: number;
+            /** @description A group or frame to put it in. */
+            parent_id?: string;
+            name?: string;
+            /** @description The node's props: the keys of its kind's schema (NodeProps) and meta; anything else is a 422 naming args.props.<key>. */
+            props?: components["schemas"]["NodeProps"];
+        };
+        UpdateShapeArgs: {
+            id: string;
+            x?: number;
+            y?: number;
+            w?: number;
+            h?: number;
+            /** @description Radians. */
+            rotation?: number;
+            name?: string;
+            /** @description Moves the node into this group or frame ("" for the top level), where it is on the canvas; not into itself or one of its descendants. A group left without children is deleted. */
+            parent_id?: string;
+            /** @description A JSON merge patch of the node's props, as in UpdateNodeArgs. */
+            props?: {
+                [key: string]: unknown;
+            };
+        };
+        DeleteShapeArgs: {
+            ids: components["schemas"]["IDList"];
+        };
+        /** @description Relative (`ids`, `dx`, `dy`) or absolute (`id`, `x`, `y`). */
+        MoveArgs: {
+            ids: components["schemas"]["IDList"];
+            dx: number;
+            dy: number;
+        } | {
+            id: string;
+            x: number;
+            y: number;
+        };
+        /** @description Scale (`ids`, `scale_x`, `scale_y`, optional origin) or set the size of one shape (`id`, `w`, `h`). */
+        ResizeArgs: {
+            ids: components["schemas"]["IDList"];
+            scale_x: number;
+            scale_y: number;
+            origin_x?: number;
+            origin_y?: number;
+        } | {
+            id: string;
+            w: number;
+            h: number;
+        };
+        /** @description Rotates about the shapes' common centre unless an origin is given. */
+        RotateArgs: {
+            ids: components["schemas"]["IDList"];
+            degrees: number;
+            origin_x?: number;
+            origin_y?: number;
+        };
+        /** @description Creates a `group` node that becomes the children's `parent_id`. */
+        GroupArgs: {
+            ids: components["schemas"]["IDList"];
+            /** @description The new group's id; minted when absent. */
+            group_id?: string;
+        };
+        UngroupArgs: {
+            id: string;
+        };
+        /** @description left makes every left edge equal to the smallest; top likewise; and so on. */
+        AlignArgs: {
+            ids: components["schemas"]["IDList"];
+            /** @enum {string} */
+            alignment: "left" | "right" | "top" | "bottom" | "center-horizontal" | "center-vertical";
+        };
+        /** @description The outermost shapes stay; the gaps between neighbours become equal. */
+        DistributeArgs: {
+            ids: components["schemas"]["IDList"];
+            /** @enum {string} */
+            direction: "horizontal" | "vertical";
+        };
+        /** @description The first shape (by position) stays; each next one starts `gap` after the previous one ends. */
+        StackArgs: {
+            ids: components["schemas"]["IDList"];
+            /** @enum {string} */
+            direction: "horizontal" | "vertical";
+            /** @description The space between neighbours, in page units (0: touching). */
+            gap: number;
+        };
+        ReorderArgs: {
+            ids: components["schemas"]["IDList"];
+            /** @enum {string} */
+            op: "bring_to_front" | "send_to_back" | "bring_forward" | "send_backward";
+        };
+        /** @description Lines are 1-indexed and inclusive. */
+        ReplaceLinesArgs: {
+            /** @description The doc node. */
+            node_id: string;
+            /** @description The first line to replace. */
+            start_line: number;
+            /** @description The last line to replace (inclusive). */
+            end_line: number;
+            /** @description The lines that replace them; a trailing newline ends the last line. */
+            new_content: string;
+            /** @description Why (recorded with the change). */
+            reason?: string;
+        };
+        InsertLinesArgs: {
+            /** @description The doc node. */
+            node_id: string;
+            /** @description Insert after this line; 0 inserts at the start. */
+            insert_after_line: number;
+            /** @description The lines to insert. */
+            content: string;
+            /** @description Why (recorded with the change). */
+            reason?: string;
+        };
+        DeleteLinesArgs: {
+            /** @description The doc node. */
+            node_id: string;
+            /** @description The first line to delete. */
+            start_line: number;
+            /** @description The last line to delete (inclusive). */
+            end_line: number;
+            /** @description Why (recorded with the change). */
+            reason?: string;
+        };
+        /** @description RE2 syntax when `regex`; `replace_with` names groups as `$1` or `${name}`. */
+        SearchReplaceArgs: {
+            /** @description The doc node. */
+            node_id: string;
+            /** @description Text, or an RE2 regular expression when regex is true; matched line by line. */
+            search_pattern: string;
+            /** @description The replacement; with regex, $1 or ${name} insert groups. */
+            replace_with: string;
+            /** @description Default: true. */
+            case_sensitive?: boolean;
+            /** @description search_pattern is an RE2 regular expression. */
+            regex?: boolean;
+            /** @description 0 (the default) replaces every match. */
+            max_replacements?: number;
+            /** @description Why (recorded with the change). */
+            reason?: string;
+        };
+        /** @description `undo` / `redo` take no arguments (`{}`): they act on the calling actor's own last command (409 if someone else changed what it would restore). History is appended, never rewritten. */
+        HistoryArgs: Record<string, never>;
+        RevertToSnapshotArgs: {
+            snapshot_id: string;
+            /** @description Revert only this document node (default the whole canvas). */
+            node_id?: string;
+            /** @description Why (recorded with the change). */
+            reason?: string;
+        };
+        /** @description Reverts earlier commits (of any actors, `undo` and `redo` included) as one new commit: every node and edge they changed goes back to its value before the oldest of them that changed it (created ones are deleted, deleted ones come back, documents change by line splices). The server reads what those commits changed from the log, so any commit in it can be named: up to 50,000 revisions, spanning at most 200,000 commits from the oldest to the newest, the spans of a batch's reverts counted together (422 past either, and for a revision not in the log yet, such as one of the same batch). An entity already as it was before them (a later `undo` took their change back, say) is left as it is; a revert that finds every one so commits no change, and commits that changed nothing are a 422. If any other entity is no longer as those commits left it (someone changed it since, or later work of the same actor), or a commit not listed changed it between two listed ones, nothing is reverted: 409 with `recovery_ops`. The revert is the caller's own command: one `undo` undoes it. For others' `undo` and `redo`, the values it brought back are current again: an actor whose change those commits overwrote can `undo` it after the revert, while an older change of the same entity by someone else stays a 409 (undoing it would overwrite the newer one); so does any where the undo history of the reverted commits up to the first that changed the entity (each actor's last 100 commands, and what it has undone since its last one) is gone. */
+        RevertCommitsArgs: {
+            /** @description The revisions of the commits to revert. */
+            revs: number[];
+            /** @description Why (recorded with the change). */
+            reason?: string;
         };
         RevisionResult: {
             /** @enum {string} */
@@ -1902,311 +2369,12 @@ export interface components {
             idempotency_key?: string;
             commands: components["schemas"]["BatchCommand"][];
         };
-        /** @description A `CommandEnvelope` inside a batch; its own `base_rev` is ignored (the batch's applies). */
-        BatchCommand: {
-            id?: string;
-            type: components["schemas"]["CommandType"];
-            /** Format: int64 */
-            base_rev?: number;
-            idempotency_key?: string;
-            strict?: boolean;
-            args?: {
-                [key: string]: unknown;
-            };
-        };
         BatchResult: {
             /** @enum {string} */
             status: "applied";
             /** Format: int64 */
             current_rev: number;
             results: components["schemas"]["RevisionResult"][];
-        };
-        Transform: {
-            x?: number;
-            y?: number;
-            w?: number;
-            h?: number;
-            /** @description Radians. */
-            rotation?: number;
-        };
-        IDList: string[];
-        /** @description Every field is optional: `type` defaults to geo, a missing transform places the node at (0, 0) with the default size (100 × 100; notes 200 × 200, documents 600 × 400). */
-        CreateNodeArgs: {
-            /** @description Minted when absent and returned in `created_ids`. */
-            id?: string;
-            name?: string;
-            /** @default geo */
-            type: components["schemas"]["NodeType"];
-            transform?: components["schemas"]["Transform"];
-            parent_id?: string;
-            /** @description The node's props: the keys of its kind's schema (`NodeProps`) and `meta`; anything else is a 422 naming `args.props.<key>`. `richText` without `text` fills `text` in with its plain text. */
-            props?: components["schemas"]["NodeProps"];
-        };
-        UpdateNodeArgs: {
-            id: string;
-            name?: string;
-            /** @description Moves the node into this group or frame ("" for the top level), where it is on the canvas; not into itself or one of its descendants. A group left without children is deleted. */
-            parent_id?: string;
-            transform?: components["schemas"]["Transform"];
-            /** @description A JSON merge patch of the node's props (null deletes a key); the merged value of every key it sets must follow the kind's schema (`NodeProps`), else 422 naming `args.props.<key>`. Setting `richText` without `text` sets `text` to its plain text; setting or removing `text` without `richText` removes `richText`. */
-            props?: {
-                [key: string]: unknown;
-            };
-        };
-        DeleteNodeArgs: {
-            id: string;
-        };
-        /**
-         * @description An arrow. Each end is bound to the node `from` or `to` names, or free ("", the default). Without
-         *     `props.points` both ends must be bound: the server computes the path from the middle of `from`
-         *     towards the middle of `to`, each end where that line leaves its node's outline (or at the middle
-         *     of `fromSide`/`toSide`; an elbow edge is routed). A bound end given away from its node (more than
-         *     32 units outside its box) is moved onto its outline.
-         */
-        CreateEdgeArgs: {
-            /** @description Minted when absent and returned in `created_ids`. */
-            id?: string;
-            /** @description A node id, or "" for a free end. */
-            from?: string;
-            /** @description A node id, or "" for a free end. */
-            to?: string;
-            /** @description A label for the client's use (default `arrow`). */
-            type?: string;
-            /** @description The keys of `EdgeProps`; anything else is a 422 naming `args.props.<key>`. */
-            props?: components["schemas"]["EdgeProps"];
-        };
-        /**
-         * @description `from`/`to` bind an end to another node or free it (""): a freed end stays where it is, a newly bound
-         *     one moves onto its node. `props` is a JSON merge patch; `points: null` computes the path again (both
-         *     ends bound). An elbow edge whose ends, sides or routing change is routed again.
-         */
-        UpdateEdgeArgs: {
-            id: string;
-            /** @description A node id, or "" to free the end. */
-            from?: string;
-            /** @description A node id, or "" to free the end. */
-            to?: string;
-            /** @description A JSON merge patch of the edge's props (null deletes a key); the merged value of every key it sets must follow `EdgeProps`. */
-            props?: {
-                [key: string]: unknown;
-            };
-        };
-        DeleteEdgeArgs: {
-            id: string;
-        };
-        CreateShapeArgs: {
-            id?: string;
-            type: components["schemas"]["NodeType"];
-            x: number;
-            y: number;
-            w?: number;
-            h?: number;
-            /** @description Radians. */
-            rotation?: number;
-            parent_id?: string;
-            name?: string;
-            /** @description The node's props: the keys of its kind's schema (`NodeProps`) and `meta`; anything else is a 422 naming `args.props.<key>`. */
-            props?: components["schemas"]["NodeProps"];
-        };
-        UpdateShapeArgs: {
-            id: string;
-            x?: number;
-            y?: number;
-            w?: number;
-            h?: number;
-            rotation?: number;
-            name?: string;
-            /** @description Moves the node into this group or frame ("" for the top level), where it is on the canvas; not into itself or one of its descendants. A group left without children is deleted. */
-            parent_id?: string;
-            /** @description A JSON merge patch of the node's props, as in `UpdateNodeArgs`. */
-            props?: {
-                [key: string]: unknown;
-            };
-        };
-        DeleteShapeArgs: {
-            ids: components["schemas"]["IDList"];
-        };
-        /** @description Relative (`ids`, `dx`, `dy`) or absolute (`id`, `x`, `y`). */
-        MoveArgs: {
-            ids: components["schemas"]["IDList"];
-            dx: number;
-            dy: number;
-        } | {
-            id: string;
-            x: number;
-            y: number;
-        };
-        /** @description Scale (`ids`, `scale_x`, `scale_y`, optional origin) or set the size of one shape (`id`, `w`, `h`). */
-        ResizeArgs: {
-            ids: components["schemas"]["IDList"];
-            scale_x: number;
-            scale_y: number;
-            origin_x?: number;
-            origin_y?: number;
-        } | {
-            id: string;
-            w: number;
-            h: number;
-        };
-        /** @description Rotates about the shapes' common centre unless an origin is given. */
-        RotateArgs: {
-            ids: components["schemas"]["IDList"];
-            degrees: number;
-            origin_x?: number;
-            origin_y?: number;
-        };
-        /** @description Creates a `group` node that becomes the children's `parent_id`. */
-        GroupArgs: {
-            ids: components["schemas"]["IDList"];
-            group_id?: string;
-        };
-        UngroupArgs: {
-            id: string;
-        };
-        /** @description left makes every left edge equal to the smallest; top likewise; and so on. */
-        AlignArgs: {
-            ids: components["schemas"]["IDList"];
-            /** @enum {string} */
-            alignment: "left" | "right" | "top" | "bottom" | "center-horizontal" | "center-vertical";
-        };
-        /** @description The outermost shapes stay; the gaps between neighbours become equal. */
-        DistributeArgs: {
-            ids: components["schemas"]["IDList"];
-            /** @enum {string} */
-            direction: "horizontal" | "vertical";
-        };
-        /** @description The first shape (by position) stays; each next one starts `gap` after the previous one ends. */
-        StackArgs: {
-            ids: components["schemas"]["IDList"];
-            /** @enum {string} */
-            direction: "horizontal" | "vertical";
-            gap: number;
-        };
-        ReorderArgs: {
-            ids: components["schemas"]["IDList"];
-            /** @enum {string} */
-            op: "bring_to_front" | "send_to_back" | "bring_forward" | "send_backward";
-        };
-        /** @description Lines are 1-indexed and inclusive. */
-        ReplaceLinesArgs: {
-            node_id: string;
-            start_line: number;
-            end_line: number;
-            new_content: string;
-            reason?: string;
-        };
-        InsertLinesArgs: {
-            node_id: string;
-            /** @description 0 inserts at the start. */
-            insert_after_line: number;
-            content: string;
-            reason?: string;
-        };
-        DeleteLinesArgs: {
-            node_id: string;
-            start_line: number;
-            end_line: number;
-            reason?: string;
-        };
-        /** @description RE2 syntax when `regex`; `replace_with` names groups as `$1` or `${name}`. */
-        SearchReplaceArgs: {
-            node_id: string;
-            search_pattern: string;
-            replace_with: string;
-            /** @default true */
-            case_sensitive: boolean;
-            regex?: boolean;
-            /** @description 0 = all. */
-            max_replacements?: number;
-            reason?: string;
-        };
-        /**
-         * @description `undo` / `redo` take no arguments (`{}`): they act on the calling actor's own last command (409 if
-         *     someone else changed what it would restore). History is appended, never rewritten.
-         */
-        HistoryArgs: Record<string, never>;
-        RevertToSnapshotArgs: {
-            snapshot_id: string;
-            /** @description Revert only this document node (default the whole canvas). */
-            node_id?: string;
-            reason?: string;
-        };
-        /**
-         * @description The nodes and edges of a file, written as one commit (`POST /api/canvases/{id}/import` sends it;
-         *     any client may). Every node and edge is checked as `create_node` and `create_edge` check theirs;
-         *     the first refused one refuses all (422 naming `args.nodes[3].props.fill`). Nodes go in front of
-         *     the canvas in the order given; `parent_id` and the edges' ends may name nodes of the import or of
-         *     the canvas, in any order; `group` nodes are allowed (a file's groups: they need members).
-         *     `merge` (default): each node and edge replaces one with the same id. `replace`: everything else
-         *     on the canvas is deleted. At most 50,000 nodes and edges.
-         */
-        ImportSceneArgs: {
-            /**
-             * @default merge
-             * @enum {string}
-             */
-            mode: "merge" | "replace";
-            nodes?: {
-                id: string;
-                type: components["schemas"]["NodeType"];
-                name?: string;
-                parent_id?: string;
-                x?: number;
-                y?: number;
-                w?: number;
-                h?: number;
-                rotation?: number;
-                props?: {
-                    [key: string]: unknown;
-                };
-            }[];
-            edges?: {
-                id: string;
-                from?: string;
-                to?: string;
-                type?: string;
-                props?: {
-                    [key: string]: unknown;
-                };
-            }[];
-        };
-        /** @description A JSON Canvas 1.0 file (jsoncanvas.org/spec/1.0). */
-        JSONCanvasFile: {
-            nodes?: Record<string, never>[];
-            edges?: Record<string, never>[];
-        };
-        /** @description An `.excalidraw` file as Excalidraw saves it. */
-        ExcalidrawFile: {
-            /** @enum {string} */
-            type: "excalidraw";
-            version?: number;
-            source?: string;
-            elements: Record<string, never>[];
-            appState?: Record<string, never>;
-            files?: Record<string, never>;
-        };
-        /**
-         * @description Reverts earlier commits (of any actors, `undo` and `redo` included) as one new commit: every node
-         *     and edge they changed goes back to its value before the oldest of them that changed it (created
-         *     ones are deleted, deleted ones come back, documents change by line splices). The server reads
-         *     what those commits changed from the log, so any commit in it can be named:
-         *     up to 50,000 revisions, spanning at most 200,000 commits from the oldest to the newest, the
-         *     spans of a batch's reverts counted together (422 past either, and for a revision not in the
-         *     log yet, such as one of the same batch). An entity already as it was
-         *     before them (a later `undo` took their change back, say) is left as it is; a revert that finds
-         *     every one so commits no change, and commits that changed nothing are a 422. If any other entity
-         *     is no longer as those commits left it (someone changed it since, or later work of the same
-         *     actor), or a commit not listed changed it between two listed ones, nothing is reverted: 409 with
-         *     `recovery_ops`. The revert is the caller's own command: one `undo` undoes it. For others' `undo`
-         *     and `redo`, the values it brought back are current again: an actor whose change those commits
-         *     overwrote can `undo` it after the revert, while an older change of the same entity by someone
-         *     else stays a 409 (undoing it would overwrite the newer one); so does any where the undo history
-         *     of the reverted commits up to the first that changed the entity (each actor's last 100
-         *     commands, and what it has undone since its last one) is gone.
-         */
-        RevertCommitsArgs: {
-            revs: number[];
-            reason?: string;
         };
         /** @description The `result` of `revert_commits`. */
         RevertCommitsResult: {
@@ -2631,7 +2799,7 @@ export interface components {
         AgentTurn: {
             turn: number;
             /** @enum {string} */
-            kind: "initial" | "followup" | "low_action" | "lint" | "replan" | "message";
+            kind: "initial" | "followup" | "low_action" | "lint" | "replan" | "message" | "feedback";
             revs: number[];
             /** Format: date-time */
             started_at: string;
@@ -2676,13 +2844,6 @@ export interface components {
             screenshots_cached?: number;
             /** @description Request → answer of the last screenshot taken. */
             screenshot_ms?: number;
-            /** @description Of the screenshots, those the server drew (a PNG of the viewport) because no host browser could take one. */
-            screenshots_drawn?: number;
-            /**
-             * @description Where the last turn's screenshot came from: the host browser, the server (drawn with no browser), the cache, or none (the turn went on text-only).
-             * @enum {string}
-             */
-            screenshot_source?: "browser" | "server" | "cache" | "none";
             /** @description Browser acks of agent:action envelopes: one per browser and envelope sent (repeats and unknown seqs do not count). */
             acks?: number;
             /** @description Envelopes resent to the host for want of its ack (sends that reached a host). */
@@ -2747,6 +2908,8 @@ export interface components {
                 description: string;
                 /** @enum {string} */
                 kind: "canvas" | "meta" | "macro";
+                /** @description The command type a `canvas` action is sent as (`connect` is `create_edge`); its params are that command's args (`CommandEnvelope`). */
+                command?: string;
                 /** @description A JSON Schema. */
                 params: {
                     [key: string]: unknown;
@@ -3684,105 +3847,6 @@ export interface operations {
             404: components["responses"]["NotFound"];
             413: components["responses"]["TooLarge"];
             422: components["responses"]["Unprocessable"];
-            429: components["responses"]["TooManyRequests"];
-            503: components["responses"]["Unavailable"];
-        };
-    };
-    exportCanvas: {
-        parameters: {
-            query?: {
-                /** @description What to write (default `png`). */
-                format?: "svg" | "png" | "jsoncanvas" | "excalidraw";
-                /** @description The canvas as it was at this revision (default the head). */
-                at_rev?: number;
-                /**
-                 * @description Comma-separated node and edge ids: only those (a frame or group brings its children, and an edge
-                 *     whose two nodes are listed comes along). Absent: everything. At most 10,000.
-                 */
-                ids?: string;
-                /** @description `x,y,w,h`: the page region to draw (svg, png). Default: what is drawn, with 10 around it. */
-                bounds?: string;
-                /** @description Pixels per page unit of a PNG (default 1). */
-                scale?: number;
-                /** @description The picture's background. */
-                background?: "white" | "transparent";
-            };
-            header?: never;
-            path: {
-                /** @description The canvas id. */
-                id: components["parameters"]["CanvasIDPathShort"];
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description The picture or file. */
-            200: {
-                headers: {
-                    /** @description The revision the export shows. */
-                    "X-Canvas-Rev"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "image/png": string;
-                    "image/svg+xml": string;
-                    "application/json": components["schemas"]["JSONCanvasFile"];
-                    "application/vnd.excalidraw+json": components["schemas"]["ExcalidrawFile"];
-                };
-            };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
-            422: components["responses"]["Unprocessable"];
-            429: components["responses"]["TooManyRequests"];
-            503: components["responses"]["Unavailable"];
-        };
-    };
-    importFile: {
-        parameters: {
-            query: {
-                format: "jsoncanvas" | "excalidraw" | "mermaid";
-                mode?: "merge" | "replace";
-                /** @description The revision the import was planned against (default the head); a replace conflicts with any change since. */
-                base_rev?: number;
-                /** @description Makes a retry safe, as a command's key does (the header `Idempotency-Key` works too). */
-                idempotency_key?: string;
-            };
-            header?: never;
-            path: {
-                /** @description The canvas id. */
-                id: components["parameters"]["CanvasIDPathShort"];
-            };
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                "application/json": Record<string, never>;
-                "application/vnd.excalidraw+json": Record<string, never>;
-                "text/plain": string;
-                "text/vnd.mermaid": string;
-                "application/octet-stream": string;
-            };
-        };
-        responses: {
-            /** @description Imported (or the replay of an import). */
-            200: {
-                headers: {
-                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["RevisionResult"];
-                };
-            };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
-            409: components["responses"]["CommandConflict"];
-            413: components["responses"]["TooLarge"];
-            422: components["responses"]["UnprocessableReplayable"];
             429: components["responses"]["TooManyRequests"];
             503: components["responses"]["Unavailable"];
         };

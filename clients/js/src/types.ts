@@ -50,10 +50,27 @@ export type TextEdit = S["TextEdit"];
 export type Commit = S["Commit"];
 export type EventsPage = S["EventsPage"];
 export type CommandType = S["CommandType"];
-export type CommandEnvelope = S["CommandEnvelope"];
+/**
+ * A command: its `type` and the args of that type (one schema per type in
+ * openapi.yaml, discriminated by `type`), with `base_rev`.
+ */
+export type CommandEnvelope = S["CommandEnvelope"] & { base_rev: number };
+/** The args of command type T: CommandArgs<"move"> is MoveArgs, and so on. */
+export type CommandArgs<T extends CommandType> = NonNullable<Extract<S["CommandEnvelope"], { type: T }>["args"]>;
+/** The args a command of type T takes: CommandArgs<T> for a command type, an object for any other name. */
+export type ArgsOf<T extends string> = T extends CommandType ? CommandArgs<T> : Record<string, unknown>;
 export type RevisionResult = S["RevisionResult"];
 export type ConflictResult = S["ConflictResult"];
+/** A command inside a batch: a CommandEnvelope whose own base_rev is ignored. */
 export type BatchCommand = S["BatchCommand"];
+export type CreateNodeArgs = S["CreateNodeArgs"];
+export type UpdateNodeArgs = S["UpdateNodeArgs"];
+export type CreateEdgeArgs = S["CreateEdgeArgs"];
+export type UpdateEdgeArgs = S["UpdateEdgeArgs"];
+export type CreateShapeArgs = S["CreateShapeArgs"];
+export type UpdateShapeArgs = S["UpdateShapeArgs"];
+export type MoveArgs = S["MoveArgs"];
+export type ResizeArgs = S["ResizeArgs"];
 export type BatchResult = S["BatchResult"];
 export type Rect = S["Rect"];
 export type Point = S["Point"];
