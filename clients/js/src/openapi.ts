@@ -383,6 +383,66 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/canvases/{id}/export": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The canvas id. */
+                id: components["parameters"]["CanvasIDPathShort"];
+            };
+            cookie?: never;
+        };
+        /**
+         * The canvas as a picture (SVG, PNG, drawn by the server) or a file (JSON Canvas, .excalidraw).
+         * @description `svg` and `png` are drawn by the server with no browser: every kind of node and edge (geo
+         *     shapes with their fills, notes, text, frames, documents as cards, images, embeds, freehand
+         *     drawings, lines; edges with their heads and labels), text in the fonts the web UI uses, wrapped as
+         *     it wraps it. `jsoncanvas` is a JSON Canvas 1.0 file (jsoncanvas.org), `excalidraw` an
+         *     `.excalidraw` file; a canvas imported from such a file gives that file back (docs/files.md). A
+         *     picture is at most 16,384 pixels a side and 33,554,432 pixels in all: past that, a 422 names `scale` or
+         *     `bounds` and says the largest scale that fits. The header `X-Canvas-Rev` is the revision shown.
+         */
+        get: operations["exportCanvas"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/canvases/{id}/import": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The canvas id. */
+                id: components["parameters"]["CanvasIDPathShort"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Read a file (JSON Canvas, .excalidraw, Mermaid flowchart) into the canvas as one commit.
+         * @description The body is the file itself (at most 32 MiB; any Content-Type). It becomes one `import_scene`
+         *     command of the caller, answered like a command (`current_rev`, `created_ids`: every id the file
+         *     put on the canvas): all of it in one revision, or nothing. `mode=merge` (default) adds the file's
+         *     nodes and edges, each replacing one with the same id; `mode=replace` deletes everything else.
+         *     Mermaid flowcharts are laid out by Graphviz's dot: nothing overlaps, ranks follow the chart's
+         *     direction, subgraphs become frames. A file that cannot be read, or a node or edge of it the
+         *     canvas refuses, is a 422 whose `field` names the place in the file (`body.nodes[3].color`,
+         *     `body.elements[7]`, `body line 12`). A file holds at most 50,000 nodes and edges (a Mermaid
+         *     chart 2,000 nodes and 5,000 links).
+         */
+        post: operations["importFile"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/mcp": {
         parameters: {
             query?: never;
@@ -1744,11 +1804,11 @@ export interface components {
          * @description The command types: API-surface verbs, TLDraw-native verbs, document verbs and history verbs. The args of each are the schema its command schema names (e.g. `create_node` → `CreateNodeCommand` → `CreateNodeArgs`).
          * @enum {string}
          */
-        CommandType: "create_node" | "update_node" | "delete_node" | "create_edge" | "update_edge" | "delete_edge" | "create_shape" | "update_shape" | "delete_shape" | "move" | "resize" | "rotate" | "group" | "ungroup" | "align" | "distribute" | "stack" | "reorder" | "replace_lines" | "insert_lines" | "delete_lines" | "search_replace" | "undo" | "redo" | "revert_to_snapshot" | "revert_commits";
+        CommandType: "create_node" | "update_node" | "delete_node" | "create_edge" | "update_edge" | "delete_edge" | "create_shape" | "update_shape" | "delete_shape" | "move" | "resize" | "rotate" | "group" | "ungroup" | "align" | "distribute" | "stack" | "reorder" | "replace_lines" | "insert_lines" | "delete_lines" | "search_replace" | "undo" | "redo" | "revert_to_snapshot" | "revert_commits" | "import_scene";
         /** @description A command: `type` names the verb and `args` its arguments, whose schema depends on `type` (one command schema per type, chosen by `type`). Top-level fields other than these are rejected (400). An unknown `type` is a 422 naming `type`; args that do not fit the type are a 422 naming the field. */
-        CommandEnvelope: components["schemas"]["CreateNodeCommand"] | components["schemas"]["UpdateNodeCommand"] | components["schemas"]["DeleteNodeCommand"] | components["schemas"]["CreateEdgeCommand"] | components["schemas"]["UpdateEdgeCommand"] | components["schemas"]["DeleteEdgeCommand"] | components["schemas"]["CreateShapeCommand"] | components["schemas"]["UpdateShapeCommand"] | components["schemas"]["DeleteShapeCommand"] | components["schemas"]["MoveCommand"] | components["schemas"]["ResizeCommand"] | components["schemas"]["RotateCommand"] | components["schemas"]["GroupCommand"] | components["schemas"]["UngroupCommand"] | components["schemas"]["AlignCommand"] | components["schemas"]["DistributeCommand"] | components["schemas"]["StackCommand"] | components["schemas"]["ReorderCommand"] | components["schemas"]["ReplaceLinesCommand"] | components["schemas"]["InsertLinesCommand"] | components["schemas"]["DeleteLinesCommand"] | components["schemas"]["SearchReplaceCommand"] | components["schemas"]["UndoCommand"] | components["schemas"]["RedoCommand"] | components["schemas"]["RevertToSnapshotCommand"] | components["schemas"]["RevertCommitsCommand"];
+        CommandEnvelope: components["schemas"]["CreateNodeCommand"] | components["schemas"]["UpdateNodeCommand"] | components["schemas"]["DeleteNodeCommand"] | components["schemas"]["CreateEdgeCommand"] | components["schemas"]["UpdateEdgeCommand"] | components["schemas"]["DeleteEdgeCommand"] | components["schemas"]["CreateShapeCommand"] | components["schemas"]["UpdateShapeCommand"] | components["schemas"]["DeleteShapeCommand"] | components["schemas"]["MoveCommand"] | components["schemas"]["ResizeCommand"] | components["schemas"]["RotateCommand"] | components["schemas"]["GroupCommand"] | components["schemas"]["UngroupCommand"] | components["schemas"]["AlignCommand"] | components["schemas"]["DistributeCommand"] | components["schemas"]["StackCommand"] | components["schemas"]["ReorderCommand"] | components["schemas"]["ReplaceLinesCommand"] | components["schemas"]["InsertLinesCommand"] | components["schemas"]["DeleteLinesCommand"] | components["schemas"]["SearchReplaceCommand"] | components["schemas"]["UndoCommand"] | components["schemas"]["RedoCommand"] | components["schemas"]["RevertToSnapshotCommand"] | components["schemas"]["RevertCommitsCommand"] | components["schemas"]["ImportSceneCommand"];
         /** @description A command inside a batch: a `CommandEnvelope` whose own `base_rev` is ignored (the batch's applies). */
-        BatchCommand: components["schemas"]["CreateNodeCommand"] | components["schemas"]["UpdateNodeCommand"] | components["schemas"]["DeleteNodeCommand"] | components["schemas"]["CreateEdgeCommand"] | components["schemas"]["UpdateEdgeCommand"] | components["schemas"]["DeleteEdgeCommand"] | components["schemas"]["CreateShapeCommand"] | components["schemas"]["UpdateShapeCommand"] | components["schemas"]["DeleteShapeCommand"] | components["schemas"]["MoveCommand"] | components["schemas"]["ResizeCommand"] | components["schemas"]["RotateCommand"] | components["schemas"]["GroupCommand"] | components["schemas"]["UngroupCommand"] | components["schemas"]["AlignCommand"] | components["schemas"]["DistributeCommand"] | components["schemas"]["StackCommand"] | components["schemas"]["ReorderCommand"] | components["schemas"]["ReplaceLinesCommand"] | components["schemas"]["InsertLinesCommand"] | components["schemas"]["DeleteLinesCommand"] | components["schemas"]["SearchReplaceCommand"] | components["schemas"]["UndoCommand"] | components["schemas"]["RedoCommand"] | components["schemas"]["RevertToSnapshotCommand"] | components["schemas"]["RevertCommitsCommand"];
+        BatchCommand: components["schemas"]["CreateNodeCommand"] | components["schemas"]["UpdateNodeCommand"] | components["schemas"]["DeleteNodeCommand"] | components["schemas"]["CreateEdgeCommand"] | components["schemas"]["UpdateEdgeCommand"] | components["schemas"]["DeleteEdgeCommand"] | components["schemas"]["CreateShapeCommand"] | components["schemas"]["UpdateShapeCommand"] | components["schemas"]["DeleteShapeCommand"] | components["schemas"]["MoveCommand"] | components["schemas"]["ResizeCommand"] | components["schemas"]["RotateCommand"] | components["schemas"]["GroupCommand"] | components["schemas"]["UngroupCommand"] | components["schemas"]["AlignCommand"] | components["schemas"]["DistributeCommand"] | components["schemas"]["StackCommand"] | components["schemas"]["ReorderCommand"] | components["schemas"]["ReplaceLinesCommand"] | components["schemas"]["InsertLinesCommand"] | components["schemas"]["DeleteLinesCommand"] | components["schemas"]["SearchReplaceCommand"] | components["schemas"]["UndoCommand"] | components["schemas"]["RedoCommand"] | components["schemas"]["RevertToSnapshotCommand"] | components["schemas"]["RevertCommitsCommand"] | components["schemas"]["ImportSceneCommand"];
         /** @description `create_node`: Create a node. */
         CreateNodeCommand: {
             id?: components["schemas"]["CommandID"];
@@ -2087,6 +2147,19 @@ export interface components {
             strict?: components["schemas"]["Strict"];
             args?: components["schemas"]["RevertCommitsArgs"];
         };
+        /** @description `import_scene`: Write the nodes and edges of a file as one commit, all or nothing. */
+        ImportSceneCommand: {
+            id?: components["schemas"]["CommandID"];
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "import_scene";
+            base_rev?: components["schemas"]["BaseRev"];
+            idempotency_key?: components["schemas"]["IdempotencyKey"];
+            strict?: components["schemas"]["Strict"];
+            args?: components["schemas"]["ImportSceneArgs"];
+        };
         /** @description The command id (`cmd_id` of the commit); minted when absent. */
         CommandID: string;
         /**
@@ -2330,6 +2403,37 @@ export interface components {
             /** @description Why (recorded with the change). */
             reason?: string;
         };
+        /** @description `POST /api/canvases/{id}/import` sends it; any client may. Every node and edge is checked as `create_node` and `create_edge` check theirs; the first refused one refuses all (422 naming `args.nodes[3].props.fill`). `parent_id` and the edges' ends may name nodes of the import or of the canvas, in any order; `group` nodes are allowed (a file's groups: they need members). At most 50,000 nodes and edges. */
+        ImportSceneArgs: {
+            /**
+             * @description merge: each node and edge joins the canvas, replacing one with the same id; replace: everything else on the canvas is deleted. Default: merge.
+             * @enum {string}
+             */
+            mode?: "merge" | "replace";
+            /** @description Placed in front of the canvas in the order given (z-order). */
+            nodes?: {
+                id: string;
+                /** @enum {string} */
+                type: "geo" | "note" | "text" | "draw" | "line" | "frame" | "image" | "embed" | "group" | "doc";
+                name?: string;
+                parent_id?: string;
+                x?: number;
+                y?: number;
+                w?: number;
+                h?: number;
+                /** @description Radians. */
+                rotation?: number;
+                props?: components["schemas"]["NodeProps"];
+            }[];
+            edges?: {
+                id: string;
+                from?: string;
+                to?: string;
+                /** @description Default: arrow. */
+                type?: string;
+                props?: components["schemas"]["EdgeProps"];
+            }[];
+        };
         RevisionResult: {
             /** @enum {string} */
             status: "applied";
@@ -2375,6 +2479,21 @@ export interface components {
             /** Format: int64 */
             current_rev: number;
             results: components["schemas"]["RevisionResult"][];
+        };
+        /** @description An `.excalidraw` file as Excalidraw saves it. */
+        ExcalidrawFile: {
+            /** @enum {string} */
+            type: "excalidraw";
+            version?: number;
+            source?: string;
+            elements: Record<string, never>[];
+            appState?: Record<string, never>;
+            files?: Record<string, never>;
+        };
+        /** @description A JSON Canvas 1.0 file (jsoncanvas.org/spec/1.0). */
+        JSONCanvasFile: {
+            nodes?: Record<string, never>[];
+            edges?: Record<string, never>[];
         };
         /** @description The `result` of `revert_commits`. */
         RevertCommitsResult: {
@@ -2844,6 +2963,13 @@ export interface components {
             screenshots_cached?: number;
             /** @description Request → answer of the last screenshot taken. */
             screenshot_ms?: number;
+            /** @description Of the screenshots, those the server drew (a PNG of the viewport) because no host browser could take one. */
+            screenshots_drawn?: number;
+            /**
+             * @description Where the last turn's screenshot came from: the host browser, the server (drawn with no browser), the cache, or none (the turn went on text-only).
+             * @enum {string}
+             */
+            screenshot_source?: "browser" | "server" | "cache" | "none";
             /** @description Browser acks of agent:action envelopes: one per browser and envelope sent (repeats and unknown seqs do not count). */
             acks?: number;
             /** @description Envelopes resent to the host for want of its ack (sends that reached a host). */
@@ -3847,6 +3973,105 @@ export interface operations {
             404: components["responses"]["NotFound"];
             413: components["responses"]["TooLarge"];
             422: components["responses"]["Unprocessable"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    exportCanvas: {
+        parameters: {
+            query?: {
+                /** @description What to write (default `png`). */
+                format?: "svg" | "png" | "jsoncanvas" | "excalidraw";
+                /** @description The canvas as it was at this revision (default the head). */
+                at_rev?: number;
+                /**
+                 * @description Comma-separated node and edge ids: only those (a frame or group brings its children, and an edge
+                 *     whose two nodes are listed comes along). Absent: everything. At most 10,000.
+                 */
+                ids?: string;
+                /** @description `x,y,w,h`: the page region to draw (svg, png). Default: what is drawn, with 10 around it. */
+                bounds?: string;
+                /** @description Pixels per page unit of a PNG (default 1). */
+                scale?: number;
+                /** @description The picture's background. */
+                background?: "white" | "transparent";
+            };
+            header?: never;
+            path: {
+                /** @description The canvas id. */
+                id: components["parameters"]["CanvasIDPathShort"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The picture or file. */
+            200: {
+                headers: {
+                    /** @description The revision the export shows. */
+                    "X-Canvas-Rev"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "image/png": string;
+                    "image/svg+xml": string;
+                    "application/json": components["schemas"]["JSONCanvasFile"];
+                    "application/vnd.excalidraw+json": components["schemas"]["ExcalidrawFile"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["Unprocessable"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    importFile: {
+        parameters: {
+            query: {
+                format: "jsoncanvas" | "excalidraw" | "mermaid";
+                mode?: "merge" | "replace";
+                /** @description The revision the import was planned against (default the head); a replace conflicts with any change since. */
+                base_rev?: number;
+                /** @description Makes a retry safe, as a command's key does (the header `Idempotency-Key` works too). */
+                idempotency_key?: string;
+            };
+            header?: never;
+            path: {
+                /** @description The canvas id. */
+                id: components["parameters"]["CanvasIDPathShort"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": Record<string, never>;
+                "application/vnd.excalidraw+json": Record<string, never>;
+                "text/plain": string;
+                "text/vnd.mermaid": string;
+                "application/octet-stream": string;
+            };
+        };
+        responses: {
+            /** @description Imported (or the replay of an import). */
+            200: {
+                headers: {
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RevisionResult"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["CommandConflict"];
+            413: components["responses"]["TooLarge"];
+            422: components["responses"]["UnprocessableReplayable"];
             429: components["responses"]["TooManyRequests"];
             503: components["responses"]["Unavailable"];
         };
