@@ -119,7 +119,7 @@ func (h *hostAPI) handlePage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !host.IsPublicAsset(rest) {
-		c, err := h.s.auth.authenticate(r)
+		c, err := h.s.auth.authenticate(r, headerOrQuery) // a page route: a navigation cannot send a header
 		if err != nil {
 			h.s.problem(w, r, err)
 			return
@@ -163,7 +163,7 @@ func isNavigation(r *http.Request) bool {
 // redirectToTicket answers 303 to the ticket URL of the escaped path rest
 // (clean is its ParsePath form). The caller has authorized the viewer role.
 func (h *hostAPI) redirectToTicket(w http.ResponseWriter, r *http.Request, session, rest, clean string) {
-	tok := tokenFrom(r)
+	tok := tokenFrom(r, headerOrQuery)
 	ticket, err := h.host.MintTicket(session, HashToken(tok))
 	if err != nil {
 		h.s.problem(w, r, err)
