@@ -315,6 +315,7 @@ func (z *authzEnv) pendingInvoke() authzReq {
 		req, _ := http.NewRequest("POST", z.srv.URL+"/api/invoke",
 			strings.NewReader(`{"canvas_id":"`+authzA+`","action":"`+action+`","timeout_ms":10000}`))
 		req.Header.Set("Authorization", "Bearer "+testAdmin)
+		req.Header.Set("Content-Type", "application/json")
 		if resp, err := z.srv.Client().Do(req); err == nil {
 			io.Copy(io.Discard, resp.Body)
 			resp.Body.Close()

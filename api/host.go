@@ -5,7 +5,6 @@ import (
 	"crypto/subtle"
 	"errors"
 	"fmt"
-	"mime"
 	"net/http"
 	"net/url"
 	"strings"
@@ -428,22 +427,10 @@ func (h *hostAPI) handleStream(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// jsonlTypes are the media types accepted for an A2UI push (none is fine too).
-var jsonlTypes = map[string]bool{"application/jsonl": true, "application/x-ndjson": true,
-	"application/json-lines": true, "application/json": true, "text/plain": true}
-
 func (h *hostAPI) handlePushA2UI(w http.ResponseWriter, r *http.Request) {
 	session, ok := h.authorizedSession(w, r, canvas.RoleEditor)
 	if !ok {
 		return
-	}
-	if ct := r.Header.Get("Content-Type"); ct != "" {
-		mt, _, perr := mime.ParseMediaType(ct)
-		if perr != nil || !jsonlTypes[mt] {
-			h.s.problem(w, r, &host.UnsupportedMediaTypeError{Field: "Content-Type",
-				Reason: fmt.Sprintf("%q is not accepted; send application/jsonl (one A2UI message per line)", ct)})
-			return
-		}
 	}
 	body, err := readBody(r)
 	if err != nil {

@@ -66,7 +66,8 @@ func (s *Server) routes() chi.Router {
 	})
 
 	// Authenticated by the Authorization header only (requireAuth). Every
-	// JSON body passes jsonBody (body.go): its limit, UTF-8, nesting depth.
+	// JSON body passes jsonBody (body.go): its media type (415 unless
+	// application/json), its limit, UTF-8, nesting depth.
 	r.Group(func(r chi.Router) {
 		r.Use(s.requireAuth)
 		cmdLimit := s.cfg.MaxCommandBytes
@@ -115,7 +116,7 @@ func (s *Server) routes() chi.Router {
 			r.Get("/api/host/{session}/files", hostAPI.handleListFiles)
 			r.Put("/api/host/{session}/files/*", limitBody(c.MaxFileBytes+1, hostAPI.handlePutFile)) // raw bytes, any content
 			r.Delete("/api/host/{session}/files/*", hostAPI.handleDeleteFile)
-			r.Post("/api/host/{session}/a2ui", s.jsonBody(c.MaxA2UIBytes, hostAPI.handlePushA2UI))
+			r.Post("/api/host/{session}/a2ui", s.jsonLinesBody(c.MaxA2UIBytes, hostAPI.handlePushA2UI))
 			r.Post("/api/host/{session}/a2ui/reset", s.noBody(hostAPI.handleResetA2UI))
 			r.Post("/api/host/{session}/actions", s.jsonBody(256<<10, hostAPI.handleAction))
 			r.Post("/api/host/{session}/present", s.jsonBody(16<<10, hostAPI.handlePresent))
