@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/canvasd/canvasd/canvas"
@@ -44,7 +45,7 @@ func (s *Server) handleCanvasStream(w http.ResponseWriter, r *http.Request) {
 		s.problem(w, r, err)
 		return
 	}
-	head, _, err := s.engine.Head(ctx, id)
+	head, headEvent, err := s.engine.Head(ctx, id)
 	if err != nil {
 		s.hub.unsubscribe(id, sub)
 		s.streams.release(slot)
@@ -60,8 +61,11 @@ func (s *Server) handleCanvasStream(w http.ResponseWriter, r *http.Request) {
 			s.streams.release(slot)
 		}
 	}()
+	// A resume that cannot be served is reset to the head: the reset's id
+	// is the head's event id, so an EventSource reconnects from there and
+	// never again with the Last-Event-ID that cannot be resumed.
 	reset := func(head int64, reason string) {
-		out.write(sseEvent(canvas.EventReset, "", canvas.ResetInfo{HeadRev: head, Reason: reason}))
+		out.write(resetFrame(headEvent, head, reason))
 		out.flush()
 	}
 	last := head
@@ -154,7 +158,7 @@ func (s *Server) streamLive(ctx context.Context, id string, slot *streamSlot, su
 				out.write(sub.unsent)
 			}
 			if sub.ended != "" {
-				out.write(sseEvent(canvas.EventReset, "", canvas.ResetInfo{HeadRev: sub.last, Reason: sub.ended}))
+				out.write(endedReset(sub.ended, sub.last))
 			} else {
 				out.write(behindReset(sub.last))
 				s.hub.fanStats.behind.Add(1)
@@ -235,10 +239,36 @@ func (s *Server) sendLive(ctx context.Context, id string, sub *subscriber, first
 	return out.flush()
 }
 
-// behindReset is the reset event of a stream that fell too far behind.
+// Every reset event carries an id, the one a client resumes from, since a
+// browser's EventSource reconnects by itself with the last id it saw: a
+// reset without one left it reconnecting with a Last-Event-ID that could
+// not be resumed, to be reset again, every few seconds for ever.
+
+// resetFrame is a reset event with the SSE id eventID.
+func resetFrame(eventID string, head int64, reason string) []byte {
+	return sseEvent(canvas.EventReset, eventID, canvas.ResetInfo{HeadRev: head, Reason: reason})
+}
+
+// behindReset is the reset event of a stream that fell too far behind: its
+// id is the last revision it was sent, so a reconnect replays what it
+// missed (or, more than the replay limit behind, is reset to the head).
 func behindReset(last int64) []byte {
-	return sseEvent(canvas.EventReset, "", canvas.ResetInfo{HeadRev: last,
-		Reason: "this subscriber fell too far behind; reconnect with Last-Event-ID or re-read the snapshot"})
+	return resetFrame(strconv.FormatInt(last, 10), last,
+		"this subscriber fell too far behind; reconnect with Last-Event-ID or re-read the snapshot")
+}
+
+// endedReset is the reset event of a stream the server ends on purpose
+// (reason): its token expired or was revoked (a reconnect is a 401, which
+// stops an EventSource), or its canvas was deleted (a reconnect is a 404,
+// which stops it too; its id is 0, so that a canvas created again under
+// the id is followed from its first commit, never from a revision of the
+// deleted one).
+func endedReset(reason string, last int64) []byte {
+	id := strconv.FormatInt(last, 10)
+	if reason == canvasDeletedReason {
+		id = "0"
+	}
+	return resetFrame(id, last, reason)
 }
 
 // emit writes one live frame of sub (whose wmu the caller holds), skipping

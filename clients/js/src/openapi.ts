@@ -75,6 +75,9 @@ export interface paths {
         /**
          * Create a canvas (editor on every canvas).
          * @description Without `canvas_id` the server mints an unguessable id (≥ 128 bits). Creating an existing id is 409.
+         *     An id that is a word of the route table where a canvas id stands in another route (`snapshot`, as in
+         *     `/canvas_commands/snapshot/{canvas_id}` beside `/canvas_commands/{canvas_id}/events`) is refused with
+         *     422 naming `canvas_id`, so no canvas can shadow a route.
          *     The body is optional: none (or an empty one) is the same as `{}`; a body that is not valid JSON is 400.
          *     Needs a token without canvases (a token scoped to canvases, even an admin one, gets 403).
          */
@@ -260,9 +263,15 @@ export interface paths {
          *       are replayed in order, then live commits follow. No duplicates, no gaps.
          *     - `caught_up` — `data: {"head_rev": N}` after the replay (`StreamCaughtUp`).
          *     - `reset` — `data: {"head_rev": N, "reason": "..."}` when the id cannot be resumed (unknown,
-         *       ahead of head, store reset), the subscriber fell too far behind, or the canvas was deleted (the
-         *       stream then ends; re-reading answers 404); re-read the snapshot. Nothing is silently dropped
-         *       (`StreamReset`).
+         *       ahead of head, more commits missed than are replayed), the subscriber fell too far behind, its
+         *       token expired or was revoked, or the canvas was deleted; the stream then ends; re-read the
+         *       snapshot. Nothing is silently dropped (`StreamReset`). A reset carries the `id` to resume from,
+         *       so a browser's `EventSource`, which reconnects by itself with the last id it saw, never comes
+         *       back with an id that cannot be resumed: the head's event id after a resume that cannot be
+         *       served, the last revision sent to a subscriber that fell behind or whose token ended (a
+         *       reconnect then answers 401, which stops an `EventSource`), `0` after a deletion (a reconnect
+         *       answers 404, which stops an `EventSource`; a canvas created again under the id is followed
+         *       from its first commit).
          *     - `gesture` (no `id`) — `data:` a `Gesture`, ephemeral.
          *     - `agent:action` (`AgentActionEnvelope`), `agent:chat` (`AgentChat`), `agent:status`
          *       (`AgentStatus`), `agent:screenshot_request` (`ScreenshotRequest`), `invoke` (`InvokeEvent`).
@@ -400,6 +409,10 @@ export interface paths {
          *     `canvas_undo`, `canvas_redo`, `canvas_get_selection_context`, `canvas_get_state`, `canvas_apply`
          *     and `canvas_agent_edit_request`. Tools take `canvas_id` (and `node_id` for documents); their
          *     input schemas come with `tools/list`. Send `Accept: application/json, text/event-stream`.
+         *     One JSON-RPC message per request: a batch (a JSON array) is refused with 400, as MCP since its
+         *     2025-06-18 revision says. A request for a method the server does not have is answered 200 with
+         *     the JSON-RPC error `-32601` (method not found), so MCP SDKs raise it as an MCP error. The server
+         *     advertises the `tools` capability without `listChanged` (stateless, it sends no notifications).
          */
         post: operations["mcp"];
         delete?: never;
@@ -1008,7 +1021,7 @@ export interface paths {
         };
         /**
          * The web UI shell (public; it asks for a token before calling the API).
-         * @description The static browser UI. It asks for a token (kept in localStorage, or taken from `?access_token=`)
+         * @description The static browser UI. It asks for a token (kept in localStorage, or handed over once in the address's fragment as `#access_token=`)
          *     and then talks to the API like any other client. Every answer carries a strict
          *     `Content-Security-Policy` and a strong `ETag`.
          */
@@ -1775,7 +1788,7 @@ export interface components {
             /** Format: int64 */
             head_rev: number;
         };
-        /** @description `event: reset` — re-read the snapshot and reconnect with its `head_event_id`. */
+        /** @description `event: reset` — re-read the snapshot and reconnect with its `head_event_id` (or with the reset's own `id`, as an `EventSource` does). */
         StreamReset: {
             /** Format: int64 */
             head_rev: number;
@@ -2321,10 +2334,12 @@ export interface components {
             };
         };
         /**
-         * @description A refusal of the MCP transport, as a problem document like every canvasd error: malformed JSON-RPC
-         *     or an unknown method (400), a missing `Accept: application/json, text/event-stream` (400), a
-         *     Content-Type other than application/json (415), a body over `--max-command-bytes` (413). Tool
-         *     errors are JSON-RPC results with `isError: true` inside a 200, not HTTP errors.
+         * @description A refusal of the MCP transport, as a problem document like every canvasd error: malformed JSON-RPC,
+         *     a JSON-RPC batch or a notification of an unknown method (400), a missing
+         *     `Accept: application/json, text/event-stream` (400), a Content-Type other than application/json
+         *     (415), a body over `--max-command-bytes` (413). A request (with an id) for an unknown method gets
+         *     the JSON-RPC error `-32601` in a 200, and tool errors are JSON-RPC results with `isError: true`
+         *     inside a 200, not HTTP errors.
          */
         MCPError: {
             headers: {
@@ -2516,6 +2531,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["TooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["Unprocessable"];
             429: components["responses"]["TooManyRequests"];
             503: components["responses"]["Unavailable"];
@@ -2598,6 +2614,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["TooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["Unprocessable"];
             429: components["responses"]["TooManyRequests"];
             503: components["responses"]["Unavailable"];
@@ -2845,6 +2862,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             413: components["responses"]["TooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["Unprocessable"];
             429: components["responses"]["TooManyRequests"];
         };
@@ -3072,6 +3090,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             413: components["responses"]["TooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["Unprocessable"];
             429: components["responses"]["TooManyRequests"];
             503: components["responses"]["Unavailable"];
@@ -3142,6 +3161,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             413: components["responses"]["TooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["Unprocessable"];
             429: components["responses"]["TooManyRequests"];
             503: components["responses"]["Unavailable"];
@@ -3200,6 +3220,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             413: components["responses"]["TooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["Unprocessable"];
             429: components["responses"]["TooManyRequests"];
             503: components["responses"]["Unavailable"];
@@ -3236,6 +3257,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             409: components["responses"]["CommandConflict"];
             413: components["responses"]["TooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["Unprocessable"];
             429: components["responses"]["TooManyRequests"];
             503: components["responses"]["Unavailable"];
@@ -3276,6 +3298,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             413: components["responses"]["TooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["Unprocessable"];
             429: components["responses"]["TooManyRequests"];
             503: components["responses"]["Unavailable"];
@@ -3308,6 +3331,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             413: components["responses"]["TooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["Unprocessable"];
             429: components["responses"]["TooManyRequests"];
         };
@@ -3339,6 +3363,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             413: components["responses"]["TooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["Unprocessable"];
             429: components["responses"]["TooManyRequests"];
         };
@@ -3368,6 +3393,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             413: components["responses"]["TooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["Unprocessable"];
             429: components["responses"]["TooManyRequests"];
             503: components["responses"]["Unavailable"];
@@ -3463,6 +3489,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             413: components["responses"]["TooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["Unprocessable"];
             429: components["responses"]["TooManyRequests"];
             503: components["responses"]["Unavailable"];
@@ -3507,6 +3534,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["TooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["Unprocessable"];
             429: components["responses"]["TooManyRequests"];
         };
@@ -3779,6 +3807,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             413: components["responses"]["TooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["Unprocessable"];
             429: components["responses"]["TooManyRequests"];
         };
@@ -3812,6 +3841,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             413: components["responses"]["TooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["Unprocessable"];
             429: components["responses"]["TooManyRequests"];
         };
@@ -3845,6 +3875,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["TooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["Unprocessable"];
             429: components["responses"]["TooManyRequests"];
             503: components["responses"]["Unavailable"];
