@@ -1783,6 +1783,16 @@ export interface components {
          *     `x-sse-events` (event name → the schema of its JSON `data`, and whether it carries an `id`).
          */
         EventStream: string;
+        /**
+         * @description The JSON `data` of one event of `GET /sse/canvas/{canvas_id}`: which schema depends on the event's
+         *     name, as `x-sse-events` of the operation lists (`text/event-stream` framing: see `EventStream`).
+         */
+        CanvasStreamEvent: components["schemas"]["Commit"] | components["schemas"]["StreamCaughtUp"] | components["schemas"]["StreamReset"] | components["schemas"]["Gesture"] | components["schemas"]["AgentActionEnvelope"] | components["schemas"]["AgentChat"] | components["schemas"]["AgentStatus"] | components["schemas"]["ScreenshotRequest"] | components["schemas"]["InvokeEvent"] | components["schemas"]["AgentHost"];
+        /**
+         * @description The JSON `data` of one event of `GET /sse/host/{session}`: which schema depends on the event's
+         *     name, as `x-sse-events` of the operation lists (`text/event-stream` framing: see `EventStream`).
+         */
+        HostStreamEvent: components["schemas"]["HostReload"] | components["schemas"]["HostReset"] | components["schemas"]["A2UIMessage"] | components["schemas"]["HostPresent"] | components["schemas"]["InvokeEvent"];
         /** @description `event: caught_up` — the replay is over; live commits follow. */
         StreamCaughtUp: {
             /** Format: int64 */
@@ -2219,6 +2229,12 @@ export interface components {
             ok: boolean;
             result?: unknown;
             error?: unknown;
+        };
+        /** @description A browser's answer to an `agent:screenshot` invoke. */
+        ScreenshotAnswer: {
+            /** @enum {boolean} */
+            ok: true;
+            result: components["schemas"]["Screenshot"];
         };
         InvokeAnswerAck: {
             /** @description False when another answer won first. */
@@ -2901,7 +2917,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "text/event-stream": components["schemas"]["EventStream"];
+                    "text/event-stream": components["schemas"]["CanvasStreamEvent"];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -3515,7 +3531,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["InvokeAnswer"];
+                "application/json": components["schemas"]["InvokeAnswer"] | components["schemas"]["ScreenshotAnswer"];
             };
         };
         responses: {
@@ -3731,7 +3747,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "text/event-stream": components["schemas"]["EventStream"];
+                    "text/event-stream": components["schemas"]["HostStreamEvent"];
                 };
             };
             400: components["responses"]["BadRequest"];
