@@ -115,13 +115,16 @@ var errReplaced = fmt.Errorf("the canvas was deleted and created again by anothe
 // memory), a store error, or nil. On success it returns the stored head. The
 // caller must not hold l.mu (the store is read without it).
 func (e *Engine) stillThere(ctx context.Context, l *live) (int64, error) {
+	// The copy's head is read before the store's: the copy holds only
+	// committed revisions, so a stored head behind it means the canvas was
+	// replaced (read after, it could be ahead by commits made meanwhile).
+	l.mu.RLock()
+	createdAt, head := l.createdAt, l.state.Rev
+	l.mu.RUnlock()
 	c, err := e.st.GetCanvas(ctx, l.id)
 	if err != nil {
 		return 0, err
 	}
-	l.mu.RLock()
-	createdAt, head := l.createdAt, l.state.Rev
-	l.mu.RUnlock()
 	if !c.CreatedAt.Equal(createdAt) || c.HeadRev < head {
 		return 0, fmt.Errorf("canvas %s: %w", l.id, errReplaced)
 	}

@@ -283,6 +283,10 @@ type pending struct {
 // it. Every store operation ends by the deadline of the group's oldest
 // command.
 func (e *Engine) process(ctx context.Context, l *live, group []*request) {
+	// A group runs to its end even if l is retired meanwhile (a reader found
+	// the canvas deleted or replaced): its store operations then fail as
+	// such (404, or 503 nothing written), never as canceled.
+	ctx = context.WithoutCancel(ctx)
 	if d := e.cfg.WriteTimeout; d > 0 {
 		// Bound the whole write by the timeout, the wait behind this
 		// canvas's earlier groups included: commands that waited it out

@@ -50,28 +50,27 @@ func (e *Engine) Linearize(ctx context.Context, canvasID string) error {
 		return nil
 	}
 	for {
-		c, err := e.st.GetCanvas(ctx, canvasID)
-		if err != nil && !errors.Is(err, canvas.ErrNotFound) {
+		l, err := e.get(ctx, canvasID)
+		if err != nil {
 			return err
 		}
-		l, lerr := e.get(ctx, canvasID)
-		if lerr != nil {
-			return lerr
-		}
+		// The copy's head before the store's (see stillThere).
 		l.mu.RLock()
 		retired, createdAt, head := l.retired, l.createdAt, l.state.Rev
 		l.mu.RUnlock()
-		switch {
-		case retired:
+		if retired {
 			continue
-		case err != nil: // not found: deleted through another process whose notice this one missed
+		}
+		c, err := e.st.GetCanvas(ctx, canvasID)
+		switch {
+		case errors.Is(err, canvas.ErrNotFound): // deleted through another process whose notice this one missed
 			e.drop(l)
+			return err
+		case err != nil:
 			return err
 		case !c.CreatedAt.Equal(createdAt) || c.HeadRev < head:
 			e.drop(l) // deleted and created again: load the new one
 			continue
-		case c.HeadRev <= head:
-			return nil
 		}
 		return e.catchUpTo(ctx, l, c.HeadRev)
 	}
