@@ -131,8 +131,13 @@ func (s *Server) handleSnapshot(w http.ResponseWriter, r *http.Request) {
 		}
 		at = n
 	}
+	ctx, err := readConsistency(r)
+	if err != nil {
+		s.problem(w, r, err)
+		return
+	}
 	var body []byte
-	err = s.engine.View(r.Context(), id, at, func(st *canvas.State, eventID string) error {
+	err = s.engine.View(ctx, id, at, func(st *canvas.State, eventID string) error {
 		var err error
 		body, err = json.Marshal(canvas.Snapshot{CanvasID: id, HeadRev: st.Rev, HeadEventID: eventID, State: st.Scene()})
 		return err

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/canvasd/canvasd/canvas"
+	"github.com/canvasd/canvasd/store"
 )
 
 // handleCanvasStream serves GET /sse/canvas/{canvas_id}: replay after
@@ -45,7 +46,28 @@ func (s *Server) handleCanvasStream(w http.ResponseWriter, r *http.Request) {
 		s.problem(w, r, err)
 		return
 	}
+	// The head is read linearizably: on a process that cannot reach the
+	// database this is a 503, never a stream (or a reset) from a copy that
+	// may be behind what the client has seen.
 	head, headEvent, err := s.engine.Head(ctx, id)
+	// Resolve the Last-Event-ID before answering, so that a store error is
+	// a 503 too. The head is known now: the rest reads this process's copy.
+	local := store.LocalReads(ctx)
+	last, resetReason := head, ""
+	if err == nil && lastID != "" {
+		var rev int64
+		var ok bool
+		rev, ok, err = s.engine.ResolveEventID(local, id, lastID)
+		switch {
+		case err != nil:
+		case !ok:
+			resetReason = "Last-Event-ID " + stripBreaks(lastID) + " cannot be resumed on this canvas (unknown, or ahead of the head); re-read the snapshot"
+		case head-rev > s.cfg.MaxReplay:
+			resetReason = "too many commits missed to replay; re-read the snapshot"
+		default:
+			last = rev
+		}
+	}
 	if err != nil {
 		s.hub.unsubscribe(id, sub)
 		s.streams.release(slot)
@@ -61,42 +83,28 @@ func (s *Server) handleCanvasStream(w http.ResponseWriter, r *http.Request) {
 			s.streams.release(slot)
 		}
 	}()
-	// A resume that cannot be served is reset to the head: the reset's id
-	// is the head's event id, so an EventSource reconnects from there and
-	// never again with the Last-Event-ID that cannot be resumed.
-	reset := func(head int64, reason string) {
-		out.write(resetFrame(headEvent, head, reason))
+	if resetReason != "" {
+		// A resume that cannot be served is reset to the head: the reset's
+		// id is the head's event id, so an EventSource reconnects from there
+		// and never again with the Last-Event-ID that cannot be resumed.
+		out.write(resetFrame(headEvent, head, resetReason))
 		out.flush()
+		return
 	}
-	last := head
-	if lastID != "" {
-		rev, ok, err := s.engine.ResolveEventID(ctx, id, lastID)
-		switch {
-		case err != nil:
-			s.log.Warn("resolving Last-Event-ID", "canvas", id, "err", err)
-			reset(head, "the stream could not be resumed; re-read the snapshot")
-			return
-		case !ok:
-			reset(head, "Last-Event-ID "+stripBreaks(lastID)+" cannot be resumed on this canvas (unknown, or ahead of the head); re-read the snapshot")
-			return
-		case head-rev > s.cfg.MaxReplay:
-			reset(head, "too many commits missed to replay; re-read the snapshot")
+	for last < head {
+		commits, _, err := s.engine.CommitsAfter(local, id, last, 1000)
+		if err != nil || len(commits) == 0 {
+			// The log could not be read (the store went away): end the
+			// stream without a reset; the client reconnects with the last
+			// id it received and misses nothing.
 			return
 		}
-		last = rev
-		for last < head {
-			commits, _, err := s.engine.CommitsAfter(ctx, id, last, 1000)
-			if err != nil || len(commits) == 0 {
-				reset(head, "replay failed; re-read the snapshot")
-				return
-			}
-			for _, c := range commits {
-				out.write(commitFrame(c))
-				last = c.Rev
-			}
-			if !out.flush() {
-				return
-			}
+		for _, c := range commits {
+			out.write(commitFrame(c))
+			last = c.Rev
+		}
+		if !out.flush() {
+			return
 		}
 	}
 	out.write(sseEvent(canvas.EventCaughtUp, "", map[string]int64{"head_rev": last}))
@@ -123,6 +131,7 @@ func (s *Server) handleCanvasStream(w http.ResponseWriter, r *http.Request) {
 // On a hijacked TCP connection, sub's fan-out shard writes most frames
 // itself (fanout.go); this goroutine writes what is queued.
 func (s *Server) streamLive(ctx context.Context, id string, slot *streamSlot, sub *subscriber, out *sseOut, last int64) {
+	ctx = store.LocalReads(ctx) // a live stream follows this process's copy, which its fan-out feeds
 	defer s.streams.release(slot)
 	defer s.hub.unsubscribe(id, sub)
 	defer func() {

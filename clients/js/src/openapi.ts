@@ -260,7 +260,10 @@ export interface paths {
          *
          *     - `canvas_commit` — `id: <event_id>`, `data:` a `Commit`. On connect, commits after the given
          *       `Last-Event-ID` (an event id such as the snapshot's `head_event_id`, or a bare integer revision)
-         *       are replayed in order, then live commits follow. No duplicates, no gaps.
+         *       are replayed in order, then live commits follow. No duplicates, no gaps. The head the replay
+         *       runs to is read linearizably: it holds every commit acknowledged through any server process
+         *       before the request; a process that cannot reach the database refuses the stream with 503
+         *       (`Retry-After`), never a `reset` from a copy that may be behind the client.
          *     - `caught_up` — `data: {"head_rev": N}` after the replay (`StreamCaughtUp`).
          *     - `reset` — `data: {"head_rev": N, "reason": "..."}` when the id cannot be resumed (unknown,
          *       ahead of head, more commits missed than are replayed), the subscriber fell too far behind, its
@@ -2442,7 +2445,9 @@ export interface components {
             };
         };
         /**
-         * @description The store cannot be reached right now; retry with backoff (header `Retry-After`). For a write
+         * @description The store cannot be reached right now; retry with backoff (header `Retry-After`). A read is
+         *     answered 503 rather than from a copy the server cannot confirm is current (unless it asked for
+         *     `consistency=local`). For a write
          *     the problem says what became of it: type `unavailable` with `outcome: "not_written"` when
          *     the server knows nothing was written; type `outcome-unknown` with `outcome: "unknown"` when
          *     the write reached the database but its commit was never confirmed (the connection broke or
@@ -2450,7 +2455,7 @@ export interface components {
          *     request with the same `idempotency_key`, which returns the original answer (with
          *     `Idempotent-Replayed: true`) if it did, and applies it once if it did not. A write waits at
          *     most the store's operation timeout (on PostgreSQL `--store-timeout`, default 2 s), the wait behind the canvas's earlier
-         *     writes included.
+         *     writes and the server's catch-ups with the log included.
          */
         Unavailable: {
             headers: {
@@ -2463,6 +2468,16 @@ export interface components {
         };
     };
     parameters: {
+        /**
+         * @description `linearizable` (the default): the answer reflects every commit acknowledged, through any server
+         *     process sharing the database, before the request arrived; a process that cannot reach the
+         *     database answers 503 with `Retry-After` rather than state it cannot vouch for. On PostgreSQL
+         *     this costs one round trip to the database. `local`: answered from this process's copy of the
+         *     canvas without that round trip; it may trail commits made through other processes (by the
+         *     time their notice arrives, or for as long as the database is unreachable). With the embedded
+         *     store both are the same.
+         */
+        Consistency: "linearizable" | "local";
         /** @description The canvas id. */
         CanvasIDPath: string;
         /** @description The canvas id. */
@@ -2693,6 +2708,16 @@ export interface operations {
     getSnapshot: {
         parameters: {
             query?: {
+                /**
+                 * @description `linearizable` (the default): the answer reflects every commit acknowledged, through any server
+                 *     process sharing the database, before the request arrived; a process that cannot reach the
+                 *     database answers 503 with `Retry-After` rather than state it cannot vouch for. On PostgreSQL
+                 *     this costs one round trip to the database. `local`: answered from this process's copy of the
+                 *     canvas without that round trip; it may trail commits made through other processes (by the
+                 *     time their notice arrives, or for as long as the database is unreachable). With the embedded
+                 *     store both are the same.
+                 */
+                consistency?: components["parameters"]["Consistency"];
                 /** @description Return the state at this revision (0 ≤ at_rev ≤ head_rev). */
                 at_rev?: number;
             };
@@ -2726,6 +2751,16 @@ export interface operations {
     listEvents: {
         parameters: {
             query?: {
+                /**
+                 * @description `linearizable` (the default): the answer reflects every commit acknowledged, through any server
+                 *     process sharing the database, before the request arrived; a process that cannot reach the
+                 *     database answers 503 with `Retry-After` rather than state it cannot vouch for. On PostgreSQL
+                 *     this costs one round trip to the database. `local`: answered from this process's copy of the
+                 *     canvas without that round trip; it may trail commits made through other processes (by the
+                 *     time their notice arrives, or for as long as the database is unreachable). With the embedded
+                 *     store both are the same.
+                 */
+                consistency?: components["parameters"]["Consistency"];
                 /** @description Return commits with rev > after_rev (default 0). */
                 after_rev?: number;
                 /** @description At most this many commits. */
@@ -2940,6 +2975,16 @@ export interface operations {
     getDocContent: {
         parameters: {
             query?: {
+                /**
+                 * @description `linearizable` (the default): the answer reflects every commit acknowledged, through any server
+                 *     process sharing the database, before the request arrived; a process that cannot reach the
+                 *     database answers 503 with `Retry-After` rather than state it cannot vouch for. On PostgreSQL
+                 *     this costs one round trip to the database. `local`: answered from this process's copy of the
+                 *     canvas without that round trip; it may trail commits made through other processes (by the
+                 *     time their notice arrives, or for as long as the database is unreachable). With the embedded
+                 *     store both are the same.
+                 */
+                consistency?: components["parameters"]["Consistency"];
                 /** @description First line (1-indexed, inclusive). */
                 start_line?: components["parameters"]["StartLineOptional"];
                 /** @description Last line (1-indexed, inclusive). */
@@ -2977,6 +3022,16 @@ export interface operations {
     getDocDiff: {
         parameters: {
             query?: {
+                /**
+                 * @description `linearizable` (the default): the answer reflects every commit acknowledged, through any server
+                 *     process sharing the database, before the request arrived; a process that cannot reach the
+                 *     database answers 503 with `Retry-After` rather than state it cannot vouch for. On PostgreSQL
+                 *     this costs one round trip to the database. `local`: answered from this process's copy of the
+                 *     canvas without that round trip; it may trail commits made through other processes (by the
+                 *     time their notice arrives, or for as long as the database is unreachable). With the embedded
+                 *     store both are the same.
+                 */
+                consistency?: components["parameters"]["Consistency"];
                 /** @description A `snapshot_id` or a revision number; the document as it was then is diffed against head. */
                 since?: string;
                 format?: "unified" | "split";
@@ -3013,6 +3068,16 @@ export interface operations {
     getDocSelection: {
         parameters: {
             query: {
+                /**
+                 * @description `linearizable` (the default): the answer reflects every commit acknowledged, through any server
+                 *     process sharing the database, before the request arrived; a process that cannot reach the
+                 *     database answers 503 with `Retry-After` rather than state it cannot vouch for. On PostgreSQL
+                 *     this costs one round trip to the database. `local`: answered from this process's copy of the
+                 *     canvas without that round trip; it may trail commits made through other processes (by the
+                 *     time their notice arrives, or for as long as the database is unreachable). With the embedded
+                 *     store both are the same.
+                 */
+                consistency?: components["parameters"]["Consistency"];
                 start_line: number;
                 /** @description Default start_line. */
                 end_line?: number;
