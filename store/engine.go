@@ -385,8 +385,7 @@ func (e *Engine) run(ctx context.Context, l *live) {
 	retryIn := unsureRetry
 	// catchUp reads the log after a wake-up (another process appended, or
 	// this one's listener reconnected) or an unknown outcome; gone: the
-	// canvas is no longer the store's (stillThere), l is retired and must
-	// be dropped. It reads the store without holding l.mu, and commands
+	// canvas is no longer the store's (stillThere), and l was dropped. It reads the store without holding l.mu, and commands
 	// that queue meanwhile are answered by their deadline all the same
 	// (submit), so it never makes a write wait past the write timeout.
 	catchUp := func() (gone bool) {
@@ -407,9 +406,7 @@ func (e *Engine) run(ctx context.Context, l *live) {
 		}
 		switch {
 		case isGone(err):
-			l.mu.Lock()
-			l.retired = true
-			l.mu.Unlock()
+			e.drop(l)
 			return true
 		case err != nil:
 			e.log.Warn("catch-up failed", "canvas", l.id, "err", err)
@@ -433,13 +430,9 @@ func (e *Engine) run(ctx context.Context, l *live) {
 				return
 			}
 		case <-l.wake:
-			if catchUp() {
-				e.gone(l) // the loop then ends; queued commands go to the canvas loaded anew
-			}
+			_ = catchUp() // when gone, the loop ends; queued commands go to the canvas loaded anew
 		case <-unsure.C:
-			if catchUp() {
-				e.gone(l)
-			}
+			_ = catchUp()
 			retryIn = min(2*retryIn, maxUnsureRetry)
 		case r := <-l.reqs:
 			group = group[:0]
