@@ -90,6 +90,10 @@ bench: deps ui ## run the benchmarks of the performance targets (docs/architectu
 	  $(GO) test -run '^$$' -bench 'PG' -benchtime 1x -timeout 20m ./api/ | grep -E '^Benchmark|FAIL|^panic|_test\.go:[0-9]+:' | \
 	    awk '{ print } /16-canvases-16-clients/ { for (i = 1; i < NF; i++) if ($$(i+1) == "cmds/s") sum = sprintf("PostgreSQL over HTTP, 16 clients on 16 canvases: %.0f commits/s, the median of 5 rounds (target >= 5000: %s)", $$i, ($$i >= 5000 ? "met" : "missed")) } END { if (sum != "") print sum }'; \
 	else echo "skipped: set CANVASD_TEST_DATABASE_URL=postgres://postgres@127.0.0.1:5432/test?sslmode=disable"; fi
+	@echo "== PostgreSQL (needs CANVASD_TEST_DATABASE_URL): what a linearizable snapshot read costs against ?consistency=local, one process and two (B reads while A commits 200/s; stale-% = local reads that missed an acknowledged commit)"
+	-@if [ -n "$$CANVASD_TEST_DATABASE_URL" ]; then \
+	  $(GO) test -run '^$$' -bench '^BenchmarkLinearizableReads$$' -benchtime 1x -timeout 20m ./api/ | grep -E '^Benchmark|FAIL|^panic|_test\.go:[0-9]+:'; \
+	else echo "skipped: set CANVASD_TEST_DATABASE_URL=postgres://postgres@127.0.0.1:5432/test?sslmode=disable"; fi
 
 # staticcheck at a fixed version, fetched through the module proxy on first use.
 STATICCHECK ?= $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2

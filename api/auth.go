@@ -119,26 +119,53 @@ func HashToken(secret string) []byte {
 	return h[:]
 }
 
+// tokenSource says where a route takes its token from.
+type tokenSource int
+
+const (
+	// headerOnly: the Authorization header. A request that also carries
+	// ?access_token= is refused (401): a token in a URL ends up in logs,
+	// proxies and browser history, so only the routes that cannot send a
+	// header take it there.
+	headerOnly tokenSource = iota
+	// headerOrQuery: the Authorization header, else ?access_token=: the
+	// GET /sse/... streams (a browser's EventSource cannot set headers) and
+	// the page routes (a browser navigation cannot either).
+	headerOrQuery
+)
+
 // tokenFrom extracts the bearer token from the Authorization header or,
-// for EventSource and page routes, the access_token query parameter.
-func tokenFrom(r *http.Request) string {
+// when src allows it, the access_token query parameter.
+func tokenFrom(r *http.Request, src tokenSource) string {
 	if h := r.Header.Get("Authorization"); h != "" {
 		if scheme, tok, ok := strings.Cut(h, " "); ok && strings.EqualFold(scheme, "Bearer") {
 			return strings.TrimSpace(tok)
 		}
 		return ""
 	}
+	if src != headerOrQuery {
+		return ""
+	}
 	return r.URL.Query().Get("access_token")
 }
 
-// authenticate returns the credential of r's token. A request without a token
-// is a 401; one with a token from an address the throttle refuses is a 429
-// (the token unchecked); a token that is malformed, unknown, revoked or
-// expired is a 401 and counts as a failure of r's address.
-func (a *authenticator) authenticate(r *http.Request) (credential, error) {
-	tok := tokenFrom(r)
+// errQueryToken refuses ?access_token= on a route that takes the header only.
+var errQueryToken = fmt.Errorf("%w: ?access_token= is accepted only on GET /sse/... streams and on page routes (/host/...); "+
+	"send the token in the Authorization header instead (Authorization: Bearer <token>), and treat a token that was put in a URL as leaked", canvas.ErrUnauthorized)
+
+// authenticate returns the credential of r's token, taken from src. A
+// request without a token, or one with ?access_token= on a route that takes
+// the header only, is a 401; one with a token from an address the throttle
+// refuses is a 429 (the token unchecked); a token that is malformed,
+// unknown, revoked or expired is a 401 and counts as a failure of r's
+// address.
+func (a *authenticator) authenticate(r *http.Request, src tokenSource) (credential, error) {
+	if src == headerOnly && r.URL.Query().Has("access_token") {
+		return credential{}, errQueryToken
+	}
+	tok := tokenFrom(r, src)
 	if tok == "" {
-		return credential{}, fmt.Errorf("%w: send Authorization: Bearer <token> (or ?access_token= for SSE and pages); an admin creates tokens with POST /api/tokens or `canvasd token create`", canvas.ErrUnauthorized)
+		return credential{}, fmt.Errorf("%w: send Authorization: Bearer <token> (or ?access_token= on GET /sse/... streams and page routes); an admin creates tokens with POST /api/tokens or `canvasd token create`", canvas.ErrUnauthorized)
 	}
 	if err := a.throttle.check(r, a.now); err != nil {
 		return credential{}, err
@@ -200,11 +227,24 @@ func (a *authenticator) verify(r *http.Request, tok string) (credential, error) 
 	return c, nil
 }
 
-// requireAuth rejects requests without a valid token and stores its
-// credential (principalFrom, tokenExpiry) in the context.
+// requireAuth rejects requests without a valid token in the Authorization
+// header (and any that carries ?access_token=) and stores the credential
+// (principalFrom, tokenExpiry) in the context. It guards every
+// authenticated route but the streams (requireStreamAuth).
 func (s *Server) requireAuth(next http.Handler) http.Handler {
+	return s.authenticated(headerOnly, next)
+}
+
+// requireStreamAuth is requireAuth for the GET /sse/... streams: the token
+// may also come as ?access_token=, since a browser's EventSource cannot set
+// headers.
+func (s *Server) requireStreamAuth(next http.Handler) http.Handler {
+	return s.authenticated(headerOrQuery, next)
+}
+
+func (s *Server) authenticated(src tokenSource, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		c, err := s.auth.authenticate(r)
+		c, err := s.auth.authenticate(r, src)
 		if err != nil {
 			s.problem(w, r, err)
 			return

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -321,6 +322,7 @@ func (z *authzEnv) pendingInvoke() authzReq {
 		req, _ := http.NewRequest("POST", z.srv.URL+"/api/invoke",
 			strings.NewReader(`{"canvas_id":"`+authzA+`","action":"`+action+`","timeout_ms":10000}`))
 		req.Header.Set("Authorization", "Bearer "+testAdmin)
+		req.Header.Set("Content-Type", "application/json")
 		if resp, err := z.srv.Client().Do(req); err == nil {
 			io.Copy(io.Discard, resp.Body)
 			resp.Body.Close()
@@ -597,4 +599,58 @@ func TestTokenScope(t *testing.T) {
 	e.must(404, "DELETE", "/api/tokens/user-nobody", adminA, nil)
 	e.must(204, "DELETE", "/api/tokens/"+editorAID, adminA, nil)
 	e.must(204, "DELETE", "/api/tokens/"+editorBID, testAdmin, nil)
+}
+
+// TestQueryTokenOnlyOnStreamsAndPages: ?access_token= authenticates only the
+// GET /sse/... streams and the page routes (browsers' EventSource and
+// navigations cannot send a header). On every other route of the table it is
+// a 401 saying to use the Authorization header, whatever the token may do,
+// also beside a valid header: an admin token leaked in a URL mints no token
+// and deletes no canvas.
+func TestQueryTokenOnlyOnStreamsAndPages(t *testing.T) {
+	z, callers := newAuthzEnv(t)
+	noToken, admin := callers[0], callers[len(callers)-1]
+	takesQuery := func(r authzRow) bool {
+		return r.method == "GET" && strings.HasPrefix(r.pattern, "/sse/") || r.pattern == "/host/{session}/*"
+	}
+	countTokens := func() int { return len(z.must(200, "GET", "/api/tokens", testAdmin, nil)["tokens"].([]any)) }
+	tokens := countTokens()
+	for _, r := range authzRows() {
+		if r.expect(noToken) != http.StatusUnauthorized {
+			continue // public
+		}
+		if r.pattern == "/api/tokens/{actor_id}" {
+			tokens++ // its request mints the victim
+		}
+		rq := r.req(z)
+		sep := "?"
+		if strings.Contains(rq.path, "?") {
+			sep = "&"
+		}
+		rq.path += sep + "access_token=" + url.QueryEscape(admin.token)
+		for _, header := range []string{"", admin.token} {
+			if header != "" && takesQuery(r) {
+				continue
+			}
+			status, _, body := z.send(rq, header)
+			switch {
+			case takesQuery(r):
+				if want := r.expect(admin); status != want {
+					t.Errorf("%s %s with ?access_token=: %d, want %d (a stream or page route takes it): %.300s", rq.method, rq.path, status, want, body)
+				}
+			case status != http.StatusUnauthorized:
+				t.Errorf("%s %s with ?access_token= (header %v): %d, want 401: %.300s", rq.method, rq.path, header != "", status, body)
+			case !bytes.Contains(body, []byte("Authorization header")):
+				t.Errorf("%s %s with ?access_token=: the 401 does not say to use the Authorization header: %s", rq.method, rq.path, body)
+			}
+		}
+		if rq.after != nil {
+			rq.after()
+		}
+	}
+	// Nothing was done: no token minted, no canvas deleted.
+	if n := countTokens(); n != tokens {
+		t.Errorf("%d tokens after the refused requests, want %d", n, tokens)
+	}
+	z.must(200, "GET", "/api/canvases/"+authzD, testAdmin, nil)
 }

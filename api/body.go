@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
+	"mime"
 	"net/http"
 	"os"
 	"strings"
@@ -13,20 +15,41 @@ import (
 	"github.com/canvasd/canvasd/canvas"
 )
 
-// Request bodies. Every route that takes JSON (or JSON lines) is wrapped in
-// jsonBody, which reads the whole body under the route's limit and checks
-// its text before the handler runs; handlers then read it with readBody or
-// decodeJSON. A route without a body uses noBody; raw uploads (host files)
-// use limitBody.
+// Request bodies. Every route that takes JSON is wrapped in jsonBody (JSON
+// lines: jsonLinesBody), which checks the body's media type, reads the
+// whole body under the route's limit and checks its text before the
+// handler runs; handlers then read it with readBody or decodeJSON. A route
+// without a body uses noBody; raw uploads (host files) use limitBody. So a
+// new JSON route gets the 415, 413, 408 and 400 rules by being wrapped.
 
-// jsonBody reads a JSON request body of at most n bytes and checks its text
-// (canvas.CheckJSONText) before next runs: over n is a 413, a body that does
-// not arrive within the server's read timeout a 408, invalid UTF-8, NUL or a
-// lone surrogate a 400, nesting deeper than canvas.MaxJSONDepth a 422 naming
-// the field. A refused body never reaches next, so nothing is written.
+// jsonBody reads a JSON request body of at most n bytes and checks its type
+// and text (canvas.CheckJSONText) before next runs: a body whose
+// Content-Type is not application/json (or missing, unless the body is
+// empty) is a 415, over n a 413, a body that does not arrive within the
+// server's read timeout a 408, invalid UTF-8, NUL or a lone surrogate a
+// 400, nesting deeper than canvas.MaxJSONDepth a 422 naming the field. A
+// refused body never reaches next, so nothing is written.
 func (s *Server) jsonBody(n int64, next http.HandlerFunc) http.HandlerFunc {
+	return s.checkedBody(n, jsonType, next)
+}
+
+// jsonLinesBody is jsonBody for a body of JSON lines (one JSON value a
+// line): its Content-Type may be any of jsonLinesType's, or missing.
+func (s *Server) jsonLinesBody(n int64, next http.HandlerFunc) http.HandlerFunc {
+	return s.checkedBody(n, jsonLinesType, next)
+}
+
+func (s *Server) checkedBody(n int64, mt bodyType, next http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
+		ct := r.Header.Get("Content-Type")
+		if err := mt.check(ct); err != nil && (ct != "" || r.ContentLength > 0) {
+			s.problem(w, r, err) // the body is not read: refused before it is
+			return
+		}
 		b, err := readAll(http.MaxBytesReader(w, r.Body, n), min(r.ContentLength, n))
+		if err == nil && ct == "" && len(bytes.TrimSpace(b)) > 0 {
+			err = mt.check(ct) // sent chunked, without a type
+		}
 		if err == nil {
 			err = canvas.CheckJSONText(b)
 		}
@@ -37,6 +60,56 @@ func (s *Server) jsonBody(n int64, next http.HandlerFunc) http.HandlerFunc {
 		r.Body = &checkedBody{Reader: bytes.NewReader(b), data: b}
 		next(w, r)
 	}
+}
+
+// bodyType is the media types a body route takes.
+type bodyType struct {
+	accept    map[string]bool // media types, lower case, without parameters
+	want      string          // what to send, for the problem's detail
+	missingOK bool            // a body without Content-Type is taken too
+}
+
+var (
+	jsonType      = bodyType{accept: map[string]bool{"application/json": true}, want: "application/json"}
+	jsonLinesType = bodyType{accept: map[string]bool{"application/jsonl": true, "application/x-ndjson": true,
+		"application/json-lines": true, "application/json": true, "text/plain": true},
+		want: "application/jsonl (one JSON value per line)", missingOK: true}
+)
+
+// check returns a 415 error unless the Content-Type header value ct names
+// one of t's media types, in UTF-8 (a charset parameter other than utf-8 is
+// refused: canvasd reads bodies as UTF-8).
+func (t bodyType) check(ct string) error {
+	if ct == "" {
+		if t.missingOK {
+			return nil
+		}
+		return &mediaTypeError{reason: "the request has a body but no Content-Type; send Content-Type: " + t.want}
+	}
+	mt, params, err := mime.ParseMediaType(ct)
+	switch {
+	case err != nil || !t.accept[mt]:
+		return &mediaTypeError{reason: fmt.Sprintf("Content-Type %q is not accepted here; send Content-Type: %s", ct, t.want)}
+	case params["charset"] != "" && !strings.EqualFold(params["charset"], "utf-8"):
+		return &mediaTypeError{reason: fmt.Sprintf("charset %q is not accepted: send the body as UTF-8 (Content-Type: %s, or with charset=utf-8)", params["charset"], t.want)}
+	}
+	return nil
+}
+
+// mediaTypeError is a body of a media type the route does not take: 415.
+type mediaTypeError struct{ reason string }
+
+func (e *mediaTypeError) Error() string { return e.reason }
+
+// ProblemStatus is 415.
+func (e *mediaTypeError) ProblemStatus() int { return http.StatusUnsupportedMediaType }
+
+// ProblemSlug names the problem type.
+func (e *mediaTypeError) ProblemSlug() string { return "unsupported-media-type" }
+
+// ProblemExtra names the header at fault.
+func (e *mediaTypeError) ProblemExtra() map[string]any {
+	return map[string]any{"field": "Content-Type"}
 }
 
 // noBody serves a POST that takes no body: an empty body or {} is accepted,

@@ -65,3 +65,31 @@ func TestLimitsCountCharacters(t *testing.T) {
 		}
 	}
 }
+
+// TestCanvasIDCannotShadowARoute: a canvas may not be named after a word of
+// the route table where a canvas id stands in another route (a canvas named
+// "snapshot" had GET /canvas_commands/snapshot/events answered with the
+// snapshot of a canvas named "events"): 422 naming canvas_id, nothing
+// created. The words come from the route table itself.
+func TestCanvasIDCannotShadowARoute(t *testing.T) {
+	e := newTestEnv(t)
+	words, err := shadowingIDs(e.api.Routes(), "canvas_id")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !words["snapshot"] {
+		t.Fatalf("shadowing ids %v lack snapshot", words)
+	}
+	for w := range words {
+		p := e.must(422, "POST", "/api/canvases", testAdmin, map[string]any{"canvas_id": w})
+		if p["field"] != "canvas_id" || !strings.Contains(p["detail"].(string), "shadow") {
+			t.Errorf("canvas %q: %v", w, p)
+		}
+		e.must(404, "GET", "/api/canvases/"+w, testAdmin, nil)
+	}
+	// So the snapshot route is never ambiguous.
+	e.canvas("events")
+	if m := e.snapshot("events"); m["canvas_id"] != "events" {
+		t.Errorf("snapshot of events: %v", m)
+	}
+}

@@ -6,10 +6,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/go-chi/chi/v5"
 
 	"github.com/canvasd/canvasd/canvas"
 	"github.com/canvasd/canvasd/reducer"
@@ -38,6 +43,10 @@ func (s *Server) handleCreateCanvas(w http.ResponseWriter, r *http.Request) {
 		req.CanvasID = "c_" + hex.EncodeToString(b[:])
 	} else if err := canvas.ValidateID("canvas_id", req.CanvasID); err != nil {
 		s.problem(w, r, err)
+		return
+	} else if s.routeWords[req.CanvasID] {
+		s.problem(w, r, canvas.Unprocessable("canvas_id", "%q is a word of the route table: a canvas under it would shadow a route (/canvas_commands/snapshot/{canvas_id} and /canvas_commands/{canvas_id}/events, say); choose another id (refused: %s)",
+			req.CanvasID, strings.Join(slices.Sorted(maps.Keys(s.routeWords)), ", ")))
 		return
 	}
 	if utf8.RuneCountInString(req.Title) > 500 {
@@ -134,8 +143,13 @@ func (s *Server) handleSnapshot(w http.ResponseWriter, r *http.Request) {
 		}
 		at = n
 	}
+	ctx, err := readConsistency(r)
+	if err != nil {
+		s.problem(w, r, err)
+		return
+	}
 	var body []byte
-	err = s.engine.View(r.Context(), id, at, func(st *canvas.State, eventID string) error {
+	err = s.engine.View(ctx, id, at, func(st *canvas.State, eventID string) error {
 		var err error
 		body, err = json.Marshal(snapshotOf(id, st, eventID, at))
 		return err
@@ -145,4 +159,37 @@ func (s *Server) handleSnapshot(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeRaw(w, http.StatusOK, body)
+}
+
+// shadowingIDs returns the values of the path parameter param that would
+// make a route ambiguous: every static segment that stands, in another
+// route with the same segments before it, where param stands. With
+// /canvas_commands/snapshot/{canvas_id} and
+// /canvas_commands/{canvas_id}/events in the table, a canvas named
+// "snapshot" would have its events page answered by the snapshot of a
+// canvas named "events"; so "snapshot" is such a value. Computed from the
+// route table, it covers routes added later.
+func shadowingIDs(routes chi.Routes, param string) (map[string]bool, error) {
+	var patterns [][]string
+	err := chi.Walk(routes, func(_, route string, _ http.Handler, _ ...func(http.Handler) http.Handler) error {
+		patterns = append(patterns, strings.Split(strings.Trim(route, "/"), "/"))
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	words := map[string]bool{}
+	for _, p := range patterns {
+		for i, seg := range p {
+			if seg != "{"+param+"}" {
+				continue
+			}
+			for _, q := range patterns {
+				if len(q) > i && slices.Equal(q[:i], p[:i]) && !strings.HasPrefix(q[i], "{") && q[i] != "*" {
+					words[q[i]] = true
+				}
+			}
+		}
+	}
+	return words, nil
 }

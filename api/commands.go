@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"strconv"
@@ -105,7 +106,12 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 		s.problem(w, r, err)
 		return
 	}
-	commits, head, err := s.engine.CommitsAfter(r.Context(), id, after, int(limit))
+	ctx, err := readConsistency(r)
+	if err != nil {
+		s.problem(w, r, err)
+		return
+	}
+	commits, head, err := s.engine.CommitsAfter(ctx, id, after, int(limit))
 	if err != nil {
 		s.problem(w, r, err)
 		return
@@ -168,7 +174,8 @@ func (s *Server) handleGesture(w http.ResponseWriter, r *http.Request) {
 		s.problem(w, r, canvas.Invalid("selection", "names more than 1000 shapes"))
 		return
 	}
-	if _, _, err := s.engine.Head(r.Context(), id); err != nil {
+	// The canvas must exist; a gesture is ephemeral, so this process's copy says.
+	if _, _, err := s.engine.Head(store.LocalReads(r.Context()), id); err != nil {
 		s.problem(w, r, err)
 		return
 	}
@@ -204,4 +211,21 @@ func (s *Server) allowGesture(key string, now time.Time) bool {
 		}
 	}
 	return true
+}
+
+// readConsistency returns the context a read of r runs with: linearizable
+// (the default: it reflects every commit acknowledged through any process
+// before the request arrived, or fails with 503), or, with
+// ?consistency=local, answered from this process's copy, which may trail
+// other processes' commits (store.LocalReads). Any other value is a 400.
+// Every route that reads a canvas's state or log takes it.
+func readConsistency(r *http.Request) (context.Context, error) {
+	switch v := r.URL.Query().Get("consistency"); v {
+	case "", "linearizable":
+		return r.Context(), nil
+	case "local":
+		return store.LocalReads(r.Context()), nil
+	default:
+		return nil, canvas.Invalid("consistency", "must be linearizable (the default) or local, got %q", v)
+	}
 }

@@ -57,7 +57,12 @@ func (s *Server) handleDocContent(w http.ResponseWriter, r *http.Request) {
 		s.problem(w, r, err)
 		return
 	}
-	out, err := s.docContent(r.Context(), id, nodeID, int(start), int(end))
+	ctx, err := readConsistency(r)
+	if err != nil {
+		s.problem(w, r, err)
+		return
+	}
+	out, err := s.docContent(ctx, id, nodeID, int(start), int(end))
 	if err != nil {
 		s.problem(w, r, err)
 		return
@@ -77,7 +82,12 @@ func (s *Server) handleDocDiff(w http.ResponseWriter, r *http.Request) {
 		s.problem(w, r, err)
 		return
 	}
-	out, err := s.docDiff(r.Context(), id, nodeID, q.Get("since"), format)
+	ctx, err := readConsistency(r)
+	if err != nil {
+		s.problem(w, r, err)
+		return
+	}
+	out, err := s.docDiff(ctx, id, nodeID, q.Get("since"), format)
 	if err != nil {
 		s.problem(w, r, err)
 		return
@@ -105,7 +115,12 @@ func (s *Server) handleDocSelection(w http.ResponseWriter, r *http.Request) {
 		}
 		v[i] = n
 	}
-	out, err := s.docSelection(r.Context(), id, nodeID, int(v[0]), int(v[1]), int(v[2]), int(v[3]))
+	ctx, err := readConsistency(r)
+	if err != nil {
+		s.problem(w, r, err)
+		return
+	}
+	out, err := s.docSelection(ctx, id, nodeID, int(v[0]), int(v[1]), int(v[2]), int(v[3]))
 	if err != nil {
 		s.problem(w, r, err)
 		return

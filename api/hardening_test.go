@@ -479,3 +479,47 @@ func sendRaw(baseURL, request string) (int, string, error) {
 	defer resp.Body.Close()
 	return resp.StatusCode, resp.Header.Get("Content-Type"), nil
 }
+
+// TestBodyRoutesRefuseOtherMediaTypes: every route of the table that takes
+// JSON answers 415 (a problem naming Content-Type) to a body sent as
+// text/plain, a form, an image, with no Content-Type or in another
+// charset, and changes nothing; the A2UI push, which takes JSON lines,
+// refuses the types it does not take. (All of them were 200.)
+//
+// A route whose body is not JSON (it does not go through jsonBody) is listed
+// in notJSONBodies with the reason; it checks its own media types.
+func TestBodyRoutesRefuseOtherMediaTypes(t *testing.T) {
+	notJSONBodies := map[string]string{
+		"PUT /api/host/{session}/files/*": "a file: any bytes of any type",
+	}
+	z, _ := newAuthzEnv(t)
+	for _, br := range bodyRoutes(t, z) {
+		if _, ok := notJSONBodies[br.route]; ok {
+			continue
+		}
+		types := []string{"text/plain", "application/x-www-form-urlencoded", "image/png", "", "application/json; charset=iso-8859-1"}
+		if br.route == "POST /api/host/{session}/a2ui" {
+			types = []string{"application/x-www-form-urlencoded", "image/png", "text/html", "application/jsonl; charset=utf-16"}
+		}
+		for _, ct := range types {
+			rq := br.row.req(z)
+			if rq.body == "" {
+				rq.body = "{}"
+			}
+			rq.header = map[string]string{"Content-Type": ct, "Accept": "application/json, text/event-stream"}
+			before := z.fingerprint()
+			status, hdr, body := z.send(rq, testAdmin)
+			if rq.after != nil {
+				rq.after()
+			}
+			var p map[string]any
+			_ = json.Unmarshal(body, &p)
+			if status != http.StatusUnsupportedMediaType || !strings.HasPrefix(hdr.Get("Content-Type"), "application/problem+json") || p["field"] != "Content-Type" {
+				t.Errorf("%s with Content-Type %q: %d %.300s; want a 415 problem naming Content-Type", br.route, ct, status, body)
+			}
+			if after := z.fingerprint(); after != before {
+				t.Errorf("%s with Content-Type %q changed the server:\nbefore %s\nafter  %s", br.route, ct, before, after)
+			}
+		}
+	}
+}

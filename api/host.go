@@ -5,7 +5,6 @@ import (
 	"crypto/subtle"
 	"errors"
 	"fmt"
-	"mime"
 	"net/http"
 	"net/url"
 	"strings"
@@ -119,7 +118,7 @@ func (h *hostAPI) handlePage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !host.IsPublicAsset(rest) {
-		c, err := h.s.auth.authenticate(r)
+		c, err := h.s.auth.authenticate(r, headerOrQuery) // a page route: a navigation cannot send a header
 		if err != nil {
 			h.s.problem(w, r, err)
 			return
@@ -163,7 +162,7 @@ func isNavigation(r *http.Request) bool {
 // redirectToTicket answers 303 to the ticket URL of the escaped path rest
 // (clean is its ParsePath form). The caller has authorized the viewer role.
 func (h *hostAPI) redirectToTicket(w http.ResponseWriter, r *http.Request, session, rest, clean string) {
-	tok := tokenFrom(r)
+	tok := tokenFrom(r, headerOrQuery)
 	ticket, err := h.host.MintTicket(session, HashToken(tok))
 	if err != nil {
 		h.s.problem(w, r, err)
@@ -428,22 +427,10 @@ func (h *hostAPI) handleStream(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// jsonlTypes are the media types accepted for an A2UI push (none is fine too).
-var jsonlTypes = map[string]bool{"application/jsonl": true, "application/x-ndjson": true,
-	"application/json-lines": true, "application/json": true, "text/plain": true}
-
 func (h *hostAPI) handlePushA2UI(w http.ResponseWriter, r *http.Request) {
 	session, ok := h.authorizedSession(w, r, canvas.RoleEditor)
 	if !ok {
 		return
-	}
-	if ct := r.Header.Get("Content-Type"); ct != "" {
-		mt, _, perr := mime.ParseMediaType(ct)
-		if perr != nil || !jsonlTypes[mt] {
-			h.s.problem(w, r, &host.UnsupportedMediaTypeError{Field: "Content-Type",
-				Reason: fmt.Sprintf("%q is not accepted; send application/jsonl (one A2UI message per line)", ct)})
-			return
-		}
 	}
 	body, err := readBody(r)
 	if err != nil {

@@ -31,7 +31,10 @@ const MCPServerName = "canvasd"
 func (s *Server) mcpHandler() http.Handler {
 	sdkLog := slog.New(infoAsDebug{s.log.Handler()})
 	srv := mcp.NewServer(&mcp.Implementation{Name: MCPServerName, Title: "canvasd canvas and document tools", Version: "1"},
-		&mcp.ServerOptions{Instructions: mcpInstructions, Logger: sdkLog})
+		// Stateless with JSON answers, the server can send no notification:
+		// it advertises tools without listChanged, and no logging.
+		&mcp.ServerOptions{Instructions: mcpInstructions, Logger: sdkLog,
+			Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}}})
 	s.addMCPTools(srv)
 	// No DNS-rebinding check on the Host header: every request needs a bearer
 	// token, which a rebound page cannot send, and the check refused every

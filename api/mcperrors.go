@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
 // mcpProblems wraps the MCP transport so that every 4xx/5xx it answers is a
@@ -14,17 +17,65 @@ import (
 // method, an oversized body) as text/plain, some as a JSON-RPC error with a
 // 4xx status. JSON-RPC errors inside a 200 (a tool error, a protocol error
 // of a well-formed request) stay where the MCP specification puts them.
+//
+// Two refusals are canvasd's own, before the SDK sees the request: a JSON-RPC
+// batch (an array of messages), which MCP removed in 2025-06-18, is a 400
+// problem whatever protocol version the client names (the SDK accepted
+// batches from clients naming no version or an older one). And a request
+// for a method the server does not have gets the JSON-RPC error -32601
+// (method not found) in a 200, as JSON-RPC says, so that SDKs raise an MCP
+// error rather than a transport error (the SDK answered such a request
+// with HTTP 400).
 func (s *Server) mcpProblems(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		msg, err := readBody(r) // read and checked by jsonBody
+		if err != nil {
+			s.problem(w, r, err)
+			return
+		}
+		if trimmed := bytes.TrimLeft(msg, " \t\r\n"); len(trimmed) > 0 && trimmed[0] == '[' {
+			s.problem(w, r, &mcpRefusal{status: http.StatusBadRequest, slug: "invalid",
+				msg: "JSON-RPC batches are not accepted: MCP removed batching in its 2025-06-18 revision; " + mcpUsage})
+			return
+		}
 		pw := &mcpProblemWriter{ResponseWriter: w}
 		next.ServeHTTP(pw, r)
-		if pw.status != 0 {
-			for _, h := range []string{"Content-Type", "Content-Length", "X-Content-Type-Options"} {
-				w.Header().Del(h)
-			}
-			s.problem(w, r, mcpTransportError(pw.status, pw.body.Bytes()))
+		if pw.status == 0 {
+			return
 		}
+		for _, h := range []string{"Content-Type", "Content-Length", "X-Content-Type-Options"} {
+			w.Header().Del(h)
+		}
+		if resp := methodNotFound(pw.status, pw.body.Bytes(), msg); resp != nil {
+			writeRaw(w, http.StatusOK, resp)
+			return
+		}
+		s.problem(w, r, mcpTransportError(pw.status, pw.body.Bytes()))
 	})
+}
+
+// sdkNotHandled starts the SDK's refusal of a method it does not handle
+// (TestMCPUnknownMethod fails if the SDK changes it).
+const sdkNotHandled = "JSON RPC not handled"
+
+// methodNotFound returns the JSON-RPC error response -32601 for the request
+// msg when the SDK refused it (status, body) because it does not handle its
+// method, and msg is a call (it has an id to answer); nil otherwise.
+func methodNotFound(status int, body, msg []byte) []byte {
+	if status != http.StatusBadRequest || !bytes.HasPrefix(bytes.TrimSpace(body), []byte(sdkNotHandled)) {
+		return nil
+	}
+	m, err := jsonrpc.DecodeMessage(msg)
+	req, ok := m.(*jsonrpc.Request)
+	if err != nil || !ok || !req.IsCall() {
+		return nil
+	}
+	out, err := jsonrpc.EncodeMessage(&jsonrpc.Response{ID: req.ID, Error: &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound,
+		Message: fmt.Sprintf("method %q not found: canvasd's MCP server answers initialize, ping, tools/list and tools/call (the canvas_* tools)", req.Method)}})
+	if err != nil {
+		return nil
+	}
+	return out
 }
 
 // mcpProblemWriter passes a response through unless its status is an error

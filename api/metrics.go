@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/canvasd/canvasd/reducer"
 )
 
 // Metrics are canvasd's Prometheus collectors, registered on an injected
@@ -18,13 +20,20 @@ type Metrics struct {
 	gestures       *prometheus.CounterVec
 	refused        *prometheus.CounterVec
 	reg            prometheus.Registerer
+	// commandTypes are the values canvas_commands_total's type label
+	// takes: the verbs the reducer knows and "batch"; any other type a
+	// client sends counts as "other", so clients cannot grow the family.
+	commandTypes map[string]bool
 }
+
+// otherType is the type label of a command whose type the reducer does not know.
+const otherType = "other"
 
 // NewMetrics creates the collectors and registers them on reg.
 func NewMetrics(reg prometheus.Registerer) *Metrics {
-	m := &Metrics{reg: reg,
+	m := &Metrics{reg: reg, commandTypes: map[string]bool{"batch": true},
 		commands: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "canvas_commands_total",
-			Help: "Commands handled, by command type and result (applied, conflict, rejected, replayed, error)."},
+			Help: "Commands handled, by command type (a known verb, batch, or other for an unknown type) and result (applied, conflict, rejected, replayed, error)."},
 			[]string{"type", "result"}),
 		applySeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "canvas_command_apply_seconds",
 			Help:    "Time from a command entering the engine to its answer, by result.",
@@ -40,6 +49,9 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Gestures received, by whether they were forwarded or throttled."}, []string{"result"}),
 		refused: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "canvas_http_too_many_requests_total",
 			Help: "Requests answered 429, by problem type (too-many-streams, too-many-auth-failures)."}, []string{"type"}),
+	}
+	for _, t := range reducer.CommandTypes() {
+		m.commandTypes[t] = true
 	}
 	reg.MustRegister(m.commands, m.applySeconds, m.conflicts, m.replays, m.sseSubscribers, m.gestures, m.refused)
 	return m
@@ -60,7 +72,11 @@ func (m *Metrics) WatchHub(h *Hub) {
 }
 
 // CommandDone records one command's outcome and latency (store.Observer).
+// A type the reducer does not know is counted as "other".
 func (m *Metrics) CommandDone(cmdType, outcome string, d time.Duration) {
+	if !m.commandTypes[cmdType] {
+		cmdType = otherType
+	}
 	m.commands.WithLabelValues(cmdType, outcome).Inc()
 	m.applySeconds.WithLabelValues(outcome).Observe(d.Seconds())
 	switch outcome {

@@ -54,7 +54,11 @@ func loadSpec(t testing.TB) *openAPISpec {
 	if err := doc.Validate(context.Background()); err != nil {
 		t.Fatalf("openapi.yaml is not valid OpenAPI 3.0: %v", err)
 	}
-	router, err := legacy.NewRouter(doc)
+	// servers names the server serving the document (url "/"): the router
+	// matches the paths whatever the test server's address.
+	anyHost := *doc
+	anyHost.Servers = nil
+	router, err := legacy.NewRouter(&anyHost)
 	if err != nil {
 		t.Fatalf("openapi.yaml: building a router: %v", err)
 	}

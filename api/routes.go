@@ -52,8 +52,22 @@ func (s *Server) routes() chi.Router {
 		r.Get("/host/{session}/*", hostAPI.handlePage)
 	}
 
-	// Authenticated. Every JSON body passes jsonBody (body.go): its limit,
-	// UTF-8, nesting depth.
+	// Streams: the token in the Authorization header or, since a browser's
+	// EventSource cannot set headers, as ?access_token= (requireStreamAuth).
+	// A route opts in to ?access_token= only by being listed here (a GET
+	// under /sse/) or by authenticating itself as a page route does
+	// (handlePage); every other route refuses it with a 401.
+	r.Group(func(r chi.Router) {
+		r.Use(s.requireStreamAuth)
+		r.Get("/sse/canvas/{canvas_id}", s.handleCanvasStream)
+		if hostAPI != nil {
+			r.Get("/sse/host/{session}", hostAPI.handleStream)
+		}
+	})
+
+	// Authenticated by the Authorization header only (requireAuth). Every
+	// JSON body passes jsonBody (body.go): its media type (415 unless
+	// application/json), its limit, UTF-8, nesting depth.
 	r.Group(func(r chi.Router) {
 		r.Use(s.requireAuth)
 		cmdLimit := s.cfg.MaxCommandBytes
@@ -72,7 +86,6 @@ func (s *Server) routes() chi.Router {
 		r.Post("/canvas_commands/{canvas_id}/commands", s.jsonBody(cmdLimit, s.handleBatch))
 		r.Get("/canvas_commands/{canvas_id}/events", s.handleEvents)
 		r.Post("/canvas_commands/{canvas_id}/gesture", s.jsonBody(16<<10, s.handleGesture))
-		r.Get("/sse/canvas/{canvas_id}", s.handleCanvasStream)
 
 		// Documents and named snapshots (docs.go), MCP (mcp.go).
 		r.Get("/api/canvases/{canvas_id}/docs/{node_id}", s.handleDocContent)
@@ -107,8 +120,7 @@ func (s *Server) routes() chi.Router {
 			r.Get("/api/host/{session}/files", hostAPI.handleListFiles)
 			r.Put("/api/host/{session}/files/*", limitBody(c.MaxFileBytes+1, hostAPI.handlePutFile)) // raw bytes, any content
 			r.Delete("/api/host/{session}/files/*", hostAPI.handleDeleteFile)
-			r.Get("/sse/host/{session}", hostAPI.handleStream)
-			r.Post("/api/host/{session}/a2ui", s.jsonBody(c.MaxA2UIBytes, hostAPI.handlePushA2UI))
+			r.Post("/api/host/{session}/a2ui", s.jsonLinesBody(c.MaxA2UIBytes, hostAPI.handlePushA2UI))
 			r.Post("/api/host/{session}/a2ui/reset", s.noBody(hostAPI.handleResetA2UI))
 			r.Post("/api/host/{session}/actions", s.jsonBody(256<<10, hostAPI.handleAction))
 			r.Post("/api/host/{session}/present", s.jsonBody(16<<10, hostAPI.handlePresent))

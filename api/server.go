@@ -59,6 +59,9 @@ type Server struct {
 	auth    *authenticator
 	streams *streamSlots // open streams per token
 	router  chi.Router
+	// routeWords are the canvas ids that would shadow a route (see
+	// shadowingIDs); creating a canvas under one is refused.
+	routeWords map[string]bool
 
 	gestureMu   sync.Mutex
 	lastGesture map[string]time.Time
@@ -109,6 +112,11 @@ func New(cfg Config) (*Server, error) {
 		}
 	}
 	s.router = s.routes()
+	words, err := shadowingIDs(s.router, "canvas_id")
+	if err != nil {
+		return nil, err
+	}
+	s.routeWords = words
 	return s, nil
 }
 

@@ -3,9 +3,11 @@ package api
 import (
 	"context"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/canvasd/canvasd/canvas"
+	"github.com/canvasd/canvasd/store"
 )
 
 // handleCanvasStream serves GET /sse/canvas/{canvas_id}: replay after
@@ -44,7 +46,28 @@ func (s *Server) handleCanvasStream(w http.ResponseWriter, r *http.Request) {
 		s.problem(w, r, err)
 		return
 	}
-	head, _, err := s.engine.Head(ctx, id)
+	// The head is read linearizably: on a process that cannot reach the
+	// database this is a 503, never a stream (or a reset) from a copy that
+	// may be behind what the client has seen.
+	head, headEvent, err := s.engine.Head(ctx, id)
+	// Resolve the Last-Event-ID before answering, so that a store error is
+	// a 503 too. The head is known now: the rest reads this process's copy.
+	local := store.LocalReads(ctx)
+	last, resetReason := head, ""
+	if err == nil && lastID != "" {
+		var rev int64
+		var ok bool
+		rev, ok, err = s.engine.ResolveEventID(local, id, lastID)
+		switch {
+		case err != nil:
+		case !ok:
+			resetReason = "Last-Event-ID " + stripBreaks(lastID) + " cannot be resumed on this canvas (unknown, or ahead of the head); re-read the snapshot"
+		case head-rev > s.cfg.MaxReplay:
+			resetReason = "too many commits missed to replay; re-read the snapshot"
+		default:
+			last = rev
+		}
+	}
 	if err != nil {
 		s.hub.unsubscribe(id, sub)
 		s.streams.release(slot)
@@ -60,39 +83,28 @@ func (s *Server) handleCanvasStream(w http.ResponseWriter, r *http.Request) {
 			s.streams.release(slot)
 		}
 	}()
-	reset := func(head int64, reason string) {
-		out.write(sseEvent(canvas.EventReset, "", canvas.ResetInfo{HeadRev: head, Reason: reason}))
+	if resetReason != "" {
+		// A resume that cannot be served is reset to the head: the reset's
+		// id is the head's event id, so an EventSource reconnects from there
+		// and never again with the Last-Event-ID that cannot be resumed.
+		out.write(resetFrame(headEvent, head, resetReason))
 		out.flush()
+		return
 	}
-	last := head
-	if lastID != "" {
-		rev, ok, err := s.engine.ResolveEventID(ctx, id, lastID)
-		switch {
-		case err != nil:
-			s.log.Warn("resolving Last-Event-ID", "canvas", id, "err", err)
-			reset(head, "the stream could not be resumed; re-read the snapshot")
-			return
-		case !ok:
-			reset(head, "Last-Event-ID "+stripBreaks(lastID)+" cannot be resumed on this canvas (unknown, or ahead of the head); re-read the snapshot")
-			return
-		case head-rev > s.cfg.MaxReplay:
-			reset(head, "too many commits missed to replay; re-read the snapshot")
+	for last < head {
+		commits, _, err := s.engine.CommitsAfter(local, id, last, 1000)
+		if err != nil || len(commits) == 0 {
+			// The log could not be read (the store went away): end the
+			// stream without a reset; the client reconnects with the last
+			// id it received and misses nothing.
 			return
 		}
-		last = rev
-		for last < head {
-			commits, _, err := s.engine.CommitsAfter(ctx, id, last, 1000)
-			if err != nil || len(commits) == 0 {
-				reset(head, "replay failed; re-read the snapshot")
-				return
-			}
-			for _, c := range commits {
-				out.write(commitFrame(c))
-				last = c.Rev
-			}
-			if !out.flush() {
-				return
-			}
+		for _, c := range commits {
+			out.write(commitFrame(c))
+			last = c.Rev
+		}
+		if !out.flush() {
+			return
 		}
 	}
 	out.write(sseEvent(canvas.EventCaughtUp, "", map[string]int64{"head_rev": last}))
@@ -119,6 +131,7 @@ func (s *Server) handleCanvasStream(w http.ResponseWriter, r *http.Request) {
 // On a hijacked TCP connection, sub's fan-out shard writes most frames
 // itself (fanout.go); this goroutine writes what is queued.
 func (s *Server) streamLive(ctx context.Context, id string, slot *streamSlot, sub *subscriber, out *sseOut, last int64) {
+	ctx = store.LocalReads(ctx) // a live stream follows this process's copy, which its fan-out feeds
 	defer s.streams.release(slot)
 	defer s.hub.unsubscribe(id, sub)
 	defer func() {
@@ -154,7 +167,7 @@ func (s *Server) streamLive(ctx context.Context, id string, slot *streamSlot, su
 				out.write(sub.unsent)
 			}
 			if sub.ended != "" {
-				out.write(sseEvent(canvas.EventReset, "", canvas.ResetInfo{HeadRev: sub.last, Reason: sub.ended}))
+				out.write(endedReset(sub.ended, sub.last))
 			} else {
 				out.write(behindReset(sub.last))
 				s.hub.fanStats.behind.Add(1)
@@ -235,10 +248,36 @@ func (s *Server) sendLive(ctx context.Context, id string, sub *subscriber, first
 	return out.flush()
 }
 
-// behindReset is the reset event of a stream that fell too far behind.
+// Every reset event carries an id, the one a client resumes from, since a
+// browser's EventSource reconnects by itself with the last id it saw: a
+// reset without one left it reconnecting with a Last-Event-ID that could
+// not be resumed, to be reset again, every few seconds for ever.
+
+// resetFrame is a reset event with the SSE id eventID.
+func resetFrame(eventID string, head int64, reason string) []byte {
+	return sseEvent(canvas.EventReset, eventID, canvas.ResetInfo{HeadRev: head, Reason: reason})
+}
+
+// behindReset is the reset event of a stream that fell too far behind: its
+// id is the last revision it was sent, so a reconnect replays what it
+// missed (or, more than the replay limit behind, is reset to the head).
 func behindReset(last int64) []byte {
-	return sseEvent(canvas.EventReset, "", canvas.ResetInfo{HeadRev: last,
-		Reason: "this subscriber fell too far behind; reconnect with Last-Event-ID or re-read the snapshot"})
+	return resetFrame(strconv.FormatInt(last, 10), last,
+		"this subscriber fell too far behind; reconnect with Last-Event-ID or re-read the snapshot")
+}
+
+// endedReset is the reset event of a stream the server ends on purpose
+// (reason): its token expired or was revoked (a reconnect is a 401, which
+// stops an EventSource), or its canvas was deleted (a reconnect is a 404,
+// which stops it too; its id is 0, so that a canvas created again under
+// the id is followed from its first commit, never from a revision of the
+// deleted one).
+func endedReset(reason string, last int64) []byte {
+	id := strconv.FormatInt(last, 10)
+	if reason == canvasDeletedReason {
+		id = "0"
+	}
+	return resetFrame(id, last, reason)
 }
 
 // emit writes one live frame of sub (whose wmu the caller holds), skipping

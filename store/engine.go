@@ -47,10 +47,12 @@ type EngineConfig struct {
 	// the contract promises at least 24 h). Older ones are pruned hourly.
 	IdempotencyTTL time.Duration
 	// WriteTimeout bounds a command from its arrival to its answer, the wait
-	// behind the canvas's earlier writes included: one still queued then is
-	// answered canvas.ErrUnavailable (nothing written), and the append of a
-	// group ends by the deadline of its oldest command. Default: the
-	// store's OpTimeout (see OpTimeouter), else none.
+	// behind the canvas's earlier writes and catch-ups included: one the
+	// writer has not taken by then is answered canvas.ErrUnavailable
+	// (nothing written) whatever the writer is doing, and every store
+	// operation of a group (its catch-ups, its append) ends by the deadline
+	// of its oldest command. Default: the store's OpTimeout (see
+	// OpTimeouter), else none.
 	WriteTimeout time.Duration
 }
 
@@ -58,7 +60,8 @@ type EngineConfig struct {
 // materialized state in memory, decides commands with the reducer, appends
 // the commits through the Store (many commands per transaction: group
 // commit), and publishes them. One writer goroutine per live canvas
-// serializes its commands; reads (View, CommitsAfter) run concurrently.
+// serializes its commands; reads (View, CommitsAfter) run concurrently and
+// are linearizable (engine_read.go).
 type Engine struct {
 	st   Store
 	cfg  EngineConfig
@@ -71,6 +74,10 @@ type Engine struct {
 	lives map[string]*live
 
 	snaps chan snapJob // captures for the snapshotter (engine_snapshot.go)
+
+	// shared: other processes write the store too (it is a Notifier), so
+	// reads and refusals confirm the head in it (Linearize, process).
+	shared bool
 
 	onGone atomic.Pointer[func(canvasID string)] // see OnGone
 }
@@ -105,16 +112,23 @@ var errReplaced = fmt.Errorf("the canvas was deleted and created again by anothe
 // stillThere checks that the store still has l's canvas: an error wrapping
 // canvas.ErrNotFound when it was deleted, errReplaced when it was deleted
 // and created again (another creation time, or a head behind the one in
-// memory), a store error, or nil. The caller holds l.mu.
-func (e *Engine) stillThere(ctx context.Context, l *live) error {
+// memory), a store error, or nil. On success it returns the stored head. The
+// caller must not hold l.mu (the store is read without it).
+func (e *Engine) stillThere(ctx context.Context, l *live) (int64, error) {
+	// The copy's head is read before the store's: the copy holds only
+	// committed revisions, so a stored head behind it means the canvas was
+	// replaced (read after, it could be ahead by commits made meanwhile).
+	l.mu.RLock()
+	createdAt, head := l.createdAt, l.state.Rev
+	l.mu.RUnlock()
 	c, err := e.st.GetCanvas(ctx, l.id)
-	switch {
-	case err != nil:
-		return err
-	case !c.CreatedAt.Equal(l.createdAt) || c.HeadRev < l.state.Rev:
-		return fmt.Errorf("canvas %s: %w", l.id, errReplaced)
+	if err != nil {
+		return 0, err
 	}
-	return nil
+	if !c.CreatedAt.Equal(createdAt) || c.HeadRev < head {
+		return 0, fmt.Errorf("canvas %s: %w", l.id, errReplaced)
+	}
+	return c.HeadRev, nil
 }
 
 // isGone reports whether err says l's canvas is no longer the store's.
@@ -146,7 +160,8 @@ func NewEngine(st Store, cfg EngineConfig) *Engine {
 	if ot, ok := st.(OpTimeouter); ok && cfg.WriteTimeout <= 0 {
 		cfg.WriteTimeout = ot.OpTimeout()
 	}
-	return &Engine{st: st, cfg: cfg, log: cfg.Logger, lives: map[string]*live{}, snaps: make(chan snapJob, snapshotQueue)}
+	_, shared := st.(Notifier)
+	return &Engine{st: st, cfg: cfg, log: cfg.Logger, lives: map[string]*live{}, snaps: make(chan snapJob, snapshotQueue), shared: shared}
 }
 
 // Start starts the engine; with a Notifier store it also listens for other
@@ -295,13 +310,21 @@ type request struct {
 	// changed, read from the log before the request queues (nil for other
 	// types).
 	reverts []*canvas.RevertBase
-	start   time.Time
+	start   time.Time    // its arrival: its write deadline is WriteTimeout after it
+	state   atomic.Int32 // reqQueued, reqTaken, reqWithdrawn (submit, take)
 	done    chan Answer
 	err     error
 }
 
 // get returns the live canvas, loading it on first use.
 func (e *Engine) get(ctx context.Context, canvasID string) (*live, error) {
+	return e.getUntil(ctx, canvasID, nil)
+}
+
+// getUntil is get that also stops waiting for a load when expired is
+// closed (the load goes on), with an error wrapping canvas.ErrUnavailable
+// and canvas.ErrNotWritten.
+func (e *Engine) getUntil(ctx context.Context, canvasID string, expired <-chan struct{}) (*live, error) {
 	e.mu.Lock()
 	l, ok := e.lives[canvasID]
 	if !ok {
@@ -322,6 +345,8 @@ func (e *Engine) get(ctx context.Context, canvasID string) (*live, error) {
 	case <-l.ready:
 	case <-ctx.Done():
 		return nil, ctx.Err()
+	case <-expired:
+		return nil, fmt.Errorf("canvas %s did not load within the write timeout (%v): %w: %w", canvasID, e.cfg.WriteTimeout, canvas.ErrUnavailable, canvas.ErrNotWritten)
 	}
 	if l.err != nil {
 		return nil, l.err
@@ -360,13 +385,12 @@ func (e *Engine) run(ctx context.Context, l *live) {
 	retryIn := unsureRetry
 	// catchUp reads the log after a wake-up (another process appended, or
 	// this one's listener reconnected) or an unknown outcome; gone: the
-	// canvas is no longer the store's (stillThere), l is retired and must
-	// be dropped.
+	// canvas is no longer the store's (stillThere), and l was dropped. It reads the store without holding l.mu, and commands
+	// that queue meanwhile are answered by their deadline all the same
+	// (submit), so it never makes a write wait past the write timeout.
 	catchUp := func() (gone bool) {
-		l.mu.Lock()
-		defer l.mu.Unlock()
 		cctx, cancel := ctx, context.CancelFunc(func() {})
-		if e.cfg.WriteTimeout > 0 { // commands queued meanwhile wait at most this long
+		if e.cfg.WriteTimeout > 0 {
 			cctx, cancel = context.WithTimeout(ctx, e.cfg.WriteTimeout)
 		}
 		defer cancel()
@@ -375,14 +399,14 @@ func (e *Engine) run(ctx context.Context, l *live) {
 		if recheck {
 			// Notices may have been lost: the canvas may have been deleted
 			// (and made again) meanwhile; its log is then not ours to read.
-			err = e.stillThere(cctx, l)
+			_, err = e.stillThere(cctx, l)
 		}
 		if err == nil {
-			err = e.catchUp(cctx, l)
+			err = e.catchUpTo(cctx, l, -1)
 		}
 		switch {
 		case isGone(err):
-			l.retired = true
+			e.drop(l)
 			return true
 		case err != nil:
 			e.log.Warn("catch-up failed", "canvas", l.id, "err", err)
@@ -406,21 +430,22 @@ func (e *Engine) run(ctx context.Context, l *live) {
 				return
 			}
 		case <-l.wake:
-			if catchUp() {
-				e.gone(l) // the loop then ends; queued commands go to the canvas loaded anew
-			}
+			_ = catchUp() // when gone, the loop ends; queued commands go to the canvas loaded anew
 		case <-unsure.C:
-			if catchUp() {
-				e.gone(l)
-			}
+			_ = catchUp()
 			retryIn = min(2*retryIn, maxUnsureRetry)
 		case r := <-l.reqs:
-			group = append(group[:0], r)
+			group = group[:0]
+			if r.take() { // else withdrawn by its submitter at its deadline
+				group = append(group, r)
+			}
 		fill:
 			for len(group) < e.cfg.MaxGroup {
 				select {
 				case r := <-l.reqs:
-					group = append(group, r)
+					if r.take() {
+						group = append(group, r)
+					}
 				default:
 					break fill
 				}
@@ -428,7 +453,9 @@ func (e *Engine) run(ctx context.Context, l *live) {
 			if !l.unsure {
 				retryIn = unsureRetry
 			}
-			e.process(ctx, l, group)
+			if len(group) > 0 {
+				e.process(ctx, l, group)
+			}
 		}
 		if l.unsure { // only this goroutine sets it
 			unsure.Reset(retryIn)
@@ -491,8 +518,10 @@ func (e *Engine) drain(l *live) {
 	for {
 		select {
 		case r := <-l.reqs:
-			r.err = fmt.Errorf("server shutting down: %w: %w", canvas.ErrUnavailable, canvas.ErrNotWritten)
-			close(r.done)
+			if r.take() { // else its submitter answered it already
+				r.err = fmt.Errorf("server shutting down: %w: %w", canvas.ErrUnavailable, canvas.ErrNotWritten)
+				close(r.done)
+			}
 		default:
 			return
 		}
@@ -534,27 +563,41 @@ func (e *Engine) load(ctx context.Context, l *live) error {
 }
 
 // catchUp applies and publishes commits appended after the in-memory head.
-// The caller holds l.mu (or owns l exclusively while loading).
+// The caller owns l exclusively while loading it; afterwards catch-ups go
+// through catchUpTo, which does not hold l.mu while it reads the store.
 func (e *Engine) catchUp(ctx context.Context, l *live) error {
 	for {
 		commits, err := e.st.ReadCommits(ctx, l.id, l.state.Rev, 1000)
 		if err != nil {
 			return err
 		}
-		for i := range commits {
-			c := &commits[i]
-			if c.Rev != l.state.Rev+1 {
-				return fmt.Errorf("log of canvas %s has a gap at rev %d", l.id, l.state.Rev+1)
-			}
-			if err := reducer.Apply(l.state, c); err != nil {
-				return fmt.Errorf("replaying rev %d of canvas %s: %w", c.Rev, l.id, err)
-			}
-			e.committed(l, c)
+		if err := e.applyCommits(l, commits); err != nil {
+			return err
 		}
 		if len(commits) < 1000 {
 			return nil
 		}
 	}
+}
+
+// applyCommits applies and publishes commits read from the log (ascending
+// and contiguous) that are after the in-memory head; those the copy already
+// holds are skipped. The caller holds l.mu.
+func (e *Engine) applyCommits(l *live, commits []canvas.Commit) error {
+	for i := range commits {
+		c := &commits[i]
+		if c.Rev <= l.state.Rev {
+			continue
+		}
+		if c.Rev != l.state.Rev+1 {
+			return fmt.Errorf("log of canvas %s has a gap at rev %d", l.id, l.state.Rev+1)
+		}
+		if err := reducer.Apply(l.state, c); err != nil {
+			return fmt.Errorf("replaying rev %d of canvas %s: %w", c.Rev, l.id, err)
+		}
+		e.committed(l, c)
+	}
+	return nil
 }
 
 // committed records a durable commit in memory and publishes it.

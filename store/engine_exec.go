@@ -36,7 +36,7 @@ func (e *Engine) Execute(ctx context.Context, canvasID string, actor canvas.Acto
 		return Answer{}, err
 	}
 	r := &request{ctx: ctx, actor: actor, one: [1]canvas.Envelope{env}, baseRev: *env.BaseRev,
-		idemKey: env.IdempotencyKey}
+		idemKey: env.IdempotencyKey, start: time.Now()}
 	r.envs = r.one[:]
 	if r.idemKey != "" { // the fingerprint only tells replays from misuse of a key
 		r.fp = env.Fingerprint()
@@ -45,6 +45,15 @@ func (e *Engine) Execute(ctx context.Context, canvasID string, actor canvas.Acto
 		return Answer{}, err
 	}
 	return e.submit(ctx, canvasID, r)
+}
+
+// writeDeadline bounds ctx by r's write deadline (EngineConfig.WriteTimeout
+// after its arrival), if there is one.
+func (e *Engine) writeDeadline(ctx context.Context, r *request) (context.Context, context.CancelFunc) {
+	if d := e.cfg.WriteTimeout; d > 0 {
+		return context.WithDeadline(ctx, r.start.Add(d))
+	}
+	return ctx, func() {}
 }
 
 // loadReverts reads, for each revert_commits of r, what the commits it names
@@ -57,6 +66,8 @@ func (e *Engine) Execute(ctx context.Context, canvasID string, actor canvas.Acto
 // checked before anything is read, so one request never reads more of the
 // log than one revert may.
 func (e *Engine) loadReverts(ctx context.Context, canvasID string, r *request) error {
+	ctx, cancel := e.writeDeadline(ctx, r) // part of the write: within its timeout
+	defer cancel()
 	field := func(k int, err error) error {
 		if r.batch {
 			return prefixField(err, fmt.Sprintf("commands[%d].", k))
@@ -156,18 +167,29 @@ func (e *Engine) ExecuteBatch(ctx context.Context, canvasID string, actor canvas
 		}
 	}
 	r := &request{ctx: ctx, actor: actor, envs: envs, baseRev: baseRev, batch: true,
-		idemKey: idempotencyKey, fp: fp.String()}
+		idemKey: idempotencyKey, fp: fp.String(), start: time.Now()}
 	if err := e.loadReverts(ctx, canvasID, r); err != nil {
 		return Answer{}, err
 	}
 	return e.submit(ctx, canvasID, r)
 }
 
+// submit queues r for the canvas's writer and waits for its answer. With a
+// write timeout, r is answered by its deadline whatever the writer is busy
+// with (a catch-up after an unknown outcome, another process's commits): a
+// request the writer has not taken by then is withdrawn and answered 503,
+// nothing written; one it has taken it answers itself, within the same
+// deadline (process).
 func (e *Engine) submit(ctx context.Context, canvasID string, r *request) (Answer, error) {
-	r.start = time.Now()
 	r.done = make(chan Answer, 1)
+	var expired <-chan struct{} // closed at r's write deadline; nil without a write timeout
+	if d := e.cfg.WriteTimeout; d > 0 {
+		dctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), r.start.Add(d))
+		defer cancel()
+		expired = dctx.Done()
+	}
 	for {
-		l, err := e.get(ctx, canvasID)
+		l, err := e.getUntil(ctx, canvasID, expired)
 		if err != nil {
 			if errors.Is(err, canvas.ErrUnavailable) && !errors.Is(err, canvas.ErrNotWritten) {
 				err = fmt.Errorf("%w: %w", canvas.ErrNotWritten, err) // the canvas did not load: the command never ran
@@ -180,6 +202,8 @@ func (e *Engine) submit(ctx context.Context, canvasID string, r *request) (Answe
 			continue // retired while idle: load it again
 		case <-ctx.Done():
 			return Answer{}, ctx.Err()
+		case <-expired:
+			return Answer{}, e.notTaken(r, canvasID)
 		}
 		// Once queued, wait for the answer even if the client goes away: the
 		// command may commit, and its idempotency key will say so on a retry.
@@ -189,6 +213,15 @@ func (e *Engine) submit(ctx context.Context, canvasID string, r *request) (Answe
 				return Answer{}, r.err
 			}
 			return resp, r.err
+		case <-expired:
+			if r.withdraw() {
+				return Answer{}, e.notTaken(r, canvasID)
+			}
+			// The writer took it just now: it answers within the deadline.
+			if resp, ok := <-r.done; ok {
+				return resp, r.err
+			}
+			return Answer{}, r.err
 		case <-l.exited:
 			select {
 			case resp, ok := <-r.done:
@@ -206,6 +239,31 @@ func (e *Engine) submit(ctx context.Context, canvasID string, r *request) (Answe
 	}
 }
 
+// notTaken is the error of a request withdrawn at its write deadline before
+// the writer took it.
+func (e *Engine) notTaken(r *request, canvasID string) error {
+	e.observe(r, "error")
+	return fmt.Errorf("canvas %s: the command could not be run within the write timeout (%v; the store is slow or unreachable): %w: %w",
+		canvasID, e.cfg.WriteTimeout, canvas.ErrUnavailable, canvas.ErrNotWritten)
+}
+
+// Request states: queued until the writer takes it (then it runs and is
+// answered by the writer) or its submitter withdraws it at its deadline
+// (then the writer skips it).
+const (
+	reqQueued int32 = iota
+	reqTaken
+	reqWithdrawn
+)
+
+// take marks r as the writer's; false: its submitter withdrew it.
+func (r *request) take() bool {
+	return r.state.CompareAndSwap(reqQueued, reqTaken) || r.state.Load() == reqTaken
+}
+
+// withdraw marks r as given up by its submitter; false: the writer took it.
+func (r *request) withdraw() bool { return r.state.CompareAndSwap(reqQueued, reqWithdrawn) }
+
 // pending is one request's answer being prepared within a group.
 type pending struct {
 	req      *request
@@ -218,12 +276,17 @@ type pending struct {
 	outcome  string
 }
 
-// process commits a group of requests in one Append, retrying after a
-// concurrent append by another process. The writer holds l.mu throughout, so
-// readers never see an uncommitted state.
+// process commits a group of requests (taken by the writer) in one Append,
+// retrying after a concurrent append by another process. It holds l.mu
+// while it decides and appends (tryGroup), so readers never see an
+// uncommitted state; the catch-ups between attempts read the store without
+// it. Every store operation ends by the deadline of the group's oldest
+// command.
 func (e *Engine) process(ctx context.Context, l *live, group []*request) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
+	// A group runs to its end even if l is retired meanwhile (a reader found
+	// the canvas deleted or replaced): its store operations then fail as
+	// such (404, or 503 nothing written), never as canceled.
+	ctx = context.WithoutCancel(ctx)
 	if d := e.cfg.WriteTimeout; d > 0 {
 		// Bound the whole write by the timeout, the wait behind this
 		// canvas's earlier groups included: commands that waited it out
@@ -254,7 +317,7 @@ func (e *Engine) process(ctx context.Context, l *live, group []*request) {
 	if l.unsure {
 		// An append whose outcome is unknown may have committed: read the
 		// log before deciding anything new.
-		if err := e.catchUp(ctx, l); err != nil {
+		if err := e.catchUpTo(ctx, l, -1); err != nil {
 			e.failAll(group, err)
 			return
 		}
@@ -262,9 +325,12 @@ func (e *Engine) process(ctx context.Context, l *live, group []*request) {
 	}
 	// A base_rev ahead of the in-memory head may have been committed by
 	// another process we have not heard from yet: read the log first.
+	l.mu.RLock()
+	head := l.state.Rev
+	l.mu.RUnlock()
 	for _, r := range group {
-		if r.baseRev > l.state.Rev {
-			if err := e.catchUp(ctx, l); err != nil {
+		if r.baseRev > head {
+			if err := e.catchUpTo(ctx, l, -1); err != nil {
 				e.failAll(group, err)
 				return
 			}
@@ -272,9 +338,35 @@ func (e *Engine) process(ctx context.Context, l *live, group []*request) {
 		}
 	}
 	deadline := time.Now().Add(contendedTimeout)
+	confirmed := false
 	for attempt := 0; ; attempt++ {
-		answers, err := e.tryGroup(ctx, l, group)
+		l.mu.Lock()
+		answers, appended, err := e.tryGroup(ctx, l, group)
+		head := l.state.Rev
+		l.mu.Unlock()
 		switch {
+		case err == nil && !appended && e.shared && !confirmed && refused(answers):
+			// Decided on this process's copy alone (an append would have
+			// confirmed the head): a 409's current_rev, or a 422 about a
+			// node another process made, must not trail a commit
+			// acknowledged through another process. Confirm the head in the
+			// store; if it moved, catch up and decide again.
+			confirmed = true
+			stored, cerr := e.stillThere(ctx, l)
+			if cerr == nil && stored > head {
+				if cerr = e.catchUpTo(ctx, l, stored); cerr == nil {
+					continue
+				}
+			}
+			if isGone(cerr) {
+				e.drop(l)
+			}
+			if cerr != nil {
+				e.failAll(group, cerr)
+				return
+			}
+			e.answer(answers)
+			return
 		case err == nil:
 			e.answer(answers)
 			return
@@ -290,13 +382,12 @@ func (e *Engine) process(ctx context.Context, l *live, group []*request) {
 			}
 			// The canvas may have been deleted and made again by a process
 			// whose notice was missed: then its log is not ours to read.
-			cerr := e.stillThere(ctx, l)
+			_, cerr := e.stillThere(ctx, l)
 			if cerr == nil {
-				cerr = e.catchUp(ctx, l)
+				cerr = e.catchUpTo(ctx, l, -1)
 			}
 			if isGone(cerr) {
-				l.retired = true
-				e.gone(l)
+				e.drop(l)
 			}
 			if cerr != nil {
 				e.failAll(group, cerr)
@@ -305,9 +396,7 @@ func (e *Engine) process(ctx context.Context, l *live, group []*request) {
 		case errors.Is(err, canvas.ErrDuplicateIdempotencyKey) && len(group) > 1:
 			// Another process committed one of these keys; settle them one by one.
 			for _, r := range group {
-				l.mu.Unlock()
 				e.process(ctx, l, []*request{r})
-				l.mu.Lock()
 			}
 			return
 		case errors.Is(err, canvas.ErrDuplicateIdempotencyKey):
@@ -316,13 +405,25 @@ func (e *Engine) process(ctx context.Context, l *live, group []*request) {
 				e.failAll(group, gerr)
 				return
 			}
+			l.mu.Lock()
 			e.cacheIdem(l, &rec)
+			l.mu.Unlock()
 			// The next attempt finds the key in the cache and replays it.
 		default:
 			e.failAll(group, err)
 			return
 		}
 	}
+}
+
+// refused reports whether a group's answers hold a conflict or a refusal.
+func refused(answers []*pending) bool {
+	for _, p := range answers {
+		if p.outcome == "conflict" || p.outcome == "rejected" {
+			return true
+		}
+	}
+	return false
 }
 
 // contendedTimeout bounds how long a group keeps retrying after other
@@ -368,8 +469,9 @@ func (e *Engine) observe(r *request, outcome string) {
 
 // tryGroup decides every request of the group against the in-memory state,
 // appends all resulting commits in one transaction, and on success publishes
-// them and returns the answers. On failure the state is rolled back.
-func (e *Engine) tryGroup(ctx context.Context, l *live, group []*request) ([]*pending, error) {
+// them and returns the answers, and whether it appended anything. On
+// failure the state is rolled back. The caller holds l.mu.
+func (e *Engine) tryGroup(ctx context.Context, l *live, group []*request) ([]*pending, bool, error) {
 	headBefore := l.state.Rev
 	j := &l.journal
 	defer j.reset()
@@ -445,7 +547,7 @@ func (e *Engine) tryGroup(ctx context.Context, l *live, group []*request) ([]*pe
 					e.replay(p, &rec)
 				case !errors.Is(err, canvas.ErrNotFound):
 					j.rollback(l.state, 0)
-					return nil, err
+					return nil, false, err
 				}
 			}
 			continue
@@ -476,7 +578,7 @@ func (e *Engine) tryGroup(ctx context.Context, l *live, group []*request) ([]*pe
 		}
 	}
 	if len(commits) == 0 {
-		return answers, nil
+		return answers, false, nil
 	}
 	if err := e.st.Append(ctx, l.id, headBefore, commits, idems); err != nil {
 		j.rollback(l.state, 0)
@@ -488,7 +590,7 @@ func (e *Engine) tryGroup(ctx context.Context, l *live, group []*request) ([]*pe
 		if errors.Is(err, canvas.ErrOutcomeUnknown) {
 			l.unsure = true
 		}
-		return nil, err
+		return nil, false, err
 	}
 	for i := range commits {
 		e.committed(l, &commits[i])
@@ -499,7 +601,7 @@ func (e *Engine) tryGroup(ctx context.Context, l *live, group []*request) ([]*pe
 		}
 	}
 	e.maybeSnapshot(l)
-	return answers, nil
+	return answers, true, nil
 }
 
 func (e *Engine) replay(p *pending, rec *IdempotencyRecord) {

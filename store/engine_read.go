@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -10,11 +11,130 @@ import (
 	"github.com/canvasd/canvasd/reducer"
 )
 
+// Reads. The engine's reads (View, Head, CommitsAfter, ResolveEventID) are
+// linearizable: on a store other processes write too (a Notifier), a read
+// first confirms the canvas's head in the store, as etcd's ReadIndex does,
+// and catches this process's copy up to it, so it reflects every commit
+// acknowledged by any process before the read began. An unreachable store
+// fails the read with canvas.ErrUnavailable rather than answering from a
+// copy nobody can vouch for. A context made with LocalReads skips the
+// confirmation: cheaper, but the read may trail commits made through other
+// processes. On a store only this process writes, every read is both.
+
+type localReadsKey struct{}
+
+// LocalReads returns a context whose engine reads answer from this process's
+// copy of the canvas without confirming its head in the store: no round
+// trip to the database, but they may miss commits other processes made (by
+// the time the notice of them arrives, typically milliseconds; for as long
+// as the database is unreachable).
+func LocalReads(ctx context.Context) context.Context {
+	return context.WithValue(ctx, localReadsKey{}, true)
+}
+
+func localReads(ctx context.Context) bool {
+	v, _ := ctx.Value(localReadsKey{}).(bool)
+	return v
+}
+
+// Linearize makes this process's copy of the canvas reflect every commit
+// acknowledged, through any process, before the call: on a shared store it
+// reads the canvas's head from the store (one round trip) and catches the
+// copy up to it. It does nothing on a store only this process writes, or
+// with a LocalReads context. Errors: canvas.ErrNotFound (the canvas was
+// deleted, by whichever process), canvas.ErrUnavailable (the store cannot
+// be reached: the copy may be stale). The store is read without holding the
+// canvas's lock, so a confirmation never holds up its writer.
+func (e *Engine) Linearize(ctx context.Context, canvasID string) error {
+	if !e.shared || localReads(ctx) {
+		return nil
+	}
+	for {
+		l, err := e.get(ctx, canvasID)
+		if err != nil {
+			return err
+		}
+		// The copy's head before the store's (see stillThere).
+		l.mu.RLock()
+		retired, createdAt, head := l.retired, l.createdAt, l.state.Rev
+		l.mu.RUnlock()
+		if retired {
+			continue
+		}
+		c, err := e.st.GetCanvas(ctx, canvasID)
+		switch {
+		case errors.Is(err, canvas.ErrNotFound): // deleted through another process whose notice this one missed
+			e.drop(l)
+			return err
+		case err != nil:
+			return err
+		case !c.CreatedAt.Equal(createdAt) || c.HeadRev < head:
+			e.drop(l) // deleted and created again: load the new one
+			continue
+		}
+		return e.catchUpTo(ctx, l, c.HeadRev)
+	}
+}
+
+// drop retires l, found deleted or replaced in the store, unless that was
+// done already, and tells OnGone (gone).
+func (e *Engine) drop(l *live) {
+	l.mu.Lock()
+	done := l.retired
+	l.retired = true
+	l.mu.Unlock()
+	if !done {
+		e.gone(l)
+	}
+}
+
+// catchUpTo brings l up to revision target (-1: the end of the log) from
+// the store. The store is read without holding l.mu; the commits are then
+// applied under it, those the copy already holds skipped (the writer or
+// another catch-up may have applied them meanwhile).
+func (e *Engine) catchUpTo(ctx context.Context, l *live, target int64) error {
+	for {
+		l.mu.RLock()
+		from, retired := l.state.Rev, l.retired
+		l.mu.RUnlock()
+		if retired || target >= 0 && from >= target {
+			return nil
+		}
+		limit := 1000
+		if target >= 0 {
+			limit = int(min(target-from, 1000))
+		}
+		commits, err := e.st.ReadCommits(ctx, l.id, from, limit)
+		if err != nil {
+			return err
+		}
+		if len(commits) == 0 {
+			if target < 0 {
+				return nil
+			}
+			return fmt.Errorf("log of canvas %s ends at rev %d, before its head %d", l.id, from, target)
+		}
+		l.mu.Lock()
+		err = e.applyCommits(l, commits)
+		l.mu.Unlock()
+		if err != nil {
+			return err
+		}
+		if target < 0 && len(commits) < limit {
+			return nil
+		}
+	}
+}
+
 // View calls fn with the canvas state at atRev (-1: the head) and the event
-// id of that revision. At the head fn runs under the canvas's read lock: it
-// must not keep or modify s. Time travel (atRev < head) rebuilds the state
-// from the nearest stored snapshot and the log.
+// id of that revision, a linearizable read (see Linearize). At the head fn
+// runs under the canvas's read lock: it must not keep or modify s. Time
+// travel (atRev < head) rebuilds the state from the nearest stored snapshot
+// and the log.
 func (e *Engine) View(ctx context.Context, canvasID string, atRev int64, fn func(s *canvas.State, eventID string) error) error {
+	if err := e.Linearize(ctx, canvasID); err != nil {
+		return err
+	}
 	l, err := e.readLocked(ctx, canvasID)
 	if err != nil {
 		return err
@@ -60,8 +180,12 @@ func (e *Engine) stateAt(ctx context.Context, canvasID string, rev int64) (*canv
 	return s, evt, nil
 }
 
-// Head returns the canvas's head revision and its event id.
+// Head returns the canvas's head revision and its event id, a linearizable
+// read (see Linearize).
 func (e *Engine) Head(ctx context.Context, canvasID string) (int64, string, error) {
+	if err := e.Linearize(ctx, canvasID); err != nil {
+		return 0, "", err
+	}
 	l, err := e.readLocked(ctx, canvasID)
 	if err != nil {
 		return 0, "", err
@@ -72,8 +196,12 @@ func (e *Engine) Head(ctx context.Context, canvasID string) (int64, string, erro
 
 // CommitsAfter returns up to limit commits with rev > afterRev in order, from
 // memory when they are recent and from the store otherwise, with the head at
-// the time of the call. The returned commits must not be modified.
+// the time of the call, a linearizable read (see Linearize). The returned
+// commits must not be modified.
 func (e *Engine) CommitsAfter(ctx context.Context, canvasID string, afterRev int64, limit int) ([]*canvas.Commit, int64, error) {
+	if err := e.Linearize(ctx, canvasID); err != nil {
+		return nil, 0, err
+	}
 	l, err := e.readLocked(ctx, canvasID)
 	if err != nil {
 		return nil, 0, err
@@ -95,22 +223,23 @@ func (e *Engine) CommitsAfter(ctx context.Context, canvasID string, afterRev int
 	return out, head, nil
 }
 
-// sync catches a live canvas up with the log now and returns its head.
+// sync catches a live canvas up with the end of its log now (reading the
+// store without holding its lock) and returns its head.
 func (e *Engine) sync(ctx context.Context, canvasID string) (int64, error) {
 	for {
 		l, err := e.get(ctx, canvasID)
 		if err != nil {
 			return 0, err
 		}
-		l.mu.Lock()
-		if l.retired {
-			l.mu.Unlock()
-			continue
+		if err := e.catchUpTo(ctx, l, -1); err != nil {
+			return 0, err
 		}
-		err = e.catchUp(ctx, l)
-		head := l.state.Rev
-		l.mu.Unlock()
-		return head, err
+		l.mu.RLock()
+		head, retired := l.state.Rev, l.retired
+		l.mu.RUnlock()
+		if !retired {
+			return head, nil
+		}
 	}
 }
 
@@ -146,14 +275,16 @@ func (l *live) recentAfter(afterRev int64, limit int) ([]*canvas.Commit, bool) {
 // ResolveEventID turns a Last-Event-ID into the revision it names: a commit's
 // event id ("<rev>-<hex>"), a snapshot's head_event_id, or a bare revision.
 // ok is false when the id cannot be resumed on this canvas (malformed,
-// ahead of the head, or naming a commit this log does not hold).
+// ahead of the head, or naming a commit this log does not hold). It reads
+// the head as Head does: an unreachable store is an error, never a "cannot
+// be resumed" answered from a copy that may be behind the client.
 func (e *Engine) ResolveEventID(ctx context.Context, canvasID, id string) (rev int64, ok bool, err error) {
 	revPart, suffix, hasSuffix := strings.Cut(id, "-")
 	rev, perr := strconv.ParseInt(revPart, 10, 64)
 	if perr != nil || rev < 0 {
 		return 0, false, nil
 	}
-	head, _, err := e.Head(ctx, canvasID)
+	head, _, err := e.Head(ctx, canvasID) // linearizable: every acknowledged commit is here now
 	if err != nil {
 		return 0, false, err
 	}

@@ -44,6 +44,7 @@ func TestServeCapsStreams(t *testing.T) {
 	waitReady(t, base)
 	req, _ := http.NewRequest("POST", base+"/api/canvases", strings.NewReader(`{"canvas_id":"c1"}`))
 	req.Header.Set("Authorization", "Bearer "+admin)
+	req.Header.Set("Content-Type", "application/json")
 	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != 201 {
 		t.Fatalf("create canvas: %v %v", resp, err)
 	}

@@ -167,6 +167,7 @@ func TestCrashKeepsAcknowledgedCommits(t *testing.T) {
 		b, _ := json.Marshal(body)
 		req, _ := http.NewRequest(method, "http://"+addr+path, bytes.NewReader(b))
 		req.Header.Set("Authorization", "Bearer "+admin)
+		req.Header.Set("Content-Type", "application/json")
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			return 0, nil, err

@@ -35,6 +35,7 @@ func TestConnectionTimeouts(t *testing.T) {
 	waitReady(t, "http://"+addr)
 	req, _ := http.NewRequest("POST", "http://"+addr+"/api/canvases", strings.NewReader(`{"canvas_id":"c1"}`))
 	req.Header.Set("Authorization", "Bearer "+admin)
+	req.Header.Set("Content-Type", "application/json")
 	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != 201 {
 		t.Fatalf("create canvas: %v %v", resp, err)
 	}

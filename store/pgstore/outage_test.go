@@ -7,181 +7,24 @@ import (
 	"net"
 	"net/url"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/canvasd/canvasd/canvas"
+	"github.com/canvasd/canvasd/store/pgstore/faultproxy"
 )
 
-// tcpProxy forwards TCP connections to a PostgreSQL server. Cut closes every
-// forwarded connection and refuses new ones (a crashed database or a
-// dropped network); Stall keeps connections open but forwards nothing (a
-// black hole); Deaf forwards what the client sends but drops the server's
-// answers (a partition after the request went out: the server commits, the
-// client never hears); Restore forwards again.
-type tcpProxy struct {
-	ln     net.Listener
-	target string
-
-	mu      sync.Mutex
-	mode    string // "open", "cut", "stall", "deaf"
-	resumed chan struct{}
-	conns   map[net.Conn]struct{}
-	wg      sync.WaitGroup
-	held    chan struct{} // signalled when the proxy holds back or drops data
-}
-
-func startProxy(t *testing.T, target string) *tcpProxy {
+// startProxy starts a faultproxy.Proxy to target, closed at cleanup.
+func startProxy(t *testing.T, target string) *faultproxy.Proxy {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	p, err := faultproxy.Start(target)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &tcpProxy{ln: ln, target: target, mode: "open", resumed: make(chan struct{}), conns: map[net.Conn]struct{}{},
-		held: make(chan struct{}, 1)}
-	p.wg.Add(1)
-	go p.accept()
-	t.Cleanup(p.close)
+	t.Cleanup(p.Close)
 	return p
-}
-
-func (p *tcpProxy) addr() string { return p.ln.Addr().String() }
-
-func (p *tcpProxy) accept() {
-	defer p.wg.Done()
-	for {
-		c, err := p.ln.Accept()
-		if err != nil {
-			return
-		}
-		p.mu.Lock()
-		mode := p.mode
-		if mode == "cut" {
-			p.mu.Unlock()
-			c.Close()
-			continue
-		}
-		p.conns[c] = struct{}{}
-		p.mu.Unlock()
-		p.wg.Add(1)
-		go p.serve(c)
-	}
-}
-
-func (p *tcpProxy) serve(c net.Conn) {
-	defer p.wg.Done()
-	defer p.forget(c)
-	if !p.gate() {
-		return
-	}
-	up, err := net.DialTimeout("tcp", p.target, 2*time.Second)
-	if err != nil {
-		return
-	}
-	p.mu.Lock()
-	if p.mode == "cut" {
-		p.mu.Unlock()
-		up.Close()
-		return
-	}
-	p.conns[up] = struct{}{}
-	p.mu.Unlock()
-	defer p.forget(up)
-	done := make(chan struct{}, 2)
-	go func() { p.pipe(up, c, false); done <- struct{}{} }()
-	go func() { p.pipe(c, up, true); done <- struct{}{} }()
-	<-done
-	c.Close()
-	up.Close()
-	<-done
-}
-
-// gate blocks while the proxy stalls; false means the proxy was cut.
-func (p *tcpProxy) gate() bool {
-	for {
-		p.mu.Lock()
-		mode, resumed := p.mode, p.resumed
-		p.mu.Unlock()
-		switch mode {
-		case "open", "deaf":
-			return true
-		case "cut":
-			return false
-		}
-		<-resumed
-	}
-}
-
-// signalHeld tells a test waiting on p.held that data is being held back.
-func (p *tcpProxy) signalHeld() {
-	select {
-	case p.held <- struct{}{}:
-	default:
-	}
-}
-
-func (p *tcpProxy) pipe(dst, src net.Conn, toClient bool) {
-	buf := make([]byte, 32<<10)
-	for {
-		n, err := src.Read(buf)
-		if n > 0 {
-			p.mu.Lock()
-			mode := p.mode
-			p.mu.Unlock()
-			if mode == "stall" {
-				p.signalHeld()
-			}
-			if !p.gate() {
-				return
-			}
-			if toClient && mode == "deaf" {
-				p.signalHeld()
-				continue // the answer is lost
-			}
-			if _, werr := dst.Write(buf[:n]); werr != nil {
-				return
-			}
-		}
-		if err != nil {
-			return
-		}
-	}
-}
-
-func (p *tcpProxy) forget(c net.Conn) {
-	c.Close()
-	p.mu.Lock()
-	delete(p.conns, c)
-	p.mu.Unlock()
-}
-
-func (p *tcpProxy) setMode(mode string) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.mode == "stall" {
-		close(p.resumed)
-		p.resumed = make(chan struct{})
-	}
-	p.mode = mode
-	if mode == "cut" {
-		for c := range p.conns {
-			c.Close()
-		}
-	}
-}
-
-func (p *tcpProxy) cut()     { p.setMode("cut") }
-func (p *tcpProxy) stall()   { p.setMode("stall") }
-func (p *tcpProxy) deaf()    { p.setMode("deaf") }
-func (p *tcpProxy) restore() { p.setMode("open") }
-
-func (p *tcpProxy) close() {
-	p.ln.Close()
-	p.setMode("cut")
-	p.wg.Wait()
 }
 
 // proxied returns dbURL with its host replaced by the proxy, and the
@@ -240,7 +83,7 @@ func TestOutageFailsFastAndRecovers(t *testing.T) {
 	schema := newSchema(t, dbURL)
 	target, rewrite := proxied(t, dbURL)
 	p := startProxy(t, target)
-	s := openIn(t, rewrite(p.addr()), schema, WithOpTimeout(500*time.Millisecond))
+	s := openIn(t, rewrite(p.Addr()), schema, WithOpTimeout(500*time.Millisecond))
 	direct := openIn(t, dbURL, schema)
 	ctx := context.Background()
 	mustCreateCanvas(t, s, "c1")
@@ -296,15 +139,15 @@ func TestOutageFailsFastAndRecovers(t *testing.T) {
 		ackOne()
 	}
 
-	p.cut()
+	p.Cut()
 	checkUnavailable("cut", 2500*time.Millisecond)
-	p.restore()
+	p.Restore()
 	recovered("after cut")
 	w.waitFor(t, "", 10*time.Second) // the listener reconnected and asks for a catch-up
 
-	p.stall()
+	p.Stall()
 	checkUnavailable("stall", 2500*time.Millisecond)
-	p.restore()
+	p.Restore()
 	recovered("after stall")
 
 	// No acknowledged commit was lost, and the log is gap-free.

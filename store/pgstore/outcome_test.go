@@ -29,7 +29,7 @@ func TestAppendOutcomeKnownOrUnknown(t *testing.T) {
 	target, rewrite := proxied(t, dbURL)
 	p := startProxy(t, target)
 	const op = 500 * time.Millisecond
-	s := openIn(t, rewrite(p.addr()), schema, WithOpTimeout(op), WithMaxConns(2))
+	s := openIn(t, rewrite(p.Addr()), schema, WithOpTimeout(op), WithMaxConns(2))
 	direct := openIn(t, dbURL, schema)
 	ctx := context.Background()
 	mustCreateCanvas(t, s, "c1")
@@ -74,7 +74,7 @@ func TestAppendOutcomeKnownOrUnknown(t *testing.T) {
 	waitWakes(1, "the first append") // before the cut, which would hold it back
 	recover := func() {
 		t.Helper()
-		p.restore()
+		p.Restore()
 		deadline := time.Now().Add(10 * time.Second)
 		for s.Ping(ctx) != nil {
 			if time.Now().After(deadline) {
@@ -84,7 +84,7 @@ func TestAppendOutcomeKnownOrUnknown(t *testing.T) {
 		}
 	}
 
-	p.cut()
+	p.Cut()
 	// No pooled connection survives the cut: one closed by the proxy but
 	// still idle in the pool could take the statements into its socket
 	// before the EOF shows, which the store rightly calls unknown. With
@@ -102,7 +102,7 @@ func TestAppendOutcomeKnownOrUnknown(t *testing.T) {
 
 	prepareAppend(t, s)
 	before = head()
-	p.deaf()
+	p.Deaf()
 	err = appendOne("deaf")
 	if !errors.Is(err, canvas.ErrUnavailable) || !errors.Is(err, canvas.ErrOutcomeUnknown) || errors.Is(err, canvas.ErrNotWritten) {
 		t.Errorf("deaf: Append = %v, want ErrUnavailable and ErrOutcomeUnknown", err)
@@ -115,7 +115,7 @@ func TestAppendOutcomeKnownOrUnknown(t *testing.T) {
 	// forwards again); then no NOTIFY holds a connection of the pool.
 	waitWakes(2, "the append whose answer was lost")
 
-	p.stall()
+	p.Stall()
 	err = appendOne("stall")
 	if !errors.Is(err, canvas.ErrOutcomeUnknown) {
 		t.Errorf("stall: Append = %v, want ErrOutcomeUnknown (the statements were sent)", err)
@@ -140,7 +140,7 @@ func TestEngineWriteBoundedByOpTimeout(t *testing.T) {
 	target, rewrite := proxied(t, dbURL)
 	p := startProxy(t, target)
 	const op = 600 * time.Millisecond
-	s := openIn(t, rewrite(p.addr()), schema, WithOpTimeout(op), WithMaxConns(2))
+	s := openIn(t, rewrite(p.Addr()), schema, WithOpTimeout(op), WithMaxConns(2))
 	direct := openIn(t, dbURL, schema)
 	ctx := context.Background()
 	mustCreateCanvas(t, s, "c1")
@@ -163,7 +163,7 @@ func TestEngineWriteBoundedByOpTimeout(t *testing.T) {
 	}
 	drain := func() {
 		select {
-		case <-p.held:
+		case <-p.Held:
 		default:
 		}
 	}
@@ -172,7 +172,7 @@ func TestEngineWriteBoundedByOpTimeout(t *testing.T) {
 	// queues behind it and must not wait for two timeouts. Each is answered
 	// within the timeout of its arrival.
 	drain()
-	p.stall()
+	p.Stall()
 	first := make(chan error, 1)
 	go func() {
 		start := time.Now()
@@ -183,7 +183,7 @@ func TestEngineWriteBoundedByOpTimeout(t *testing.T) {
 		first <- err
 	}()
 	select {
-	case <-p.held: // a store operation of the engine is on the wire
+	case <-p.Held: // a store operation of the engine is on the wire
 	case <-time.After(5 * time.Second):
 		t.Fatal("nothing reached the proxy")
 	}
@@ -200,7 +200,7 @@ func TestEngineWriteBoundedByOpTimeout(t *testing.T) {
 	if err := <-first; !errors.Is(err, canvas.ErrUnavailable) {
 		t.Errorf("first command: %v, want ErrUnavailable", err)
 	}
-	p.restore()
+	p.Restore()
 
 	// The answer is lost, the commit is not.
 	waitPing := func() {
@@ -219,11 +219,11 @@ func TestEngineWriteBoundedByOpTimeout(t *testing.T) {
 		t.Fatalf("after recovery: %v", err)
 	}
 	prepareAppend(t, s)
-	p.deaf()
+	p.Deaf()
 	if _, err := e.Execute(ctx, "c1", actor, env(3)); !errors.Is(err, canvas.ErrOutcomeUnknown) {
 		t.Errorf("deaf: %v, want ErrOutcomeUnknown", err)
 	}
-	p.restore()
+	p.Restore()
 	waitPing()
 	c, err := direct.GetCanvas(ctx, "c1")
 	if err != nil {
@@ -284,7 +284,7 @@ func TestUnknownOutcomeStillNotified(t *testing.T) {
 	schema := newSchema(t, dbURL)
 	target, rewrite := proxied(t, dbURL)
 	p := startProxy(t, target)
-	sa := openIn(t, rewrite(p.addr()), schema, WithOpTimeout(500*time.Millisecond), WithMaxConns(2))
+	sa := openIn(t, rewrite(p.Addr()), schema, WithOpTimeout(500*time.Millisecond), WithMaxConns(2))
 	sb := openIn(t, dbURL, schema)
 	ctx := context.Background()
 	mustCreateCanvas(t, sa, "c1")
@@ -317,9 +317,9 @@ func TestUnknownOutcomeStillNotified(t *testing.T) {
 	}
 	headOf(2, "notified of rev 2")
 	prepareAppend(t, sa)
-	p.deaf() // the append reaches PostgreSQL; its answer does not come back
+	p.Deaf() // the append reaches PostgreSQL; its answer does not come back
 	err := sa.Append(ctx, "c1", 2, mkCommits("c1", 2, 1, "deaf"), nil)
-	p.restore()
+	p.Restore()
 	if !errors.Is(err, canvas.ErrOutcomeUnknown) {
 		t.Fatalf("the append whose answer was lost: %v, want outcome unknown", err)
 	}

@@ -75,6 +75,9 @@ export interface paths {
         /**
          * Create a canvas (editor on every canvas).
          * @description Without `canvas_id` the server mints an unguessable id (≥ 128 bits). Creating an existing id is 409.
+         *     An id that is a word of the route table where a canvas id stands in another route (`snapshot`, as in
+         *     `/canvas_commands/snapshot/{canvas_id}` beside `/canvas_commands/{canvas_id}/events`) is refused with
+         *     422 naming `canvas_id`, so no canvas can shadow a route.
          *     The body is optional: none (or an empty one) is the same as `{}`; a body that is not valid JSON is 400.
          *     Needs a token without canvases (a token scoped to canvases, even an admin one, gets 403).
          */
@@ -257,12 +260,21 @@ export interface paths {
          *
          *     - `canvas_commit` — `id: <event_id>`, `data:` a `Commit`. On connect, commits after the given
          *       `Last-Event-ID` (an event id such as the snapshot's `head_event_id`, or a bare integer revision)
-         *       are replayed in order, then live commits follow. No duplicates, no gaps.
+         *       are replayed in order, then live commits follow. No duplicates, no gaps. The head the replay
+         *       runs to is read linearizably: it holds every commit acknowledged through any server process
+         *       before the request; a process that cannot reach the database refuses the stream with 503
+         *       (`Retry-After`), never a `reset` from a copy that may be behind the client.
          *     - `caught_up` — `data: {"head_rev": N}` after the replay (`StreamCaughtUp`).
          *     - `reset` — `data: {"head_rev": N, "reason": "..."}` when the id cannot be resumed (unknown,
-         *       ahead of head, store reset), the subscriber fell too far behind, or the canvas was deleted (the
-         *       stream then ends; re-reading answers 404); re-read the snapshot. Nothing is silently dropped
-         *       (`StreamReset`).
+         *       ahead of head, more commits missed than are replayed), the subscriber fell too far behind, its
+         *       token expired or was revoked, or the canvas was deleted; the stream then ends; re-read the
+         *       snapshot. Nothing is silently dropped (`StreamReset`). A reset carries the `id` to resume from,
+         *       so a browser's `EventSource`, which reconnects by itself with the last id it saw, never comes
+         *       back with an id that cannot be resumed: the head's event id after a resume that cannot be
+         *       served, the last revision sent to a subscriber that fell behind or whose token ended (a
+         *       reconnect then answers 401, which stops an `EventSource`), `0` after a deletion (a reconnect
+         *       answers 404, which stops an `EventSource`; a canvas created again under the id is followed
+         *       from its first commit).
          *     - `gesture` (no `id`) — `data:` a `Gesture`, ephemeral.
          *     - `agent:action` (`AgentActionEnvelope`), `agent:chat` (`AgentChat`), `agent:status`
          *       (`AgentStatus`), `agent:screenshot_request` (`ScreenshotRequest`), `invoke` (`InvokeEvent`).
@@ -460,6 +472,10 @@ export interface paths {
          *     `canvas_undo`, `canvas_redo`, `canvas_get_selection_context`, `canvas_get_state`, `canvas_apply`
          *     and `canvas_agent_edit_request`. Tools take `canvas_id` (and `node_id` for documents); their
          *     input schemas come with `tools/list`. Send `Accept: application/json, text/event-stream`.
+         *     One JSON-RPC message per request: a batch (a JSON array) is refused with 400, as MCP since its
+         *     2025-06-18 revision says. A request for a method the server does not have is answered 200 with
+         *     the JSON-RPC error `-32601` (method not found), so MCP SDKs raise it as an MCP error. The server
+         *     advertises the `tools` capability without `listChanged` (stateless, it sends no notifications).
          */
         post: operations["mcp"];
         delete?: never;
@@ -1068,7 +1084,7 @@ export interface paths {
         };
         /**
          * The web UI shell (public; it asks for a token before calling the API).
-         * @description The static browser UI. It asks for a token (kept in localStorage, or taken from `?access_token=`)
+         * @description The static browser UI. It asks for a token (kept in localStorage, or handed over once in the address's fragment as `#access_token=`)
          *     and then talks to the API like any other client. Every answer carries a strict
          *     `Content-Security-Policy` and a strong `ETag`.
          */
@@ -2661,12 +2677,22 @@ export interface components {
          *     `x-sse-events` (event name → the schema of its JSON `data`, and whether it carries an `id`).
          */
         EventStream: string;
+        /**
+         * @description The JSON `data` of one event of `GET /sse/canvas/{canvas_id}`: which schema depends on the event's
+         *     name, as `x-sse-events` of the operation lists (`text/event-stream` framing: see `EventStream`).
+         */
+        CanvasStreamEvent: components["schemas"]["Commit"] | components["schemas"]["StreamCaughtUp"] | components["schemas"]["StreamReset"] | components["schemas"]["Gesture"] | components["schemas"]["AgentActionEnvelope"] | components["schemas"]["AgentChat"] | components["schemas"]["AgentStatus"] | components["schemas"]["ScreenshotRequest"] | components["schemas"]["InvokeEvent"] | components["schemas"]["AgentHost"];
+        /**
+         * @description The JSON `data` of one event of `GET /sse/host/{session}`: which schema depends on the event's
+         *     name, as `x-sse-events` of the operation lists (`text/event-stream` framing: see `EventStream`).
+         */
+        HostStreamEvent: components["schemas"]["HostReload"] | components["schemas"]["HostReset"] | components["schemas"]["A2UIMessage"] | components["schemas"]["HostPresent"] | components["schemas"]["InvokeEvent"];
         /** @description `event: caught_up` — the replay is over; live commits follow. */
         StreamCaughtUp: {
             /** Format: int64 */
             head_rev: number;
         };
-        /** @description `event: reset` — re-read the snapshot and reconnect with its `head_event_id`. */
+        /** @description `event: reset` — re-read the snapshot and reconnect with its `head_event_id` (or with the reset's own `id`, as an `EventSource` does). */
         StreamReset: {
             /** Format: int64 */
             head_rev: number;
@@ -3107,6 +3133,12 @@ export interface components {
             result?: unknown;
             error?: unknown;
         };
+        /** @description A browser's answer to an `agent:screenshot` invoke. */
+        ScreenshotAnswer: {
+            /** @enum {boolean} */
+            ok: true;
+            result: components["schemas"]["Screenshot"];
+        };
         InvokeAnswerAck: {
             /** @description False when another answer won first. */
             accepted: boolean;
@@ -3221,10 +3253,12 @@ export interface components {
             };
         };
         /**
-         * @description A refusal of the MCP transport, as a problem document like every canvasd error: malformed JSON-RPC
-         *     or an unknown method (400), a missing `Accept: application/json, text/event-stream` (400), a
-         *     Content-Type other than application/json (415), a body over `--max-command-bytes` (413). Tool
-         *     errors are JSON-RPC results with `isError: true` inside a 200, not HTTP errors.
+         * @description A refusal of the MCP transport, as a problem document like every canvasd error: malformed JSON-RPC,
+         *     a JSON-RPC batch or a notification of an unknown method (400), a missing
+         *     `Accept: application/json, text/event-stream` (400), a Content-Type other than application/json
+         *     (415), a body over `--max-command-bytes` (413). A request (with an id) for an unknown method gets
+         *     the JSON-RPC error `-32601` in a 200, and tool errors are JSON-RPC results with `isError: true`
+         *     inside a 200, not HTTP errors.
          */
         MCPError: {
             headers: {
@@ -3311,7 +3345,9 @@ export interface components {
             };
         };
         /**
-         * @description The store cannot be reached right now; retry with backoff (header `Retry-After`). For a write
+         * @description The store cannot be reached right now; retry with backoff (header `Retry-After`). A read is
+         *     answered 503 rather than from a copy the server cannot confirm is current (unless it asked for
+         *     `consistency=local`). For a write
          *     the problem says what became of it: type `unavailable` with `outcome: "not_written"` when
          *     the server knows nothing was written; type `outcome-unknown` with `outcome: "unknown"` when
          *     the write reached the database but its commit was never confirmed (the connection broke or
@@ -3319,7 +3355,7 @@ export interface components {
          *     request with the same `idempotency_key`, which returns the original answer (with
          *     `Idempotent-Replayed: true`) if it did, and applies it once if it did not. A write waits at
          *     most the store's operation timeout (on PostgreSQL `--store-timeout`, default 2 s), the wait behind the canvas's earlier
-         *     writes included.
+         *     writes and the server's catch-ups with the log included.
          */
         Unavailable: {
             headers: {
@@ -3332,6 +3368,16 @@ export interface components {
         };
     };
     parameters: {
+        /**
+         * @description `linearizable` (the default): the answer reflects every commit acknowledged, through any server
+         *     process sharing the database, before the request arrived; a process that cannot reach the
+         *     database answers 503 with `Retry-After` rather than state it cannot vouch for. On PostgreSQL
+         *     this costs one round trip to the database. `local`: answered from this process's copy of the
+         *     canvas without that round trip; it may trail commits made through other processes (by the
+         *     time their notice arrives, or for as long as the database is unreachable). With the embedded
+         *     store both are the same.
+         */
+        Consistency: "linearizable" | "local";
         /** @description The canvas id. */
         CanvasIDPath: string;
         /** @description The canvas id. */
@@ -3416,6 +3462,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["TooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["Unprocessable"];
             429: components["responses"]["TooManyRequests"];
             503: components["responses"]["Unavailable"];
@@ -3498,6 +3545,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["TooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["Unprocessable"];
             429: components["responses"]["TooManyRequests"];
             503: components["responses"]["Unavailable"];
@@ -3560,6 +3608,16 @@ export interface operations {
     getSnapshot: {
         parameters: {
             query?: {
+                /**
+                 * @description `linearizable` (the default): the answer reflects every commit acknowledged, through any server
+                 *     process sharing the database, before the request arrived; a process that cannot reach the
+                 *     database answers 503 with `Retry-After` rather than state it cannot vouch for. On PostgreSQL
+                 *     this costs one round trip to the database. `local`: answered from this process's copy of the
+                 *     canvas without that round trip; it may trail commits made through other processes (by the
+                 *     time their notice arrives, or for as long as the database is unreachable). With the embedded
+                 *     store both are the same.
+                 */
+                consistency?: components["parameters"]["Consistency"];
                 /** @description Return the state at this revision (0 ≤ at_rev ≤ head_rev). */
                 at_rev?: number;
             };
@@ -3593,6 +3651,16 @@ export interface operations {
     listEvents: {
         parameters: {
             query?: {
+                /**
+                 * @description `linearizable` (the default): the answer reflects every commit acknowledged, through any server
+                 *     process sharing the database, before the request arrived; a process that cannot reach the
+                 *     database answers 503 with `Retry-After` rather than state it cannot vouch for. On PostgreSQL
+                 *     this costs one round trip to the database. `local`: answered from this process's copy of the
+                 *     canvas without that round trip; it may trail commits made through other processes (by the
+                 *     time their notice arrives, or for as long as the database is unreachable). With the embedded
+                 *     store both are the same.
+                 */
+                consistency?: components["parameters"]["Consistency"];
                 /** @description Return commits with rev > after_rev (default 0). */
                 after_rev?: number;
                 /** @description At most this many commits. */
@@ -3745,6 +3813,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             413: components["responses"]["TooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["Unprocessable"];
             429: components["responses"]["TooManyRequests"];
         };
@@ -3783,7 +3852,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "text/event-stream": components["schemas"]["EventStream"];
+                    "text/event-stream": components["schemas"]["CanvasStreamEvent"];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -3806,6 +3875,16 @@ export interface operations {
     getDocContent: {
         parameters: {
             query?: {
+                /**
+                 * @description `linearizable` (the default): the answer reflects every commit acknowledged, through any server
+                 *     process sharing the database, before the request arrived; a process that cannot reach the
+                 *     database answers 503 with `Retry-After` rather than state it cannot vouch for. On PostgreSQL
+                 *     this costs one round trip to the database. `local`: answered from this process's copy of the
+                 *     canvas without that round trip; it may trail commits made through other processes (by the
+                 *     time their notice arrives, or for as long as the database is unreachable). With the embedded
+                 *     store both are the same.
+                 */
+                consistency?: components["parameters"]["Consistency"];
                 /** @description First line (1-indexed, inclusive). */
                 start_line?: components["parameters"]["StartLineOptional"];
                 /** @description Last line (1-indexed, inclusive). */
@@ -3843,6 +3922,16 @@ export interface operations {
     getDocDiff: {
         parameters: {
             query?: {
+                /**
+                 * @description `linearizable` (the default): the answer reflects every commit acknowledged, through any server
+                 *     process sharing the database, before the request arrived; a process that cannot reach the
+                 *     database answers 503 with `Retry-After` rather than state it cannot vouch for. On PostgreSQL
+                 *     this costs one round trip to the database. `local`: answered from this process's copy of the
+                 *     canvas without that round trip; it may trail commits made through other processes (by the
+                 *     time their notice arrives, or for as long as the database is unreachable). With the embedded
+                 *     store both are the same.
+                 */
+                consistency?: components["parameters"]["Consistency"];
                 /** @description A `snapshot_id` or a revision number; the document as it was then is diffed against head. */
                 since?: string;
                 format?: "unified" | "split";
@@ -3879,6 +3968,16 @@ export interface operations {
     getDocSelection: {
         parameters: {
             query: {
+                /**
+                 * @description `linearizable` (the default): the answer reflects every commit acknowledged, through any server
+                 *     process sharing the database, before the request arrived; a process that cannot reach the
+                 *     database answers 503 with `Retry-After` rather than state it cannot vouch for. On PostgreSQL
+                 *     this costs one round trip to the database. `local`: answered from this process's copy of the
+                 *     canvas without that round trip; it may trail commits made through other processes (by the
+                 *     time their notice arrives, or for as long as the database is unreachable). With the embedded
+                 *     store both are the same.
+                 */
+                consistency?: components["parameters"]["Consistency"];
                 start_line: number;
                 /** @description Default start_line. */
                 end_line?: number;
@@ -3972,6 +4071,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             413: components["responses"]["TooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["Unprocessable"];
             429: components["responses"]["TooManyRequests"];
             503: components["responses"]["Unavailable"];
@@ -4141,6 +4241,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             413: components["responses"]["TooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["Unprocessable"];
             429: components["responses"]["TooManyRequests"];
             503: components["responses"]["Unavailable"];
@@ -4199,6 +4300,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             413: components["responses"]["TooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["Unprocessable"];
             429: components["responses"]["TooManyRequests"];
             503: components["responses"]["Unavailable"];
@@ -4235,6 +4337,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             409: components["responses"]["CommandConflict"];
             413: components["responses"]["TooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["Unprocessable"];
             429: components["responses"]["TooManyRequests"];
             503: components["responses"]["Unavailable"];
@@ -4275,6 +4378,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             413: components["responses"]["TooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["Unprocessable"];
             429: components["responses"]["TooManyRequests"];
             503: components["responses"]["Unavailable"];
@@ -4307,6 +4411,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             413: components["responses"]["TooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["Unprocessable"];
             429: components["responses"]["TooManyRequests"];
         };
@@ -4338,6 +4443,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             413: components["responses"]["TooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["Unprocessable"];
             429: components["responses"]["TooManyRequests"];
         };
@@ -4367,6 +4473,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             413: components["responses"]["TooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["Unprocessable"];
             429: components["responses"]["TooManyRequests"];
             503: components["responses"]["Unavailable"];
@@ -4462,6 +4569,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             413: components["responses"]["TooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["Unprocessable"];
             429: components["responses"]["TooManyRequests"];
             503: components["responses"]["Unavailable"];
@@ -4487,7 +4595,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["InvokeAnswer"];
+                "application/json": components["schemas"]["InvokeAnswer"] | components["schemas"]["ScreenshotAnswer"];
             };
         };
         responses: {
@@ -4506,6 +4614,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["TooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["Unprocessable"];
             429: components["responses"]["TooManyRequests"];
         };
@@ -4702,7 +4811,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "text/event-stream": components["schemas"]["EventStream"];
+                    "text/event-stream": components["schemas"]["HostStreamEvent"];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -4778,6 +4887,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             413: components["responses"]["TooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["Unprocessable"];
             429: components["responses"]["TooManyRequests"];
         };
@@ -4811,6 +4921,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             413: components["responses"]["TooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["Unprocessable"];
             429: components["responses"]["TooManyRequests"];
         };
@@ -4844,6 +4955,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["TooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["Unprocessable"];
             429: components["responses"]["TooManyRequests"];
             503: components["responses"]["Unavailable"];
