@@ -74,6 +74,11 @@ var (
 	jsonLinesType = bodyType{accept: map[string]bool{"application/jsonl": true, "application/x-ndjson": true,
 		"application/json-lines": true, "application/json": true, "text/plain": true},
 		want: "application/jsonl (one JSON value per line)", missingOK: true}
+	// importFileType is what an import's body (the file itself) may be sent as.
+	importFileType = bodyType{accept: map[string]bool{"application/json": true, "application/vnd.excalidraw+json": true,
+		"text/plain": true, "text/vnd.mermaid": true, "application/octet-stream": true},
+		want: "the file's own type: application/json (.canvas, .excalidraw), text/vnd.mermaid or text/plain (.mmd), or application/octet-stream",
+		missingOK: true}
 )
 
 // check returns a 415 error unless the Content-Type header value ct names

@@ -360,6 +360,9 @@ func (s *Server) handleImport(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	in, err := parseImportQuery(r)
+	if err == nil {
+		err = importFileType.check(r.Header.Get("Content-Type")) // before the body is read
+	}
 	if err != nil {
 		s.problem(w, r, err)
 		return

@@ -498,8 +498,11 @@ func TestBodyRoutesRefuseOtherMediaTypes(t *testing.T) {
 			continue
 		}
 		types := []string{"text/plain", "application/x-www-form-urlencoded", "image/png", "", "application/json; charset=iso-8859-1"}
-		if br.route == "POST /api/host/{session}/a2ui" {
+		switch br.route {
+		case "POST /api/host/{session}/a2ui":
 			types = []string{"application/x-www-form-urlencoded", "image/png", "text/html", "application/jsonl; charset=utf-16"}
+		case "POST /api/canvases/{canvas_id}/import": // a file: JSON, Mermaid text or octet-stream
+			types = []string{"application/x-www-form-urlencoded", "image/png", "text/html", "application/json; charset=iso-8859-1"}
 		}
 		for _, ct := range types {
 			rq := br.row.req(z)

@@ -438,7 +438,7 @@ export interface paths {
         put?: never;
         /**
          * Read a file (JSON Canvas, .excalidraw, Mermaid flowchart) into the canvas as one commit.
-         * @description The body is the file itself (at most 32 MiB; any Content-Type). It becomes one `import_scene`
+         * @description The body is the file itself (at most 32 MiB), sent as application/json, application/vnd.excalidraw+json, text/plain, text/vnd.mermaid or application/octet-stream (or with no Content-Type; another type is a 415). It becomes one `import_scene`
          *     command of the caller, answered like a command (`current_rev`, `created_ids`: every id the file
          *     put on the canvas): all of it in one revision, or nothing. `mode=merge` (default) adds the file's
          *     nodes and edges, each replacing one with the same id; `mode=replace` deletes everything else.
@@ -4171,6 +4171,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             409: components["responses"]["CommandConflict"];
             413: components["responses"]["TooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["UnprocessableReplayable"];
             429: components["responses"]["TooManyRequests"];
             503: components["responses"]["Unavailable"];
