@@ -77,7 +77,7 @@ var (
 	// importFileType is what an import's body (the file itself) may be sent as.
 	importFileType = bodyType{accept: map[string]bool{"application/json": true, "application/vnd.excalidraw+json": true,
 		"text/plain": true, "text/vnd.mermaid": true, "application/octet-stream": true},
-		want: "the file's own type: application/json (.canvas, .excalidraw), text/vnd.mermaid or text/plain (.mmd), or application/octet-stream",
+		want:      "the file's own type: application/json (.canvas, .excalidraw), text/vnd.mermaid or text/plain (.mmd), or application/octet-stream",
 		missingOK: true}
 )
 

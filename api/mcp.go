@@ -412,23 +412,9 @@ func mcpAuthorize(ctx context.Context, canvasID string, need canvas.Role) error 
 	return nil
 }
 
-// mcpCommand runs one command through the engine as the caller and returns
-// the 200 answer (status, current_rev, result...) as the tool's output; a 409
-// or 422 is a tool error carrying the answer.
-func (s *Server) mcpCommand(ctx context.Context, canvasID, typ string, args map[string]any, w mcpWrite, strict bool) (*mcp.CallToolResult, any, error) {
-	for k, v := range args { // optional string args left empty are not sent
-		if v == "" && (k == "reason") {
-			delete(args, k)
-		}
-	}
-	raw, err := json.Marshal(args)
-	if err != nil {
-		return nil, nil, mcpError(canvas.Invalid("args", "cannot be encoded: %v", err))
-	}
-	return s.mcpCommandRaw(ctx, canvasID, typ, raw, w, strict)
-}
-
-// mcpCommandRaw is mcpCommand with the args as JSON.
+// mcpCommandRaw runs one command (its args as JSON) through the engine as
+// the caller and returns the 200 answer (status, current_rev, result...) as
+// the tool's output; a 409 or 422 is a tool error carrying the answer.
 func (s *Server) mcpCommandRaw(ctx context.Context, canvasID, typ string, raw json.RawMessage, w mcpWrite, strict bool) (*mcp.CallToolResult, any, error) {
 	if err := mcpAuthorize(ctx, canvasID, canvas.RoleEditor); err != nil {
 		return nil, nil, err

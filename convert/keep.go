@@ -330,26 +330,3 @@ func number(v any) (float64, bool) {
 	}
 	return 0, false
 }
-
-// plain turns json.Numbers back into float64s (for props, which the model
-// holds as plain JSON).
-func plain(v any) any {
-	switch t := v.(type) {
-	case json.Number:
-		f, _ := t.Float64()
-		return f
-	case map[string]any:
-		out := make(map[string]any, len(t))
-		for k, x := range t {
-			out[k] = plain(x)
-		}
-		return out
-	case []any:
-		out := make([]any, len(t))
-		for i, x := range t {
-			out[i] = plain(x)
-		}
-		return out
-	}
-	return v
-}

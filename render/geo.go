@@ -126,15 +126,12 @@ func cloud(p *path, w, h float64) {
 func GeoOutline(geo string, w, h float64) [][2]float64 {
 	outline, _ := geoOutline(geo, w, h, false)
 	pls := outline.flatten(func(p pt) pt { return p }, 0.5)
-	var out [][2]float64
-	for _, pl := range pls {
-		for _, p := range pl.pts {
-			out = append(out, [2]float64{p.X, p.Y})
-		}
-		if len(pl.pts) > 0 {
-			out = append(out, [2]float64{pl.pts[0].X, pl.pts[0].Y})
-		}
-		break
+	if len(pls) == 0 || len(pls[0].pts) == 0 {
+		return nil
 	}
-	return out
+	var out [][2]float64 // the first polyline, closed
+	for _, p := range pls[0].pts {
+		out = append(out, [2]float64{p.X, p.Y})
+	}
+	return append(out, [2]float64{pls[0].pts[0].X, pls[0].pts[0].Y})
 }

@@ -26,8 +26,6 @@ func (a pt) unit() pt {
 // rect is an axis-aligned box.
 type rect struct{ X, Y, W, H float64 }
 
-func (r rect) empty() bool { return !(r.W > 0 && r.H > 0) }
-
 // union is the smallest box holding both (an empty box holds nothing).
 func (r rect) union(o rect) rect {
 	if r.W < 0 || r.H < 0 {

@@ -244,11 +244,10 @@ func labelColor(p props, def string) color.NRGBA {
 func (b *builder) geo(n *canvas.Node, p props, base item, f func(pt) pt, alpha float64) {
 	w, h := math.Max(n.W, 0), math.Max(n.H, 0)
 	geo := p.str("geo")
-	round := p.str("roundness") != "sharp"
+	// A rectangle is round unless said sharp; other geometries are sharp unless said round.
+	round := p.str("roundness") == "round"
 	if geo == "" || geo == "rectangle" {
 		round = p.str("roundness") != "sharp"
-	} else {
-		round = p.str("roundness") == "round"
 	}
 	outline, inner := geoOutline(geo, w, h, round)
 	sw := p.strokeWidth()
