@@ -1,7 +1,12 @@
 package api
 
 import (
+	"bytes"
 	"encoding/json"
+	"fmt"
+	"image/color"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -145,5 +150,169 @@ func TestViewerFollowsTheSessionInChromium(t *testing.T) {
 	}
 	if got := e.hostResult(editor, "styled", "eval", map[string]any{"js": "document.title"}); got != "docs" {
 		t.Fatalf("presented page's title %v", got)
+	}
+}
+
+// a2uiSamples returns the A2UI v0.8 gallery's samples as JSONL bodies (the
+// spec's files in host/testdata, see its README for their licence), by
+// surface id.
+func a2uiSamples(t *testing.T, dir string) map[string][]byte {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join("..", "host", "testdata", "a2ui", "v0_8", dir, "*.json"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no samples in %s: %v", dir, err)
+	}
+	out := map[string][]byte{}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var msgs []map[string]json.RawMessage
+		if err := json.Unmarshal(b, &msgs); err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		var body bytes.Buffer
+		surface := ""
+		for _, m := range msgs {
+			for _, v := range m {
+				var s struct{ SurfaceID string }
+				_ = json.Unmarshal(v, &s)
+				surface = s.SurfaceID
+			}
+			line, _ := json.Marshal(m)
+			body.Write(line)
+			body.WriteByte('\n')
+		}
+		out[surface] = body.Bytes()
+	}
+	return out
+}
+
+// TestA2UIGalleryInChromium: the A2UI v0.8 gallery's 30 samples all render
+// in the A2UI page (every surface shows its text, no renderer placeholder,
+// icons as SVG whether named by the catalog or bound by their Material name),
+// and the music player's 0-1 slider keeps 0.45.
+func TestA2UIGalleryInChromium(t *testing.T) {
+	e := newHostTestEnv(t, host.Config{})
+	editor, _ := e.token(canvas.RoleEditor, canvas.ActorHuman)
+	samples := a2uiSamples(t, "gallery")
+	for id, body := range samples {
+		if code, res := e.post("/api/host/gallery/a2ui", editor, "application/jsonl", body); code != 200 {
+			t.Fatalf("push %s: %d %v", id, code, res)
+		}
+	}
+	newChromium(t, e.srv.URL+"/host/gallery/?access_token="+editor)
+	if got := e.hostResult(editor, "gallery", "eval", map[string]any{"js": pageWait(`document.body.dataset.surfaces === "` + fmt.Sprint(len(samples)) + `" && document.body.dataset.rendered === document.body.dataset.messages`)}); got != true {
+		t.Fatalf("the gallery did not render: %v", got)
+	}
+	for id := range samples {
+		q := e.hostResult(editor, "gallery", "dom.query", map[string]any{"selector": `a2ui-surface[data-surface-id="` + id + `"]`}).(map[string]any)
+		text, _ := q["text"].(string)
+		if q["found"] != true || len(strings.TrimSpace(text)) < 5 {
+			t.Errorf("%s rendered %q", id, text)
+		}
+		for _, bad := range []string{"(empty)", "(no model)", "Invalid", "no processor", "undefined"} {
+			if strings.Contains(text, bad) {
+				t.Errorf("%s shows %q: %q", id, bad, text)
+			}
+		}
+	}
+	icons := e.hostResult(editor, "gallery", "dom.all", map[string]any{"selector": "canvasd-a2ui-icon"}).(map[string]any)
+	svgs := e.hostResult(editor, "gallery", "dom.all", map[string]any{"selector": ".canvasd-icon svg"}).(map[string]any)
+	if icons["count"].(float64) < 20 || svgs["count"] != icons["count"] {
+		t.Errorf("%v icons, %v of them drawn as SVG", icons["count"], svgs["count"])
+	}
+	slider := e.hostResult(editor, "gallery", "dom.query", map[string]any{"selector": `input[type="range"]`}).(map[string]any)
+	if slider["value"] != "0.45" || slider["attributes"].(map[string]any)["step"] != "any" {
+		t.Errorf("the music player's slider: %v", slider)
+	}
+}
+
+// TestA2UICatalogTourInChromium renders canvasd's tour of every component
+// and property of the standard catalog: Video and AudioPlayer play in
+// <video> and <audio> players, Text renders Markdown (and no script), the
+// slider keeps its fraction with its label, the image its alt text, the
+// tabs and the template list their items, and a button's userAction
+// carries its context resolved against the data model.
+func TestA2UICatalogTourInChromium(t *testing.T) {
+	e := newHostTestEnv(t, host.Config{})
+	editor, _ := e.token(canvas.RoleEditor, canvas.ActorHuman)
+	tour, err := os.ReadFile(filepath.Join("..", "host", "testdata", "a2ui", "catalog-tour.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code, res := e.post("/api/host/tour/a2ui", editor, "application/jsonl", tour); code != 200 {
+		t.Fatalf("push: %d %v", code, res)
+	}
+	newChromium(t, e.srv.URL+"/host/tour/?access_token="+editor)
+	q := func(sel string) map[string]any {
+		t.Helper()
+		return e.hostResult(editor, "tour", "dom.wait", map[string]any{"selector": sel, "timeout_ms": 10000}).(map[string]any)
+	}
+	attr := func(m map[string]any, name string) string {
+		s, _ := m["attributes"].(map[string]any)[name].(string)
+		return s
+	}
+	if v := q("video"); v["found"] != true || attr(v, "src") != "https://example.com/media/clip.mp4" || attr(v, "controls") != "" {
+		t.Errorf("video player: %v", v)
+	}
+	if a := q("audio"); a["found"] != true || attr(a, "src") != "https://example.com/media/song.mp3" {
+		t.Errorf("audio player: %v", a)
+	}
+	if s := q("strong"); s["text"] != "Bold" {
+		t.Errorf("markdown bold: %v", s)
+	}
+	if s := q("em"); s["text"] != "italic" {
+		t.Errorf("markdown italic: %v", s)
+	}
+	if li := e.hostResult(editor, "tour", "dom.all", map[string]any{"selector": "li"}).(map[string]any); li["count"] != float64(2) {
+		t.Errorf("markdown list: %v", li)
+	}
+	if got := e.hostResult(editor, "tour", "eval", map[string]any{"js": `window.hacked === undefined`}); got != true {
+		t.Error("the Markdown's script ran")
+	}
+	if s := e.hostResult(editor, "tour", "dom.all", map[string]any{"selector": "script"}).(map[string]any); s["count"].(float64) > 3 {
+		t.Errorf("scripts in the page: %v", s["count"])
+	}
+	if img := q(`img[alt="a red dot"]`); img["found"] != true {
+		t.Errorf("image alt text: %v", img)
+	}
+	if sl := q(`input[type="range"]`); sl["value"] != "0.45" || attr(sl, "max") != "1" {
+		t.Errorf("slider: %v", sl)
+	}
+	if lbl := q(`canvasd-a2ui-slider`); !strings.Contains(lbl["text"].(string), "Level") || !strings.Contains(lbl["text"].(string), "0.45") {
+		t.Errorf("slider label and value: %q", lbl["text"])
+	}
+	if items := q(`#list`); !strings.Contains(items["text"].(string), "first item") || !strings.Contains(items["text"].(string), "second item") {
+		t.Errorf("template list: %q", items["text"])
+	}
+	if tabs := q(`#tabs`); !strings.Contains(tabs["text"].(string), "First") || !strings.Contains(tabs["text"].(string), "Second") {
+		t.Errorf("tabs: %q", tabs["text"])
+	}
+	if icons := e.hostResult(editor, "tour", "dom.all", map[string]any{"selector": ".canvasd-icon svg"}).(map[string]any); icons["count"] != float64(3) {
+		t.Errorf("icons: %v", icons["count"])
+	}
+	for _, sel := range []string{"#cb", "#dt", "#mc", "#tf", "#tfnum", "#tflong", "#modal", "#vdiv"} {
+		if c := q(sel); c["found"] != true {
+			t.Errorf("%s not rendered", sel)
+		}
+	}
+	e.hostResult(editor, "tour", "dom.click", map[string]any{"selector": "#submit >>> button"})
+	m := e.inbox.next(t)
+	ctx := m.Action.Context
+	if m.Action.Name != "submit" || ctx["name"] != "Ada" || ctx["level"] != 0.45 || ctx["kind"] != "tour" || ctx["n"] != float64(3) || ctx["ok"] != true {
+		t.Fatalf("userAction %+v", m.Action)
+	}
+	snap := decodeSnapshot(t, e.hostResult(editor, "tour", "snapshot", map[string]any{"max_w": 640}).(map[string]any))
+	colors := map[color.RGBA]bool{}
+	for y := 0; y < snap.Bounds().Dy(); y += 7 {
+		for x := 0; x < snap.Bounds().Dx(); x += 7 {
+			r, g, b, _ := snap.At(x, y).RGBA()
+			colors[color.RGBA{uint8(r >> 12), uint8(g >> 12), uint8(b >> 12), 255}] = true
+		}
+	}
+	if len(colors) < 4 {
+		t.Errorf("the tour's snapshot has %d colours: a blank page?", len(colors))
 	}
 }

@@ -1,9 +1,11 @@
-// The icons of the A2UI v0.8 standard catalog (Icon.name) as inline SVG:
-// Google's Material Symbols (outlined, weight 400; Apache License 2.0), the
-// symbols the catalog's names come from, bundled from
-// @material-symbols/svg-400 (only these files). The catalog's off/filled
-// pairs map to the outlined and filled symbol; payment and phone, which
-// Material Symbols names otherwise, to credit_card and mobile.
+// Icons for the A2UI page's Icon component, as inline SVG: Google's
+// Material Symbols (outlined, weight 400; Apache License 2.0), the symbols
+// the catalog's names come from, bundled from @material-symbols/svg-400
+// (only these files). First the standard catalog's 48 names (its off and
+// filled pairs map to the outlined and filled symbol; payment and phone,
+// which Material Symbols names otherwise, to credit_card and mobile); then
+// some common symbols agents bind by their Material name (the A2UI
+// gallery's "pause", "trending_up", ...). Other names show as their text.
 
 import i_accountCircle from "@material-symbols/svg-400/outlined/account_circle.svg";
 import i_add from "@material-symbols/svg-400/outlined/add.svg";
@@ -53,8 +55,58 @@ import i_upload from "@material-symbols/svg-400/outlined/upload.svg";
 import i_visibility from "@material-symbols/svg-400/outlined/visibility.svg";
 import i_visibilityOff from "@material-symbols/svg-400/outlined/visibility_off.svg";
 import i_warning from "@material-symbols/svg-400/outlined/warning.svg";
+import x_pause from "@material-symbols/svg-400/outlined/pause.svg";
+import x_play_arrow from "@material-symbols/svg-400/outlined/play_arrow.svg";
+import x_stop from "@material-symbols/svg-400/outlined/stop.svg";
+import x_skip_next from "@material-symbols/svg-400/outlined/skip_next.svg";
+import x_skip_previous from "@material-symbols/svg-400/outlined/skip_previous.svg";
+import x_fast_forward from "@material-symbols/svg-400/outlined/fast_forward.svg";
+import x_fast_rewind from "@material-symbols/svg-400/outlined/fast_rewind.svg";
+import x_volume_up from "@material-symbols/svg-400/outlined/volume_up.svg";
+import x_volume_off from "@material-symbols/svg-400/outlined/volume_off.svg";
+import x_mic from "@material-symbols/svg-400/outlined/mic.svg";
+import x_trending_up from "@material-symbols/svg-400/outlined/trending_up.svg";
+import x_trending_down from "@material-symbols/svg-400/outlined/trending_down.svg";
+import x_arrow_upward from "@material-symbols/svg-400/outlined/arrow_upward.svg";
+import x_arrow_downward from "@material-symbols/svg-400/outlined/arrow_downward.svg";
+import x_directions_run from "@material-symbols/svg-400/outlined/directions_run.svg";
+import x_directions_walk from "@material-symbols/svg-400/outlined/directions_walk.svg";
+import x_directions_car from "@material-symbols/svg-400/outlined/directions_car.svg";
+import x_priority_high from "@material-symbols/svg-400/outlined/priority_high.svg";
+import x_schedule from "@material-symbols/svg-400/outlined/schedule.svg";
+import x_today from "@material-symbols/svg-400/outlined/today.svg";
+import x_alarm from "@material-symbols/svg-400/outlined/alarm.svg";
+import x_timer from "@material-symbols/svg-400/outlined/timer.svg";
+import x_bolt from "@material-symbols/svg-400/outlined/bolt.svg";
+import x_local_shipping from "@material-symbols/svg-400/outlined/local_shipping.svg";
+import x_inventory_2 from "@material-symbols/svg-400/outlined/inventory_2.svg";
+import x_local_cafe from "@material-symbols/svg-400/outlined/local_cafe.svg";
+import x_restaurant from "@material-symbols/svg-400/outlined/restaurant.svg";
+import x_thumb_up from "@material-symbols/svg-400/outlined/thumb_up.svg";
+import x_thumb_down from "@material-symbols/svg-400/outlined/thumb_down.svg";
+import x_chat from "@material-symbols/svg-400/outlined/chat.svg";
+import x_cloud from "@material-symbols/svg-400/outlined/cloud.svg";
+import x_sunny from "@material-symbols/svg-400/outlined/sunny.svg";
+import x_water_drop from "@material-symbols/svg-400/outlined/water_drop.svg";
+import x_thermostat from "@material-symbols/svg-400/outlined/thermostat.svg";
+import x_fitness_center from "@material-symbols/svg-400/outlined/fitness_center.svg";
+import x_shopping_bag from "@material-symbols/svg-400/outlined/shopping_bag.svg";
+import x_credit_card from "@material-symbols/svg-400/outlined/credit_card.svg";
+import x_account_balance from "@material-symbols/svg-400/outlined/account_balance.svg";
+import x_receipt from "@material-symbols/svg-400/outlined/receipt.svg";
+import x_language from "@material-symbols/svg-400/outlined/language.svg";
+import x_link from "@material-symbols/svg-400/outlined/link.svg";
+import x_open_in_new from "@material-symbols/svg-400/outlined/open_in_new.svg";
+import x_chevron_right from "@material-symbols/svg-400/outlined/chevron_right.svg";
+import x_chevron_left from "@material-symbols/svg-400/outlined/chevron_left.svg";
+import x_check_circle from "@material-symbols/svg-400/outlined/check_circle.svg";
+import x_cancel from "@material-symbols/svg-400/outlined/cancel.svg";
+import x_pending from "@material-symbols/svg-400/outlined/pending.svg";
+import x_local_fire_department from "@material-symbols/svg-400/outlined/local_fire_department.svg";
+import x_group from "@material-symbols/svg-400/outlined/group.svg";
+import x_map from "@material-symbols/svg-400/outlined/map.svg";
 
-/** Icon name (the catalog's enum) → SVG markup. */
+/** The standard catalog's icon names (Icon.name's enum) → SVG markup. */
 export const icons: Record<string, string> = {
   accountCircle: i_accountCircle,
   add: i_add,
@@ -105,3 +157,64 @@ export const icons: Record<string, string> = {
   visibilityOff: i_visibilityOff,
   warning: i_warning,
 };
+
+/** More Material Symbols by their snake_case name → SVG markup. */
+const more: Record<string, string> = {
+  pause: x_pause,
+  play_arrow: x_play_arrow,
+  stop: x_stop,
+  skip_next: x_skip_next,
+  skip_previous: x_skip_previous,
+  fast_forward: x_fast_forward,
+  fast_rewind: x_fast_rewind,
+  volume_up: x_volume_up,
+  volume_off: x_volume_off,
+  mic: x_mic,
+  trending_up: x_trending_up,
+  trending_down: x_trending_down,
+  arrow_upward: x_arrow_upward,
+  arrow_downward: x_arrow_downward,
+  directions_run: x_directions_run,
+  directions_walk: x_directions_walk,
+  directions_car: x_directions_car,
+  priority_high: x_priority_high,
+  schedule: x_schedule,
+  today: x_today,
+  alarm: x_alarm,
+  timer: x_timer,
+  bolt: x_bolt,
+  local_shipping: x_local_shipping,
+  inventory_2: x_inventory_2,
+  local_cafe: x_local_cafe,
+  restaurant: x_restaurant,
+  thumb_up: x_thumb_up,
+  thumb_down: x_thumb_down,
+  chat: x_chat,
+  cloud: x_cloud,
+  sunny: x_sunny,
+  water_drop: x_water_drop,
+  thermostat: x_thermostat,
+  fitness_center: x_fitness_center,
+  shopping_bag: x_shopping_bag,
+  credit_card: x_credit_card,
+  account_balance: x_account_balance,
+  receipt: x_receipt,
+  language: x_language,
+  link: x_link,
+  open_in_new: x_open_in_new,
+  chevron_right: x_chevron_right,
+  chevron_left: x_chevron_left,
+  check_circle: x_check_circle,
+  cancel: x_cancel,
+  pending: x_pending,
+  local_fire_department: x_local_fire_department,
+  group: x_group,
+  map: x_map,
+};
+
+/** The SVG of icon name (a catalog name, or a Material Symbol in camelCase or snake_case), or "". */
+export function iconSVG(name: string): string {
+  if (Object.hasOwn(icons, name)) return icons[name];
+  const snake = name.replace(/([A-Z])/g, "_$1").toLowerCase();
+  return Object.hasOwn(more, snake) ? more[snake] : "";
+}

@@ -19,7 +19,7 @@ import * as UI from "@a2ui/lit/ui";
 import { renderMarkdown } from "@a2ui/markdown-it";
 import { TAG, isMsg } from "./protocol";
 import { theme, palette } from "./a2ui-theme";
-import { icons } from "./a2ui-icons";
+import { iconSVG } from "./a2ui-icons";
 
 type Processor = ReturnType<typeof v0_8.Data.createSignalA2uiMessageProcessor>;
 type Node = v0_8.Types.AnyComponentNode;
@@ -84,7 +84,7 @@ class CanvasdSlider extends UI.Root {
   }
 }
 
-/** Icon: the catalog's icons as inline SVG (Material Symbols, outlined). */
+/** Icon: the catalog's icons (and common Material Symbols) as inline SVG. */
 class CanvasdIcon extends UI.Root {
   static override properties = { name: { attribute: false } };
   declare name: Bound;
@@ -98,15 +98,109 @@ class CanvasdIcon extends UI.Root {
   ];
   override render() {
     const name = String(resolve(this, this.name) ?? "");
-    const svg = icons[name];
+    const svg = iconSVG(name);
     return svg
       ? html`<span class="canvasd-icon" role="img" aria-label=${name} title=${name}>${unsafeSVG(svg)}</span>`
       : html`<span class="unknown" role="img" aria-label=${name}>${name}</span>`;
   }
 }
 
-UI.componentRegistry.register("Slider", CanvasdSlider as unknown as UI.Root["constructor"] & typeof HTMLElement, "canvasd-a2ui-slider");
-UI.componentRegistry.register("Icon", CanvasdIcon as unknown as UI.Root["constructor"] & typeof HTMLElement, "canvasd-a2ui-icon");
+/**
+ * Image: the stock element, given every property (the stock renderer does
+ * not pass Image.altText on).
+ */
+class CanvasdImage extends UI.Image {}
+
+/** AudioPlayer: an <audio> player under its description (which the stock element does not show). */
+class CanvasdAudio extends UI.Root {
+  static override properties = { url: { attribute: false }, description: { attribute: false } };
+  declare url: Bound;
+  declare description: Bound;
+  static override styles = [
+    ...(Array.isArray(UI.Root.styles) ? UI.Root.styles : [UI.Root.styles]),
+    css`
+      :host { display: block; flex: var(--weight); }
+      section { display: flex; flex-direction: column; gap: 4px; }
+      .description { font-size: 14px; }
+      audio { display: block; width: 100%; }
+    `,
+  ];
+  override render() {
+    const url = resolve(this, this.url);
+    const description = resolve(this, this.description);
+    return html`<section class="canvasd-audio">
+      ${description !== undefined && description !== "" ? html`<span class="description">${String(description)}</span>` : nothing}
+      ${typeof url === "string" && url ? html`<audio controls preload="metadata" src=${url}></audio>` : nothing}
+    </section>`;
+  }
+}
+
+type Ctor = UI.Root["constructor"] & typeof HTMLElement;
+UI.componentRegistry.register("Slider", CanvasdSlider as unknown as Ctor, "canvasd-a2ui-slider");
+UI.componentRegistry.register("Icon", CanvasdIcon as unknown as Ctor, "canvasd-a2ui-icon");
+UI.componentRegistry.register("Image", CanvasdImage as unknown as Ctor, "canvasd-a2ui-image");
+UI.componentRegistry.register("AudioPlayer", CanvasdAudio as unknown as Ctor, "canvasd-a2ui-audioplayer");
+
+// List.alignment (the cross axis), which the stock element ignores: a
+// style sheet per alignment added to each list once it has rendered. (Lists
+// keep the stock element: the registry's elements are given their
+// properties by assignment, and a list's "children" is read-only on an
+// element.)
+const listAlign: Record<string, string> = { start: "start", center: "center", end: "end", stretch: "stretch" };
+const listSheets = new Map<string, CSSStyleSheet>();
+function listSheet(alignment: string): CSSStyleSheet {
+  let sheet = listSheets.get(alignment);
+  if (!sheet) {
+    sheet = new CSSStyleSheet();
+    sheet.replaceSync(`:host([direction="horizontal"]) section { align-items: ${alignment}; } :host([direction="vertical"]) section, :host(:not([direction])) section { justify-items: ${alignment}; }`);
+    listSheets.set(alignment, sheet);
+  }
+  return sheet;
+}
+const listProto = UI.List.prototype as unknown as { updated?: (this: UI.List, changed: PropertyValues) => void };
+const listUpdated = listProto.updated;
+listProto.updated = function (this: UI.List, changed: PropertyValues) {
+  listUpdated?.call(this, changed);
+  const a = listAlign[String((this.component?.properties as { alignment?: string } | undefined)?.alignment ?? "")];
+  const root = this.shadowRoot;
+  if (!a || !root) return;
+  const sheet = listSheet(a);
+  if (!root.adoptedStyleSheets.includes(sheet)) root.adoptedStyleSheets = [...root.adoptedStyleSheets.filter((s) => ![...listSheets.values()].includes(s)), sheet];
+};
+
+/** A component node standing for the data model's root (setData resolves paths against it). */
+const rootNode = { dataContextPath: "/" } as unknown as Node;
+
+const literals = ["literalString", "literalNumber", "literalBoolean", "literalArray"];
+
+/**
+ * The protocol's initialization shorthand: a bound value with both a path
+ * and a literal sets the data model at the path to the literal and binds to
+ * it. The renderer's schema takes one or the other, so the literal is taken
+ * out of a copy of the surfaceUpdate and returned as a seed to set once the
+ * update is applied. Action contexts are not bound properties and are left
+ * as they are.
+ */
+function splitShorthand(m: unknown): { message: unknown; seeds: { path: string; value: unknown }[] } {
+  const su = (m as { surfaceUpdate?: { components?: unknown[] } })?.surfaceUpdate;
+  if (!su || !Array.isArray(su.components)) return { message: m, seeds: [] };
+  const seeds: { path: string; value: unknown }[] = [];
+  const walk = (v: unknown, key: string): unknown => {
+    if (Array.isArray(v)) return v.map((x) => walk(x, key));
+    if (!v || typeof v !== "object" || key === "action") return v;
+    const o = v as Record<string, unknown>;
+    const lit = literals.filter((k) => k in o);
+    if (typeof o.path === "string" && lit.length === 1) {
+      seeds.push({ path: o.path, value: o[lit[0]] });
+      return { path: o.path };
+    }
+    const out: Record<string, unknown> = {};
+    for (const [k, x] of Object.entries(o)) out[k] = walk(x, k);
+    return out;
+  };
+  const components = su.components.map((c) => walk(c, ""));
+  return seeds.length ? { message: { surfaceUpdate: { ...su, components } }, seeds } : { message: m, seeds: [] };
+}
 
 /** The page: every surface of the session, in the order they were created. */
 class CanvasdA2UI extends LitElement {
@@ -128,9 +222,13 @@ class CanvasdA2UI extends LitElement {
     if (reset) this.processor.clearSurfaces();
     for (const m of messages) {
       try {
-        this.processor.processMessages([m as v0_8.Types.ServerToClientMessage]);
+        const { message, seeds } = splitShorthand(m);
+        this.processor.processMessages([message as v0_8.Types.ServerToClientMessage]);
+        const surfaceId = (message as { surfaceUpdate?: { surfaceId?: string } }).surfaceUpdate?.surfaceId;
+        for (const s of seeds) this.processor.setData(rootNode, s.path, s.value as v0_8.Types.DataValue, surfaceId);
         this.messages++;
       } catch (err) {
+        document.body.dataset.lastError = String((err as Error)?.message ?? err);
         console.warn("canvasd A2UI: a message was not applied", m, err);
       }
     }

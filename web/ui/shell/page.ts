@@ -173,22 +173,45 @@ declare global {
     throw new Error(`payload.${name} must be a ${required ? "non-empty " : ""}string`);
   };
 
-  /** Elements matching selector in the document and in every open shadow root (the A2UI page's components live in those). */
+  /**
+   * Elements matching selector in the document and in every open shadow
+   * root (the A2UI page's components live in those). "A >>> B" pierces
+   * shadow roots: B inside the elements A finds (their light and shadow
+   * trees), e.g. "#submit >>> button".
+   */
   function findAll(selector: string, limit = Infinity): Element[] {
-    const out: Element[] = [];
-    const visit = (root: Document | ShadowRoot) => {
-      for (const el of root.querySelectorAll(selector)) {
-        if (out.length >= limit) return;
-        out.push(el);
+    const parts = selector.split(">>>").map((p) => p.trim());
+    for (const p of parts) {
+      if (!p) throw new SyntaxError(`${JSON.stringify(selector)} is not a valid selector (an empty part around >>>)`);
+      document.querySelector(p); // throws a SyntaxError for a bad selector, before any work
+    }
+    let scopes: (Document | Element)[] = [document];
+    parts.forEach((part, i) => {
+      const last = i === parts.length - 1;
+      const found = new Set<Element>();
+      for (const scope of scopes) {
+        deepMatch(scope, part, found, last ? limit : Infinity, scope instanceof Element);
+        if (found.size >= limit) break;
       }
-      for (const el of root.querySelectorAll("*")) {
-        if (out.length >= limit) return;
+      scopes = Array.from(found);
+    });
+    return scopes.slice(0, limit) as Element[];
+  }
+
+  /** Adds to out the elements matching selector under root and in every shadow root below it (and root's own, when withOwn). */
+  function deepMatch(root: Document | Element | ShadowRoot, selector: string, out: Set<Element>, limit: number, withOwn: boolean): void {
+    const visit = (r: Document | Element | ShadowRoot) => {
+      for (const el of r.querySelectorAll(selector)) {
+        if (out.size >= limit) return;
+        out.add(el);
+      }
+      for (const el of r.querySelectorAll("*")) {
+        if (out.size >= limit) return;
         if (el.shadowRoot) visit(el.shadowRoot);
       }
     };
-    document.querySelector(selector); // throws a SyntaxError for a bad selector, before any work
-    visit(document);
-    return out;
+    if (withOwn && root instanceof Element && root.shadowRoot) visit(root.shadowRoot);
+    visit(root);
   }
   const findOne = (selector: string): Element | null => findAll(selector, 1)[0] ?? null;
 
