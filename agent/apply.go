@@ -17,6 +17,10 @@ import (
 // canvas action as a command.
 func (s *session) apply(ts *turnState, a Action, at time.Time) error {
 	if v, _ := verbByName(a.Name); v.Meta {
+		if isHostVerb(a.Name) {
+			s.applyHost(a) // host_actions.go
+			return nil
+		}
 		s.applyMeta(a)
 		return nil
 	}

@@ -332,7 +332,7 @@ type Verb struct {
 // shared mutable state); callers may keep it.
 func Verbs() []Verb {
 	t := func(v any) reflect.Type { return reflect.TypeOf(v) }
-	return []Verb{
+	return append([]Verb{
 		{Name: "create_shape", Description: "Create a shape. Use type draw with props.segments for pen strokes. Give it an id of your own to refer to it later.", Params: t(CreateShapeParams{}),
 			Sample: `{"id":"headline","type":"text","x":100,"y":80,"w":640,"props":{"text":"BRUTAL","size":"xl","font":"sans","color":"black"}}`},
 		{Name: "update_shape", Description: "Change a shape's position, size, rotation, name or props (props merge).", Params: t(UpdateShapeParams{}),
@@ -363,7 +363,7 @@ func Verbs() []Verb {
 			Sample: `{"label":"before refactor"}`},
 		{Name: "undo", Description: "Undo your own last change.", Params: t(UndoParams{}), Doc: true, Sample: `{}`},
 		{Name: "apply_preset", Description: "Brand macro: style targetIds with a preset (Hero, Callout, Quiet, Wire, Label), or create a new note with it at x, y.", Params: t(ApplyPresetParams{}), Sample: `{"preset":"Callout","x":100,"y":400,"text":"Raw concrete"}`, Macro: true},
-	}
+	}, hostVerbs()...) // the canvas host's actions (host_actions.go)
 }
 
 // verbByName finds a catalog entry.

@@ -313,9 +313,9 @@ func wantColor(t *testing.T, img image.Image, x, y int, want color.RGBA) {
 }
 
 // TestWebUIPagesPanelInChromium: in the web UI, the agent's present show
-// opens the pages panel on the open canvas's host session (the viewer,
-// under a ticket of the UI's token), host actions reach the page it shows,
-// navigate moves it, hide closes the panel, and the Pages button opens it.
+// opens the agent panel's Pages tab on the open canvas's host session (the
+// viewer, under a ticket of the UI's token), host actions reach the page it
+// shows, navigate moves it, hide closes it, and the tab opens it again.
 func TestWebUIPagesPanelInChromium(t *testing.T) {
 	open := uiBrowser(t, 90*time.Second)
 	e := newHostTestEnv(t, host.Config{})
@@ -327,23 +327,24 @@ func TestWebUIPagesPanelInChromium(t *testing.T) {
 	e.must(201, "PUT", "/api/host/"+cid+"/files/second.html", agent, `<!doctype html><title>second page</title><p>second</p>`)
 	p := open(e.srv.URL + "/?canvas=" + cid + "#access_token=" + editor)
 	p.poll("the canvas is live", `document.getElementById('conn').textContent === 'live' && document.body.dataset.loaded === '`+cid+`'`)
-	viewer := `document.getElementById('pages-frame') && document.getElementById('pages-frame').contentWindow.canvasdViewer`
+	viewer := `document.getElementById('host-frame') && document.getElementById('host-frame').contentWindow.canvasdViewer`
+	tab := `!document.querySelector('[data-pane="pages"]').hidden`
 	if r := e.must(200, "POST", "/api/host/"+cid+"/present", agent, map[string]any{"action": "show"}); r["panels"] != float64(1) {
 		t.Fatalf("present show reached %v panels", r["panels"])
 	}
-	p.poll("the panel shows the viewer", `!document.getElementById('pages-panel').hidden && `+viewer+` && `+viewer+`.ready && `+viewer+`.page === ""`)
+	p.poll("show opens the Pages tab with the viewer", tab+` && `+viewer+` && `+viewer+`.ready && `+viewer+`.page === ""`)
 	var src string
-	p.eval(`document.getElementById('pages-frame').src`, &src)
+	p.eval(`document.getElementById('host-frame').src`, &src)
 	if strings.Contains(src, editor) || !strings.Contains(src, "/host/"+cid+"/~") {
-		t.Fatalf("the panel's viewer is at %q", src)
+		t.Fatalf("the tab's viewer is at %q", src)
 	}
 	if got := e.hostResult(agent, cid, "eval", map[string]any{"js": "document.title"}); got != "agent page" {
-		t.Fatalf("eval in the panel's page: %v", got)
+		t.Fatalf("eval in the tab's page: %v", got)
 	}
 	e.must(200, "POST", "/api/host/"+cid+"/present", agent, map[string]any{"action": "navigate", "path": "second.html"})
-	p.poll("the panel's viewer navigated", viewer+`.ready && `+viewer+`.page === "second.html"`)
+	p.poll("the tab's viewer navigated", viewer+`.ready && `+viewer+`.page === "second.html"`)
 	e.must(200, "POST", "/api/host/"+cid+"/present", agent, map[string]any{"action": "hide"})
-	p.poll("hide closes the panel", `document.getElementById('pages-panel').hidden && !document.getElementById('pages-frame')`)
-	p.clickCSS("#open-pages")
-	p.poll("the Pages button opens it", `!document.getElementById('pages-panel').hidden && `+viewer+` && `+viewer+`.ready`)
+	p.poll("hide closes the tab's viewer", `!(`+tab+`) && !document.getElementById('host-frame')`)
+	p.clickCSS("#tab-pages")
+	p.poll("the tab opens it again", tab+` && `+viewer+` && `+viewer+`.ready`)
 }

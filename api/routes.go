@@ -43,6 +43,7 @@ func (s *Server) routes() chi.Router {
 	r.Handle("/", uiRoute)
 	r.Handle("/ui/*", uiRoute)
 	hostAPI := newHostAPI(s, s.cfg.Host) // nil: no host, message or invoke routes
+	s.hostAPI = hostAPI
 	if hostAPI != nil {
 		// The page route authenticates itself: the built-in pages' assets
 		// (/host/{session}/__canvas__/...) are public like the web UI shell,

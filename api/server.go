@@ -59,6 +59,7 @@ type Server struct {
 	auth    *authenticator
 	streams *streamSlots // open streams per token
 	router  chi.Router
+	hostAPI *hostAPI // the canvas host's routes and MCP tools; nil without a host
 
 	gestureMu   sync.Mutex
 	lastGesture map[string]time.Time

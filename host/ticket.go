@@ -23,7 +23,7 @@ import (
 //	base64url(version 1 | expiry unix seconds, 8 bytes big-endian | SHA-256 of the token | session)
 //	"." base64url(HMAC-SHA256(key, "canvasd page ticket\x00" | the same bytes))
 //
-// It grants GET of that session's files and the built-in shell, nothing else:
+// It grants GET of that session's files and its viewer, nothing else:
 // the API's authenticator never accepts it. The token's hash lets the server
 // check, on every request, that the token still exists and still has the
 // viewer role on the session, so revoking a token ends its tickets at once.

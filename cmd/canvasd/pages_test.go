@@ -1,11 +1,15 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"image/png"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -246,5 +250,155 @@ func putFile(t *testing.T, c *canvasdProc, token, session, path, body string) {
 	resp.Body.Close()
 	if resp.StatusCode != 200 && resp.StatusCode != 201 {
 		t.Fatalf("PUT %s: %d", path, resp.StatusCode)
+	}
+}
+
+// hostCLI runs `canvasd host args...` against c with token and returns its
+// standard output (the command must succeed).
+func hostCLI(t *testing.T, c *canvasdProc, token string, args ...string) string {
+	t.Helper()
+	var out, errb strings.Builder
+	vars := map[string]string{"CANVASD_URL": c.base, "CANVASD_TOKEN": token}
+	if code := run(context.Background(), append([]string{"host"}, args...), env(vars), &out, &errb); code != 0 {
+		t.Fatalf("canvasd host %v: exit %d: %s", args, code, errb.String())
+	}
+	return out.String()
+}
+
+// TestHostCommandsInChromium drives a session from the command line: files,
+// show, eval and the DOM helpers in the shown page, a snapshot written as a
+// PNG file, a page's own action, the link key, A2UI push and reset.
+func TestHostCommandsInChromium(t *testing.T) {
+	c := startCanvasd(t, map[string]string{})
+	editor := c.must(201, "POST", "/api/tokens", c.admin, map[string]any{"role": "editor", "actor_type": "agent"})["token"].(string)
+	dir := t.TempDir()
+	page := filepath.Join(dir, "index.html")
+	if err := os.WriteFile(page, []byte(`<!doctype html><title>cli page</title><body style="margin:0;background:rgb(250,200,0)">
+		<input id="q" value="x"><button id="b" onclick="this.textContent='pressed'">press</button>
+		<script>canvasd.onInvoke("echo", (p) => ({ echo: p }))</script></body>`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out := hostCLI(t, c, editor, "files", "put", "--session", "cli", "--path", "index.html", "--file", page); !strings.Contains(out, `"path":"index.html"`) {
+		t.Fatalf("files put: %s", out)
+	}
+	if out := hostCLI(t, c, editor, "files", "list", "--session", "cli"); !strings.Contains(out, "index.html") {
+		t.Fatalf("files list: %s", out)
+	}
+	browserFor(t, c.base+"/host/cli/?access_token="+editor)
+	if out := hostCLI(t, c, editor, "show", "--session", "cli"); !strings.Contains(out, `"browsers":1`) {
+		t.Fatalf("show: %s", out)
+	}
+	if out := hostCLI(t, c, editor, "eval", "--session", "cli", "--js", "document.title"); strings.TrimSpace(out) != `"cli page"` {
+		t.Fatalf("eval: %q", out)
+	}
+	hostCLI(t, c, editor, "dom", "type", "--session", "cli", "--selector", "#q", "--text", "yz")
+	if out := hostCLI(t, c, editor, "dom", "attr", "--session", "cli", "--selector", "#q", "--name", "id"); !strings.Contains(out, `"value":"q"`) {
+		t.Fatalf("dom attr: %s", out)
+	}
+	if out := hostCLI(t, c, editor, "dom", "query", "--session", "cli", "--selector", "#q"); !strings.Contains(out, `"value":"xyz"`) {
+		t.Fatalf("dom query after typing: %s", out)
+	}
+	hostCLI(t, c, editor, "dom", "click", "--session", "cli", "--selector", "#b")
+	if out := hostCLI(t, c, editor, "dom", "wait", "--session", "cli", "--selector", "#b", "--wait-ms", "1000"); !strings.Contains(out, `"text":"pressed"`) {
+		t.Fatalf("dom wait: %s", out)
+	}
+	if out := hostCLI(t, c, editor, "dom", "all", "--session", "cli", "--selector", "input, button"); !strings.Contains(out, `"count":2`) {
+		t.Fatalf("dom all: %s", out)
+	}
+	if out := hostCLI(t, c, editor, "invoke", "--session", "cli", "--action", "echo", "--payload", `{"n":1}`); strings.TrimSpace(out) != `{"echo":{"n":1}}` {
+		t.Fatalf("invoke: %s", out)
+	}
+	shot := filepath.Join(dir, "shot.png")
+	if out := hostCLI(t, c, editor, "snapshot", "--session", "cli", "--out", shot, "--max-w", "400"); !strings.Contains(out, `"width":400`) {
+		t.Fatalf("snapshot: %s", out)
+	}
+	f, err := os.Open(shot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := png.Decode(f)
+	f.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, g, b, _ := img.At(390, 200).RGBA(); r>>8 < 240 || g>>8 < 190 || g>>8 > 210 || b>>8 > 10 {
+		t.Fatalf("the snapshot's background is %d,%d,%d, want the page's 250,200,0", r>>8, g>>8, b>>8)
+	}
+	if out := hostCLI(t, c, editor, "link-key", "--session", "cli"); !strings.Contains(out, `"key":"`) {
+		t.Fatalf("link-key: %s", out)
+	}
+	jsonl := filepath.Join(dir, "ui.jsonl")
+	_ = os.WriteFile(jsonl, []byte(`{"surfaceUpdate":{"surfaceId":"s","components":[{"id":"r","component":{"Text":{"text":{"literalString":"hi"}}}}]}}`+"\n"+
+		`{"beginRendering":{"surfaceId":"s","root":"r"}}`+"\n"), 0o644)
+	if out := hostCLI(t, c, editor, "a2ui", "push", "--session", "cli", "--jsonl", jsonl); !strings.Contains(out, `"applied":2`) {
+		t.Fatalf("a2ui push: %s", out)
+	}
+	hostCLI(t, c, editor, "a2ui", "reset", "--session", "cli")
+	hostCLI(t, c, editor, "navigate", "--session", "cli", "--path", "/")
+	hostCLI(t, c, editor, "hide", "--session", "cli")
+	hostCLI(t, c, editor, "files", "delete", "--session", "cli", "--path", "index.html")
+	var out, errb strings.Builder
+	if code := run(context.Background(), []string{"host", "eval", "--session", "cli"}, env(map[string]string{"CANVASD_URL": c.base, "CANVASD_TOKEN": editor}), &out, &errb); code != 2 ||
+		!strings.Contains(errb.String(), "--js") {
+		t.Fatalf("eval without --js: exit %d %s", code, errb.String())
+	}
+}
+
+// TestAgentWorksItsPagesInChromium: canvasd's own agent writes a page for
+// its canvas's host session and shows it (host_write_file, host_show), then
+// works it in the viewer (host_eval, host_dom_query, host_snapshot, and
+// applet_invoke answered by the page's canvasd.onInvoke); what the page
+// answered reaches the model in the next turn, the snapshot as its image.
+func TestAgentWorksItsPagesInChromium(t *testing.T) {
+	shown := make(chan struct{})
+	page := `<!doctype html><title>Agent page</title><body style="margin:0;background:rgb(0,160,80)"><p id="out">ready</p>` +
+		`<script>canvasd.onInvoke("render", (p) => "rendered " + p.n * 2)</script></body>`
+	pageJSON, _ := json.Marshal(page)
+	model := newVisionModel(t, func(text, image string) string {
+		switch {
+		case strings.Contains(text, "Your page actions answered"):
+			if strings.Contains(text, `"Agent page"`) && strings.Contains(text, `"rendered 42"`) && strings.Contains(text, `"text":"ready"`) && image != "" {
+				return `{"actions":[{"name":"create_shape","params":{"type":"note","x":10,"y":20,"props":{"text":"the page works"}}}]}`
+			}
+			return `{"actions":[{"name":"think","params":{"text":"the answers were not as expected"}}]}`
+		case strings.Contains(text, "Add detail: check the page"):
+			<-shown
+			return `{"actions":[{"name":"host_eval","params":{"js":"document.title"}},{"name":"host_dom_query","params":{"selector":"#out"}},` +
+				`{"name":"host_snapshot","params":{"max_w":200}},{"name":"applet_invoke","params":{"action":"render","payload":{"n":21}}}]}`
+		case strings.Contains(text, "Task: Build a page"):
+			return `{"actions":[{"name":"host_write_file","params":{"path":"index.html","content":` + string(pageJSON) + `}},` +
+				`{"name":"host_show","params":{}},{"name":"add_detail","params":{"hint":"check the page"}}]}`
+		}
+		return `{"actions":[]}`
+	})
+	c := startCanvasd(t, map[string]string{"CANVAS_STEWARD_MODEL": "openai:gpt-vision-test", "OPENAI_API_KEY": "sk-test",
+		"OPENAI_BASE_URL": model.srv.URL + "/v1"})
+	c.must(201, "POST", "/api/canvases", c.admin, map[string]any{"canvas_id": "board"})
+	ctx := browserFor(t, c.base+"/host/board/?access_token="+c.admin)
+	id := c.must(202, "POST", "/api/canvas-agent/run", c.admin, map[string]any{"roomId": "board", "message": "Build a page"})["session_id"].(string)
+	poll(t, ctx, `window.canvasdViewer.ready && document.body.dataset.page === "file"`)
+	close(shown)
+	defer func() {
+		if t.Failed() {
+			s := c.must(200, "GET", "/api/canvas-agent/sessions/"+id, c.admin, nil)
+			b, _ := json.MarshalIndent(s["transcript"], "", " ")
+			t.Logf("transcript: %s", b)
+		}
+	}()
+	c.waitFor("the agent's note after working its page", func() bool { return c.node("board", "the page works") != nil })
+	call, ok := model.find(func(mc modelCall) bool { return strings.Contains(mc.Text, "Your page actions answered") })
+	if !ok || call.ImageParts != 1 || !strings.HasPrefix(call.Image, "data:image/png;base64,") {
+		t.Fatalf("the results turn: found %v, %d image parts", ok, call.ImageParts)
+	}
+	raw, _ := base64.StdEncoding.DecodeString(strings.TrimPrefix(call.Image, "data:image/png;base64,"))
+	img, err := png.Decode(bytes.NewReader(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, g, b, _ := img.At(150, 100).RGBA(); r>>8 > 10 || g>>8 < 150 || b>>8 < 70 || b>>8 > 90 {
+		t.Fatalf("the snapshot the model got is %d,%d,%d at (150, 100), want the page's 0,160,80", r>>8, g>>8, b>>8)
+	}
+	if s := c.sessionEnded(id, c.admin); s["state"] != "done" {
+		t.Fatalf("session %v", s["state"])
 	}
 }

@@ -268,6 +268,8 @@ export interface paths {
          *       (`AgentStatus`), `agent:screenshot_request` (`ScreenshotRequest`), `invoke` (`InvokeEvent`).
          *     - `agent:host` (`AgentHost`) — the canvas's elected host browser, whenever it changes, and to a
          *       declared browser right after it subscribes.
+         *     - `host:present` (`HostPresentNotice`) — the host session of the canvas's id was shown, hidden or
+         *       navigated (`POST /api/host/{session}/present`); the web UI opens or closes its Pages tab.
          *     - A heartbeat comment (`: ...`) at least every 15 s.
          *
          *     **Browsers** declare themselves with `client_id` (and `capabilities`). Among the browsers that
@@ -690,7 +692,8 @@ export interface paths {
          *     (`{found, name, value}`), `dom.click {selector}`, `dom.type {selector, text, clear?}`, `dom.wait
          *     {selector, timeout_ms?}` (`{found, waited_ms, ...}`), and `snapshot {max_w?, max_h?}` (`{image: {mime:
          *     "image/png", dataUrl, bytes}, width, height}`: the pixels of what the page shows, scaled down to fit).
-         *     Selectors also reach into open shadow roots. Their payloads are checked before anything is sent (422
+         *     Selectors also reach into open shadow roots, and `A >>> B` finds `B` inside `A`'s shadow tree. Their
+         *     payloads are checked before anything is sent (422
          *     naming the field). Any other action goes to the page's own handler (`canvasd.onInvoke(action, handler)`);
          *     a page without one answers `ok: false`.
          */

@@ -11,7 +11,6 @@ import { CanvasView, touched } from "./canvas";
 import { DocPanel } from "./doc";
 import { AgentPanel } from "./agent";
 import { Outbox, sendCommand } from "./outbox";
-import { PagesPanel } from "./pages";
 
 const TOKEN_KEY = "canvasd.token";
 
@@ -33,8 +32,6 @@ class App {
   view: CanvasView;
   doc: DocPanel;
   agent: AgentPanel;
-  /** The agent's pages of the open canvas (its host session). */
-  pages: PagesPanel;
   /**
    * How long opening the canvas took (ms): from open() to its first frame
    * (loadedAt), and since navigation start (openedAt); timing holds the
@@ -68,7 +65,6 @@ class App {
         h("button", { type: "button", id: "redo", text: "Redo", onclick: () => this.history("redo") }),
         h("button", { type: "button", id: "new-note", text: "Note", title: "A sticky note in the middle of the view", onclick: () => this.newNote() }),
         h("button", { type: "button", id: "new-doc", text: "New document", onclick: () => this.newDoc() }),
-        h("button", { type: "button", id: "open-pages", text: "Pages", title: "The agent's pages of this canvas", onclick: () => void this.pages.open(this.canvasId) }),
         h("button", { type: "button", id: "signout", text: "Token…", title: "Forget the token", onclick: () => this.signOut() })),
       h("div", { id: "layout" },
         h("aside", { id: "sidebar" }, h("h2", { text: "Canvases" }),
@@ -109,8 +105,7 @@ class App {
         return this.view.showNodes(ids);
       },
     });
-    this.pages = new PagesPanel(this.client);
-    $("right").append(this.pages.el, this.doc.el, this.agent.el);
+    $("right").append(this.doc.el, this.agent.el);
     this.doc.onAddToChat = (text) => this.agent.addToPrompt(text);
     this.view.onOpenDoc = (id) => this.doc.open(id);
     this.view.onSelection = (ids) => {
@@ -258,7 +253,6 @@ class App {
     this.model = null;
     this.view.leave();
     this.agent.reset();
-    this.pages?.close();
     this.timing = {};
     delete document.body.dataset.loaded;
     for (const li of $("canvas-list").children) li.classList.toggle("active", (li as HTMLElement).dataset.canvasId === id);
@@ -331,7 +325,7 @@ class App {
     live.on("agent:chat", (d) => mine() && this.agent.event("agent:chat", d));
     live.on("agent:status", (d) => mine() && this.agent.event("agent:status", d));
     live.on("agent:screenshot_request", (d) => mine() && this.agent.event("agent:screenshot_request", d));
-    live.on("host:present", (p) => { if (mine() && p.session === id) this.pages.present(p); });
+    live.on("host:present", (p) => { if (mine() && p.session === id) this.agent.present(p); });
     live.on("error", (err) => {
       if (!mine()) return;
       if ((err as { status?: number })?.status === 401) this.failed("", err);
