@@ -156,7 +156,7 @@ func TestViewerFollowsTheSessionInChromium(t *testing.T) {
 // a2uiSamples returns the A2UI v0.8 gallery's samples as JSONL bodies (the
 // spec's files in host/testdata, see its README for their licence), by
 // surface id.
-func a2uiSamples(t *testing.T, dir string) map[string][]byte {
+func a2uiSamples(t testing.TB, dir string) map[string][]byte {
 	t.Helper()
 	files, err := filepath.Glob(filepath.Join("..", "host", "testdata", "a2ui", "v0_8", dir, "*.json"))
 	if err != nil || len(files) == 0 {

@@ -47,7 +47,7 @@ type hostTestEnv struct {
 
 // newHostTestEnv is the lead's test server with the host routes mounted as
 // routes.go mounts them, on a real listener.
-func newHostTestEnv(t *testing.T, cfg host.Config) *hostTestEnv {
+func newHostTestEnv(t testing.TB, cfg host.Config) *hostTestEnv {
 	t.Helper()
 	inbox := &recordingInbox{msgs: make(chan host.Message, 64)}
 	var h *host.Host
