@@ -33,10 +33,6 @@ func (r rect) overlaps(o rect) bool {
 	return r.x0 < o.x1 && o.x0 < r.x1 && r.y0 < o.y1 && o.y0 < r.y1
 }
 
-func (r rect) contains(o rect) bool {
-	return r.x0 <= o.x0 && r.y0 <= o.y0 && o.x1 <= r.x1 && o.y1 <= r.y1
-}
-
 func (r rect) at(x, y float64) rect { return rect{x, y, x + r.w(), y + r.h()} }
 
 func boxRect(b Box) rect { return rect{b.X, b.Y, b.X + b.W, b.Y + b.H} }

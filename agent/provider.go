@@ -171,7 +171,9 @@ func (o *OpenAIProvider) Stream(ctx context.Context, req ModelRequest) (ModelStr
 		if openaiReasoningModel(req.Model) {
 			cr.MaxCompletionTokens = o.maxTokens
 		} else {
-			cr.MaxTokens = o.maxTokens
+			// max_tokens, not max_completion_tokens: many OpenAI-compatible
+			// servers (vLLM, Ollama, older gateways) know only the former.
+			cr.MaxTokens = o.maxTokens //lint:ignore SA1019 see above
 		}
 	}
 	if req.Temperature != nil && !openaiReasoningModel(req.Model) {

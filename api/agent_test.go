@@ -95,7 +95,7 @@ func newFakeOpenAI(t testing.TB, replies ...scriptedReply) *fakeOpenAI {
 	f := &fakeOpenAI{replies: replies, changed: make(chan struct{}, 1)}
 	f.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/v1/chat/completions" || r.Header.Get("Authorization") != "Bearer sk-test" {
-			http.Error(w, `{"error":{"message":"bad path or key"}}`, 401)
+			http.Error(w, `{"error":{"message":"bad path or key"}}`, http.StatusUnauthorized)
 			return
 		}
 		var req openAIRequest

@@ -74,10 +74,6 @@ commits that caused it). canvas_undo/canvas_redo undo and redo your own last cha
 
 // --- tool inputs (their JSON Schemas are inferred from these types) ---
 
-type mcpCanvas struct {
-	CanvasID string `json:"canvas_id" jsonschema:"the canvas id"`
-}
-
 type mcpWrite struct {
 	BaseRev        *int64 `json:"base_rev,omitempty" jsonschema:"the head_rev you last read; omitted: the current head"`
 	IdempotencyKey string `json:"idempotency_key,omitempty" jsonschema:"a key that makes retries safe: a repeat returns the first answer"`
@@ -371,8 +367,7 @@ func (s *Server) mcpAgentEditRequest(ctx context.Context, in mcpAgentEdit) (*mcp
 	if err := mcpAuthorize(ctx, in.CanvasID, canvas.RoleEditor); err != nil {
 		return nil, nil, err
 	}
-	return mcpResult(s.agentEdit(ctx, agentEditRequest{CanvasID: in.CanvasID, NodeID: in.NodeID, Instruction: in.Instruction,
-		Context: in.Context, Model: in.Model, TimeoutMS: in.TimeoutMS}))
+	return mcpResult(s.agentEdit(ctx, agentEditRequest(in)))
 }
 
 // mcpAuthorize checks the caller's role on a canvas.

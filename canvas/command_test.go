@@ -1,7 +1,6 @@
 package canvas
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"reflect"
@@ -156,14 +155,6 @@ func TestValidateIDs(t *testing.T) {
 	if ValidateActorID("agent-123", ActorAgent) == nil || ValidateActorID("agent-0f8fad5b-d9cb-469f-a165-70867728950e", ActorAgent) != nil {
 		t.Error("agent id validation wrong")
 	}
-}
-
-func compactJSON(t *testing.T, b []byte) []byte {
-	var out bytes.Buffer
-	if err := json.Compact(&out, b); err != nil {
-		t.Fatalf("compact %s: %v", b, err)
-	}
-	return out.Bytes()
 }
 
 // TestFingerprintKeepsNumbersExact: an idempotency key reused with args that

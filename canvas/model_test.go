@@ -116,7 +116,7 @@ func TestNodeAppendJSON(t *testing.T) {
 		{ID: "shape:1", Type: "geo", Name: "a <b> & \"c\"\n", ParentID: "frame:é", X: 1, Y: -2.5, W: 1e21, H: 1e-7,
 			Rotation: 123456789.125, Index: "a1", Props: map[string]any{"text": "x\u2028y", "n": json.Number("1.50"), "nested": map[string]any{"k": []any{true, nil}}},
 			CreatedBy: "user<1>", UpdatedBy: "agent", CreatedRev: 1, UpdatedRev: 9007199254740993},
-		{ID: "n", X: 5e-324, Y: -1e-6, W: 0.000001, H: 999999999999999999999, Rotation: -0.0, Props: map[string]any{}},
+		{ID: "n", X: 5e-324, Y: -1e-6, W: 0.000001, H: 999999999999999999999, Rotation: math.Copysign(0, -1), Props: map[string]any{}},
 	} {
 		want, err := json.Marshal(&n)
 		if err != nil {

@@ -689,7 +689,7 @@ func TestApplyIsAtomic(t *testing.T) {
 
 func TestStateRoundTrip(t *testing.T) {
 	h := newRH(t)
-	h.box("a", 0.1, -0.0, 1e-300, 1e300)
+	h.box("a", 0.1, math.Copysign(0, -1), 1e-300, 1e300)
 	h.box("b", 1, 2, 3, 4)
 	h.do("create_edge", `{"id":"e","from":"a","to":"b","props":{"n":[1,null,{"x":"y"}]}}`)
 	h.do("delete_node", `{"id":"b"}`)
