@@ -24,7 +24,7 @@ build: ui ## build bin/canvasd with the web UI embedded
 # The web UI (web/ui, TypeScript) is bundled into web/dist, which the binary
 # embeds. npm ci runs when the lockfile is newer than node_modules; the
 # bundle is rebuilt when a source file is newer than it.
-UI_SRC := $(filter-out %.test.ts,$(wildcard web/ui/src/* clients/js/src/*.ts)) web/ui/build.mjs web/ui/index.html web/ui/boot.js web/ui/package-lock.json
+UI_SRC := $(filter-out %.test.ts,$(wildcard web/ui/src/* web/ui/shell/* clients/js/src/*.ts)) web/ui/build.mjs web/ui/index.html web/ui/boot.js web/ui/package-lock.json
 .PHONY: ui
 ui: web/dist/index.html ## build the web UI bundle (Node 20 + npm) into web/dist
 
@@ -84,6 +84,8 @@ bench: deps ui ## run the benchmarks of the performance targets (docs/architectu
 	-$(GO) test -run '^$$' -bench 'PNGViewport1000|PNGCanvas10000' -benchtime 5x -timeout 10m ./render/ | grep -E '^Benchmark|FAIL|^panic|_test\.go:[0-9]+:'
 	@echo "== files: import of a 5,000-node JSON Canvas file over HTTP, end to end (target <= 500 ms)"
 	-$(GO) test -run '^$$' -bench 'ImportJSONCanvas5000' -benchtime 5x -timeout 10m ./api/ | grep -E '^Benchmark|FAIL|^panic|_test\.go:[0-9]+:'
+	@echo "== agent pages in Chromium: host action round trip (eval p95 <= 50 ms), snapshot of a 1280x800 page as PNG (p95 <= 300 ms), A2UI gallery on screen; with the load average"
+	-$(GO) test -run '^$$' -bench '^BenchmarkHostPage$$' -benchtime 1x -timeout 10m ./api/ | grep -E '^Benchmark|FAIL|^panic|_test\.go:[0-9]+:'
 	@echo "== PostgreSQL (needs CANVASD_TEST_DATABASE_URL): durable appends, HTTP apply (target >= 5,000 commits/s across 16 canvases), cross-process SSE"
 	-@if [ -n "$$CANVASD_TEST_DATABASE_URL" ]; then \
 	  $(GO) test -run '^$$' -bench 'Append' -benchtime 3s ./store/pgstore/ | grep -E '^Benchmark|FAIL|^panic|_test\.go:[0-9]+:'; \

@@ -18,6 +18,10 @@ import (
 func (s *session) apply(ts *turnState, a Action, at time.Time) error {
 	v, _ := verbByName(a.Name)
 	if v.Meta {
+		if isHostVerb(a.Name) {
+			s.applyHost(a) // host_actions.go
+			return nil
+		}
 		s.applyMeta(a)
 		return nil
 	}

@@ -304,7 +304,8 @@ func Verbs() []Verb {
 				Sample: `{"label":"before refactor"}`})
 		}
 	}
-	return append(out, Verb{Name: "apply_preset", Description: "Brand macro: style targetIds with a preset (Hero, Callout, Quiet, Wire, Label), or create a new note with it at x, y.", Params: t(ApplyPresetParams{}), Sample: `{"preset":"Callout","x":100,"y":400,"text":"Raw concrete"}`, Macro: true})
+	out = append(out, Verb{Name: "apply_preset", Description: "Brand macro: style targetIds with a preset (Hero, Callout, Quiet, Wire, Label), or create a new note with it at x, y.", Params: t(ApplyPresetParams{}), Sample: `{"preset":"Callout","x":100,"y":400,"text":"Raw concrete"}`, Macro: true})
+	return append(out, hostVerbs()...) // the canvas host's actions (host_actions.go)
 }
 
 // verbByName finds a catalog entry.

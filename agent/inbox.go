@@ -43,7 +43,8 @@ type UserAction struct {
 
 // Inbox is what the HTTP side (cmd/canvasd's host.Inbox adapter) posts
 // messages to. *Runner delivers them to its sessions; *Queue (agents run as
-// separate workers) refuses them with canvas.ErrUnavailable.
+// separate `canvasd agent` workers) queues them in the shared store as
+// pending turns of a queued session, for the worker that claims it.
 type Inbox interface {
 	// PostMessage adds m as a new turn of session sessionID; see Runner.PostMessage.
 	PostMessage(ctx context.Context, sessionID string, m UserMessage) error
@@ -465,14 +466,19 @@ func (s *session) handOff(final string) {
 	}
 }
 
-// PostMessage checks that the session exists and that m.Principal has the
-// editor role on its canvas (canvas.ErrNotFound, canvas.ErrForbidden), then
-// refuses the message with canvas.ErrUnavailable: on a server whose agents
-// run as separate `canvasd agent` workers, messages and userActions are not
-// delivered (the stored queue carries only run requests); run canvasd with
-// the in-process agent to use them.
+// PostMessage makes m a turn of session sessionID on a server whose agents
+// run as `canvasd agent` workers: the session must exist
+// (canvas.ErrNotFound) and m.Principal needs the editor role on its canvas
+// (canvas.ErrForbidden). A session that has ended is queued again with m as
+// its pending turn (canvas.AgentSession.Pending), for the worker that claims
+// it: it continues its transcript, stats and turn count, as a reopened
+// session of the in-process runner does. A session that is still queued or
+// running in a worker cannot take it (a worker does not read new turns while
+// it runs): a *canvas.ErrConflict error that says to send it once the session
+// has ended, or to the session's canvas (which starts a new run).
 func (q *Queue) PostMessage(ctx context.Context, sessionID string, m UserMessage) error {
-	if _, _, err := m.turn(); err != nil {
+	t, entry, err := m.turn()
+	if err != nil {
 		return err
 	}
 	rec, err := q.store.GetAgentSession(ctx, sessionID)
@@ -482,24 +488,68 @@ func (q *Queue) PostMessage(ctx context.Context, sessionID string, m UserMessage
 	if err := mayMessage(m.Principal, sessionID, rec.CanvasID); err != nil {
 		return err
 	}
-	return errQueueMessages
+	now := q.now().UTC()
+	rec.Transcript = append(rec.Transcript, client.TranscriptEntry{Role: "user", Text: entry, TS: now})
+	if n := len(rec.Transcript); n > 500 {
+		rec.Transcript = rec.Transcript[n-500:]
+	}
+	rec.Pending = append(rec.Pending, pendingOf(t))
+	prev := rec.State
+	rec.State, rec.Detail, rec.UpdatedAt = canvas.AgentQueued, "", now
+	if err := q.store.ReopenAgentSession(ctx, rec, now.Add(-q.cfg.Watchdog)); err != nil {
+		if errors.Is(err, canvas.ErrConflict) {
+			return fmt.Errorf("%w: agent session %q is %s in a `canvasd agent` worker, which takes no new turns while it runs; "+
+				"send the message once the session has ended, or to its canvas (POST /api/host/%s/messages starts a new run there)",
+				canvas.ErrConflict, sessionID, prev, rec.CanvasID)
+		}
+		return err
+	}
+	q.publish(rec.CanvasID, StatusEvent{Type: "agent:status", SessionID: rec.ID, State: client.AgentScheduled, Detail: "a message is queued for an agent worker"})
+	return nil
 }
 
-// PostToCanvas checks m.Principal's editor role on canvasID
-// (canvas.ErrForbidden) and refuses the message with canvas.ErrUnavailable,
-// as PostMessage does.
+// PostToCanvas queues a new agent session on canvasID whose first turn is
+// m (its pending turn, canvas.AgentSession.Pending), for the `canvasd agent`
+// worker that claims it, and returns its id. m.Principal needs the editor
+// role on the canvas (canvas.ErrForbidden); a canvas that does not exist is
+// canvas.ErrNotFound.
 func (q *Queue) PostToCanvas(ctx context.Context, canvasID string, m UserMessage) (string, error) {
-	if _, _, err := m.turn(); err != nil {
+	t, entry, err := m.turn()
+	if err != nil {
 		return "", err
+	}
+	if canvasID == "" {
+		return "", canvas.Invalid("canvas_id", "is required")
 	}
 	if !m.Principal.CanAccess(canvasID, canvas.RoleEditor) {
 		return "", fmt.Errorf("%w: sending a message to the agent of canvas %q needs the editor role on it", canvas.ErrForbidden, canvasID)
 	}
-	return "", errQueueMessages
+	rec, err := newSessionRecord(q.cfg, client.AgentRunRequest{RoomID: canvasID, Message: truncUTF8(t.text, 20000)}, q.now(), canvas.AgentQueued)
+	if err != nil {
+		return "", err
+	}
+	rec.Transcript = []client.TranscriptEntry{{Role: "user", Text: entry, TS: rec.CreatedAt}}
+	rec.Pending = []canvas.PendingTurn{pendingOf(t)}
+	if err := q.store.CreateAgentSession(ctx, rec); err != nil {
+		return "", err
+	}
+	q.publish(rec.CanvasID, StatusEvent{Type: "agent:status", SessionID: rec.ID, State: client.AgentScheduled, Detail: "a message is queued for an agent worker"})
+	return rec.ID, nil
 }
 
-var errQueueMessages = &UnavailableError{Reason: "this server queues agent runs for separate `canvasd agent` workers, which do not take messages or userActions; " +
-	"start canvasd with the in-process agent (--agent inprocess) to send them, or start a new run with POST /api/canvas-agent/run"}
+// pendingOf is the stored form of a message turn.
+func pendingOf(t task) canvas.PendingTurn {
+	return canvas.PendingTurn{Text: t.text, Image: t.image, From: t.from}
+}
+
+// pendingTasks are the turns of a claimed session's pending messages.
+func pendingTasks(p []canvas.PendingTurn) []task {
+	out := make([]task, len(p))
+	for i, t := range p {
+		out[i] = task{kind: TurnMessage, text: t.Text, image: t.Image, from: t.From}
+	}
+	return out
+}
 
 // UnavailableError is a canvas.ErrUnavailable whose text is meant for the
 // sender: the API answers it as a 503 problem with the text as its detail

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -337,7 +338,13 @@ func TestPostToCanvas(t *testing.T) {
 	}
 }
 
-func TestQueueRefusesMessages(t *testing.T) {
+// TestQueueQueuesMessages: on a server whose agents run as workers, a
+// message for a canvas queues a new session whose first turn is the message
+// (its image kept in the store for the worker), and a message for a session
+// that has ended queues it again with the message; a worker claims both and
+// runs the messages as turns: the image reaches the model. A session still
+// queued or running cannot take a message (409).
+func TestQueueQueuesMessages(t *testing.T) {
 	e := newInboxEnv(t, nil)
 	e.canvas("c1")
 	ctx := context.Background()
@@ -346,9 +353,9 @@ func TestQueueRefusesMessages(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := q.PostMessage(ctx, id, agent.UserMessage{Principal: editor(), Prompt: "x"}); !errors.Is(err, canvas.ErrUnavailable) ||
-		!strings.Contains(err.Error(), "canvasd agent") {
-		t.Fatalf("queue: %v", err)
+	if err := q.PostMessage(ctx, id, agent.UserMessage{Principal: editor(), Prompt: "x"}); !errors.Is(err, canvas.ErrConflict) ||
+		!strings.Contains(err.Error(), "once the session has ended") {
+		t.Fatalf("a message for a session still queued: %v", err)
 	}
 	if err := q.PostMessage(ctx, "as_nope", agent.UserMessage{Principal: editor(), Prompt: "x"}); !errors.Is(err, canvas.ErrNotFound) {
 		t.Fatalf("unknown: %v", err)
@@ -360,8 +367,45 @@ func TestQueueRefusesMessages(t *testing.T) {
 	if err := q.PostMessage(ctx, id, agent.UserMessage{Principal: viewer, Prompt: "x"}); !errors.Is(err, canvas.ErrForbidden) {
 		t.Fatalf("viewer: %v", err)
 	}
-	if _, err := q.PostToCanvas(ctx, "c1", agent.UserMessage{Principal: editor(), Prompt: "x"}); !errors.Is(err, canvas.ErrUnavailable) {
-		t.Fatalf("queue to canvas: %v", err)
+	if _, err := q.PostToCanvas(ctx, "c1", agent.UserMessage{Principal: editor("c2"), Prompt: "x"}); !errors.Is(err, canvas.ErrForbidden) {
+		t.Fatalf("to a canvas the sender may not edit: %v", err)
+	}
+	if _, err := q.PostToCanvas(ctx, "nope", agent.UserMessage{Principal: editor(), Prompt: "x"}); !errors.Is(err, canvas.ErrNotFound) {
+		t.Fatalf("to a canvas that does not exist: %v", err)
+	}
+	img, err := q.PostToCanvas(ctx, "c1", agent.UserMessage{Principal: editor(), Prompt: "What is this?", ImageDataURL: pngDataURL(), Source: "applet", AppletSlug: "doodle"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored, err := e.sessions.GetAgentSession(ctx, img)
+	if err != nil || stored.State != canvas.AgentQueued || len(stored.Pending) != 1 || stored.Pending[0].Image != pngDataURL() ||
+		stored.Pending[0].Text != "What is this?" {
+		t.Fatalf("the queued message session: %+v %v", stored, err)
+	}
+
+	// A worker claims the sessions and runs the message turns.
+	wctx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- e.runner.Work(wctx, agent.WorkerOptions{Poll: 20 * time.Millisecond}) }()
+	defer func() { stop(); <-done }()
+	s := e.wait(img)
+	tr, _ := json.Marshal(s.Transcript)
+	want := fmt.Sprintf("I received an image/png image of %d bytes.", len(tinyPNG))
+	if s.State != client.AgentDone || !strings.Contains(string(tr), "[applet doodle] What is this? (image attached: image/png") || !strings.Contains(string(tr), want) {
+		t.Fatalf("the message session ran as %s: %s", s.State, tr)
+	}
+	if again, _ := e.sessions.GetAgentSession(ctx, img); len(again.Pending) != 0 {
+		t.Fatalf("the pending turn is still stored: %+v", again.Pending)
+	}
+	// A message for the session that has ended queues it again.
+	e.wait(id)
+	if err := q.PostMessage(ctx, img, agent.UserMessage{Principal: editor(), Prompt: "And now?"}); err != nil {
+		t.Fatal(err)
+	}
+	s = e.wait(img)
+	tr, _ = json.Marshal(s.Transcript)
+	if s.State != client.AgentDone || !strings.Contains(string(tr), "And now?") || s.Stats.Turns < 2 {
+		t.Fatalf("the session after the second message: %s turns %d: %s", s.State, s.Stats.Turns, tr)
 	}
 }
 

@@ -172,8 +172,15 @@ func (r *Runner) running() bool {
 
 // launch starts the worker goroutine of a stored session. remote: the
 // session was claimed from the shared queue, so a cancel may arrive through
-// the store (polled).
+// the store (polled). A session queued with pending turns (messages taken
+// by a server whose agents run as workers) runs those, and drops them from
+// what it saves; any other runs its message as its first turn.
 func (r *Runner) launch(rec client.AgentSession, remote bool) error {
+	if len(rec.Pending) > 0 {
+		tasks := pendingTasks(rec.Pending)
+		rec.Pending = nil
+		return r.launchTasks(rec, remote, tasks)
+	}
 	return r.launchTasks(rec, remote, []task{{kind: TurnInitial, text: rec.Message}})
 }
 

@@ -613,6 +613,8 @@ func (s *Sanitizer) sanitizeFields(a Action, v Verb, refs *refResolver) (map[str
 			if ids := refs.resolveAll(val); len(ids) > 0 {
 				out[name] = ids
 			}
+		case ft.Kind() == reflect.Interface: // any JSON (applet_invoke's payload), kept as sent
+			out[name] = val
 		}
 	}
 	return out, ""

@@ -46,6 +46,10 @@ type session struct {
 	queue    []task
 	canceled bool
 	ended    bool // the worker took its last task: a message must relaunch the session (inbox.go)
+	// What this turn's page actions answered, for the next turn (host_actions.go).
+	hostResults []string
+	hostImage   string // the last snapshot, a data URL
+	hostTurns   int    // host-results turns queued in this launch
 
 	// worker-goroutine state
 	spec      string

@@ -336,6 +336,7 @@ func (s *session) streamReply(provider Provider, req ModelRequest) (*turnState, 
 // follow-up. A reply cut off at the output-token bound is logged and said
 // in the session's chat.
 func (s *session) planNext(t task, v turnView, ts *turnState) {
+	s.hostFollowUp() // what the page actions answered (host_actions.go)
 	if ts.truncated {
 		s.r.log.Warn("agent: the model reply hit the output-token bound and was cut off", "session_id", s.rec.ID, "turn", s.turn,
 			"model", s.spec, "max_tokens", s.r.d.Config.MaxTokens)
@@ -403,6 +404,8 @@ func (s *session) instruction(t task) string {
 			"\nThe shapes you already made are in the context; do not create them again."
 	case TurnMessage:
 		return messageInstruction(t)
+	case TurnHostResults:
+		return hostResultsInstruction(t, s.rec.Message)
 	case TurnLint:
 		return "The shapes you just made or changed have layout problems. Fix them with update_shape, move or resize " +
 			"(do not create shapes again, and do not touch shapes of others):\n" + t.text + "\nThe task was: " + s.rec.Message

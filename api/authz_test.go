@@ -279,6 +279,13 @@ func authzRows() []authzRow {
 		{method: "POST", pattern: "/api/host/{session}/a2ui/reset", req: static("POST", "/api/host/"+authzA+"/a2ui/reset", ""), expect: onA(canvas.RoleEditor, 204)},
 		{method: "POST", pattern: "/api/host/{session}/actions", req: static("POST", "/api/host/"+authzA+"/actions", ua), expect: onA(canvas.RoleEditor, 202)},
 		{method: "POST", pattern: "/api/host/{session}/present", req: static("POST", "/api/host/"+authzA+"/present", `{"action":"show"}`), expect: onA(canvas.RoleEditor, 200)},
+		// The pages' bridge (a host session talks to the agent of the canvas
+		// of its id; agent links need a key or the person's confirmation).
+		{method: "POST", pattern: "/api/host/{session}/messages", req: static("POST", "/api/host/"+authzA+"/messages", `{"prompt":"hi"}`), expect: onA(canvas.RoleEditor, 202)},
+		{method: "POST", pattern: "/api/host/{session}/agent-link", req: static("POST", "/api/host/"+authzA+"/agent-link", `{"message":"hi","confirmed":true}`),
+			expect: onA(canvas.RoleEditor, 202)},
+		{method: "GET", pattern: "/api/host/{session}/link-key", req: static("GET", "/api/host/"+authzA+"/link-key", ""), expect: onA(canvas.RoleEditor, 200)},
+		{method: "GET", pattern: "/api/host/{session}/viewer", req: static("GET", "/api/host/"+authzA+"/viewer", ""), expect: onA(canvas.RoleViewer, 200)},
 		// A message goes to an agent session; the agent's inbox checks the
 		// sender may talk to it (none is wired here), so any editor may post.
 		{method: "POST", pattern: "/api/sessions/{id}/messages", req: static("POST", "/api/sessions/s1/messages", `{"prompt":"hi"}`),

@@ -229,6 +229,8 @@ func hostileLimits(z *authzEnv) map[string]int64 {
 		"POST /api/host/{session}/a2ui/reset":                 4 << 10,
 		"POST /api/host/{session}/actions":                    256 << 10,
 		"POST /api/host/{session}/present":                    16 << 10,
+		"POST /api/host/{session}/messages":                   messageBodyLimit(hc.MaxImageBytes),
+		"POST /api/host/{session}/agent-link":                 64 << 10,
 		"POST /api/sessions/{id}/messages":                    messageBodyLimit(hc.MaxImageBytes),
 		"POST /api/invoke":                                    maxInvokeBody,
 		"POST /api/invoke/{invoke_id}":                        maxInvokeBody,

@@ -25,6 +25,7 @@ import (
 	"github.com/canvasd/canvasd/store"
 	"github.com/canvasd/canvasd/store/pgstore"
 	"github.com/canvasd/canvasd/store/sqlitestore"
+	"github.com/canvasd/canvasd/web"
 )
 
 const testAdmin = "cvd_test_admin_token"
@@ -140,6 +141,9 @@ func newTestEnvOn(t testing.TB, st store.Store, opts ...envOption) *testEnv {
 func newHost(t testing.TB, st store.Store, cfg host.Config) *host.Host {
 	t.Helper()
 	cfg.Store, cfg.DataDir = st, t.TempDir()
+	if cfg.ShellFS == nil {
+		cfg.ShellFS = web.ShellFS() // the built pages (make ui); without them the viewer is a welcome page
+	}
 	h, err := host.New(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"path"
 	"strings"
 	"time"
 
@@ -89,18 +90,18 @@ func restOfPath(r *http.Request, prefix string) (string, error) {
 // handlePage serves GET /host/{session}/{path}.
 //
 // A browser navigation that carries a token (?access_token= or a bearer
-// header) with the viewer role on the session is answered 303 to
-// /host/{session}/~{ticket}/{path} (the query kept without access_token), so
-// the page's relative URLs (style.css, app.js) carry the ticket and the
-// page's scripts never see the token. When the target is the built-in A2UI
-// shell, which needs the token for /sse/host and its POSTs, the redirect goes
-// to .../~{ticket}/__canvas__/#access_token=... : the fragment is never sent
-// to a server and that URL only ever serves our shell, never an agent-written
-// page. Other token requests (API clients: no Sec-Fetch-Mode: navigate and no
-// text/html in Accept) get the file directly, as before tickets.
+// header) with the viewer role on the session is answered 303 to a page
+// ticket URL, so that the token never stays in an address bar or a
+// history: a page (the session root, a directory, an .html file, the
+// viewer itself) goes to the session's viewer,
+// /host/{session}/~{ticket}/__canvas__/?page={path} (the viewer shows it in
+// its frame and carries the session's bridge capability in its HTML), any
+// other file to /host/{session}/~{ticket}/{path}. The query is kept without
+// access_token. Other token requests (API clients: no Sec-Fetch-Mode:
+// navigate and no text/html in Accept) get the file directly, as stored.
 //
 // Under /host/{session}/~{ticket}/ the ticket alone authorizes GET of the
-// session's files and the shell; it is checked on every request (see
+// session's files and the viewer; it is checked on every request (see
 // serveTicketPage). Tickets are never accepted on /api or /sse routes.
 func (h *hostAPI) handlePage(w http.ResponseWriter, r *http.Request) {
 	session, err := sessionParam(r)
@@ -128,13 +129,13 @@ func (h *hostAPI) handlePage(w http.ResponseWriter, r *http.Request) {
 			h.s.problem(w, r, err)
 			return
 		}
-		clean, _, err := host.ParsePath(rest)
+		clean, dir, err := host.ParsePath(rest)
 		if err != nil {
 			h.s.problem(w, r, err)
 			return
 		}
 		if isNavigation(r) {
-			h.redirectToTicket(w, r, session, rest, clean)
+			h.redirectToTicket(w, r, session, rest, clean, dir)
 			return
 		}
 	}
@@ -160,34 +161,44 @@ func isNavigation(r *http.Request) bool {
 }
 
 // redirectToTicket answers 303 to the ticket URL of the escaped path rest
-// (clean is its ParsePath form). The caller has authorized the viewer role.
-func (h *hostAPI) redirectToTicket(w http.ResponseWriter, r *http.Request, session, rest, clean string) {
-	tok := tokenFrom(r, headerOrQuery)
-	ticket, err := h.host.MintTicket(session, HashToken(tok))
+// (clean and dir are its ParsePath form): the viewer for a page, the file
+// itself otherwise. The caller has authorized the viewer role.
+func (h *hostAPI) redirectToTicket(w http.ResponseWriter, r *http.Request, session, rest, clean string, dir bool) {
+	ticket, err := h.host.MintTicket(session, HashToken(tokenFrom(r, headerOrQuery)))
 	if err != nil {
 		h.s.problem(w, r, err)
 		return
 	}
-	target, fragment := rest, ""
-	shell, err := h.host.ServesShell(r.Context(), session, clean)
-	if err != nil {
-		h.s.problem(w, r, err)
-		return
-	}
-	if shell {
-		// Only __canvas__/ is guaranteed to serve the shell (agents cannot
-		// write there), so only it may receive the token, in the fragment.
-		target, fragment = host.ReservedDir+"/", "#access_token="+url.QueryEscape(tok)
-		if clean == "" {
-			fragment += "&root=1" // the shell stands in for the session root: it opens index.html when it appears
+	base := "/host/" + session + "/" + host.TicketPrefix + ticket + "/"
+	q := withoutAccessToken(r.URL.RawQuery)
+	var loc string
+	switch ext := strings.ToLower(path.Ext(clean)); {
+	case clean == host.ReservedDir || clean == host.ReservedDir+"/index.html":
+		loc = base + host.ReservedDir + "/"
+		if q != "" {
+			loc += "?" + q
+		}
+	case clean == "" || dir || ext == ".html" || ext == ".htm" || ext == "":
+		// A page (or a directory named without its slash): shown in the viewer.
+		page := clean
+		if dir && clean != "" {
+			page += "/"
+		}
+		if q != "" {
+			page += "?" + q
+		}
+		loc = base + host.ReservedDir + "/"
+		if page != "" {
+			loc += "?page=" + url.QueryEscape(page)
+		}
+	default:
+		loc = base + rest
+		if q != "" {
+			loc += "?" + q
 		}
 	}
-	loc := "/host/" + session + "/" + host.TicketPrefix + ticket + "/" + target
-	if q := withoutAccessToken(r.URL.RawQuery); q != "" {
-		loc += "?" + q
-	}
 	hd := w.Header()
-	hd.Set("Location", loc+fragment)
+	hd.Set("Location", loc)
 	hd.Set("Cache-Control", "no-store")
 	hd.Set("Referrer-Policy", "no-referrer")
 	w.WriteHeader(http.StatusSeeOther)
@@ -214,7 +225,7 @@ func withoutAccessToken(raw string) string {
 // verify (HMAC, constant time), be unexpired and minted for this session, and
 // the token it was minted for must still exist and still have the viewer role
 // on the session (so revoking the token ends its tickets at once). Any token
-// on the request is ignored. The path rules are those of ServePage.
+// on the request is ignored. What it serves is host.ServeTicketPage's.
 func (h *hostAPI) serveTicketPage(w http.ResponseWriter, r *http.Request, session, ticket, rest string, slash bool) {
 	t, err := h.host.VerifyTicket(session, ticket)
 	if err == nil {
@@ -228,7 +239,7 @@ func (h *hostAPI) serveTicketPage(w http.ResponseWriter, r *http.Request, sessio
 		redirectSlash(w, r)
 		return
 	}
-	if err := h.host.ServePage(w, r, session, rest); err != nil {
+	if err := h.host.ServeTicketPage(w, r, t, ticket, rest); err != nil {
 		h.s.problem(w, r, err)
 	}
 }
@@ -460,8 +471,9 @@ func (h *hostAPI) handleResetA2UI(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
-// handleAction accepts a userAction from the A2UI shell and hands it to the
-// agent's inbox as a message.
+// handleAction accepts a userAction from the A2UI page (through its
+// viewer: a token or the session's capability) and hands it to the agent of
+// the session's canvas as a message (the canvas is created when missing).
 func (h *hostAPI) handleAction(w http.ResponseWriter, r *http.Request) {
 	session, ok := h.authorizedSession(w, r, canvas.RoleEditor)
 	if !ok {
@@ -479,6 +491,10 @@ func (h *hostAPI) handleAction(w http.ResponseWriter, r *http.Request) {
 	}
 	delivered := false // nothing to deliver to without an agent inbox; the action is dropped after validation
 	if h.inbox != nil {
+		if _, err := h.sessionCanvas(r, session); err != nil {
+			h.s.problem(w, r, err)
+			return
+		}
 		m := host.Message{SessionID: session, HostSession: session, Principal: principalFrom(r.Context()),
 			Prompt: fmt.Sprintf("userAction %q from component %q on surface %q", a.Name, a.SourceComponentID, a.SurfaceID),
 			Source: "a2ui", Action: &a, ReceivedAt: time.Now().UTC()}
@@ -493,7 +509,7 @@ func (h *hostAPI) handleAction(w http.ResponseWriter, r *http.Request) {
 }
 
 // handlePresent publishes a present event (show, hide, navigate) to the
-// session's browsers.
+// session's viewers (in a tab of their own or in a web UI's pages panel).
 func (h *hostAPI) handlePresent(w http.ResponseWriter, r *http.Request) {
 	session, ok := h.authorizedSession(w, r, canvas.RoleEditor)
 	if !ok {
@@ -504,10 +520,28 @@ func (h *hostAPI) handlePresent(w http.ResponseWriter, r *http.Request) {
 		h.s.problem(w, r, err)
 		return
 	}
-	n, err := h.host.Present(session, p)
+	n, panels, err := h.present(session, p)
 	if err != nil {
 		h.s.problem(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]int{"browsers": n})
+	writeJSON(w, http.StatusOK, map[string]int{"browsers": n, "panels": panels})
+}
+
+// EventHostPresent is the event on a canvas's stream that tells the web
+// UI's pages panel to show, hide or navigate host session {session} (the
+// session of the canvas's id): {session, action, path?}.
+const EventHostPresent = "host:present"
+
+// present publishes p to the session's viewers and, as EventHostPresent, to
+// the stream of the session's canvas (where a web UI opens its pages panel).
+// It returns how many viewers and canvas subscribers it reached.
+func (h *hostAPI) present(session string, p host.Presentation) (viewers, panels int, err error) {
+	n, err := h.host.Present(session, p)
+	if err != nil {
+		return 0, 0, err
+	}
+	panels = h.s.hub.Subscribers(session)
+	h.s.hub.PublishEvent(session, EventHostPresent, map[string]string{"session": session, "action": p.Action, "path": p.Path})
+	return n, panels, nil
 }

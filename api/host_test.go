@@ -47,7 +47,7 @@ type hostTestEnv struct {
 
 // newHostTestEnv is the lead's test server with the host routes mounted as
 // routes.go mounts them, on a real listener.
-func newHostTestEnv(t *testing.T, cfg host.Config) *hostTestEnv {
+func newHostTestEnv(t testing.TB, cfg host.Config) *hostTestEnv {
 	t.Helper()
 	inbox := &recordingInbox{msgs: make(chan host.Message, 64)}
 	var h *host.Host
@@ -126,7 +126,7 @@ func TestHostPagesAndFilesE2E(t *testing.T) {
 	if r := e.do("PUT", "/api/host/sess/files/big.bin", editor, strings.Repeat("x", 2000)); r.Status != 413 {
 		t.Fatalf("big file: %d %s", r.Status, r.Body)
 	}
-	for _, p := range []string{"..%2Fx", "%2e%2e/x", "a/../../x", ".env", "__canvas__/shell.js"} {
+	for _, p := range []string{"..%2Fx", "%2e%2e/x", "a/../../x", ".env", "__canvas__/page.js"} {
 		if r := e.do("PUT", "/api/host/sess/files/"+p, editor, "x"); r.Status != 400 && r.Status != 404 && r.Status != 422 {
 			t.Errorf("PUT %s: %d", p, r.Status)
 		}
@@ -150,16 +150,18 @@ func TestHostPagesAndFilesE2E(t *testing.T) {
 	if status, _, _ := e.raw("GET", "/host/sess/?access_token="+other, nil); status != 403 {
 		t.Fatalf("page with another scope: %d", status)
 	}
-	// Built-in assets are public; the shell page needs a token.
-	if status, hdr, body := e.raw("GET", "/host/sess/__canvas__/shell.js", nil); status != 200 || !strings.Contains(body, "EventSource") ||
+	// Built-in assets are public; the viewer needs a token (and carries a
+	// capability only under a page ticket).
+	if status, hdr, body := e.raw("GET", "/host/sess/__canvas__/page.js", nil); status != 200 || !strings.Contains(body, "canvasd") ||
 		!strings.Contains(hdr.Get("Content-Type"), "javascript") {
 		t.Fatalf("asset: %d %q", status, hdr.Get("Content-Type"))
 	}
 	if status, _, _ := e.raw("GET", "/host/sess/__canvas__/", nil); status != 401 {
-		t.Fatalf("shell without token: %d", status)
+		t.Fatalf("viewer without token: %d", status)
 	}
-	if status, _, body := e.raw("GET", "/host/fresh/?access_token="+editor, nil); status != 200 || !strings.Contains(body, `content="fresh"`) {
-		t.Fatalf("shell for a session without index: %d", status)
+	if status, _, body := e.raw("GET", "/host/fresh/?access_token="+editor, nil); status != 200 || !strings.Contains(body, `content="fresh"`) ||
+		!strings.Contains(body, `name="canvasd-cap" content=""`) {
+		t.Fatalf("viewer of a session without index, for an API client: %d %q", status, body)
 	}
 	// Hostile paths over the real route table, with a valid token.
 	for _, p := range []string{"/host/sess/../../etc/passwd", "/host/sess/..%2f..%2fetc%2fpasswd", "/host/sess/%2e%2e/%2e%2e/etc/passwd",

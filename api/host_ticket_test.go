@@ -113,24 +113,40 @@ func TestHostPageTickets(t *testing.T) {
 	// A browser opening the page with ?access_token= is sent to the ticket URL,
 	// the rest of the query kept; the ticket URL serves the page and its
 	// relative assets without any token.
+	// A page goes to the session's viewer, which shows it in its frame.
 	ticket, loc := e.openTicket("/host/site/?b=2&access_token="+viewer+"&a=%20x", navigate)
-	if want := "/host/site/~" + ticket + "/?b=2&a=%20x"; loc != want {
+	if want := "/host/site/~" + ticket + "/__canvas__/?page=" + url.QueryEscape("?b=2&a=%20x"); loc != want {
 		t.Fatalf("Location %q, want %q", loc, want)
 	}
 	if len(ticket) > 200 {
 		t.Errorf("ticket is %d characters", len(ticket))
 	}
-	status, hdr, body := e.get(loc, nil)
-	if status != 200 || body != index || !strings.HasPrefix(hdr.Get("Content-Security-Policy"), "sandbox allow-scripts") {
-		t.Fatalf("ticket page: %d %q %v", status, body, hdr)
-	}
 	base := "/host/site/~" + ticket + "/"
+	status, hdr, body := e.get(loc, nil)
+	if status != 200 || !strings.Contains(body, `content="site"`) || !strings.Contains(body, `name="canvasd-cap" content="`+host.CapPrefix) ||
+		!strings.Contains(body, `name="canvasd-base" content="`+base+`"`) ||
+		!strings.Contains(hdr.Get("Content-Security-Policy"), "frame-src http://") || !strings.Contains(hdr.Get("Content-Security-Policy"), "/host/site/;") ||
+		hdr.Get("Cache-Control") != "no-store" {
+		t.Fatalf("viewer: %d %q %v", status, body, hdr)
+	}
+	// In the viewer's frame the page is served with the runtime first; as a
+	// top-level document it is sent to the viewer.
+	frame := map[string]string{"Sec-Fetch-Dest": "iframe", "Sec-Fetch-Mode": "navigate"}
+	status, hdr, body = e.get(base+"?b=2", frame)
+	if status != 200 || body != `<!doctype html><script src="/host/site/__canvas__/page.js"></script>`+index[len("<!doctype html>"):] ||
+		!strings.HasPrefix(hdr.Get("Content-Security-Policy"), "sandbox allow-scripts") {
+		t.Fatalf("ticket page in a frame: %d %q %v", status, body, hdr)
+	}
+	status, hdr, _ = e.get(base+"sub/page.html?x=1", navigate)
+	if want := base + "__canvas__/?page=" + url.QueryEscape("sub/page.html?x=1"); status != 303 || hdr.Get("Location") != want {
+		t.Fatalf("ticket page at the top level: %d %q, want 303 to %q", status, hdr.Get("Location"), want)
+	}
 	for _, c := range []struct{ path, body, ctype string }{
 		{"style.css", "body { background: rgb(1, 2, 3) }", "text/css"},
 		{"app.js", "document.title = 'ran'", "javascript"},
 		{"sub/page.html", "<p>sub page</p>", "text/html"},
-		{"index.html", index, "text/html"},
-		{"__canvas__/shell.js", "EventSource", "javascript"},
+		{"index.html", index[len("<!doctype html>"):], "text/html"},
+		{"__canvas__/page.js", "canvasd", "javascript"},
 	} {
 		status, hdr, body := e.get(base+c.path, nil)
 		if status != 200 || !strings.Contains(body, c.body) || !strings.Contains(hdr.Get("Content-Type"), c.ctype) {
@@ -139,7 +155,7 @@ func TestHostPageTickets(t *testing.T) {
 	}
 	// A bearer header works as the query does; a deep path keeps its path.
 	_, loc = e.openTicket("/host/site/sub/page.html", map[string]string{"Authorization": "Bearer " + viewer, "Accept": "text/html"})
-	if !strings.HasSuffix(loc, "/sub/page.html") {
+	if !strings.HasSuffix(loc, "/__canvas__/?page=sub%2Fpage.html") {
 		t.Errorf("deep path redirect %q", loc)
 	}
 	// The ticket segment without its slash gets it, so relative URLs resolve under it.
@@ -161,22 +177,27 @@ func TestHostPageTickets(t *testing.T) {
 		t.Errorf("hostile path with a token: %d", status)
 	}
 
-	// The built-in shell gets the token in the fragment, on __canvas__/ only
-	// (agents cannot write there); root=1 when it stands in for the session root.
+	// No token in any URL after the redirect: not in a fragment either (the
+	// old shell got #access_token=...). A session without index.html shows
+	// the A2UI page in the viewer's frame.
 	all, _ := e.token(canvas.RoleViewer, canvas.ActorHuman)
 	fresh, loc := e.openTicket("/host/fresh/?access_token="+all, navigate)
-	if want := "/host/fresh/~" + fresh + "/__canvas__/#access_token=" + url.QueryEscape(all) + "&root=1"; loc != want {
-		t.Fatalf("shell redirect %q, want %q", loc, want)
+	if want := "/host/fresh/~" + fresh + "/__canvas__/"; loc != want {
+		t.Fatalf("viewer redirect %q, want %q", loc, want)
 	}
-	if status, hdr, body := e.get(strings.Split(loc, "#")[0], nil); status != 200 || !strings.Contains(body, `content="fresh"`) ||
-		!strings.Contains(hdr.Get("Content-Security-Policy"), "script-src 'self'") {
-		t.Errorf("shell under the ticket: %d %q", status, body)
+	if status, hdr, body := e.get(loc, nil); status != 200 || !strings.Contains(body, `content="fresh"`) ||
+		!strings.Contains(hdr.Get("Content-Security-Policy"), "script-src 'self'") || strings.Contains(body, all) {
+		t.Errorf("viewer under the ticket: %d %q", status, body)
 	}
-	if _, loc := e.openTicket("/host/site/__canvas__/?access_token="+viewer, navigate); !strings.HasSuffix(loc, "/__canvas__/#access_token="+url.QueryEscape(viewer)) {
-		t.Errorf("explicit shell redirect %q", loc)
+	if status, _, body := e.get("/host/fresh/~"+fresh+"/", frame); status != 200 || !strings.Contains(body, `name="canvasd-a2ui"`) ||
+		!strings.Contains(body, `/host/fresh/__canvas__/page.js`) {
+		t.Errorf("the A2UI page in the frame: %d %q", status, body)
 	}
-	if _, loc := e.openTicket("/host/site/sub/page.html?access_token="+viewer, navigate); strings.Contains(loc, "#") {
-		t.Errorf("an agent-written page got the fragment: %q", loc)
+	if _, loc := e.openTicket("/host/site/__canvas__/?access_token="+viewer, navigate); strings.Contains(loc, "#") || !strings.HasSuffix(loc, "/__canvas__/") {
+		t.Errorf("explicit viewer redirect %q", loc)
+	}
+	if _, loc := e.openTicket("/host/site/style.css?access_token="+viewer, navigate); !strings.HasSuffix(loc, "/style.css") {
+		t.Errorf("a file that is not a page: %q", loc)
 	}
 
 	// The ticket opens this session's files only: not another session, not /api, not /sse.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"time"
 
@@ -82,6 +83,12 @@ func (h *hostAPI) handleInvoke(w http.ResponseWriter, r *http.Request) {
 		h.s.problem(w, r, canvas.Invalid("timeout_ms", "must be 1 to %d", host.MaxInvokeTimeout.Milliseconds()))
 		return
 	}
+	if t.HostSession != "" {
+		if err := host.ValidateHostAction(req.Action, req.Payload); err != nil {
+			h.s.problem(w, r, err)
+			return
+		}
+	}
 	if t.CanvasID != "" {
 		if _, err := h.s.st.GetCanvas(r.Context(), t.CanvasID); err != nil {
 			h.s.problem(w, r, err)
@@ -115,7 +122,9 @@ func (h *hostAPI) handleInvoke(w http.ResponseWriter, r *http.Request) {
 
 // handleAnswer serves POST /api/invoke/{invoke_id}: the first answer to a
 // pending invoke wins ("accepted": true); later answers are acknowledged
-// with "accepted": false and ignored; an unknown id is a 404.
+// with "accepted": false and ignored; an unknown id is a 404. A host
+// session's viewer answers with the session's capability, which answers
+// only invokes sent to that session (403 otherwise).
 //
 // With a relay (several processes on one PostgreSQL), an id this process's
 // broker does not know is relayed to the other processes: the one whose
@@ -134,7 +143,12 @@ func (h *hostAPI) handleAnswer(w http.ResponseWriter, r *http.Request) {
 		h.s.problem(w, r, err)
 		return
 	}
+	onlyHost := capSession(r.Context()) // a page's capability answers only its session's invokes
 	if t, err := h.broker.Target(id); err == nil {
+		if onlyHost != "" && t.HostSession != onlyHost {
+			h.s.problem(w, r, fmt.Errorf("%w: this page's capability answers only the invokes sent to host session %q", canvas.ErrForbidden, onlyHost))
+			return
+		}
 		if err := authorizeTarget(r, t, canvas.RoleViewer); err != nil {
 			h.s.problem(w, r, err)
 			return
@@ -142,7 +156,7 @@ func (h *hostAPI) handleAnswer(w http.ResponseWriter, r *http.Request) {
 	}
 	accepted, err := h.broker.Answer(id, a)
 	if rl := h.s.hub.relay.Load(); rl != nil && errors.Is(err, canvas.ErrNotFound) {
-		accepted, err = rl.forwardAnswer(r.Context(), id, a, principalFrom(r.Context()))
+		accepted, err = rl.forwardAnswer(r.Context(), id, a, principalFrom(r.Context()), onlyHost)
 	}
 	if err != nil {
 		h.s.problem(w, r, err)

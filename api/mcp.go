@@ -169,7 +169,7 @@ func toolFunc[In any](h func(ctx context.Context, in In) (*mcp.CallToolResult, a
 
 // addMCPTools registers the tools of the /mcp table.
 func (s *Server) addMCPTools(srv *mcp.Server) {
-	for _, t := range s.mcpTools() {
+	for _, t := range append(s.mcpTools(), s.mcpHostTools()...) { // mcp_host.go
 		t.register(srv, t.tool)
 	}
 }

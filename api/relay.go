@@ -141,6 +141,9 @@ type answerMsg struct {
 	InvokeID  string           `json:"id"`
 	Answer    host.Answer      `json:"a"`
 	Principal canvas.Principal `json:"p"`
+	// OnlyHost: the answer came with a host session's bridge capability,
+	// which may answer only invokes sent to that session.
+	OnlyHost string `json:"hs,omitempty"`
 }
 
 // Acknowledgement results.
@@ -532,7 +535,7 @@ func (r *relay) receive(topic string, payload []byte) {
 		if err := json.Unmarshal(payload, &m); err != nil || m.From == r.id {
 			return
 		}
-		res, detail, known := r.resolveLocal(m.InvokeID, m.Answer, m.Principal)
+		res, detail, known := r.resolveLocal(m.InvokeID, m.Answer, m.Principal, m.OnlyHost)
 		if !known {
 			return // another process's invoke, or nobody's
 		}
@@ -596,9 +599,9 @@ func (r *relay) notePresence(m presenceMsg) (changed []string) {
 
 // resolveLocal gives an answer to whichever of the hub's brokers knows the
 // invoke; known is false when none does.
-func (r *relay) resolveLocal(id string, a host.Answer, p canvas.Principal) (result, detail string, known bool) {
+func (r *relay) resolveLocal(id string, a host.Answer, p canvas.Principal, onlyHost string) (result, detail string, known bool) {
 	for _, b := range r.hub.boundBrokers() {
-		if result, detail, known = resolveWith(b, id, a, p); known {
+		if result, detail, known = resolveWith(b, id, a, p, onlyHost); known {
 			return result, detail, true
 		}
 	}
@@ -606,9 +609,14 @@ func (r *relay) resolveLocal(id string, a host.Answer, p canvas.Principal) (resu
 }
 
 // resolveWith answers invoke id on b for principal p, who needs the viewer
-// role on the invoke's target (as POST /api/invoke/{id} requires locally).
-func resolveWith(b *host.Broker, id string, a host.Answer, p canvas.Principal) (result, detail string, known bool) {
+// role on the invoke's target (as POST /api/invoke/{id} requires locally);
+// an answer made with a host session's capability (onlyHost) resolves only
+// invokes sent to that session.
+func resolveWith(b *host.Broker, id string, a host.Answer, p canvas.Principal, onlyHost string) (result, detail string, known bool) {
 	if t, err := b.Target(id); err == nil {
+		if onlyHost != "" && t.HostSession != onlyHost {
+			return ackForbidden, fmt.Sprintf("a page's capability answers only the invokes sent to host session %q", onlyHost), true
+		}
 		scope := t.CanvasID
 		if t.HostSession != "" {
 			scope = t.HostSession
@@ -636,15 +644,15 @@ func resolveWith(b *host.Broker, id string, a host.Answer, p canvas.Principal) (
 // returns what the owning broker said, canvas.ErrForbidden when the
 // principal may not answer, or canvas.ErrNotFound when no process claimed
 // the id in time.
-func (r *relay) forwardAnswer(ctx context.Context, id string, a host.Answer, p canvas.Principal) (accepted bool, err error) {
-	if res, detail, known := r.resolveLocal(id, a, p); known {
+func (r *relay) forwardAnswer(ctx context.Context, id string, a host.Answer, p canvas.Principal, onlyHost string) (accepted bool, err error) {
+	if res, detail, known := r.resolveLocal(id, a, p, onlyHost); known {
 		return ackToResult(id, relayAck{Result: res, Detail: detail})
 	}
 	ctx, cancel := context.WithTimeout(ctx, answerForwardWait)
 	defer cancel()
 	req, ch, done := r.awaitAck()
 	defer done()
-	payload, err := json.Marshal(answerMsg{From: r.id, Req: req, InvokeID: id, Answer: a, Principal: p})
+	payload, err := json.Marshal(answerMsg{From: r.id, Req: req, InvokeID: id, Answer: a, Principal: p, OnlyHost: onlyHost})
 	if err != nil {
 		return false, err
 	}

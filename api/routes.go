@@ -43,13 +43,26 @@ func (s *Server) routes() chi.Router {
 	r.Handle("/", uiRoute)
 	r.Handle("/ui/*", uiRoute)
 	hostAPI := newHostAPI(s, s.cfg.Host) // nil: no host, message or invoke routes
+	s.hostAPI = hostAPI
 	if hostAPI != nil {
-		// The page route authenticates itself: the built-in shell's assets
+		// The page route authenticates itself: the built-in pages' assets
 		// (/host/{session}/__canvas__/...) are public like the web UI shell,
 		// every session file needs a token with the viewer role on the
 		// session (header or ?access_token=), or a page ticket in the path
 		// (/host/{session}/~{ticket}/...; see handlePage).
 		r.Get("/host/{session}/*", hostAPI.handlePage)
+
+		// The pages' bridge (host_bridge.go): a token, or the session's
+		// bridge capability that its viewer carries, for that session only.
+		r.Group(func(r chi.Router) {
+			r.Use(hostAPI.capOrAuth(s.requireAuth))
+			c := hostAPI.host.Config()
+			r.Get("/sse/host/{session}", hostAPI.handleStream)
+			r.Post("/api/host/{session}/actions", s.jsonBody(256<<10, hostAPI.handleAction))
+			r.Post("/api/host/{session}/messages", s.jsonBody(messageBodyLimit(c.MaxImageBytes), hostAPI.handleHostMessage))
+			r.Post("/api/host/{session}/agent-link", s.jsonBody(64<<10, hostAPI.handleAgentLink))
+			r.Post("/api/invoke/{invoke_id}", s.jsonBody(maxInvokeBody, hostAPI.handleAnswer))
+		})
 	}
 
 	// Streams: the token in the Authorization header or, since a browser's
@@ -120,13 +133,13 @@ func (s *Server) routes() chi.Router {
 			r.Get("/api/host/{session}/files", hostAPI.handleListFiles)
 			r.Put("/api/host/{session}/files/*", limitBody(c.MaxFileBytes+1, hostAPI.handlePutFile)) // raw bytes, any content
 			r.Delete("/api/host/{session}/files/*", hostAPI.handleDeleteFile)
+			r.Get("/api/host/{session}/viewer", hostAPI.handleViewerURL)
+			r.Get("/api/host/{session}/link-key", hostAPI.handleLinkKey)
 			r.Post("/api/host/{session}/a2ui", s.jsonLinesBody(c.MaxA2UIBytes, hostAPI.handlePushA2UI))
 			r.Post("/api/host/{session}/a2ui/reset", s.noBody(hostAPI.handleResetA2UI))
-			r.Post("/api/host/{session}/actions", s.jsonBody(256<<10, hostAPI.handleAction))
 			r.Post("/api/host/{session}/present", s.jsonBody(16<<10, hostAPI.handlePresent))
 			r.Post("/api/sessions/{id}/messages", s.jsonBody(messageBodyLimit(c.MaxImageBytes), hostAPI.handleMessage))
 			r.Post("/api/invoke", s.jsonBody(maxInvokeBody, hostAPI.handleInvoke))
-			r.Post("/api/invoke/{invoke_id}", s.jsonBody(maxInvokeBody, hostAPI.handleAnswer))
 		}
 	})
 	return r

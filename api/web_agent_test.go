@@ -307,13 +307,21 @@ func TestWebUIAgent(t *testing.T) {
 	}
 	pushA2UI(hostSurface)
 	p.clickCSS(`#tab-pages`)
-	frameText := func(want string) string {
-		return `(() => { const d = document.getElementById('host-frame').contentDocument;
-			const el = d && d.querySelector('[data-component-id="title"]'); return !!el && el.textContent === '` + want + `'; })()`
+	// The tab shows the session's viewer; the A2UI page in its frame is
+	// asked with a host action (it runs in an opaque origin).
+	p.poll("the viewer in the Pages tab", `(() => { const f = document.getElementById('host-frame');
+		const v = f && f.contentWindow && f.contentWindow.canvasdViewer; return !!v && v.ready; })()`)
+	frameText := func(want string) {
+		t.Helper()
+		r := e.do("POST", "/api/invoke", editor, map[string]any{"host_session": cid, "action": "eval", "timeout_ms": 15000,
+			"payload": map[string]any{"js": pageWait(deepQuery("#title") + `.shadowRoot.textContent.includes("` + want + `")`)}})
+		if r.Status != 200 || r.json(t)["result"] != true {
+			t.Fatalf("the A2UI page in the Pages tab does not show %q: %d %s", want, r.Status, r.Body)
+		}
 	}
-	p.poll("A2UI surface in the Pages tab", frameText("Hello from A2UI"))
+	frameText("Hello from A2UI")
 	pushA2UI(`{"dataModelUpdate":{"surfaceId":"main","contents":[{"key":"greeting","valueString":"Updated live"}]}}` + "\n")
-	p.poll("A2UI update in the Pages tab", frameText("Updated live"))
+	frameText("Updated live")
 	p.screenshot("agent-pages")
 	p.clickCSS(`[data-tab="chat"]`)
 

@@ -266,6 +266,19 @@ type AgentSession struct {
 	Stats      AgentStats        `json:"stats"`
 	CreatedAt  time.Time         `json:"created_at"`
 	UpdatedAt  time.Time         `json:"updated_at"`
+	// Pending are the turns a queued session waits with for the `canvasd
+	// agent` worker that claims it: the messages and userActions a server
+	// whose agents run as workers took for it. The worker runs them as the
+	// session's next turns (instead of Message as its first) and drops them.
+	// Kept in the store, never sent to clients.
+	Pending []PendingTurn `json:"-"`
+}
+
+// PendingTurn is one turn waiting in a queued agent session (AgentSession.Pending).
+type PendingTurn struct {
+	Text  string `json:"text"`            // the instruction: the message, or the userAction's description
+	Image string `json:"image,omitempty"` // a data: URL sent to the model with the turn
+	From  string `json:"from,omitempty"`  // where it came from, e.g. an applet
 }
 
 // AgentEvent is the body of POST /api/canvas-agent/events: one agent-topic

@@ -11,9 +11,22 @@ import (
 	"github.com/canvasd/canvasd/canvas"
 )
 
-// StandardCatalogID is the A2UI v0.8 standard catalog, the only one the
-// built-in shell renders. beginRendering may name it or omit catalogId.
-const StandardCatalogID = "https://github.com/google/A2UI/blob/main/specification/0.8/json/standard_catalog_definition.json"
+// StandardCatalogID is the A2UI v0.8 standard catalog's id, as the v0.8
+// protocol names it. The built-in A2UI page renders this catalog;
+// beginRendering may name it, or a catalog of AcceptedCatalogIDs, or omit
+// catalogId (the protocol's default).
+const StandardCatalogID = "https://a2ui.org/specification/v0_8/standard_catalog_definition.json"
+
+// MinimalCatalogID is the v0.8 minimal catalog, a strict subset of the
+// standard one (its messages are standard ones), accepted too.
+const MinimalCatalogID = "https://a2ui.org/specification/v0_8/catalogs/minimal/minimal_catalog.json"
+
+// legacyCatalogID is the id earlier canvasd releases asked for (the
+// catalog's address on GitHub), still accepted.
+const legacyCatalogID = "https://github.com/google/A2UI/blob/main/specification/0.8/json/standard_catalog_definition.json"
+
+// AcceptedCatalogIDs are the catalogIds beginRendering may name.
+var AcceptedCatalogIDs = []string{StandardCatalogID, MinimalCatalogID, legacyCatalogID}
 
 // A2UI v0.8 server→client message kinds.
 const (
@@ -312,8 +325,8 @@ func parseBeginRendering(n int, b map[string]any, m *A2UIMessage, errs *lineErrs
 	m.Root = reqString(n, f+".root", b["root"], errs)
 	if c, ok := b["catalogId"]; ok {
 		s, isStr := c.(string)
-		if !isStr || (s != "" && s != StandardCatalogID) {
-			errs.add(n, f+".catalogId", "only the standard catalog is rendered; omit catalogId or use %q", StandardCatalogID)
+		if !isStr || (s != "" && !inList(AcceptedCatalogIDs, s)) {
+			errs.add(n, f+".catalogId", "only the v0.8 standard catalog (or its minimal subset) is rendered; omit catalogId or use %q", StandardCatalogID)
 		}
 		m.CatalogID = s
 	}

@@ -69,7 +69,7 @@ func TestA2UIValidation(t *testing.T) {
 		{"button action context", su(`{"id":"x","component":{"Text":{"text":{"literalString":"a"}}}},{"id":"b","component":{"Button":{"child":"x","action":{"name":"go","context":[{"key":"k"}]}}}}`), []string{"1:action.context[0].value:is required"}},
 		{"weight type", su(`{"id":"x","weight":"1","component":{"Divider":{}}}`), []string{"1:components[0].weight:must be a number"}},
 		{"begin without root", `{"beginRendering":{"surfaceId":"s"}}`, []string{"1:beginRendering.root:is required"}},
-		{"foreign catalog", `{"beginRendering":{"surfaceId":"s","root":"r","catalogId":"https://x/cat"}}`, []string{"1:beginRendering.catalogId:only the standard catalog"}},
+		{"foreign catalog", `{"beginRendering":{"surfaceId":"s","root":"r","catalogId":"https://x/cat"}}`, []string{"1:beginRendering.catalogId:only the v0.8 standard catalog"}},
 		{"bad colour", `{"beginRendering":{"surfaceId":"s","root":"r","styles":{"primaryColor":"blue"}}}`, []string{"1:styles.primaryColor:#rrggbb"}},
 		{"data entry two values", `{"dataModelUpdate":{"surfaceId":"s","contents":[{"key":"a","valueString":"x","valueNumber":1}]}}`, []string{"1:contents[0]:exactly one of"}},
 		{"data entry no key", `{"dataModelUpdate":{"surfaceId":"s","contents":[{"valueString":"x"}]}}`, []string{"1:contents[0].key:is required"}},

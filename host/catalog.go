@@ -42,8 +42,12 @@ var (
 		"starOff", "upload", "visibility", "visibilityOff", "warning"}
 )
 
-// standardCatalog is the A2UI v0.8 standard catalog: component names and
-// their properties. It is read-only after package init.
+// standardCatalog is the A2UI v0.8 standard catalog
+// (https://a2ui.org/specification/v0_8/standard_catalog_definition.json):
+// every component and every property of its definition, with their types,
+// enums and required sets; TestCatalogMatchesTheStandardDefinition keeps it
+// equal to the definition (in testdata, and the renderer's own copy when
+// web/ui's packages are installed). It is read-only after package init.
 var standardCatalog = map[string]map[string]propSpec{
 	"Text": {
 		"text":      {kind: pBoundString, required: true},
@@ -51,6 +55,7 @@ var standardCatalog = map[string]map[string]propSpec{
 	},
 	"Image": {
 		"url":       {kind: pBoundString, required: true},
+		"altText":   {kind: pBoundString},
 		"fit":       {kind: pString, enum: []string{"contain", "cover", "fill", "none", "scale-down"}},
 		"usageHint": {kind: pString, enum: []string{"icon", "avatar", "smallFeature", "mediumFeature", "largeFeature", "header"}},
 	},
@@ -95,20 +100,22 @@ var standardCatalog = map[string]map[string]propSpec{
 		"validationRegexp": {kind: pString},
 	},
 	"DateTimeInput": {
-		"value":        {kind: pBoundString, required: true},
-		"enableDate":   {kind: pBool},
-		"enableTime":   {kind: pBool},
-		"outputFormat": {kind: pString},
+		"value":      {kind: pBoundString, required: true},
+		"enableDate": {kind: pBool},
+		"enableTime": {kind: pBool},
 	},
 	"MultipleChoice": {
 		"selections":           {kind: pBoundArray, required: true},
 		"options":              {kind: pChoiceOption, required: true},
 		"maxAllowedSelections": {kind: pInt},
+		"variant":              {kind: pString, enum: []string{"checkbox", "chips"}},
+		"filterable":           {kind: pBool},
 	},
 	"Slider": {
 		"value":    {kind: pBoundNumber, required: true},
 		"minValue": {kind: pNumber},
 		"maxValue": {kind: pNumber},
+		"label":    {kind: pBoundString},
 	},
 }
 

@@ -8,6 +8,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"net/url"
 	"path"
 	"strings"
 	"time"
@@ -16,13 +17,15 @@ import (
 )
 
 // PageCSP is the Content-Security-Policy of every agent-written file served
-// under /host/{session}/: a sandbox without allow-same-origin, so the page
-// runs scripts in an opaque origin and cannot use the API's credentials,
-// storage or cookies.
-const PageCSP = "sandbox allow-scripts allow-forms allow-modals allow-popups allow-downloads"
+// under /host/{session}/ (and of the built-in A2UI page): a sandbox without
+// allow-same-origin, so the page runs scripts in an opaque origin and cannot
+// use the API's credentials, storage or cookies. Its popups (external links
+// open in one) leave the sandbox.
+const PageCSP = "sandbox allow-scripts allow-forms allow-modals allow-popups allow-popups-to-escape-sandbox allow-downloads"
 
-// ShellCSP is the policy of the built-in shell, which is our own code: no
-// inline or foreign scripts, network only to this origin.
+// ShellCSP is the policy of the built-in scripts and styles (and the page
+// shown when they are missing): no inline or foreign scripts, network only
+// to this origin.
 const ShellCSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data: blob: https:; " +
 	"media-src 'self' data: blob: https:; connect-src 'self'; frame-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'self'"
 
@@ -34,13 +37,15 @@ type FileInfo struct {
 	Created  bool      `json:"-"` // PutFile: the file did not exist before
 }
 
-// ServePage answers GET/HEAD /host/{session}/{escapedPath} from the
-// session's files in the store. escapedPath is the request's still-escaped
-// path after "/host/{session}/" (use r.URL.EscapedPath(), not a router's
-// decoded value). A directory serves its index.html or index.htm
-// (redirecting to the slash form first); the session root without an index
-// serves the built-in A2UI shell; other directories without an index are
-// not found (there are no listings). "__canvas__/..." serves built-in assets.
+// ServePage answers GET/HEAD /host/{session}/{escapedPath} for a client
+// that sent a token (an API client reading files: no page ticket) from the
+// session's files in the store, exactly as stored. escapedPath is the
+// request's still-escaped path after "/host/{session}/" (use
+// r.URL.EscapedPath(), not a router's decoded value). A directory serves its
+// index.html or index.htm (redirecting to the slash form first); the session
+// root without an index serves the viewer; other directories without an
+// index are not found (there are no listings). "__canvas__/..." serves the
+// built-in pages and assets.
 //
 // It returns an error, having written nothing, when the request is refused:
 // ErrInvalid (400) for a hostile or malformed path or session name,
@@ -50,6 +55,38 @@ func (h *Host) ServePage(w http.ResponseWriter, r *http.Request, session, escape
 	if err := ValidateSession(session); err != nil {
 		return err
 	}
+	return h.servePage(w, r, session, escapedPath, nil)
+}
+
+// ServeTicketPage answers GET/HEAD /host/{session}/~{ticket}/{escapedRest},
+// the addresses a browser uses; the caller has verified t (VerifyTicket)
+// and that its token still has the viewer role on the session. It serves
+// as ServePage does, except that:
+//
+//   - __canvas__/ is the viewer of the session, carrying a bridge
+//     capability minted for t's token (MintCap; never in a URL);
+//   - an HTML page loaded as a top-level document is answered 303 to the
+//     viewer with ?page= naming it, so every page is shown in the viewer's
+//     frame; in a frame it is served with the runtime's script first
+//     (injectRuntime), as is the built-in A2UI page, which stands for the
+//     session root while the session has no index.html;
+//   - a request from an opaque origin (Origin: null: the session's own
+//     pages, sandboxed) may read the files (Access-Control-Allow-Origin:
+//     null), so a snapshot can draw the page's images and fonts.
+func (h *Host) ServeTicketPage(w http.ResponseWriter, r *http.Request, t Ticket, ticket, escapedRest string) error {
+	if err := ValidateSession(t.Session); err != nil {
+		return err
+	}
+	return h.servePage(w, r, t.Session, escapedRest, &ticketed{t: t, base: "/host/" + t.Session + "/" + TicketPrefix + ticket + "/"})
+}
+
+// ticketed is a request under a page ticket.
+type ticketed struct {
+	t    Ticket
+	base string // /host/{session}/~{ticket}/
+}
+
+func (h *Host) servePage(w http.ResponseWriter, r *http.Request, session, escapedPath string, tk *ticketed) error {
 	clean, isDir, err := ParsePath(escapedPath)
 	if err != nil {
 		return err
@@ -59,52 +96,106 @@ func (h *Host) ServePage(w http.ResponseWriter, r *http.Request, session, escape
 			redirectSlash(w, r)
 			return nil
 		}
-		return h.serveBuiltin(w, r, session, strings.TrimPrefix(strings.TrimPrefix(clean, ReservedDir), "/"))
+		name := strings.TrimPrefix(strings.TrimPrefix(clean, ReservedDir), "/")
+		var opts viewerOptions
+		if tk != nil && (name == "" || name == viewerTemplate) {
+			c, err := h.MintCap(session, tk.t.TokenHash, tk.t.Expires)
+			if err != nil {
+				return err
+			}
+			opts = viewerOptions{base: tk.base, cap: c}
+		}
+		return h.serveBuiltin(w, r, session, name, opts, tk != nil)
 	}
 	ctx := r.Context()
-	if clean == "" {
-		f, err := h.index(ctx, session, "")
+	var f canvas.HostFile
+	switch {
+	case clean == "":
+		f, err = h.index(ctx, session, "")
 		if errors.Is(err, canvas.ErrNotFound) {
-			h.serveShell(w, r, session)
-			return nil
+			if tk == nil {
+				h.serveViewer(w, r, session, viewerOptions{})
+				return nil
+			}
+			if topLevel(r) {
+				redirectToViewer(w, r, tk, "")
+				return nil
+			}
+			return h.serveA2UIPage(w, r, session, true)
 		}
 		if err != nil {
 			return err
 		}
-		serveFile(w, r, f)
-		return nil
-	}
-	f, err := h.store.GetHostFile(ctx, session, clean)
-	if err == nil {
-		if isDir { // "file.txt/" names a file as if it were a directory
+	default:
+		f, err = h.store.GetHostFile(ctx, session, clean)
+		if err == nil && isDir { // "file.txt/" names a file as if it were a directory
 			return fmt.Errorf("host file %q is not a directory: %w", clean, canvas.ErrNotFound)
 		}
-		serveFile(w, r, f)
+		if errors.Is(err, canvas.ErrNotFound) {
+			f, err = h.dirIndex(w, r, session, clean, isDir)
+			if err != nil || f.Path == "" {
+				return err // "" : redirected to the slash form
+			}
+		} else if err != nil {
+			return err
+		}
+	}
+	html := strings.HasPrefix(contentType(f.Path), "text/html")
+	if tk != nil && html && topLevel(r) {
+		redirectToViewer(w, r, tk, strings.TrimPrefix(r.URL.EscapedPath(), tk.base))
 		return nil
 	}
-	if !errors.Is(err, canvas.ErrNotFound) {
-		return err
+	var base string
+	if tk != nil {
+		base = tk.base
 	}
-	dir, err := h.store.HostDirExists(ctx, session, clean)
+	serveFile(w, r, f, html, session, h, base)
+	return nil
+}
+
+// dirIndex returns the index of directory clean, having checked that it is
+// one; a directory named without its slash is redirected (f.Path "").
+func (h *Host) dirIndex(w http.ResponseWriter, r *http.Request, session, clean string, isDir bool) (canvas.HostFile, error) {
+	dir, err := h.store.HostDirExists(r.Context(), session, clean)
 	if err != nil {
-		return err
+		return canvas.HostFile{}, err
 	}
 	if !dir {
-		return fmt.Errorf("host file %q: %w", clean, canvas.ErrNotFound)
+		return canvas.HostFile{}, fmt.Errorf("host file %q: %w", clean, canvas.ErrNotFound)
 	}
 	if !isDir {
 		redirectSlash(w, r)
-		return nil
+		return canvas.HostFile{}, nil
 	}
-	f, err = h.index(ctx, session, clean)
+	f, err := h.index(r.Context(), session, clean)
 	if errors.Is(err, canvas.ErrNotFound) {
-		return fmt.Errorf("host directory %q has no index.html: %w", clean, canvas.ErrNotFound)
+		return f, fmt.Errorf("host directory %q has no index.html: %w", clean, canvas.ErrNotFound)
 	}
-	if err != nil {
-		return err
+	return f, err
+}
+
+// topLevel reports whether r loads a top-level document (Fetch Metadata;
+// browsers without it are sent to the viewer by the runtime instead).
+func topLevel(r *http.Request) bool { return r.Header.Get("Sec-Fetch-Dest") == "document" }
+
+// redirectToViewer answers 303 to the session's viewer showing page (the
+// still-escaped path under the ticket, "" for the root) with r's query.
+func redirectToViewer(w http.ResponseWriter, r *http.Request, tk *ticketed, page string) {
+	if r.URL.RawQuery != "" {
+		page += "?" + r.URL.RawQuery
 	}
-	serveFile(w, r, f)
-	return nil
+	loc := tk.base + ReservedDir + "/"
+	if page != "" {
+		if dec, err := url.PathUnescape(page); err == nil {
+			page = dec
+		}
+		loc += "?page=" + url.QueryEscape(page)
+	}
+	hd := w.Header()
+	hd.Set("Location", loc)
+	hd.Set("Cache-Control", "no-store")
+	hd.Set("Referrer-Policy", "no-referrer")
+	w.WriteHeader(http.StatusSeeOther)
 }
 
 // index returns dir's index.html, else its index.htm, else ErrNotFound.
@@ -143,10 +234,29 @@ func contentType(name string) string {
 	return "application/octet-stream"
 }
 
-func serveFile(w http.ResponseWriter, r *http.Request, f canvas.HostFile) {
+// serveFile writes f. Under a page ticket (base, /host/{session}/~{ticket}/,
+// not ""): an HTML page gets the runtime first, HTML and scripts have their
+// canvasd://agent links rewritten (rewriteAgentLinks), and the session's
+// sandboxed pages may read the file (CORS for Origin: null).
+func serveFile(w http.ResponseWriter, r *http.Request, f canvas.HostFile, html bool, session string, h *Host, base string) {
 	commonHeaders(w, PageCSP)
-	w.Header().Set("Content-Type", contentType(f.Path))
-	http.ServeContent(w, r, path.Base(f.Path), f.Modified, bytes.NewReader(f.Data))
+	hd := w.Header()
+	ct := contentType(f.Path)
+	hd.Set("Content-Type", ct)
+	data := f.Data
+	if base != "" {
+		hd.Add("Vary", "Origin")
+		if r.Header.Get("Origin") == "null" {
+			hd.Set("Access-Control-Allow-Origin", "null")
+		}
+		if html || strings.Contains(ct, "javascript") {
+			data = rewriteAgentLinks(data, base)
+		}
+		if html {
+			data = h.injectRuntime(data, session)
+		}
+	}
+	http.ServeContent(w, r, path.Base(f.Path), f.Modified, bytes.NewReader(data))
 }
 
 // PutFile stores one file of the session (replacing it atomically: readers

@@ -60,9 +60,10 @@ type Config struct {
 	MaxSurfaces   int
 	MaxStateBytes int64
 	QueueSize     int
-	// ShellFS holds the built-in A2UI shell (index.html, shell.js, shell.css);
-	// nil uses the embedded copy. When it has no index.html the host serves a
-	// plain welcome page instead.
+	// ShellFS holds the built-in pages (web.ShellFS(): the viewer template
+	// index.html with viewer.js and viewer.css, the page runtime page.js, the
+	// A2UI page a2ui.html with a2ui.js). Nil, or without index.html: the host
+	// serves a plain welcome page where the viewer would be.
 	ShellFS fs.FS
 	// TicketKey is the HMAC-SHA256 key of page tickets (see ticket.go);
 	// empty: the key kept in Store (created on first use), which every
@@ -141,7 +142,7 @@ func New(ctx context.Context, cfg Config) (*Host, error) {
 		cfg.Now = time.Now
 	}
 	if cfg.ShellFS == nil {
-		cfg.ShellFS = embeddedShell()
+		cfg.ShellFS = emptyFS{}
 	}
 	images, err := NewImageStore(filepath.Join(cfg.DataDir, "images"), cfg.MaxImageBytes)
 	if err != nil {
@@ -156,6 +157,13 @@ func New(ctx context.Context, cfg Config) (*Host, error) {
 		shell:    cfg.ShellFS,
 		sessions: make(map[string]*sessionState),
 	}, nil
+}
+
+// emptyFS holds no file.
+type emptyFS struct{}
+
+func (emptyFS) Open(name string) (fs.File, error) {
+	return nil, &fs.PathError{Op: "open", Path: name, Err: fs.ErrNotExist}
 }
 
 // Close ends every subscription.

@@ -86,7 +86,7 @@ func DecodeMessageRequest(body []byte, maxImage int64) (MessageRequest, *Image, 
 	return req, &img, nil
 }
 
-// DecodeUserAction strictly decodes {"userAction": {...}} as the A2UI shell
+// DecodeUserAction strictly decodes {"userAction": {...}} as the A2UI page
 // posts it; name, surfaceId, sourceComponentId and timestamp are required
 // (timestamp RFC 3339), context defaults to {}.
 func DecodeUserAction(body []byte) (UserAction, error) {

@@ -1,13 +1,11 @@
 package host
 
 import (
-	"context"
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -25,7 +23,7 @@ import (
 //	base64url(version 1 | expiry unix seconds, 8 bytes big-endian | SHA-256 of the token | session)
 //	"." base64url(HMAC-SHA256(key, "canvasd page ticket\x00" | the same bytes))
 //
-// It grants GET of that session's files and the built-in shell, nothing else:
+// It grants GET of that session's files and its viewer, nothing else:
 // the API's authenticator never accepts it. The token's hash lets the server
 // check, on every request, that the token still exists and still has the
 // viewer role on the session, so revoking a token ends its tickets at once.
@@ -134,12 +132,7 @@ func (h *Host) MintTicket(session string, tokenHash []byte) (string, error) {
 	return base64.RawURLEncoding.EncodeToString(payload) + "." + base64.RawURLEncoding.EncodeToString(h.ticketMAC(payload)), nil
 }
 
-func (h *Host) ticketMAC(payload []byte) []byte {
-	m := hmac.New(sha256.New, h.cfg.TicketKey)
-	m.Write([]byte(ticketMACDomain))
-	m.Write(payload)
-	return m.Sum(nil)
-}
+func (h *Host) ticketMAC(payload []byte) []byte { return h.mac(ticketMACDomain, payload) }
 
 // VerifyTicket checks a page ticket (without the "~" prefix) presented on a
 // URL of session: well formed, its MAC (compared in constant time), not
@@ -209,19 +202,112 @@ func SplitTicket(escaped string) (ticket, rest string, hasSlash, ok bool) {
 	return strings.TrimPrefix(seg, TicketPrefix), rest, hasSlash, true
 }
 
-// ServesShell reports whether the clean path (see ParsePath) of session is
-// answered with the built-in A2UI shell: __canvas__/ (or its index.html), or
-// the session root when the session has no index.html or index.htm.
-func (h *Host) ServesShell(ctx context.Context, session, clean string) (bool, error) {
-	if clean == ReservedDir || clean == ReservedDir+"/index.html" {
-		return true, nil
-	}
-	if clean != "" {
-		return false, nil
-	}
-	_, err := h.index(ctx, session, "")
-	if errors.Is(err, canvas.ErrNotFound) {
-		return true, nil
-	}
-	return false, err
+// Bridge capabilities. The viewer of a session (served under a page
+// ticket) carries one in its HTML, never in a URL, and sends it as a bearer
+// token; it opens exactly this: the session's stream (GET
+// /sse/host/{session}), its messages, userActions and agent links (POST
+// /api/host/{session}/messages, /actions, /agent-link) and the answers to
+// invokes sent to the session (POST /api/invoke/{invoke_id}). It is minted
+// from a verified ticket and has its form, under another MAC domain and
+// after CapPrefix:
+//
+//	CapPrefix base64url(version 1 | expiry | SHA-256 of the token | session) "." base64url(HMAC)
+//
+// so the same checks hold: unforgeable, expiring with the ticket, and worth
+// nothing once its token is revoked or loses its role on the session (the
+// API checks the token behind it on every request, with the role each
+// route needs). Pages in the viewer's frame run in an opaque origin and
+// cannot read it; their bridge calls are made by the viewer.
+
+// CapPrefix starts every bridge capability.
+const CapPrefix = "cvdcap_"
+
+const capMACDomain = "canvasd bridge capability\x00"
+
+// Cap is a verified bridge capability.
+type Cap struct {
+	Session   string
+	Expires   time.Time
+	TokenHash []byte
 }
+
+// IsCap reports whether a bearer token is a bridge capability (by its
+// prefix; VerifyCap checks it).
+func IsCap(token string) bool { return strings.HasPrefix(token, CapPrefix) }
+
+// MintCap returns the bridge capability of session for the token whose
+// SHA-256 is tokenHash, expiring at expires (the ticket's expiry).
+func (h *Host) MintCap(session string, tokenHash []byte, expires time.Time) (string, error) {
+	if err := ValidateSession(session); err != nil {
+		return "", err
+	}
+	if len(tokenHash) != sha256.Size {
+		return "", fmt.Errorf("host: mint capability: token hash has %d bytes, want %d", len(tokenHash), sha256.Size)
+	}
+	payload := make([]byte, 0, ticketFixedLen+len(session))
+	payload = append(payload, ticketVersion)
+	payload = binary.BigEndian.AppendUint64(payload, uint64(expires.Unix()))
+	payload = append(payload, tokenHash...)
+	payload = append(payload, session...)
+	return CapPrefix + base64.RawURLEncoding.EncodeToString(payload) + "." + base64.RawURLEncoding.EncodeToString(h.mac(capMACDomain, payload)), nil
+}
+
+// VerifyCap checks a bridge capability: well formed, its MAC (constant
+// time), not expired. The caller checks the session it names against the
+// route's and the token behind it. Errors wrap canvas.ErrUnauthorized.
+func (h *Host) VerifyCap(c string) (Cap, error) {
+	bad := func(why string) (Cap, error) {
+		return Cap{}, fmt.Errorf("%w: the page's capability is %s; reload the page (or reopen /host/{session}/ with a token)", canvas.ErrUnauthorized, why)
+	}
+	raw, ok := strings.CutPrefix(c, CapPrefix)
+	if !ok || len(raw) > maxTicketLen {
+		return bad("malformed")
+	}
+	p64, m64, ok := strings.Cut(raw, ".")
+	if !ok {
+		return bad("malformed")
+	}
+	payload, err := base64.RawURLEncoding.Strict().DecodeString(p64)
+	if err != nil || len(payload) <= ticketFixedLen || payload[0] != ticketVersion {
+		return bad("malformed")
+	}
+	mac, err := base64.RawURLEncoding.Strict().DecodeString(m64)
+	if err != nil || !hmac.Equal(mac, h.mac(capMACDomain, payload)) {
+		return bad("not valid (altered, or minted by a server with another --host-secret)")
+	}
+	out := Cap{
+		Expires:   time.Unix(int64(binary.BigEndian.Uint64(payload[1:9])), 0).UTC(),
+		TokenHash: payload[9:ticketFixedLen],
+		Session:   string(payload[ticketFixedLen:]),
+	}
+	if !h.cfg.Now().Before(out.Expires) {
+		return bad("expired")
+	}
+	if ValidateSession(out.Session) != nil {
+		return bad("malformed")
+	}
+	return out, nil
+}
+
+// mac is HMAC-SHA256 of domain | payload under the ticket key.
+func (h *Host) mac(domain string, payload []byte) []byte {
+	m := hmac.New(sha256.New, h.cfg.TicketKey)
+	m.Write([]byte(domain))
+	m.Write(payload)
+	return m.Sum(nil)
+}
+
+// LinkKey returns the key of session's agent links: a canvasd://agent link
+// in one of its pages that carries it (&key=...) starts a run without
+// asking the person first. It is an HMAC of the session under the ticket
+// key, so every process sharing the key agrees and it cannot be guessed.
+func (h *Host) LinkKey(session string) string {
+	return base64.RawURLEncoding.EncodeToString(h.mac(linkKeyDomain, []byte(session))[:18])
+}
+
+// CheckLinkKey reports, in constant time, whether key is session's link key.
+func (h *Host) CheckLinkKey(session, key string) bool {
+	return hmac.Equal([]byte(key), []byte(h.LinkKey(session)))
+}
+
+const linkKeyDomain = "canvasd agent link key\x00"

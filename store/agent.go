@@ -96,12 +96,13 @@ type agentSessionData struct {
 	Selection  []string                 `json:"selection,omitempty"`
 	Transcript []canvas.TranscriptEntry `json:"transcript"`
 	Stats      canvas.AgentStats        `json:"stats"`
+	Pending    []canvas.PendingTurn     `json:"pending,omitempty"`
 }
 
 // EncodeAgentSessionData returns the data column of s (both stores use it).
 func EncodeAgentSessionData(s canvas.AgentSession) ([]byte, error) {
 	return json.Marshal(agentSessionData{Message: s.Message, Detail: s.Detail, Viewport: s.Viewport, Selection: s.Selection,
-		Transcript: s.Transcript, Stats: s.Stats})
+		Transcript: s.Transcript, Stats: s.Stats, Pending: s.Pending})
 }
 
 // DecodeAgentSessionData fills s's fields from a data column; Todos and
@@ -112,6 +113,7 @@ func DecodeAgentSessionData(data []byte, s *canvas.AgentSession) error {
 		return fmt.Errorf("agent session %q: stored data is not valid JSON: %v: %w", s.ID, err, canvas.ErrUnavailable)
 	}
 	s.Message, s.Detail, s.Viewport, s.Selection, s.Transcript, s.Stats = d.Message, d.Detail, d.Viewport, d.Selection, d.Transcript, d.Stats
+	s.Pending = d.Pending
 	if s.Transcript == nil {
 		s.Transcript = []canvas.TranscriptEntry{}
 	}

@@ -76,6 +76,9 @@ func newHandler(dist fs.FS) http.Handler {
 		if err != nil || d.IsDir() {
 			return err
 		}
+		if strings.HasPrefix(name, "shell/") {
+			return nil // the host's pages: served under /host/{session}/__canvas__/ (ShellFS)
+		}
 		b, err := fs.ReadFile(dist, name)
 		if err != nil {
 			return err
@@ -90,6 +93,19 @@ func newHandler(dist fs.FS) http.Handler {
 	}
 	_, h.built = h.assets["index.html"]
 	return h
+}
+
+// ShellFS returns the canvas host's built pages (dist/shell: the viewer
+// template index.html, viewer.js and viewer.css, the page runtime page.js
+// injected into served pages, and the A2UI page a2ui.html with a2ui.js),
+// for host.Config.ShellFS. Without a built bundle it holds nothing, and the
+// host serves its plain welcome page instead of the viewer.
+func ShellFS() fs.FS {
+	sub, err := fs.Sub(files, "dist/shell")
+	if err != nil {
+		panic("web: embedded assets: " + err.Error()) // compiled in: cannot fail at run time
+	}
+	return sub
 }
 
 // Built reports whether the binary holds the UI bundle.

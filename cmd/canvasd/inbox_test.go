@@ -112,9 +112,11 @@ func (m *visionModel) find(pred func(modelCall) bool) (modelCall, bool) {
 
 // canvasdProc is `canvasd serve` run in-process on a free port.
 type canvasdProc struct {
-	t     *testing.T
-	base  string
-	admin string
+	t       *testing.T
+	base    string
+	admin   string
+	dataDir string
+	vars    map[string]string // its environment
 }
 
 // startCanvasd runs `canvasd serve` with the environment vars and extra
@@ -123,7 +125,9 @@ func startCanvasd(t *testing.T, vars map[string]string, flags ...string) *canvas
 	t.Helper()
 	addr := freeAddr(t)
 	const admin = "cvd_inbox_admin"
-	vars["CANVASD_DATA_DIR"] = t.TempDir()
+	if vars["CANVASD_DATA_DIR"] == "" {
+		vars["CANVASD_DATA_DIR"] = t.TempDir()
+	}
 	vars["CANVASD_LOG_LEVEL"] = "warn"
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan int, 1)
@@ -146,7 +150,7 @@ func startCanvasd(t *testing.T, vars map[string]string, flags ...string) *canvas
 		}
 	})
 	waitReady(t, "http://"+addr)
-	return &canvasdProc{t: t, base: "http://" + addr, admin: admin}
+	return &canvasdProc{t: t, base: "http://" + addr, admin: admin, dataDir: vars["CANVASD_DATA_DIR"], vars: vars}
 }
 
 type lockedWriter struct {
@@ -315,19 +319,83 @@ func TestImageMessageAndUserActionReachTheModel(t *testing.T) {
 	if !strings.Contains(string(tr), `A2UI userAction`) {
 		t.Fatalf("the userAction did not go to the canvas's latest session %s: %s", id, tr)
 	}
-	// A host session with no canvas of that name has no agent to talk to.
-	if code, m := c.call("POST", "/api/host/no-such-canvas/actions", c.admin, action); code != 404 {
-		t.Fatalf("userAction for a host session without a canvas: %d %v", code, m)
-	}
+	// A host session with no canvas of its name talks to the agent of a
+	// canvas made for it.
+	c.must(202, "POST", "/api/host/no-such-canvas/actions", c.admin, action)
+	c.must(200, "GET", "/api/canvases/no-such-canvas", c.admin, nil)
 }
 
-// With --agent workers the server refuses messages with a 503 that says why.
-func TestMessagesInWorkersMode(t *testing.T) {
-	c := startCanvasd(t, map[string]string{"CANVASD_AGENT": "workers"})
-	c.must(201, "POST", "/api/canvases", c.admin, map[string]any{"canvas_id": "board"})
-	id := c.must(202, "POST", "/api/canvas-agent/run", c.admin, map[string]any{"roomId": "board", "message": "start"})["session_id"].(string)
-	code, m := c.call("POST", "/api/sessions/"+id+"/messages", c.admin, map[string]any{"prompt": "hi"})
-	if code != 503 || !strings.Contains(fmt.Sprint(m["detail"]), "canvasd agent") {
-		t.Fatalf("workers mode: %d %v", code, m)
+// startWorker runs `canvasd agent` in-process against c's server and store
+// (the embedded database in c's data dir) until the test ends.
+func startWorker(t *testing.T, c *canvasdProc) {
+	t.Helper()
+	tok := c.must(201, "POST", "/api/tokens", c.admin, map[string]any{"role": "editor", "actor_type": "agent"})["token"].(string)
+	vars := map[string]string{"CANVASD_LOG_LEVEL": "warn", "CANVASD_DATA_DIR": c.dataDir}
+	for k, v := range c.vars {
+		if strings.HasPrefix(k, "OPENAI_") || strings.HasPrefix(k, "CANVAS_STEWARD_") {
+			vars[k] = v
+		}
 	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan int, 1)
+	var mu sync.Mutex
+	var stderr bytes.Buffer
+	go func() {
+		done <- run(ctx, []string{"agent", "--server", c.base, "--token", tok}, env(vars), io.Discard, lockedWriter{&mu, &stderr})
+	}()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case code := <-done:
+			if code != 0 {
+				mu.Lock()
+				t.Errorf("canvasd agent exited %d: %s", code, stderr.String())
+				mu.Unlock()
+			}
+		case <-time.After(20 * time.Second):
+			t.Error("canvasd agent did not stop within 20s")
+		}
+	})
+}
+
+// TestMessagesInWorkersMode: with --agent workers, a page's message (with an
+// image), a userAction and a message for a session that has ended all reach
+// the model through a `canvasd agent` worker, which commits the answers.
+func TestMessagesInWorkersMode(t *testing.T) {
+	png, _ := base64.StdEncoding.DecodeString("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==")
+	dataURL := "data:image/png;base64," + base64.StdEncoding.EncodeToString(png)
+	model := newVisionModel(t, func(text, image string) string {
+		switch {
+		case image != "" && strings.Contains(text, "What is on my page?"):
+			return `{"actions":[{"name":"create_shape","params":{"type":"note","x":10,"y":20,"props":{"text":"a pixel, seen by a worker"}}}]}`
+		case strings.Contains(text, `A2UI userAction "ping"`):
+			return `{"actions":[{"name":"create_shape","params":{"type":"note","x":300,"y":20,"props":{"text":"pong from a worker"}}}]}`
+		case strings.Contains(text, "Once more"):
+			return `{"actions":[{"name":"create_shape","params":{"type":"note","x":600,"y":20,"props":{"text":"again, from a worker"}}}]}`
+		}
+		return `{"actions":[]}`
+	})
+	c := startCanvasd(t, map[string]string{"CANVASD_AGENT": "workers", "CANVAS_STEWARD_MODEL": "openai:gpt-vision-test", "OPENAI_API_KEY": "sk-test",
+		"OPENAI_BASE_URL": model.srv.URL + "/v1"})
+	startWorker(t, c)
+	acc := c.must(202, "POST", "/api/host/pages/messages", c.admin, map[string]any{"prompt": "What is on my page?", "imageData": dataURL, "appletSlug": "doodle"})
+	if acc["delivered"] != true || acc["canvas_id"] != "pages" {
+		t.Fatalf("message answer %v", acc)
+	}
+	c.waitFor("the worker's note", func() bool { return c.node("pages", "a pixel, seen by a worker") != nil })
+	call, ok := model.find(func(mc modelCall) bool { return strings.Contains(mc.Text, "What is on my page?") })
+	if !ok || call.ImageParts != 1 || call.Image != dataURL {
+		t.Fatalf("the model got the page's message with %d image parts (found %v)", call.ImageParts, ok)
+	}
+	c.must(202, "POST", "/api/host/pages/actions", c.admin, map[string]any{"userAction": map[string]any{"name": "ping",
+		"surfaceId": "main", "sourceComponentId": "btn", "timestamp": "2026-01-02T03:04:05Z", "context": map[string]any{}}})
+	c.waitFor("the worker's answer to the userAction", func() bool { return c.node("pages", "pong from a worker") != nil })
+
+	// A message for a session that has ended: queued again for a worker.
+	id := c.must(202, "POST", "/api/canvas-agent/run", c.admin, map[string]any{"roomId": "pages", "message": "start"})["session_id"].(string)
+	if s := c.sessionEnded(id, c.admin); s["state"] != "done" {
+		t.Fatalf("run: %v", s)
+	}
+	c.must(202, "POST", "/api/sessions/"+id+"/messages", c.admin, map[string]any{"prompt": "Once more"})
+	c.waitFor("the worker's answer to the message", func() bool { return c.node("pages", "again, from a worker") != nil })
 }

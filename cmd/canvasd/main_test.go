@@ -68,7 +68,7 @@ func TestHelpAndUsageErrors(t *testing.T) {
 		{[]string{"migrate", "--heartbeat"}, "canvasd migrate: flag needs an argument: --heartbeat\n", "Usage of canvasd migrate:\n"},
 		{[]string{"token", "create", "--role"}, "canvasd token: flag needs an argument: --role\n",
 			"  --actor-type string\n    \tagent, human or service (default \"human\")\n  --addr value\n"},
-		{[]string{"host", "a2ui", "push", "--bogus"}, "canvasd host: flag provided but not defined: --bogus\nusage:\n", ""},
+		{[]string{"host", "a2ui", "push", "--bogus"}, "canvasd host: flag provided but not defined: --bogus\nusage: canvasd host <command>", ""},
 	} {
 		var stderr bytes.Buffer
 		code := run(context.Background(), c.args, env(nil), io.Discard, &stderr)

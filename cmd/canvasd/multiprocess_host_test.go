@@ -309,8 +309,14 @@ func testHostTicketsAcross(t *testing.T, c *http.Client, a, b *proc) {
 	if nav.status != 303 || !strings.HasPrefix(loc, "/host/tk/~") {
 		t.Fatalf("navigation on A: %d %q", nav.status, loc)
 	}
-	// The page's next requests go to B (a load balancer), without the token.
-	for _, p := range []string{loc, loc + "style.css"} {
+	// The navigation lands on the viewer; the viewer's frame, the page and
+	// its next requests go to B (a load balancer), without the token.
+	base, ok := strings.CutSuffix(loc, "__canvas__/")
+	if !ok {
+		t.Fatalf("navigation on A did not land on the viewer: %q", loc)
+	}
+	var viewer string
+	for _, p := range []string{loc, base, base + "style.css", base + "__canvas__/page.js"} {
 		resp, err := c.Get(b.base() + p)
 		if err != nil {
 			t.Fatal(err)
@@ -319,6 +325,31 @@ func testHostTicketsAcross(t *testing.T, c *http.Client, a, b *proc) {
 		resp.Body.Close()
 		if resp.StatusCode != 200 {
 			t.Fatalf("ticket URL %s minted by A, on B: %d %s", p, resp.StatusCode, body)
+		}
+		if p == loc {
+			viewer = string(body)
+		}
+	}
+	// The viewer's bridge capability (minted by B here) opens the session's
+	// host stream on A too, and only that session's.
+	_, rest, _ := strings.Cut(viewer, `name="canvasd-cap" content="`)
+	capability, _, _ := strings.Cut(rest, `"`)
+	if capability == "" {
+		t.Fatalf("no capability in the viewer: %.400s", viewer)
+	}
+	for session, want := range map[string]int{"tk": 200, "other": 403} {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		req, _ := http.NewRequestWithContext(ctx, "GET", a.base()+"/sse/host/"+session, nil)
+		req.Header.Set("Authorization", "Bearer "+capability)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			cancel()
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		cancel()
+		if resp.StatusCode != want {
+			t.Errorf("B's capability for tk on A's /sse/host/%s: %d, want %d", session, resp.StatusCode, want)
 		}
 	}
 }

@@ -97,7 +97,8 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		Help: "Canvases loaded in memory (idle ones without subscribers are unloaded)."},
 		func() float64 { return float64(engine.LiveCanvases()) }))
 	defer engine.Stop()
-	hostSrv, err := host.New(ctx, host.Config{Store: st, DataDir: c.DataDir, MaxImageBytes: c.MaxImageBytes, TicketKey: ticketKey(c), Logger: log})
+	hostSrv, err := host.New(ctx, host.Config{Store: st, DataDir: c.DataDir, MaxImageBytes: c.MaxImageBytes, TicketKey: ticketKey(c), Logger: log,
+		ShellFS: web.ShellFS()})
 	if err != nil {
 		return err
 	}

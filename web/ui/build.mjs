@@ -1,6 +1,9 @@
 // Builds canvasd's browser UI into ../dist (embedded in the binary by
 // web.go): one ESM bundle with code-split chunks, its CSS, index.html and
-// Excalidraw's fonts (served from /ui/fonts, never from a CDN).
+// Excalidraw's fonts (served from /ui/fonts, never from a CDN); and the
+// canvas host's pages into ../dist/shell (served under
+// /host/{session}/__canvas__/): the viewer, the runtime injected into every
+// served page, and the A2UI page with the A2UI project's Lit renderer.
 // `node build.mjs --watch` rebuilds on change.
 import * as esbuild from "esbuild";
 import { cpSync, mkdirSync, rmSync, readFileSync, writeFileSync, readdirSync } from "node:fs";
@@ -80,11 +83,38 @@ const options = {
   conditions: [watch ? "development" : "production"],
   logLevel: "warning",
 };
+// The host pages: classic scripts (the runtime is injected into agent
+// pages as one), no chunks; the A2UI page's icons are SVG text.
+const shellOut = join(out, "shell");
+mkdirSync(shellOut, { recursive: true });
+for (const [from, to] of [["viewer.html", "index.html"], ["viewer.css", "viewer.css"], ["a2ui.html", "a2ui.html"], ["agent.html", "agent.html"]]) {
+  writeFileSync(join(shellOut, to), readFileSync(join(here, "shell", from)));
+}
+const shellOptions = {
+  entryPoints: { viewer: join(here, "shell/viewer.ts"), page: join(here, "shell/page.ts"), a2ui: join(here, "shell/a2ui.ts") },
+  bundle: true,
+  format: "iife",
+  target: "es2022",
+  outdir: shellOut,
+  minify: !watch,
+  sourcemap: watch ? "inline" : false,
+  legalComments: "linked",
+  loader: { ".svg": "text" },
+  conditions: [watch ? "development" : "production"],
+  define: { "process.env.NODE_ENV": JSON.stringify(watch ? "development" : "production") },
+  logLevel: "warning",
+};
+
 if (watch) {
   const ctx = await esbuild.context(options);
   await ctx.watch();
+  const shellCtx = await esbuild.context(shellOptions);
+  await shellCtx.watch();
 } else {
   const res = await esbuild.build({ ...options, metafile: true });
   const bytes = Object.values(res.metafile.outputs).reduce((n, o) => n + o.bytes, 0);
   console.log(`web UI built into ${out} (${(bytes / 1e6).toFixed(1)} MB of scripts and styles)`);
+  const sh = await esbuild.build({ ...shellOptions, metafile: true });
+  const sizes = Object.entries(sh.metafile.outputs).filter(([f]) => f.endsWith(".js")).map(([f, o]) => `${f.split("/").pop()} ${(o.bytes / 1e3).toFixed(0)} kB`);
+  console.log(`host pages built into ${shellOut} (${sizes.join(", ")})`);
 }

@@ -10,7 +10,7 @@ import type {
   CommandType, Commit, ConflictResult, DeleteLinesArgs, DocContent, DocDiff, DocSelection, EventsPage, GestureAck,
   GestureRequest, InsertLinesArgs, InvokeAnswer, InvokeRequest, MessageAccepted, MessageRequest, NamedSnapshot,
   NamedSnapshotList, NamedSnapshotRequest, Problem, ReplaceLinesArgs, RevertToSnapshotArgs, RevisionResult,
-  SearchReplaceArgs, Snapshot, TokenRequest, TokenResponse,
+  SearchReplaceArgs, Snapshot, TokenRequest, TokenResponse, HostViewerURL,
 } from "./types.js";
 import type { CanvasEventMap, StreamEvent } from "./events.js";
 import { isKnownEvent } from "./events.js";
@@ -712,6 +712,18 @@ export class CanvasClient {
    */
   live(canvasId: string, opts?: LiveCanvasOptions): LiveCanvas {
     return new LiveCanvas(this, canvasId, opts);
+  }
+
+  // ------------------------------------------------------------ host sessions (agent pages)
+
+  /**
+   * The address of a host session's viewer under a fresh page ticket of this
+   * client's token (the token stays out of the URL), showing page (a path of
+   * the session) first. Retried.
+   */
+  hostViewer(session: string, page?: string): Promise<HostViewerURL> {
+    const q = page ? "?page=" + encodeURIComponent(page) : "";
+    return this.call("GET", `/api/host/${seg(session)}/viewer${q}`, { retry: true });
   }
 
   // ------------------------------------------------------------ invoke (server → browser calls)

@@ -9,7 +9,7 @@ import { TERMINAL_AGENT_STATES } from "./events.js";
 import { CanvasModel } from "./model.js";
 import type {
   AgentAction, AgentActionEnvelope, AgentChat, AgentStatus, ArgsOf, CommandType, Commit, Gesture, GestureRequest, InvokeEvent, Rect,
-  Screenshot, ScreenshotRequest, AgentHost,
+  Screenshot, ScreenshotRequest, AgentHost, HostPresentNotice,
 } from "./types.js";
 
 /** Browser capabilities a client can declare on its stream. */
@@ -88,6 +88,8 @@ export interface LiveCanvasEvents {
   "agent:chat": [c: AgentChat];
   "agent:status": [s: AgentStatus];
   "agent:screenshot_request": [r: ScreenshotRequest];
+  /** The host session of the canvas's id was presented (show, hide, navigate). */
+  "host:present": [p: HostPresentNotice];
   /** Something failed in the background (a snapshot read, an ack, a hook). */
   error: [err: unknown];
 }
@@ -328,6 +330,9 @@ export class LiveCanvas {
               break;
             case "invoke":
               void this.onInvoke(ev.data);
+              break;
+            case "host:present":
+              this.emit("host:present", ev.data);
               break;
           }
         }

@@ -280,6 +280,8 @@ export interface paths {
          *       (`AgentStatus`), `agent:screenshot_request` (`ScreenshotRequest`), `invoke` (`InvokeEvent`).
          *     - `agent:host` (`AgentHost`) — the canvas's elected host browser, whenever it changes, and to a
          *       declared browser right after it subscribes.
+         *     - `host:present` (`HostPresentNotice`) — the host session of the canvas's id was shown, hidden or
+         *       navigated (`POST /api/host/{session}/present`); the web UI opens or closes its Pages tab.
          *     - A heartbeat comment (`: ...`) at least every 15 s.
          *
          *     **Browsers** declare themselves with `client_id` (and `capabilities`). Among the browsers that
@@ -758,6 +760,18 @@ export interface paths {
          *     elected host browser only: 503 at once when there is none, and 503 as soon as the host leaves
          *     while the invoke waits (retry: another host is elected). A `canvas_id` that names no canvas is a 404
          *     at once (a caller without the editor role on it gets 403 all the same).
+         *
+         *     Host actions (`host_session`): the session's viewers hand the invoke to the page they show (an
+         *     agent-written page or the A2UI page), whose runtime answers: `eval {js}` (`result`: the JSON value of
+         *     the expression, a Promise awaited), `dom.query {selector}` (`{found, tag, text, attributes, value?,
+         *     checked?, rect}`), `dom.all {selector, limit?}` (`{count, elements}`), `dom.attr {selector, name}`
+         *     (`{found, name, value}`), `dom.click {selector}`, `dom.type {selector, text, clear?}`, `dom.wait
+         *     {selector, timeout_ms?}` (`{found, waited_ms, ...}`), and `snapshot {max_w?, max_h?}` (`{image: {mime:
+         *     "image/png", dataUrl, bytes}, width, height}`: the pixels of what the page shows, scaled down to fit).
+         *     Selectors also reach into open shadow roots, and `A >>> B` finds `B` inside `A`'s shadow tree. Their
+         *     payloads are checked before anything is sent (422
+         *     naming the field). Any other action goes to the page's own handler (`canvasd.onInvoke(action, handler)`);
+         *     a page without one answers `ok: false`.
          */
         post: operations["invoke"];
         delete?: never;
@@ -777,7 +791,11 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** A browser answers an invoke; the first answer wins. */
+        /**
+         * A browser answers an invoke; the first answer wins.
+         * @description A host session's viewer answers with the session's bridge capability, which answers only the invokes
+         *     sent to that session (403 otherwise); other callers need the viewer role on the invoke's target.
+         */
         post: operations["answerInvoke"];
         delete?: never;
         options?: never;
@@ -805,27 +823,40 @@ export interface paths {
          *     filesystem paths: encoded slashes, backslashes and percent signs, `.` and `..` segments, empty
          *     segments, NUL and other control characters, invalid UTF-8 and over-long paths are refused (400),
          *     hidden names (a segment starting with `.`) are never served (404); names are case-sensitive.
-         *     `/host/{session}/` with no index serves the built-in A2UI shell; `/host/{session}/__canvas__/...`
-         *     is reserved for built-in assets, which are public (no token; `{}` below); everything else needs the
-         *     viewer role on the session, by header or `?access_token=`, or a page ticket in the path (below). Pages
-         *     carry a `Content-Security-Policy` sandbox so agent-written code runs without the API's credentials.
-         *     Conditional and range requests are honoured.
+         *     `/host/{session}/__canvas__/...` is reserved for the built-in pages (the viewer, the A2UI page) and
+         *     their assets, which are public (no token; `{}` below); everything else needs the viewer role on the
+         *     session, by header or `?access_token=`, or a page ticket in the path (below). Pages carry a
+         *     `Content-Security-Policy` sandbox (without `allow-same-origin`), so agent-written code runs in an
+         *     opaque origin without the API's credentials. Conditional and range requests are honoured. A client
+         *     with a token that is not a browser loading a document gets the file exactly as stored (the session
+         *     root without an index: the viewer, which then holds no capability).
          *
-         *     Page tickets: a browser navigation (`Sec-Fetch-Mode: navigate` or `Sec-Fetch-Dest` document, iframe,
-         *     frame, object or embed; without Fetch Metadata, `text/html` in `Accept`) that carries a token with the
-         *     viewer role is answered 303 to `/host/{session}/~{ticket}/{path}`, the query kept without
-         *     `access_token`, so the page's relative URLs carry the ticket and its scripts never see the token.
-         *     When the target is the built-in shell (the session root without an index, or `__canvas__/`), the
-         *     303 goes to `/host/{session}/~{ticket}/__canvas__/#access_token=<token>` (`&root=1` for the root):
-         *     the shell reads its token from the fragment, which is never sent to a server. Other token requests
-         *     get the file itself. A ticket is `base64url(version, expiry, SHA-256 of the token, session)`, `.`,
-         *     `base64url(HMAC-SHA256)` with the server's ticket key (from `--host-secret`, else a random key kept in
-         *     the store, so every process sharing it accepts the ticket); it is valid 12 hours and grants GET of
-         *     this session's files and the shell only (never `/api` or `/sse` routes), while the token it was
-         *     minted for still exists and has the viewer role on the session. A malformed, altered, expired or
-         *     revoked ticket is 401, a ticket of another session (or of a token that lost the role) 403; the
-         *     problem document says to reopen the page with a token (member `reopen`). Top-level names starting
-         *     with `~` are reserved for tickets.
+         *     Page tickets and the viewer: a browser navigation (`Sec-Fetch-Mode: navigate` or `Sec-Fetch-Dest`
+         *     document, iframe, frame, object or embed; without Fetch Metadata, `text/html` in `Accept`) that carries
+         *     a token with the viewer role is answered 303 to a page-ticket URL, so that no token stays in an address
+         *     bar, a history or a later request: a page (the session root, a directory, an `.html` or `.htm` file,
+         *     `__canvas__/`) goes to the session's viewer `/host/{session}/~{ticket}/__canvas__/?page={path}`, any
+         *     other file to `/host/{session}/~{ticket}/{path}`; the query is kept without `access_token` (for a
+         *     page, inside `page`). The viewer is canvasd's own page: it shows the session's page in a sandboxed
+         *     frame (the session root without `index.html` is the built-in A2UI page), follows the session's stream
+         *     and carries the page's bridge calls; its HTML holds the session's bridge capability (`bridgeCapability`),
+         *     never a URL, and its `Content-Security-Policy` lets the frame load only `/host/{session}/...`.
+         *     Under a ticket, an HTML page loaded as a top-level document is answered 303 to the viewer showing it,
+         *     and in a frame it is served with canvasd's page runtime first (`<script src="/host/{session}/__canvas__/page.js">`,
+         *     right after the doctype): the `canvasd` global (`sendAgentMessage`, `onInvoke`, `respondToInvoke`),
+         *     the host actions of `POST /api/invoke`, and links that keep the frame in the session (external links
+         *     open in a new browsing context without an opener; `canvasd://agent?message=...` starts an agent run,
+         *     confirmed by the person unless it carries the session's link key). A request with `Origin: null` (the
+         *     session's sandboxed pages) may read the files under a ticket (`Access-Control-Allow-Origin: null`), so
+         *     a snapshot can draw the page's images and fonts.
+         *
+         *     A ticket is `base64url(version, expiry, SHA-256 of the token, session)`, `.`, `base64url(HMAC-SHA256)`
+         *     with the server's ticket key (from `--host-secret`, else a random key kept in the store, so every
+         *     process sharing it accepts the ticket); it is valid 12 hours and grants GET of this session's files
+         *     and the viewer only (never `/api` or `/sse` routes), while the token it was minted for still exists
+         *     and has the viewer role on the session. A malformed, altered, expired or revoked ticket is 401, a
+         *     ticket of another session (or of a token that lost the role) 403; the problem document says to reopen
+         *     the page with a token (member `reopen`). Top-level names starting with `~` are reserved for tickets.
          */
         get: operations["getHostPage"];
         put?: never;
@@ -906,7 +937,8 @@ export interface paths {
          *     the subscriber fell behind, missed a surface update made through another process, or the server
          *     stops. Events of changes made through any process sharing the store arrive on every process's
          *     streams. A heartbeat comment at least every 15 s.
-         *     Accepts `?access_token=`.
+         *     Accepts `?access_token=`, and the session's bridge capability in the `Authorization` header (how the
+         *     viewer follows it).
          */
         get: operations["streamHost"];
         put?: never;
@@ -977,8 +1009,12 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Show, hide or navigate the session's pages in connected browsers (editor).
-         * @description Sent to the session's browsers as `event: present`; the agent's host tool uses it.
+         * Show, hide or navigate the session's pages (editor).
+         * @description Sent to the session's viewers as `event: present` (whatever page they show: `navigate` and `show`
+         *     with a `path` load that path of the session in the viewer's frame; `hide` covers it, `show` uncovers
+         *     it), and to the stream of the canvas of the session's id as `event: host:present` `{session, action,
+         *     path}`, where the web UI opens (`show`, `navigate`) or closes (`hide`) its pages panel. `browsers`
+         *     counts the viewers reached, `panels` the subscribers of that canvas's stream.
          */
         post: operations["presentHost"];
         delete?: never;
@@ -999,8 +1035,118 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** The A2UI shell posts a `userAction`; it reaches the agent. */
+        /**
+         * The A2UI page posts a `userAction` (editor); it reaches the agent of the session's canvas.
+         * @description Sent by the session's viewer for the A2UI page (with the session's bridge capability) or by any
+         *     editor. The userAction goes to the agent of the canvas whose id is the session's (its most recent
+         *     agent session, or a new one), which is created when missing; also on a server whose agents run as
+         *     `canvasd agent` workers (the message waits in the shared queue).
+         */
         post: operations["postHostAction"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/host/{session}/messages": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The host session name (letters, digits, `-`, `_`, `.`; not `.` or `..`). */
+                session: components["parameters"]["HostSessionPath"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A page's `canvasd.sendAgentMessage` (editor); it reaches the agent of the session's canvas.
+         * @description Sent by the session's viewer for a page (with the session's bridge capability) or by any editor. The
+         *     body is validated as `POST /api/sessions/{id}/messages` validates it: `imageData` is a
+         *     `data:image/(png|jpeg|gif|webp);base64,...` URL whose bytes match its type (malformed 400, over the
+         *     image limit 413 with the limit in `detail`, another type 415), stored by its SHA-256, and sent to a
+         *     vision-capable model as an image part. The message goes to the agent of the canvas whose id is the
+         *     session's (its most recent agent session, or a new one), which is created when missing; also on a
+         *     server whose agents run as `canvasd agent` workers. `source` defaults to `applet`.
+         */
+        post: operations["postHostMessage"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/host/{session}/agent-link": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The host session name (letters, digits, `-`, `_`, `.`; not `.` or `..`). */
+                session: components["parameters"]["HostSessionPath"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A `canvasd://agent?message=...` link followed in one of the session's pages (editor).
+         * @description Starts an agent run with `message` on the canvas whose id is the session's (created when missing)
+         *     when the link carried the session's link key (`GET /api/host/{session}/link-key`) or the person
+         *     confirmed it (`confirmed: true`; the viewer asks them). Without either nothing runs: 428
+         *     `confirmation-required`. A wrong key is 403.
+         */
+        post: operations["followAgentLink"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/host/{session}/link-key": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The host session name (letters, digits, `-`, `_`, `.`; not `.` or `..`). */
+                session: components["parameters"]["HostSessionPath"];
+            };
+            cookie?: never;
+        };
+        /**
+         * The key that lets the session's agent links run without asking (editor).
+         * @description An agent link in one of the session's pages that carries this key (`canvasd://agent?message=...&key=...`)
+         *     starts a run at once. The key is derived from the session and the server's ticket key (every process
+         *     with the same `--host-secret` agrees); anyone who can read the page can read it.
+         */
+        get: operations["getHostLinkKey"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/host/{session}/viewer": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The host session name (letters, digits, `-`, `_`, `.`; not `.` or `..`). */
+                session: components["parameters"]["HostSessionPath"];
+            };
+            cookie?: never;
+        };
+        /**
+         * The address of the session's viewer under a fresh page ticket (viewer role).
+         * @description For a client that holds its token in memory (the web UI's pages panel) and must not put it in a URL.
+         *     `page` (optional) is the session path the viewer shows first.
+         */
+        get: operations["getHostViewer"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -2832,6 +2978,8 @@ export interface components {
         BrowserCount: {
             /** @description How many connected browsers received the event. */
             browsers: number;
+            /** @description present: how many subscribers of the stream of the session's canvas were told (web UI pages panels). */
+            panels?: number;
         };
         /** @description `event: reload` on a host stream: a file of the session changed. */
         HostReload: {
@@ -3118,7 +3266,10 @@ export interface components {
         InvokeRequest: {
             canvas_id?: string;
             host_session?: string;
-            /** @description e.g. `screenshot`, `eval`, `snapshot`. */
+            /**
+             * @description e.g. `agent:screenshot` (a canvas); for a host session the host actions `eval`, `dom.query`, `dom.all`,
+             *     `dom.attr`, `dom.click`, `dom.type`, `dom.wait`, `snapshot`, or a page's own action.
+             */
             action: string;
             payload?: unknown;
             /**
@@ -3126,6 +3277,53 @@ export interface components {
              * @default 10000
              */
             timeout_ms: number;
+        };
+        HostMessageAccepted: {
+            ok: boolean;
+            /** @description The canvas whose agent takes the message (the session's id). */
+            canvas_id: string;
+            /** @description An agent took the message (false: validated and stored only). */
+            delivered: boolean;
+            /** @description The stored image, by content hash. */
+            image?: {
+                sha256: string;
+                /** @enum {string} */
+                media_type: "image/png" | "image/jpeg" | "image/gif" | "image/webp";
+                /** Format: int64 */
+                size: number;
+            };
+        };
+        AgentLinkRequest: {
+            /** @description The link's `message`. */
+            message: string;
+            /** @description The link's `key`, when it has one. */
+            key?: string;
+            /** @description The person confirmed the run. */
+            confirmed?: boolean;
+        };
+        AgentLinkStarted: {
+            ok: boolean;
+            session_id: string;
+            canvas_id: string;
+        };
+        HostLinkKey: {
+            session: string;
+            key: string;
+            /** @description A link with the key, e.g. `canvasd://agent?message=...&key=...`. */
+            example: string;
+        };
+        HostViewerURL: {
+            /** @description `/host/{session}/~{ticket}/__canvas__/` (with `?page=` when asked). */
+            url: string;
+            /** Format: date-time */
+            expires_at: string;
+        };
+        /** @description `event: host:present` on a canvas stream: the host session of the canvas's id was presented. */
+        HostPresentNotice: {
+            session: string;
+            /** @enum {string} */
+            action: "show" | "hide" | "navigate";
+            path?: string;
         };
         /** @description A browser's answer; `result` when `ok`, `error` (any JSON, usually a message) otherwise. */
         InvokeAnswer: {
@@ -4637,10 +4835,11 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description The file, with its content type. */
+            /** @description The file, with its content type (under a ticket, an HTML page in a frame has the page runtime first). */
             200: {
                 headers: {
                     "Content-Security-Policy"?: string;
+                    "Access-Control-Allow-Origin"?: "null";
                     [name: string]: unknown;
                 };
                 content: {
@@ -4665,8 +4864,9 @@ export interface operations {
                 content?: never;
             };
             /**
-             * @description A browser navigation with a token: redirect to the page-ticket URL
-             *     `/host/{session}/~{ticket}/{path}` (for the built-in shell `.../~{ticket}/__canvas__/#access_token=...`).
+             * @description A browser navigation with a token: redirect to the session's viewer under a page ticket
+             *     (`/host/{session}/~{ticket}/__canvas__/?page={path}`), or to the ticket URL of a file that is not a
+             *     page; under a ticket, an HTML page loaded as a top-level document: redirect to the viewer showing it.
              */
             303: {
                 headers: {
@@ -4960,6 +5160,143 @@ export interface operations {
             422: components["responses"]["Unprocessable"];
             429: components["responses"]["TooManyRequests"];
             503: components["responses"]["Unavailable"];
+        };
+    };
+    postHostMessage: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The host session name (letters, digits, `-`, `_`, `.`; not `.` or `..`). */
+                session: components["parameters"]["HostSessionPath"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["MessageRequest"];
+            };
+        };
+        responses: {
+            /** @description Accepted; the agent answers on the canvas's stream. */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HostMessageAccepted"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["TooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["Unprocessable"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    followAgentLink: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The host session name (letters, digits, `-`, `_`, `.`; not `.` or `..`). */
+                session: components["parameters"]["HostSessionPath"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["AgentLinkRequest"];
+            };
+        };
+        responses: {
+            /** @description The run started. */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AgentLinkStarted"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["TooLarge"];
+            422: components["responses"]["Unprocessable"];
+            /** @description The link carries no valid key and the person has not confirmed it. */
+            428: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getHostLinkKey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The host session name (letters, digits, `-`, `_`, `.`; not `.` or `..`). */
+                session: components["parameters"]["HostSessionPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The key, with an example link. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HostLinkKey"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+        };
+    };
+    getHostViewer: {
+        parameters: {
+            query?: {
+                page?: string;
+            };
+            header?: never;
+            path: {
+                /** @description The host session name (letters, digits, `-`, `_`, `.`; not `.` or `..`). */
+                session: components["parameters"]["HostSessionPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The viewer's address and when its ticket expires. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HostViewerURL"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     healthz: {

@@ -3,8 +3,9 @@
 // "Send to agent" of the canvas or the selection as an image, and the host
 // pages / A2UI surfaces of a host session in a frame.
 
-import type { AgentSession, AgentTurn, CanvasClient } from "@canvasd/client";
+import type { AgentSession, AgentTurn, CanvasClient, HostPresentNotice } from "@canvasd/client";
 import { h, toast, why } from "./dom";
+import { PagesPanel } from "./pages";
 
 const TERMINAL = new Set(["done", "canceled", "error"]);
 
@@ -30,7 +31,8 @@ export class AgentPanel {
   private review: HTMLElement;
   private runBtn: HTMLButtonElement;
   private stopBtn: HTMLButtonElement;
-  private frame: HTMLIFrameElement;
+  /** The Pages tab: a host session's pages in the canvas host's viewer. */
+  readonly pages: PagesPanel;
   private hostName: HTMLInputElement;
   private ended = new Set<string>();
   private refreshTimer = 0;
@@ -47,7 +49,7 @@ export class AgentPanel {
     this.todos = h("ul", { id: "agent-todos" });
     this.review = h("div", { id: "agent-review" });
     this.hostName = h("input", { id: "host-session", type: "text", maxlength: 128, placeholder: "host session" });
-    this.frame = h("iframe", { id: "host-frame", title: "Host page" });
+    this.pages = new PagesPanel(client);
     const sendImg = (sel: boolean) => h("button", { type: "button", id: sel ? "send-selection" : "send-canvas", text: sel ? "Send selection" : "Send canvas",
       title: `Send ${sel ? "the selected shapes" : "the visible canvas"} to the agent as an image, with the prompt`, onclick: () => this.sendImage(sel) });
     this.el = h("aside", { id: "agent-panel" },
@@ -63,21 +65,41 @@ export class AgentPanel {
         h("h3", { text: "Chat" }), this.log),
       h("section", { class: "pane", "data-pane": "pages", hidden: true },
         h("form", { class: "row", onsubmit: (ev: Event) => { ev.preventDefault(); this.showHost(); } }, this.hostName, h("button", { type: "submit", text: "Open" })),
-        h("p", { class: "muted", text: "Agent-written pages and A2UI surfaces of a host session." }),
-        this.frame));
+        h("p", { class: "muted", text: "Agent-written pages and A2UI surfaces of a host session (by default the canvas's, whose pages talk to its agent)." }),
+        this.pages.el));
   }
 
-  private tab(name: string): void {
+  private tab(name: string, open = true): void {
     for (const b of this.el.querySelectorAll<HTMLElement>(".tab")) b.classList.toggle("active", b.dataset.tab === name);
     for (const p of this.el.querySelectorAll<HTMLElement>(".pane")) p.hidden = p.dataset.pane !== name;
-    if (name === "pages" && !this.frame.src) this.showHost();
+    if (name === "pages" && open && !this.pages.shown) this.showHost();
   }
 
-  /** Shows a host session's page; the server swaps the token for a page ticket (303) at once. */
+  /** Shows the host session named in the tab (default: the canvas's) in the viewer. */
   private showHost(): void {
     const s = this.hostName.value.trim() || this.ctx.canvasId().replace(/[^A-Za-z0-9_.-]/g, "-");
     this.hostName.value = s;
-    this.frame.src = `/host/${encodeURIComponent(s)}/?access_token=${encodeURIComponent(this.ctx.token())}`;
+    if (this.pages.shown !== s) this.pages.close();
+    void this.pages.open(s);
+  }
+
+  /**
+   * Follows the agent's present of the canvas's host session: show and
+   * navigate open the Pages tab on it (an open viewer navigates itself),
+   * hide closes the viewer and goes back to the chat.
+   */
+  present(p: HostPresentNotice): void {
+    if (p.action === "hide") {
+      this.pages.close();
+      this.tab("chat");
+      return;
+    }
+    this.tab("pages", false);
+    if (this.pages.shown !== p.session) {
+      this.pages.close();
+      this.hostName.value = p.session;
+      void this.pages.open(p.session, p.path && p.path !== "/" ? p.path : "");
+    }
   }
 
   /**
@@ -152,7 +174,7 @@ export class AgentPanel {
     this.badge("idle");
     this.setRunning(false);
     this.hostName.value = "";
-    this.frame.removeAttribute("src");
+    this.pages.close();
   }
 
   /** Puts text (e.g. a selection formatted for chat) into the prompt. */

@@ -327,6 +327,7 @@ class App {
     live.on("agent:chat", (d) => mine() && this.agent.event("agent:chat", d));
     live.on("agent:status", (d) => mine() && this.agent.event("agent:status", d));
     live.on("agent:screenshot_request", (d) => mine() && this.agent.event("agent:screenshot_request", d));
+    live.on("host:present", (p) => { if (mine() && p.session === id) this.agent.present(p); });
     live.on("error", (err) => {
       if (!mine()) return;
       if ((err as { status?: number })?.status === 401) this.failed("", err);
