@@ -271,6 +271,8 @@ func typeSchema(t reflect.Type, tag reflect.StructTag, has func(string) bool, in
 		return structSchema(t, nil, has, inline)
 	case reflect.Map:
 		return yobj{{"type", "object"}, {"additionalProperties", true}}
+	case reflect.Interface: // any JSON value
+		s = yobj{}
 	default:
 		panic("canvas: no schema for a field of type " + t.String())
 	}
