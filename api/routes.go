@@ -57,7 +57,6 @@ func (s *Server) routes() chi.Router {
 		r.Group(func(r chi.Router) {
 			r.Use(hostAPI.capOrAuth(s.requireAuth))
 			c := hostAPI.host.Config()
-			r.Get("/sse/host/{session}", hostAPI.handleStream)
 			r.Post("/api/host/{session}/actions", s.jsonBody(256<<10, hostAPI.handleAction))
 			r.Post("/api/host/{session}/messages", s.jsonBody(messageBodyLimit(c.MaxImageBytes), hostAPI.handleHostMessage))
 			r.Post("/api/host/{session}/agent-link", s.jsonBody(64<<10, hostAPI.handleAgentLink))
@@ -73,10 +72,10 @@ func (s *Server) routes() chi.Router {
 	r.Group(func(r chi.Router) {
 		r.Use(s.requireStreamAuth)
 		r.Get("/sse/canvas/{canvas_id}", s.handleCanvasStream)
-		if hostAPI != nil {
-			r.Get("/sse/host/{session}", hostAPI.handleStream)
-		}
 	})
+	if hostAPI != nil { // a stream of the bridge too: the session's capability, else a stream's token
+		r.With(hostAPI.capOrAuth(s.requireStreamAuth)).Get("/sse/host/{session}", hostAPI.handleStream)
+	}
 
 	// Authenticated by the Authorization header only (requireAuth). Every
 	// JSON body passes jsonBody (body.go): its media type (415 unless

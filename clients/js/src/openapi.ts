@@ -2827,7 +2827,7 @@ export interface components {
          * @description The JSON `data` of one event of `GET /sse/canvas/{canvas_id}`: which schema depends on the event's
          *     name, as `x-sse-events` of the operation lists (`text/event-stream` framing: see `EventStream`).
          */
-        CanvasStreamEvent: components["schemas"]["Commit"] | components["schemas"]["StreamCaughtUp"] | components["schemas"]["StreamReset"] | components["schemas"]["Gesture"] | components["schemas"]["AgentActionEnvelope"] | components["schemas"]["AgentChat"] | components["schemas"]["AgentStatus"] | components["schemas"]["ScreenshotRequest"] | components["schemas"]["InvokeEvent"] | components["schemas"]["AgentHost"];
+        CanvasStreamEvent: components["schemas"]["Commit"] | components["schemas"]["StreamCaughtUp"] | components["schemas"]["StreamReset"] | components["schemas"]["Gesture"] | components["schemas"]["AgentActionEnvelope"] | components["schemas"]["AgentChat"] | components["schemas"]["AgentStatus"] | components["schemas"]["ScreenshotRequest"] | components["schemas"]["InvokeEvent"] | components["schemas"]["AgentHost"] | components["schemas"]["HostPresentNotice"];
         /**
          * @description The JSON `data` of one event of `GET /sse/host/{session}`: which schema depends on the event's
          *     name, as `x-sse-events` of the operation lists (`text/event-stream` framing: see `EventStream`).
@@ -5229,6 +5229,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             413: components["responses"]["TooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["Unprocessable"];
             /** @description The link carries no valid key and the person has not confirmed it. */
             428: {
