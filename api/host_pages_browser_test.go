@@ -9,6 +9,7 @@ import (
 	"image/png"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -227,14 +228,19 @@ func TestViewerKeepsTokensOutOfURLs(t *testing.T) {
 		try { seen.push(parent.document.documentElement.outerHTML) } catch (e) { seen.push("parent blocked") }
 		document.title = seen.join(" | ");</script>`)
 
-	urls := make(chan string, 256)
+	// The listener runs on chromedp's goroutines until the test ends, so the
+	// URLs it saw are read under the lock, never by closing a channel it
+	// may still send on.
+	var (
+		urlsMu sync.Mutex
+		urls   []string
+	)
 	ctx := newChromium(t, "about:blank")
 	if err := chromedp.Listen(ctx, func(ev any) {
 		if r, ok := ev.(*network.EventRequestWillBeSent); ok {
-			select {
-			case urls <- r.Request.URL + r.Request.URLFragment:
-			default:
-			}
+			urlsMu.Lock()
+			urls = append(urls, r.Request.URL+r.Request.URLFragment)
+			urlsMu.Unlock()
 		}
 	}); err != nil {
 		t.Fatal(err)
@@ -263,9 +269,11 @@ func TestViewerKeepsTokensOutOfURLs(t *testing.T) {
 	if strings.Contains(seen, admin) || strings.Contains(seen, host.CapPrefix) || !strings.HasSuffix(seen, "parent blocked") {
 		t.Fatalf("the page saw %q", seen)
 	}
-	close(urls)
+	urlsMu.Lock()
+	seenURLs := append([]string(nil), urls...)
+	urlsMu.Unlock()
 	n := 0
-	for u := range urls {
+	for _, u := range seenURLs {
 		n++
 		if u == e.srv.URL+"/host/demo/?access_token="+admin {
 			continue // the first request, the one the person opened

@@ -62,7 +62,7 @@ type Server struct {
 	// routeWords are the canvas ids that would shadow a route (see
 	// shadowingIDs); creating a canvas under one is refused.
 	routeWords map[string]bool
-	hostAPI *hostAPI // the canvas host's routes and MCP tools; nil without a host
+	hostAPI    *hostAPI // the canvas host's routes and MCP tools; nil without a host
 
 	gestureMu   sync.Mutex
 	lastGesture map[string]time.Time
