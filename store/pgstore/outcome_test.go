@@ -50,16 +50,27 @@ func TestAppendOutcomeKnownOrUnknown(t *testing.T) {
 	}
 	// What the proxied store announces reaches a listener of another store.
 	var wakes atomic.Int32
+	listening := make(chan struct{}, 1)
 	lctx, stopListening := context.WithCancel(ctx)
 	defer stopListening()
 	go func() {
 		_ = direct.Listen(lctx, func(canvasID string) {
-			if canvasID == "c1" {
+			switch canvasID {
+			case "c1":
 				wakes.Add(1)
+			case "": // LISTEN is in effect
+				select {
+				case listening <- struct{}{}:
+				default:
+				}
 			}
 		})
 	}()
-	time.Sleep(200 * time.Millisecond) // LISTEN in effect
+	select {
+	case <-listening:
+	case <-time.After(10 * time.Second):
+		t.Fatal("LISTEN did not take effect within 10 s")
+	}
 	if err := appendOne("open"); err != nil {
 		t.Fatal(err)
 	}
