@@ -1,48 +1,78 @@
 #!/usr/bin/env bash
-# The suites of `make test`, run one after another. Each runs to its end even
-# when an earlier one failed, so one failure never hides another suite's
-# result; the summary at the end lists every suite with its result and time
-# (and the Go tests that failed), and the exit status is 1 when any failed.
+# The suites of `make test`. Each runs to its end even when another failed,
+# so one failure never hides another suite's result; the summary at the end
+# lists every suite with its result and time (and the Go tests that failed),
+# and the exit status is 1 when any failed.
+#
+# To use both cores of a small machine, the suites run side by side: the Go
+# tests in two processes (the web UI's Chromium tests of package api, and
+# everything else), and the Python, TypeScript and web UI unit suites one
+# after another beside them. Each suite's output is kept in its own file and
+# printed whole when it ends, so outputs never interleave.
 set -u
 cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python3}
-log=$(mktemp -t canvasd-gotest.XXXXXX)
-trap 'rm -f "$log"' EXIT
+dir=$(mktemp -d -t canvasd-test.XXXXXX)
+trap 'rm -rf "$dir"' EXIT
 results=()
 failed=0
 
-# suite NAME COMMAND...: runs COMMAND, records NAME's result and time.
-suite() {
+# run NAME COMMAND...: runs COMMAND with its output in $dir/NAME.log and its
+# exit status and time in $dir/NAME.status.
+run() {
   local name=$1 t0=$SECONDS status
   shift
-  echo "== $name: $*"
-  "$@"
+  "$@" >"$dir/$name.log" 2>&1
   status=$?
-  if [ $status -eq 0 ]; then
-    results+=("ok    $name ($((SECONDS - t0)) s)")
+  echo "$status $((SECONDS - t0))" >"$dir/$name.status"
+}
+
+# report NAME TITLE: prints NAME's output and records its result as TITLE.
+report() {
+  local name=$1 title=$2 status secs
+  read -r status secs <"$dir/$name.status"
+  echo "== $title"
+  cat "$dir/$name.log"
+  if [ "$status" -eq 0 ]; then
+    results+=("ok    $title ($secs s)")
   else
-    results+=("FAIL  $name ($((SECONDS - t0)) s, exit $status)")
+    results+=("FAIL  $title ($secs s, exit $status)")
     failed=1
   fi
 }
 
-go_tests() {
-  go test -race -count=1 -timeout 30m ./... 2>&1 | tee "$log"
-  return "${PIPESTATUS[0]}"
-}
+gotest() { go test -race -count=1 -timeout 30m "$@"; }
 
-suite "go vet" go vet ./...
-suite "Go tests, race detector (SQLite, PostgreSQL when CANVASD_TEST_DATABASE_URL is set, Chromium)" go_tests
-suite "Python client" "$PYTHON" -m unittest discover -s clients/python/tests -t clients/python
-suite "TypeScript client" make --no-print-directory js-test
-suite "web UI unit tests" make --no-print-directory ui-test
+run vet go vet ./...
+report vet "go vet"
+# Compile every test binary once, so the two Go processes below do not
+# both build the same packages.
+go test -race -count=1 -run '^$' ./... >/dev/null 2>&1
+
+clients() {
+  run python "$PYTHON" -m unittest discover -s clients/python/tests -t clients/python
+  run ts make --no-print-directory js-test
+  run ui make --no-print-directory ui-test
+}
+clients &
+clients_pid=$!
+run go-webui gotest -run '^TestWebUI' ./api &
+webui_pid=$!
+run go gotest -skip '^TestWebUI' ./...
+wait "$webui_pid" "$clients_pid"
+
+report go "Go tests, race detector (SQLite, PostgreSQL when CANVASD_TEST_DATABASE_URL is set)"
+report go-webui "Go tests of the web UI in Chromium, race detector (package api, TestWebUI*)"
+report python "Python client"
+report ts "TypeScript client"
+report ui "web UI unit tests"
 
 echo
 echo "== make test: summary"
 printf '  %s\n' "${results[@]}"
-if grep -qE '^(--- FAIL|FAIL)' "$log"; then
+if grep -qE '^(--- FAIL|FAIL)' "$dir/go.log" "$dir/go-webui.log"; then
   echo "  failed Go tests and packages:"
-  grep -E '^(--- FAIL|FAIL)' "$log" | sed 's/^/    /'
+  grep -hE '^(--- FAIL|FAIL)' "$dir/go.log" "$dir/go-webui.log" | sed 's/^/    /'
 fi
 echo "  browser test screenshots: $PWD/test-artifacts/web/"
 exit $failed
