@@ -973,6 +973,27 @@ export class CanvasView {
   }
 
   /**
+   * Resolves, with the model's revision, once the scene on stage is the
+   * model's (Excalidraw started, the snapshot on stage, no commit waiting
+   * to be shown) and a frame drew it: what a screenshot shows is then the
+   * version it reports. Rejects after ms. A hidden page draws no frames: a
+   * timer stands in for them.
+   */
+  async drawn(ms = 15000): Promise<number> {
+    const end = performance.now() + ms;
+    const settled = () => !!this.ex && !!this.model && !this.loading && !this.flushQueued && !this.pendingNodes.size && !this.pendingEdges.size;
+    for (;;) {
+      if (settled()) {
+        const rev = this.model!.rev;
+        await nextFrame();
+        if (settled() && this.model!.rev === rev) return rev;
+      } else if (performance.now() > end) {
+        throw new Error("the canvas is not on screen yet: try again");
+      } else await nextFrame();
+    }
+  }
+
+  /**
    * A PNG of bounds (canvas coordinates; default: the view) at most maxSize
    * pixels (default 800 on the long side), drawn by Excalidraw's exporter.
    * ids limits it to those nodes.
@@ -1030,6 +1051,14 @@ export class CanvasView {
     this.root?.unmount();
     this.root = null;
   }
+}
+
+/** The next animation frame, or 100 ms in a hidden page (which draws none). */
+function nextFrame(): Promise<void> {
+  return new Promise((resolve) => {
+    const t = setTimeout(resolve, 100);
+    requestAnimationFrame(() => { clearTimeout(t); resolve(); });
+  });
 }
 
 /**

@@ -382,8 +382,11 @@ class App {
   /** The agent's screenshot (asked of the host only): Excalidraw's export of the requested bounds. */
   private async screenshot(req: ScreenshotRequest): Promise<Screenshot> {
     if (!this.model) throw new Error("no canvas is loaded in this page");
+    // Answered once the scene of the version it reports is on screen (a host
+    // just elected may still be starting Excalidraw or staging the canvas).
+    const rev = await this.view.drawn();
     const b = req.bounds && [req.bounds.x, req.bounds.y, req.bounds.w, req.bounds.h].every((v) => typeof v === "number" && isFinite(v)) && req.bounds.w > 0 && req.bounds.h > 0 ? req.bounds : null;
-    const docVersion = String(this.model.rev);
+    const docVersion = String(rev);
     const max = req.maxSize?.w && req.maxSize?.h ? { w: req.maxSize.w, h: req.maxSize.h } : null;
     const shot = await this.view.picture(b, max);
     return { dataUrl: shot.dataUrl, bounds: shot.bounds, viewport: this.view.viewport(), selection: this.view.selection(), docVersion } as Screenshot;
