@@ -169,7 +169,7 @@ func benchAgentHostPage(b *testing.B, turns, shapes int) {
 	var vp client.Box
 	p.eval(`canvasd.view.viewport()`, &vp)
 
-	var ttfa, shot []float64
+	var ttfa, shot, ttfb []float64
 	var ids []string
 	for t := 0; t < turns; t++ {
 		id, err := runner.Run(ctx, client.AgentRunRequest{RoomID: cid, Message: fmt.Sprintf("turn %d: add notes", t), Viewport: &vp})
@@ -184,6 +184,7 @@ func benchAgentHostPage(b *testing.B, turns, shapes int) {
 		}
 		ttfa = append(ttfa, st.TimeToFirstAction)
 		shot = append(shot, st.ScreenshotMS)
+		ttfb = append(ttfb, st.TTFBMS)
 		ids = append(ids, id)
 	}
 	stop()
@@ -220,6 +221,24 @@ func benchAgentHostPage(b *testing.B, turns, shapes int) {
 		c := slices.Clone(xs)
 		slices.Sort(c)
 		return c[int(q*float64(len(c)-1)+0.5)]
+	}
+	// Where a screenshot's time goes in the page.
+	var times []struct {
+		Wait, Draw, Encode, Total float64
+		From                      string
+	}
+	p.eval(`canvasd.shotTimes`, &times)
+	var wait, draw, encode, total []float64
+	screen := 0
+	for _, t := range times {
+		wait, draw, encode, total = append(wait, t.Wait), append(draw, t.Draw), append(encode, t.Encode), append(total, t.Total)
+		if t.From == "screen" {
+			screen++
+		}
+	}
+	if len(times) > 0 {
+		b.Logf("in the page, a screenshot's median: %.0f ms waiting for the scene, %.0f ms drawn, %.0f ms encoded, %.0f ms in all (%d of %d copied from the screen); the session's first model byte at p50 %.0f ms",
+			pct(wait, 0.5), pct(draw, 0.5), pct(encode, 0.5), pct(total, 0.5), screen, len(times), pct(ttfb, 0.5))
 	}
 	load, _ := os.ReadFile("/proc/loadavg")
 	b.ReportMetric(float64(turns), "turns")

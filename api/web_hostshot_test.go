@@ -2,6 +2,8 @@ package api
 
 import (
 	"encoding/json"
+	"image"
+	"image/color"
 	"testing"
 	"time"
 
@@ -50,4 +52,57 @@ func TestWebUIFirstScreenshotAfterElection(t *testing.T) {
 		t.Fatalf("first screenshot's doc version %q, want 1", a.Result.DocVersion)
 	}
 	p.poll("live and drawn", `document.body.dataset.loaded === "`+cid+`"`)
+}
+
+// TestWebUIScreenshotOfTheView: a screenshot of the page's view is the view
+// as drawn on screen, scaled to fit 800 px: the blue box is where the view
+// shows it, and a shape added by another actor is in it once its commit is
+// on screen (the version the answer reports).
+func TestWebUIScreenshotOfTheView(t *testing.T) {
+	open := uiBrowser(t, 60*time.Second)
+	e := newTestEnv(t)
+	editor, _ := e.token(canvas.RoleEditor, canvas.ActorHuman)
+	const cid = "view-shot"
+	e.must(201, "POST", "/api/canvases", testAdmin, map[string]any{"canvas_id": cid, "title": "View shot"})
+	e.must(200, "POST", "/canvas_commands/"+cid+"/command", editor, env("create_shape", 0, map[string]any{"id": "shape:blue", "type": "geo",
+		"x": 100, "y": 100, "w": 300, "h": 200, "props": map[string]any{"geo": "rectangle", "color": "blue", "fill": "fill"}}))
+	p := open(e.srv.URL + "/?canvas=" + cid + "#access_token=" + editor)
+	p.poll("live, drawn and host", `document.getElementById("conn").textContent === "live" && document.body.dataset.loaded === "`+cid+
+		`" && !document.getElementById("host").hidden`)
+	var vp client.Box
+	p.eval(`canvasd.view.viewport()`, &vp)
+	shoot := func(want string) (agent.Screenshot, float64) {
+		t.Helper()
+		r := e.do("POST", "/api/invoke", editor, map[string]any{"canvas_id": cid, "action": canvas.InvokeAgentScreenshot, "timeout_ms": 30000,
+			"payload": agent.ScreenshotRequest{Type: "agent:screenshot_request", RequestID: "r", Bounds: &vp, MaxSize: &agent.Size{W: 800, H: 800}}})
+		var a struct {
+			OK     bool             `json:"ok"`
+			Result agent.Screenshot `json:"result"`
+		}
+		if r.Status != 200 || json.Unmarshal(r.Body, &a) != nil || !a.OK {
+			t.Fatalf("screenshot: %d %.300s", r.Status, r.Body)
+		}
+		var from string
+		p.eval(`canvasd.shotTimes[canvasd.shotTimes.length - 1].from`, &from)
+		if from != want {
+			t.Fatalf("screenshot of the view from %q, want %q", from, want)
+		}
+		return a.Result, min(800/vp.W, 800/vp.H)
+	}
+	at := func(img image.Image, scale, x, y float64) color.Color {
+		return img.At(int((x-vp.X)*scale), int((y-vp.Y)*scale))
+	}
+	shot, scale := shoot("screen")
+	img := decodePNGDataURL(t, shot.DataURL)
+	if b := img.Bounds(); max(b.Dx(), b.Dy()) != 800 || !near(at(img, scale, 250, 200), 0x1971c2, 30) {
+		t.Fatalf("screenshot of the view %v: the blue box's centre is %v", img.Bounds(), at(img, scale, 250, 200))
+	}
+	// Another actor's red ellipse, in view: in the next screenshot.
+	e.must(200, "POST", "/canvas_commands/"+cid+"/command", editor, env("create_shape", 1, map[string]any{"id": "shape:red", "type": "geo",
+		"x": 100, "y": 350, "w": 300, "h": 200, "props": map[string]any{"geo": "ellipse", "color": "red", "fill": "fill"}}))
+	shot, scale = shoot("screen")
+	img = decodePNGDataURL(t, shot.DataURL)
+	if shot.DocVersion != "2" || !near(at(img, scale, 250, 450), 0xe03131, 30) {
+		t.Fatalf("screenshot after the commit: version %q, the red ellipse's centre is %v", shot.DocVersion, at(img, scale, 250, 450))
+	}
 }

@@ -42,6 +42,8 @@ class App {
   loadedAt = 0;
   openedAt = 0;
   timing: Record<string, number> = {};
+  /** The last screenshots' times (ms): waiting for the scene, the picture drawn, encoded; for the browser benchmark. */
+  shotTimes: { wait: number; draw: number; encode: number; total: number; from: string }[] = [];
 
   constructor() {
     const app = $("app");
@@ -384,11 +386,15 @@ class App {
     if (!this.model) throw new Error("no canvas is loaded in this page");
     // Answered once the scene of the version it reports is on screen (a host
     // just elected may still be starting Excalidraw or staging the canvas).
+    const t0 = performance.now();
     const rev = await this.view.drawn();
+    const t1 = performance.now();
     const b = req.bounds && [req.bounds.x, req.bounds.y, req.bounds.w, req.bounds.h].every((v) => typeof v === "number" && isFinite(v)) && req.bounds.w > 0 && req.bounds.h > 0 ? req.bounds : null;
     const docVersion = String(rev);
     const max = req.maxSize?.w && req.maxSize?.h ? { w: req.maxSize.w, h: req.maxSize.h } : null;
     const shot = await this.view.picture(b, max);
+    this.shotTimes.push({ wait: t1 - t0, draw: shot.drawMs, encode: shot.encodeMs, total: performance.now() - t0, from: shot.from });
+    if (this.shotTimes.length > 50) this.shotTimes.shift();
     return { dataUrl: shot.dataUrl, bounds: shot.bounds, viewport: this.view.viewport(), selection: this.view.selection(), docVersion } as Screenshot;
   }
 
