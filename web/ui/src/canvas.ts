@@ -60,6 +60,7 @@ export class CanvasView {
   private pendingEdges = new Set<string>();
   private flushQueued = false;
   private pushes = 0; // push() calls: scene updates Excalidraw draws in a later frame
+  private drawnPushes = 0; // the last push() two frames went by since
   private loads = 0; // load() calls: a newer one supersedes an older one still waiting
   private loading = false; // a snapshot is being built: commits wait for it
   /** How the last load went (ms from its start): elements built, Excalidraw ready, on stage. */
@@ -386,7 +387,9 @@ export class CanvasView {
 
   /** Puts the cached elements on stage, keeping the user's unsent versions. */
   private push(reset: boolean): void {
-    this.pushes++;
+    const n = ++this.pushes;
+    // Two frames later Excalidraw has drawn this update.
+    void nextFrame().then(nextFrame).then(() => { this.drawnPushes = Math.max(this.drawnPushes, n); });
     const m = this.model!;
     const scene = new Map<string, El>();
     if (!reset) for (const el of this.ex.getSceneElementsIncludingDeleted()) scene.set(el.id, el);
@@ -986,6 +989,7 @@ export class CanvasView {
     const end = performance.now() + ms;
     const settled = () => !!this.ex && !!this.model && !this.loading && !this.flushQueued && !this.pendingNodes.size && !this.pendingEdges.size;
     for (;;) {
+      if (settled() && this.drawnPushes === this.pushes) return this.model!.rev;
       if (settled()) {
         // Two frames with no scene update: Excalidraw has drawn the last one.
         const rev = this.model!.rev, n = this.pushes;
