@@ -1,6 +1,7 @@
 package api
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os"
@@ -10,6 +11,10 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/profiler"
+	"github.com/chromedp/chromedp"
 
 	"github.com/canvasd/canvasd/agent"
 	"github.com/canvasd/canvasd/canvas"
@@ -169,6 +174,27 @@ func benchAgentHostPage(b *testing.B, turns, shapes int) {
 	var vp client.Box
 	p.eval(`canvasd.view.viewport()`, &vp)
 
+	// What keeps the page's main thread busy during the turns: its long
+	// tasks, and the time showing the commits takes (CanvasView.flush).
+	p.eval(`(() => {
+		const d = window.__agentBench = { long: [], flush: [] };
+		new PerformanceObserver((l) => { for (const e of l.getEntries()) d.long.push(e.duration); }).observe({ type: "longtask" });
+		const v = canvasd.view, f = v.flush.bind(v);
+		v.flush = () => { const t = performance.now(); f(); d.flush.push(performance.now() - t); };
+		return true;
+	})()`, nil)
+	// CANVASD_BENCH_PROFILE=1: a CPU profile of the page during the turns,
+	// its functions with the most time of their own logged.
+	profile := os.Getenv("CANVASD_BENCH_PROFILE") != ""
+	if profile {
+		p.do(chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+			if _, err := cdp.Call(ctx, tg, profiler.Enable, cdp.Empty{}); err != nil {
+				return err
+			}
+			_, err := cdp.Call(ctx, tg, profiler.Start, cdp.Empty{})
+			return err
+		}))
+	}
 	var ttfa, shot, ttfb []float64
 	var ids []string
 	for t := 0; t < turns; t++ {
@@ -188,6 +214,15 @@ func benchAgentHostPage(b *testing.B, turns, shapes int) {
 		ids = append(ids, id)
 	}
 	stop()
+	if profile {
+		p.do(chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+			res, err := cdp.Call(ctx, tg, profiler.Stop, cdp.Empty{})
+			if err == nil {
+				logProfile(b, res.Profile)
+			}
+			return err
+		}))
+	}
 
 	// The apply jitter of every envelope, as the server measures it (agent/browser.go):
 	// each ack against the ack of the nearest seq below it in its session.
@@ -240,6 +275,16 @@ func benchAgentHostPage(b *testing.B, turns, shapes int) {
 		b.Logf("in the page, a screenshot's median: %.0f ms waiting for the scene, %.0f ms drawn, %.0f ms encoded, %.0f ms in all (%d of %d copied from the screen); the session's first model byte at p50 %.0f ms",
 			pct(wait, 0.5), pct(draw, 0.5), pct(encode, 0.5), pct(total, 0.5), screen, len(times), pct(ttfb, 0.5))
 	}
+	var busy struct{ Long, Flush []float64 }
+	p.eval(`({long: __agentBench.long, flush: __agentBench.flush})`, &busy)
+	if len(busy.Flush) > 0 {
+		sum := 0.0
+		for _, l := range busy.Long {
+			sum += l
+		}
+		b.Logf("the page's main thread: %d long tasks (%.0f ms in all, the longest %.0f ms); %d commit flushes, p50 %.1f ms, p95 %.1f ms",
+			len(busy.Long), sum, slices.Max(append(busy.Long, 0)), len(busy.Flush), pct(busy.Flush, 0.5), pct(busy.Flush, 0.95))
+	}
 	load, _ := os.ReadFile("/proc/loadavg")
 	b.ReportMetric(float64(turns), "turns")
 	b.ReportMetric(pct(ttfa, 0.5), "ttfa-p50-ms")
@@ -252,4 +297,42 @@ func benchAgentHostPage(b *testing.B, turns, shapes int) {
 	b.Logf("agent loop, the web UI as host (%d shapes, %d turns of %d actions): first action p50 %.0f ms, p95 %.0f ms (SLO ≤ 200); screenshot p50 %.0f ms, p95 %.0f ms (SLO ≤ 150); "+
 		"apply jitter p50 %.0f ms, p95 %.0f ms over %d envelopes (SLO ≤ 50); load average %s",
 		shapes, turns, actions, pct(ttfa, 0.5), pct(ttfa, 0.95), pct(shot, 0.5), pct(shot, 0.95), pct(jitter, 0.5), pct(jitter, 0.95), len(jitter), strings.TrimSpace(string(load)))
+}
+
+// logProfile logs the 25 functions of a page's CPU profile with the most
+// time of their own (and the profile's whole time).
+func logProfile(b *testing.B, prof *profiler.Profile) {
+	if prof == nil {
+		return
+	}
+	self := map[int64]float64{} // node → µs
+	for i, id := range prof.Samples {
+		if i+1 < len(prof.TimeDeltas) {
+			self[id] += float64(prof.TimeDeltas[i+1])
+		}
+	}
+	byFn := map[string]float64{}
+	for _, n := range prof.Nodes {
+		f := n.CallFrame
+		name := f.FunctionName
+		if name == "" {
+			name = "(anonymous)"
+		}
+		byFn[fmt.Sprintf("%s %s:%d", name, filepath.Base(f.URL), f.LineNumber+1)] += self[n.ID]
+	}
+	type fn struct {
+		name string
+		us   float64
+	}
+	var fns []fn
+	for k, v := range byFn {
+		fns = append(fns, fn{k, v})
+	}
+	slices.SortFunc(fns, func(x, y fn) int { return cmp.Compare(y.us, x.us) })
+	var out strings.Builder
+	fmt.Fprintf(&out, "the page's CPU profile (%.0f ms):", (prof.EndTime-prof.StartTime)/1000)
+	for _, f := range fns[:min(25, len(fns))] {
+		fmt.Fprintf(&out, " %.0f ms %s;", f.us/1000, f.name)
+	}
+	b.Log(out.String())
 }
