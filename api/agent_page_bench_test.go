@@ -275,6 +275,26 @@ func benchAgentHostPage(b *testing.B, turns, shapes int) {
 		b.Logf("in the page, a screenshot's median: %.0f ms waiting for the scene, %.0f ms drawn, %.0f ms encoded, %.0f ms in all (%d of %d copied from the screen); the session's first model byte at p50 %.0f ms",
 			pct(wait, 0.5), pct(draw, 0.5), pct(encode, 0.5), pct(total, 0.5), screen, len(times), pct(ttfb, 0.5))
 	}
+	// The same run's comparison: the page's picture of its view copied from
+	// the screen against Excalidraw's export of the same bounds (what the
+	// page did before), alternately, 10 of each.
+	var cmpTimes struct{ Screen, Export []float64 }
+	p.eval(`(async () => {
+		const v = canvasd.view, vp = v.viewport(), out = { screen: [], export: [] };
+		const nudged = { x: vp.x + 0.75, y: vp.y, w: vp.w, h: vp.h }; // not the view: exported
+		for (let i = 0; i < 10; i++) {
+			for (const [k, b] of [["screen", vp], ["export", nudged]]) {
+				const t = performance.now();
+				const shot = await v.picture(b, { w: 800, h: 800 });
+				if (shot.from !== k) throw new Error("picture from " + shot.from + ", want " + k);
+				out[k].push(performance.now() - t);
+			}
+		}
+		return out;
+	})()`, &cmpTimes)
+	b.ReportMetric(pct(cmpTimes.Screen, 0.5)/pct(cmpTimes.Export, 0.5), "shot-screen/export")
+	b.Logf("the page's picture of its view (800 px): copied from the screen p50 %.0f ms, exported p50 %.0f ms (%.2f×), the same run",
+		pct(cmpTimes.Screen, 0.5), pct(cmpTimes.Export, 0.5), pct(cmpTimes.Screen, 0.5)/pct(cmpTimes.Export, 0.5))
 	var busy struct{ Long, Flush []float64 }
 	p.eval(`({long: __agentBench.long, flush: __agentBench.flush})`, &busy)
 	if len(busy.Flush) > 0 {
