@@ -982,14 +982,17 @@ export class CanvasView {
    * model's (Excalidraw started, the snapshot on stage, no commit waiting
    * to be shown) and two frames went by since (Excalidraw draws a scene update
    * in a later frame): what a screenshot shows is then the
-   * version it reports. Rejects after ms. A hidden page draws no frames: a
-   * timer stands in for them.
+   * version it reports (under a stream of commits that leaves no two quiet
+   * frames, as on stage after 500 ms). Rejects after ms. A hidden page
+   * draws no frames: a timer stands in for them.
    */
   async drawn(ms = 15000): Promise<number> {
-    const end = performance.now() + ms;
+    const t0 = performance.now(), end = t0 + ms;
     const settled = () => !!this.ex && !!this.model && !this.loading && !this.flushQueued && !this.pendingNodes.size && !this.pendingEdges.size;
     for (;;) {
-      if (settled() && this.drawnPushes === this.pushes) return this.model!.rev;
+      // Under a stream of commits (one every frame) two quiet frames may
+      // not come: after 500 ms the scene on stage is answered as it is.
+      if (settled() && (this.drawnPushes === this.pushes || performance.now() - t0 > 500)) return this.model!.rev;
       if (settled()) {
         // Two frames with no scene update: Excalidraw has drawn the last one.
         const rev = this.model!.rev, n = this.pushes;
@@ -1000,6 +1003,19 @@ export class CanvasView {
         throw new Error("the canvas is not on screen yet: try again");
       } else await nextFrame();
     }
+  }
+
+  /**
+   * What is on screen, as a key: the model's revision, the scene update and
+   * the view; "" while the scene is not drawn yet (see drawn()). A picture
+   * of the view taken under one key shows what is on screen as long as the
+   * key stays the same.
+   */
+  screenKey(): string {
+    const settled = !!this.ex && !!this.model && !this.loading && !this.flushQueued && !this.pendingNodes.size && !this.pendingEdges.size;
+    if (!settled || this.drawnPushes !== this.pushes) return "";
+    const v = this.viewport();
+    return `${this.model!.rev}|${this.pushes}|${v.x},${v.y},${v.w},${v.h}`;
   }
 
   /**
