@@ -80,7 +80,7 @@ bench: deps ui ## run the benchmarks of the performance targets (docs/architectu
 	-$(GO) test -run '^$$' -bench 'AgentActionToCommit' -benchtime 40x ./api/ | grep -E '^Benchmark|FAIL|^panic|_test\.go:[0-9]+:'
 	@echo "== agent SLOs with a host browser and a plain subscriber: model's first token -> first action, screenshot, apply jitter"
 	-$(GO) test -run '^$$' -bench 'AgentBrowserSLOs' -benchtime 20x ./api/ | grep -E '^Benchmark|FAIL|^panic|_test\.go:[0-9]+:'
-	@echo "== agent loop with the web UI in Chromium as host (300 shapes, 12 turns of a streaming vision stub): first action (SLO p95 <= 200 ms), screenshot (<= 150 ms), apply jitter (p95 <= 50 ms), p50 and p95, with the load average"
+	@echo "== agent loop with the web UI in Chromium as host (300 shapes, 12 turns of a streaming vision stub back to back, then 5 once the page has its picture ready): first action (SLO p95 <= 200 ms), screenshot (<= 150 ms), apply jitter (p95 <= 50 ms), p50 and p95, with the load average"
 	-$(GO) test -run '^$$' -bench '^BenchmarkAgentHostPage$$' -benchtime 1x -timeout 10m ./api/ | grep -E '^Benchmark|agent_page_bench|FAIL|^panic|_test\.go:[0-9]+:'
 	@echo "== files: server-drawn PNG of a 1,000-shape viewport (1,600 px wide; target <= 100 ms) and of a 10,000-shape canvas at 1x (target <= 1 s); cpu-ms/op is all cores"
 	-$(GO) test -run '^$$' -bench 'PNGViewport1000|PNGCanvas10000' -benchtime 5x -timeout 10m ./render/ | grep -E '^Benchmark|FAIL|^panic|_test\.go:[0-9]+:'
