@@ -1,8 +1,10 @@
 package agent
 
 import (
+	"cmp"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -74,7 +76,7 @@ func (p *pendingEnvelope) hostWaited(now time.Time) time.Duration {
 	return p.waited + now.Sub(p.waitFrom)
 }
 
-// ackPoint is what a browser's previous ack said, for its apply jitter.
+// ackPoint is what one of a browser's acks said, for its apply jitter.
 type ackPoint struct {
 	seq     int64
 	applied int64 // the browser's clock, Unix ms
@@ -97,12 +99,12 @@ type delivery struct {
 	sentTS  map[int64]int64           // seq → ts of recent complete envelopes
 	acked   map[int64]map[string]bool // seq → the browsers whose ack of it counted
 	watch   bool                      // the watcher runs (started with the first tracked envelope)
-	last    map[string]ackPoint
-	jitter  []float64 // ms, the host's
+	points  map[string][]ackPoint     // the host's acks that measured jitter, by browser, in seq order (the latest keptSeqs)
+	jitter  []float64                 // ms, the host's
 }
 
 func newDelivery() *delivery {
-	return &delivery{pending: map[int64]*pendingEnvelope{}, sentTS: map[int64]int64{}, acked: map[int64]map[string]bool{}, last: map[string]ackPoint{}}
+	return &delivery{pending: map[int64]*pendingEnvelope{}, sentTS: map[int64]int64{}, acked: map[int64]map[string]bool{}, points: map[string][]ackPoint{}}
 }
 
 // sendEnvelope publishes a complete envelope to every subscriber, except
@@ -173,8 +175,10 @@ func (s *session) track(env ActionEnvelope, host string) {
 // the session sent (an ack again, or for a seq never sent as a complete
 // envelope, counts for nothing), resolves the envelope when the ack comes
 // from the host it was sent to, and measures the host's apply jitter:
-// |(applied_i − applied_j) − (ts_i − ts_j)| between its consecutive acks
-// i > j, clock-skew free.
+// |(applied_i − applied_j) − (ts_i − ts_j)| between each ack i and the ack
+// j of the nearest seq below it (the nearest above for the lowest so far),
+// clock-skew free. Each first ack of an envelope by the host gives one
+// sample, whatever order the acks arrive in.
 func (s *session) onAck(a canvas.AgentAck) {
 	r := s.r
 	d := s.dl
@@ -194,8 +198,20 @@ func (s *session) onAck(a canvas.AgentAck) {
 		}
 		d.acked[a.Seq][a.ClientID] = true
 	}
-	if known && a.AppliedAt > 0 && a.ClientID == r.d.Events.Host(s.rec.CanvasID) {
-		if prev, ok := d.last[a.ClientID]; ok && a.Seq > prev.seq {
+	if counts && a.AppliedAt > 0 && a.ClientID == r.d.Events.Host(s.rec.CanvasID) {
+		// Every ack counts once, in whatever order the acks arrive (a
+		// browser's acks are requests of their own, and overtake one
+		// another): against the ack of the nearest seq below it already
+		// here, or, when it is the lowest so far, the nearest above.
+		pts := d.points[a.ClientID]
+		i, _ := slices.BinarySearchFunc(pts, a.Seq, func(p ackPoint, seq int64) int { return cmp.Compare(p.seq, seq) })
+		var prev *ackPoint
+		if i > 0 {
+			prev = &pts[i-1]
+		} else if i < len(pts) {
+			prev = &pts[i]
+		}
+		if prev != nil {
 			j := math.Abs(float64((a.AppliedAt - prev.applied) - (ts - prev.sent)))
 			r.d.Metrics.observeJitter(time.Duration(j * float64(time.Millisecond)))
 			if len(d.jitter) == maxJitterSamples {
@@ -204,9 +220,11 @@ func (s *session) onAck(a canvas.AgentAck) {
 			d.jitter = append(d.jitter, j)
 			p95, hasP95 = percentile(d.jitter, 0.95), true
 		}
-		if prev, ok := d.last[a.ClientID]; !ok || a.Seq > prev.seq {
-			d.last[a.ClientID] = ackPoint{seq: a.Seq, applied: a.AppliedAt, sent: ts}
+		pts = slices.Insert(pts, i, ackPoint{seq: a.Seq, applied: a.AppliedAt, sent: ts})
+		if len(pts) > keptSeqs {
+			pts = pts[len(pts)-keptSeqs:]
 		}
+		d.points[a.ClientID] = pts
 	}
 	// Counted before d.mu is released: awaitAcks, seeing nothing pending,
 	// ends the session with this ack in its stats.

@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"log/slog"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -104,5 +105,56 @@ func TestAckOfAResendBeforePublishingReturned(t *testing.T) {
 	s.dl.mu.Unlock()
 	if st.Acks != 1 || st.Resends != 1 || st.AcksMissed != 0 || pending != 0 {
 		t.Fatalf("stats %+v, pending %d: want one resend, acked by h2, nothing missed or awaited", st, pending)
+	}
+}
+
+// quietHost is Events on a canvas whose host ("host") acks nothing by
+// itself: the test acks for it.
+type quietHost struct{}
+
+func (quietHost) PublishEvent(string, string, any)         {}
+func (quietHost) PublishToHost(string, string, any) string { return "host" }
+func (quietHost) Host(string) string                       { return "host" }
+
+// The host's acks arrive out of order (each is a request of its own): every
+// one of them gives an apply jitter sample, measured against the ack of
+// the nearest seq, and the jitter is what the acks say (zero here: each
+// envelope was applied the same 40 ms after it was sent, but one, 90 ms).
+func TestApplyJitterCountsAcksInAnyOrder(t *testing.T) {
+	r := &Runner{d: Deps{Events: quietHost{}, Config: DefaultConfig(), Now: time.Now}, log: slog.New(slog.DiscardHandler)}
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &session{r: r, ctx: ctx, rec: client.AgentSession{ID: "s1", CanvasID: "c"}, dl: newDelivery()}
+	t.Cleanup(func() { cancel(); r.wg.Wait() })
+
+	var envs []ActionEnvelope
+	for range 8 {
+		env := s.nextEnvelope(false, []Action{{Name: "create_shape", Params: map[string]any{"type": "note"}}})
+		s.sent(env)
+		s.track(env, "host")
+		envs = append(envs, env)
+	}
+	for _, i := range []int{1, 0, 3, 2, 7, 5, 4, 6} {
+		env := envs[i]
+		late := int64(40)
+		if i == 5 {
+			late = 90
+		}
+		s.onAck(canvas.AgentAck{SessionID: env.SessionID, Seq: env.Seq, ClientID: "host", AppliedAt: env.TS + late})
+		s.onAck(canvas.AgentAck{SessionID: env.SessionID, Seq: env.Seq, ClientID: "host", AppliedAt: env.TS + late + 500}) // again: counts for nothing
+	}
+	s.mu.Lock()
+	st := s.rec.Stats
+	s.mu.Unlock()
+	s.dl.mu.Lock()
+	samples := append([]float64(nil), s.dl.jitter...)
+	s.dl.mu.Unlock()
+	if st.Acks != 8 || len(samples) != 7 {
+		t.Fatalf("acks %d, jitter samples %v: want 8 acks and 7 samples (one per ack but the first)", st.Acks, samples)
+	}
+	// Samples in the order the acks came: 2 against 1, 4 against 3, 3
+	// against 2, 8 against 4, 6 (90 ms) against 4, 5 against 4, 7 against 6.
+	want := []float64{0, 0, 0, 0, 50, 0, 50}
+	if !slices.Equal(samples, want) || st.ApplyJitterP95MS != 50 {
+		t.Fatalf("jitter samples %v (p95 %v), want %v (p95 50)", samples, st.ApplyJitterP95MS, want)
 	}
 }

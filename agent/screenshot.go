@@ -102,7 +102,11 @@ const (
 // turn's revision as a PNG that fits 800×800 pixels, exactly as the canvas
 // holds it, with no browser. Only when that fails too does the turn go on
 // text-only. The session's stats and the log say which it got.
-func (r *Runner) screenshot(s *session, pc PromptContext) (Screenshot, error) {
+//
+// pre, when not nil, is the host's screenshot asked for before the turn
+// read the canvas (prefetchShot): when it is of the turn's viewport, it
+// is the first attempt (its time counts from when it was asked for).
+func (r *Runner) screenshot(s *session, pc PromptContext, pre *shotPrefetch) (Screenshot, error) {
 	cfg := r.d.Config
 	vp := pc.Viewport
 	key := fmt.Sprintf("%s|%s|%g,%g,%g,%g", s.rec.CanvasID, pc.DocVersion, vp.X, vp.Y, vp.W, vp.H)
@@ -126,10 +130,23 @@ func (r *Runner) screenshot(s *session, pc PromptContext) (Screenshot, error) {
 			case <-t.C:
 			}
 		}
-		req := ScreenshotRequest{Type: "agent:screenshot_request", SessionID: s.rec.ID, RequestID: "ss_" + nanoid(12), Bounds: &vp, MaxSize: &Size{W: 800, H: 800}}
-		r.d.Events.PublishToHost(s.rec.CanvasID, client.EventScreenshotRequest, req)
-		start := r.d.Now()
-		shot, err := r.d.Screenshots.Screenshot(s.ctx, s.rec.CanvasID, req, cfg.ScreenshotTimeout)
+		var shot Screenshot
+		var err error
+		var start time.Time
+		if attempt == 0 && pre != nil && *pre.req.Bounds == vp {
+			start = pre.start
+			select {
+			case <-pre.done:
+				shot, err = pre.shot, pre.err
+			case <-s.ctx.Done():
+				return Screenshot{}, s.ctx.Err()
+			}
+		} else {
+			req := shotRequest(s, vp)
+			r.d.Events.PublishToHost(s.rec.CanvasID, client.EventScreenshotRequest, req)
+			start = r.d.Now()
+			shot, err = r.d.Screenshots.Screenshot(s.ctx, s.rec.CanvasID, req, cfg.ScreenshotTimeout)
+		}
 		if err == nil {
 			d := r.d.Now().Sub(start)
 			r.d.Metrics.observeScreenshot(d)
@@ -140,7 +157,9 @@ func (r *Runner) screenshot(s *session, pc PromptContext) (Screenshot, error) {
 				st.ScreenshotSource = ShotFromBrowser
 			})
 			r.log.Info("agent: screenshot", "session_id", s.rec.ID, "source", ShotFromBrowser, "ms", ms(d))
-			r.shots.put(key, shot, r.d.Now(), cfg.ScreenshotCacheTTL)
+			if shot.DocVersion == pc.DocVersion { // (a prefetched one may show an earlier revision)
+				r.shots.put(key, shot, r.d.Now(), cfg.ScreenshotCacheTTL)
+			}
 			return shot, nil
 		}
 		last = err
@@ -172,6 +191,58 @@ func (r *Runner) screenshot(s *session, pc PromptContext) (Screenshot, error) {
 	r.d.Metrics.screenshotOutcome("missed")
 	s.stats(func(st *client.AgentStats) { st.ScreenshotSource = ShotNone })
 	return Screenshot{}, fmt.Errorf("%w; the server could not draw it either: %v", last, err)
+}
+
+// shotRequest is a screenshot request of viewport vp for session s.
+func shotRequest(s *session, vp Box) ScreenshotRequest {
+	return ScreenshotRequest{Type: "agent:screenshot_request", SessionID: s.rec.ID, RequestID: "ss_" + nanoid(12), Bounds: &vp, MaxSize: &Size{W: maxShotSide, H: maxShotSide}}
+}
+
+// shotPrefetch is a turn's screenshot asked of the host before the turn
+// reads the canvas: the page draws it while the server reads the canvas
+// and builds the prompt, instead of after.
+type shotPrefetch struct {
+	req    ScreenshotRequest
+	start  time.Time
+	done   chan struct{} // closed when shot and err are set
+	shot   Screenshot
+	err    error
+	cancel context.CancelFunc
+}
+
+// prefetchShot asks the canvas's host for a screenshot of the session's
+// viewport, when the turn will want one (its model takes images) and the
+// viewport is known (a browser published it, or the run gave it); nil
+// otherwise. The caller ends it with stop.
+func (r *Runner) prefetchShot(s *session) *shotPrefetch {
+	if r.d.Screenshots == nil {
+		return nil
+	}
+	if provider, _, err := r.d.Providers.Get(s.spec); err != nil || !provider.Vision() {
+		return nil
+	}
+	s.mu.Lock()
+	vp := s.rec.Viewport
+	s.mu.Unlock()
+	if vp == nil || defaultViewport(vp, nil) != *vp {
+		return nil
+	}
+	ctx, cancel := context.WithCancel(s.ctx)
+	p := &shotPrefetch{req: shotRequest(s, *vp), start: r.d.Now(), done: make(chan struct{}), cancel: cancel}
+	r.d.Events.PublishToHost(s.rec.CanvasID, client.EventScreenshotRequest, p.req)
+	go func() {
+		defer close(p.done)
+		p.shot, p.err = r.d.Screenshots.Screenshot(ctx, s.rec.CanvasID, p.req, r.d.Config.ScreenshotTimeout)
+	}()
+	return p
+}
+
+// stop cancels the prefetch (when the turn did not use it) and waits for it.
+func (p *shotPrefetch) stop() {
+	if p != nil {
+		p.cancel()
+		<-p.done
+	}
 }
 
 // maxShotSide is the longest side of a screenshot given to the model.

@@ -42,11 +42,14 @@ func (s *session) runTurn(t task) error {
 	s.openTurn(t.kind)
 	defer s.closeTurn()
 	s.status(client.AgentWaitingContext, map[string]any{"turn": s.turn, "kind": t.kind})
+	// The host draws the turn's screenshot while the canvas is read.
+	pre := s.r.prefetchShot(s)
+	defer pre.stop()
 	view, err := s.readCanvas()
 	if err != nil {
 		return err
 	}
-	provider, req, err := s.modelRequest(t, view)
+	provider, req, err := s.modelRequest(t, view, pre)
 	if err != nil {
 		return err
 	}
@@ -172,7 +175,7 @@ func (s *session) readDocument(nodeID string, snap client.Snapshot) (string, err
 // context (or the target document) with the turn's instruction and the
 // session's todos, a screenshot when the provider takes images, and the
 // user's image of a message turn.
-func (s *session) modelRequest(t task, v turnView) (Provider, ModelRequest, error) {
+func (s *session) modelRequest(t task, v turnView, pre *shotPrefetch) (Provider, ModelRequest, error) {
 	r := s.r
 	provider, model, err := r.d.Providers.Get(s.spec)
 	if err != nil {
@@ -193,7 +196,7 @@ func (s *session) modelRequest(t task, v turnView) (Provider, ModelRequest, erro
 	user := Message{Role: "user", Text: static + rest, Static: len(static)}
 	var shotMsg []Message
 	if provider.Vision() && v.doc == "" {
-		shot, err := r.screenshot(s, v.pc)
+		shot, err := r.screenshot(s, v.pc, pre)
 		if err != nil {
 			s.stats(func(st *client.AgentStats) { st.ScreenshotMissed++ })
 			r.log.Warn("agent: no screenshot, continuing text-only (degraded run)", "session_id", s.rec.ID, "err", err)

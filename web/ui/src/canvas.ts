@@ -59,6 +59,8 @@ export class CanvasView {
   private pendingNodes = new Set<string>(); // touched by commits not yet shown
   private pendingEdges = new Set<string>();
   private flushQueued = false;
+  private pushes = 0; // push() calls: scene updates Excalidraw draws in a later frame
+  private drawnPushes = 0; // the last push() two frames went by since
   private loads = 0; // load() calls: a newer one supersedes an older one still waiting
   private loading = false; // a snapshot is being built: commits wait for it
   /** How the last load went (ms from its start): elements built, Excalidraw ready, on stage. */
@@ -385,6 +387,9 @@ export class CanvasView {
 
   /** Puts the cached elements on stage, keeping the user's unsent versions. */
   private push(reset: boolean): void {
+    const n = ++this.pushes;
+    // Two frames later Excalidraw has drawn this update.
+    void nextFrame().then(nextFrame).then(() => { this.drawnPushes = Math.max(this.drawnPushes, n); });
     const m = this.model!;
     const scene = new Map<string, El>();
     if (!reset) for (const el of this.ex.getSceneElementsIncludingDeleted()) scene.set(el.id, el);
@@ -973,11 +978,68 @@ export class CanvasView {
   }
 
   /**
-   * A PNG of bounds (canvas coordinates; default: the view) at most maxSize
-   * pixels (default 800 on the long side), drawn by Excalidraw's exporter.
-   * ids limits it to those nodes.
+   * Resolves, with the model's revision, once the scene on stage is the
+   * model's (Excalidraw started, the snapshot on stage, no commit waiting
+   * to be shown) and two frames went by since (Excalidraw draws a scene update
+   * in a later frame): what a screenshot shows is then the
+   * version it reports (under a stream of commits that leaves no two quiet
+   * frames, as on stage after 500 ms). Rejects after ms. A hidden page
+   * draws no frames: a timer stands in for them.
    */
-  async picture(bounds?: Box | null, maxSize?: { w: number; h: number } | null, ids?: string[]): Promise<{ dataUrl: string; bounds: Box }> {
+  async drawn(ms = 15000): Promise<number> {
+    const t0 = performance.now(), end = t0 + ms;
+    const settled = () => !!this.ex && !!this.model && !this.loading && !this.flushQueued && !this.pendingNodes.size && !this.pendingEdges.size;
+    for (;;) {
+      // Under a stream of commits (one every frame) two quiet frames may
+      // not come: after 500 ms the scene on stage is answered as it is.
+      if (settled() && (this.drawnPushes === this.pushes || performance.now() - t0 > 500)) return this.model!.rev;
+      if (settled()) {
+        // Two frames with no scene update: Excalidraw has drawn the last one.
+        const rev = this.model!.rev, n = this.pushes;
+        await nextFrame();
+        await nextFrame();
+        if (settled() && this.model!.rev === rev && this.pushes === n) return rev;
+      } else if (performance.now() > end) {
+        throw new Error("the canvas is not on screen yet: try again");
+      } else await nextFrame();
+    }
+  }
+
+  /**
+   * What is on screen, as a key: the model's revision, the scene update and
+   * the view; "" while the scene is not drawn yet (see drawn()). A picture
+   * of the view taken under one key shows what is on screen as long as the
+   * key stays the same.
+   */
+  screenKey(): string {
+    const settled = !!this.ex && !!this.model && !this.loading && !this.flushQueued && !this.pendingNodes.size && !this.pendingEdges.size;
+    if (!settled || this.drawnPushes !== this.pushes) return "";
+    const v = this.viewport();
+    return `${this.model!.rev}|${this.pushes}|${v.x},${v.y},${v.w},${v.h}`;
+  }
+
+  /**
+   * Excalidraw's canvas of the shapes on screen (no selection, no cursors:
+   * those are on a canvas of their own) when bounds is the view and a
+   * picture w pixels wide would not be larger than it; null otherwise.
+   * What it shows is the scene as of the last frame: call after drawn().
+   */
+  private onScreen(b: Box, w: number): HTMLCanvasElement | null {
+    const c = this.host.querySelector<HTMLCanvasElement>("canvas.excalidraw__canvas.static");
+    const v = this.viewport();
+    const close = (x: number, y: number) => Math.abs(x - y) <= 0.5;
+    if (!c || !c.width || c.width < w || !close(b.x, v.x) || !close(b.y, v.y) || !close(b.w, v.w) || !close(b.h, v.h)) return null;
+    return c;
+  }
+
+  /**
+   * A PNG of bounds (canvas coordinates; default: the view) at most maxSize
+   * pixels (default 800 on the long side): the view as it is on screen when
+   * bounds is the view, else drawn by Excalidraw's exporter. ids limits it
+   * to those nodes (always exported).
+   */
+  async picture(bounds?: Box | null, maxSize?: { w: number; h: number } | null, ids?: string[]): Promise<{ dataUrl: string; bounds: Box; drawMs: number; encodeMs: number; from: "screen" | "export" }> {
+    const t0 = performance.now();
     let els: El[] = this.ex.getSceneElements();
     if (ids?.length) {
       const want = new Set(ids);
@@ -995,6 +1057,17 @@ export class CanvasView {
     out.width = W;
     out.height = H;
     const ctx = out.getContext("2d")!;
+    const screen = ids?.length ? null : this.onScreen(b, W);
+    if (screen) {
+      // The view as drawn on screen: one copy at the thumbnail's size, no
+      // export of the scene (which draws every shape again, at load
+      // hundreds of ms).
+      ctx.imageSmoothingQuality = "high";
+      ctx.drawImage(screen, 0, 0, screen.width, screen.height, 0, 0, W, H);
+      const t1 = performance.now();
+      const dataUrl = out.toDataURL("image/png");
+      return { dataUrl, bounds: b, drawMs: t1 - t0, encodeMs: performance.now() - t1, from: "screen" };
+    }
     const bg = this.ex.getAppState().viewBackgroundColor || "#ffffff";
     ctx.fillStyle = bg;
     ctx.fillRect(0, 0, W, H);
@@ -1010,7 +1083,9 @@ export class CanvasView {
         getDimensions: (w: number, hh: number) => ({ width: Math.ceil(w * scale), height: Math.ceil(hh * scale), scale }) });
       ctx.drawImage(shot, (minX - pad - b.x) * scale, (minY - pad - b.y) * scale);
     }
-    return { dataUrl: out.toDataURL("image/png"), bounds: b };
+    const t1 = performance.now();
+    const dataUrl = out.toDataURL("image/png");
+    return { dataUrl, bounds: b, drawMs: t1 - t0, encodeMs: performance.now() - t1, from: "export" };
   }
 
   /** Adds image files (data URLs) the scene's image elements refer to. */
@@ -1030,6 +1105,14 @@ export class CanvasView {
     this.root?.unmount();
     this.root = null;
   }
+}
+
+/** The next animation frame, or 100 ms in a hidden page (which draws none). */
+function nextFrame(): Promise<void> {
+  return new Promise((resolve) => {
+    const t = setTimeout(resolve, 100);
+    requestAnimationFrame(() => { clearTimeout(t); resolve(); });
+  });
 }
 
 /**

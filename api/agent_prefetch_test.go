@@ -1,0 +1,97 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/canvasd/canvasd/agent"
+	"github.com/canvasd/canvasd/canvas"
+	"github.com/canvasd/canvasd/client"
+	"github.com/canvasd/canvasd/host"
+)
+
+// snapshotGate is the runner's HTTP transport: a read of the canvas waits
+// until the host was asked for the turn's screenshot (at most 10 s).
+type snapshotGate struct {
+	asked chan struct{}
+	late  chan bool // one value a read: whether it had to wait the 10 s out
+}
+
+func (g snapshotGate) RoundTrip(r *http.Request) (*http.Response, error) {
+	if strings.HasPrefix(r.URL.Path, "/canvas_commands/snapshot/") {
+		select {
+		case <-g.asked:
+			g.late <- false
+		case <-time.After(10 * time.Second):
+			g.late <- true
+		}
+	}
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+// A vision turn asks the host for its screenshot of the session's viewport
+// before it reads the canvas (the page draws while the server reads and
+// builds the prompt), and the model gets that picture.
+func TestAgentAsksForTheScreenshotBeforeReadingTheCanvas(t *testing.T) {
+	model := newFakeOpenAI(t, scriptedReply{chunks: []string{actionsJSON(`{"name":"think","params":{"text":"seen"}}`)}})
+	e := newAgentEnv(t, model, nil)
+	e.runner.Stop()
+	broker := host.NewBroker(CanvasInvokeDeliverer(e.hub))
+	tok, _ := e.admin.CreateToken(context.Background(), canvas.TokenRequest{Role: canvas.RoleEditor, ActorType: canvas.ActorAgent})
+	gate := snapshotGate{asked: make(chan struct{}), late: make(chan bool, 4)}
+	ac, _ := client.New(e.srv.URL, tok.Token, client.WithHTTPClient(&http.Client{Transport: gate}))
+	cfg := agent.DefaultConfig()
+	cfg.Model, cfg.OpenAIAPIKey, cfg.OpenAIBaseURL, cfg.LowActionThreshold = "openai:gpt-vision", "sk-test", model.srv.URL+"/v1", 0
+	r, err := agent.NewRunner(agent.Deps{Config: cfg, Client: ac, Events: e.hub, Store: e.sessions,
+		Screenshots: AgentScreenshotter{Hub: e.hub, Broker: broker}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Start(context.Background())
+	defer r.Stop()
+	e.newCanvas("p")
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	st := e.human.Stream(ctx, "p", client.StreamOptions{ClientID: "b1", Capabilities: []string{CapScreenshot}})
+	defer st.Close()
+	subscribed := make(chan struct{})
+	go func() {
+		for {
+			ev, err := st.Recv()
+			if err != nil {
+				return
+			}
+			if ev.Event == client.EventCaughtUp {
+				close(subscribed)
+			}
+			if ev.Event != "invoke" {
+				continue
+			}
+			close(gate.asked)
+			var inv host.InvokeRequest
+			_ = ev.Decode(&inv)
+			var req agent.ScreenshotRequest
+			_ = json.Unmarshal(inv.Payload, &req)
+			res, _ := json.Marshal(agent.Screenshot{DataURL: "data:image/png;base64,iVBORw0KGgo=", Bounds: *req.Bounds, DocVersion: "0"})
+			_, _ = broker.Answer(inv.InvokeID, host.Answer{OK: true, Result: res})
+		}
+	}()
+	<-subscribed
+	id, err := r.Run(context.Background(), client.AgentRunRequest{RoomID: "p", Message: "look", Viewport: &client.Box{X: 1, Y: 2, W: 300, H: 200}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitRunner(t, r, id)
+	if <-gate.late {
+		t.Fatal("the turn read the canvas before it asked the host for its screenshot")
+	}
+	sess, _ := r.Session(context.Background(), id)
+	if _, img := model.requests()[0].last(); img != "data:image/png;base64,iVBORw0KGgo=" || sess.Stats.ScreenshotSource != agent.ShotFromBrowser || sess.Stats.Screenshots != 1 {
+		t.Fatalf("the model got image %q; stats %+v", img, sess.Stats)
+	}
+}
