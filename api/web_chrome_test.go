@@ -1,0 +1,132 @@
+package api
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/input"
+	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
+)
+
+// The page's chrome around the canvas and the document (issue 32, items 4,
+// 6 and 7), driven as a person does: the New document dialog and where its
+// card lands, the history that follows the document, the diff in a narrow
+// panel, Markdown lists, and Excalidraw's chrome fitted to canvasd.
+
+// combo presses key with modifiers (chromedp's Modifier bits: 2 Ctrl, 8
+// Shift) as a keyboard does: key down and key up.
+func (p *uiPage) combo(key string, mods int64) {
+	p.t.Helper()
+	code := "Key" + strings.ToUpper(key)
+	vk := int64(strings.ToUpper(key)[0])
+	p.do(chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+		for _, typ := range []input.DispatchKeyEventType{input.DispatchKeyEventTypeRawKeyDown, input.DispatchKeyEventTypeKeyUp} {
+			ev := input.DispatchKeyEventParams{Type: typ, Modifiers: mods, Key: key, Code: code, WindowsVirtualKeyCode: vk, NativeVirtualKeyCode: vk}
+			if _, err := cdp.Call(ctx, tg, input.DispatchKeyEvent, ev); err != nil {
+				return err
+			}
+		}
+		return nil
+	}))
+}
+
+// stageBox is the canvas's area on the page: left, top, width, height.
+func stageBox(p *uiPage) [4]float64 {
+	p.t.Helper()
+	var b [4]float64
+	p.eval(`(() => { const r = document.getElementById('stage').getBoundingClientRect(); return [r.left, r.top, r.width, r.height]; })()`, &b)
+	return b
+}
+
+// TestWebUIDocumentHistoryFollows: the history shown follows the document
+// (another actor's edit, a restore) without History being clicked again; the
+// unified diff names the document, not its node; the side-by-side diff in
+// the narrow panel wraps between words.
+func TestWebUIDocumentHistoryFollows(t *testing.T) {
+	const text = "# Plan\n\nThe first release ships the canvas, the documents and the agent together on one server.\n"
+	c := openCanvasUI(t, "ui-doc-history", []map[string]any{
+		{"id": "d:plan", "type": "doc", "name": "plan.md", "x": 200, "y": 100, "w": 300, "h": 200, "props": map[string]any{"language": "markdown", "text": text}},
+	})
+	p := c.p
+	p.dblclick(350, 200)
+	p.poll("the document open", `document.getElementById('doc-panel').dataset.nodeId === 'd:plan' && document.querySelector('#doc-panel .cm-content')?.textContent.includes('first release')`)
+	p.clickCSS(`#doc-snapshot`)
+	p.do(chromedp.SendKeys(chromedp.CSS(`#snapshot-label`), "v1\r"))
+	p.poll("the history with the snapshot", `[...document.querySelectorAll('.timeline li.snap')].some(li => li.textContent.includes('v1'))`)
+	var revs int
+	p.eval(`document.querySelectorAll('.timeline li.rev').length`, &revs)
+
+	c.apply("replace_lines", map[string]any{"node_id": "d:plan", "start_line": 3, "end_line": 3,
+		"new_content": "The second release ships the canvas, the documents and the agent apart, each on a server of its own."})
+	p.poll("the remote edit listed without a click", fmt.Sprintf(`document.querySelectorAll('.timeline li.rev').length === %d`, revs+1))
+
+	p.clickCSS(`#doc-diff`)
+	p.poll("the unified diff", `!!document.querySelector('.doc-side pre.diff.unified .add')`)
+	var heads []string
+	p.eval(`[...document.querySelectorAll('.doc-side pre.diff.unified div')].slice(0, 2).map(d => d.textContent)`, &heads)
+	if len(heads) != 2 || !strings.HasPrefix(heads[0], "--- plan.md") || !strings.HasPrefix(heads[1], "+++ plan.md") {
+		t.Errorf("the unified diff's headers %q, want the document's name", heads)
+	}
+	p.clickCSS(`.doc-side button.diff-format`)
+	p.poll("the side-by-side diff", `!!document.querySelector('.doc-side table.diff.split tr.modify td.new')`)
+	p.screenshot("doc-diff-split-narrow")
+	var got struct {
+		Width  float64
+		Broken []string
+		Lines  float64
+	}
+	p.eval(`(() => { const broken = []; let lines = 0;
+		for (const td of document.querySelectorAll('.doc-side table.diff td.old, .doc-side table.diff td.new')) {
+			const t = td.firstChild; if (!t) continue;
+			lines = Math.max(lines, td.getBoundingClientRect().height / parseFloat(getComputedStyle(td).lineHeight));
+			for (const m of t.textContent.matchAll(/\S+/g)) {
+				const r = document.createRange(); r.setStart(t, m.index); r.setEnd(t, m.index + m[0].length);
+				if ([...r.getClientRects()].filter(x => x.width > 0).length > 1) broken.push(m[0]);
+			}
+		}
+		return {width: document.querySelector('.doc-side').getBoundingClientRect().width, broken, lines}; })()`, &got)
+	if got.Lines < 2 {
+		t.Fatalf("the diff's lines did not wrap (%.1f lines at most; the panel %.0f px): the test shows nothing", got.Lines, got.Width)
+	}
+	if len(got.Broken) > 0 {
+		t.Errorf("words broken across lines in the side-by-side diff (panel %.0f px): %q", got.Width, got.Broken)
+	}
+
+	p.clickCSS(`#doc-timeline`)
+	p.poll("the history", fmt.Sprintf(`document.querySelectorAll('.timeline li.rev').length === %d`, revs+1))
+	p.clickCSS(`.timeline li.snap button.restore`)
+	c.e.waitNodes(c.cid, "restored", func(n map[string]map[string]any) bool {
+		return n["d:plan"]["props"].(map[string]any)["text"] == text
+	})
+	p.poll("the restore listed without a click", fmt.Sprintf(`document.querySelectorAll('.timeline li.rev').length === %d &&
+		document.querySelector('.timeline li.rev').textContent.includes('revert_to_snapshot')`, revs+2))
+	p.screenshot("doc-history-follows")
+}
+
+// TestWebUIDocumentMarkdownList: a Markdown list typed in the editor, the
+// markers typed by the person after Enter continued the list, and a line
+// typed without one, comes out with one marker per line.
+func TestWebUIDocumentMarkdownList(t *testing.T) {
+	c := openCanvasUI(t, "ui-doc-list", []map[string]any{
+		{"id": "d:list", "type": "doc", "name": "list.md", "x": 200, "y": 100, "w": 300, "h": 200, "props": map[string]any{"language": "markdown", "text": "# List\n"}},
+	})
+	p := c.p
+	p.dblclick(350, 200)
+	p.poll("the document open, its grammar loaded", `document.getElementById('doc-panel').dataset.nodeId === 'd:list' && document.querySelectorAll('#doc-panel .cm-line span[class]').length > 0`)
+	p.clickCSS(`#doc-panel .cm-line:nth-child(1)`)
+	p.do(chromedp.KeyEvent(kb.End), pressEnter, chromedp.KeyEvent("- one"), pressEnter, chromedp.KeyEvent("- two"), pressEnter, chromedp.KeyEvent("three"))
+	want := "# List\n- one\n- two\n- three\n"
+	var got string
+	c.e.waitNodes(c.cid, "the list on the server", func(n map[string]map[string]any) bool {
+		got, _ = n["d:list"]["props"].(map[string]any)["text"].(string)
+		return strings.Contains(got, "three")
+	})
+	p.screenshot("doc-markdown-list")
+	if got != want && got != strings.TrimSuffix(want, "\n") {
+		t.Errorf("the list typed came out as %q, want %q", got, want)
+	}
+}
