@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/input"
@@ -40,6 +41,76 @@ func stageBox(p *uiPage) [4]float64 {
 	var b [4]float64
 	p.eval(`(() => { const r = document.getElementById('stage').getBoundingClientRect(); return [r.left, r.top, r.width, r.height]; })()`, &b)
 	return b
+}
+
+// TestWebUINewDocument: New document asks the name and language (the
+// language follows the extension typed), and the card lands in free room in
+// the view (clear of the shapes and the arrow in its middle), on screen once
+// the panel is open; the canvas keeps its width when the panel opens.
+func TestWebUINewDocument(t *testing.T) {
+	c := openCanvasUI(t, "ui-new-doc", []map[string]any{
+		{"id": "big", "type": "geo", "x": 400, "y": 180, "w": 300, "h": 260, "props": map[string]any{"geo": "rectangle"}},
+		{"id": "side", "type": "geo", "x": 820, "y": 240, "w": 110, "h": 100, "props": map[string]any{"geo": "ellipse"}},
+		{"verb": "create_edge", "args": map[string]any{"id": "link", "from": "big", "to": "side"}},
+	})
+	p := c.p
+	before := stageBox(p)
+
+	p.clickCSS(`#new-doc`)
+	p.poll("the dialog asks a name", `document.getElementById('new-doc-dialog')?.open && document.getElementById('new-doc-name').value === 'notes.md' &&
+		document.getElementById('new-doc-language').value === 'markdown'`)
+	p.do(chromedp.KeyEvent("a", chromedp.KeyModifiers(chromedp.ModifierCtrl)), chromedp.KeyEvent("plan.py"))
+	p.poll("the language follows the extension", `document.getElementById('new-doc-language').value === 'python'`)
+	p.screenshot("new-doc-dialog")
+	p.do(chromedp.KeyEvent(kb.Enter))
+
+	var id string
+	nodes := c.e.waitNodes(c.cid, "the document created", func(n map[string]map[string]any) bool {
+		for k, v := range n {
+			if v["type"] == "doc" {
+				id = k
+				return true
+			}
+		}
+		return false
+	})
+	d := nodes[id]
+	if d["name"] != "plan.py" || d["props"].(map[string]any)["language"] != "python" {
+		t.Errorf("the document: name %v, props %v; want plan.py in python", d["name"], d["props"])
+	}
+	f := func(n map[string]any, k string) float64 { return n[k].(float64) }
+	x, y, w, h := f(d, "x"), f(d, "y"), f(d, "w"), f(d, "h")
+	for _, o := range []string{"big", "side"} {
+		n := nodes[o]
+		if x < f(n, "x")+f(n, "w") && f(n, "x") < x+w && y < f(n, "y")+f(n, "h") && f(n, "y") < y+h {
+			t.Errorf("the card (%v %v %v %v) lies over %s", x, y, w, h, o)
+		}
+	}
+	// The arrow runs between the shapes' middles: no point of it inside the card.
+	for i := 0; i <= 100; i++ {
+		s := float64(i) / 100
+		ax, ay := 550+(875-550)*s, 310+(290-310)*s
+		if ax > x && ax < x+w && ay > y && ay < y+h {
+			t.Fatalf("the card (%v %v %v %v) lies over the arrow at (%.0f, %.0f)", x, y, w, h, ax, ay)
+		}
+	}
+
+	p.poll("the document open", `document.getElementById('doc-panel').dataset.nodeId === '`+id+`' && !document.getElementById('doc-panel').hidden`)
+	p.pollFor(5*time.Second, "the panel laid out", `document.getElementById('right').getBoundingClientRect().width > 400`)
+	after := stageBox(p)
+	if after[2] < before[2]-1 {
+		t.Errorf("the canvas shrank from %.0f to %.0f px wide when the panel opened", before[2], after[2])
+	}
+	p.screenshot("new-doc-placed")
+	// Its corners on screen, inside the canvas's area, nothing over them.
+	for _, pt := range [][2]float64{{x + 10, y + 10}, {x + w - 10, y + 10}, {x + 10, y + h - 10}, {x + w - 10, y + h - 10}} {
+		sx, sy := p.screen(pt[0], pt[1])
+		if sx < after[0] || sx > after[0]+after[2] || sy < after[1] || sy > after[1]+after[3] {
+			t.Errorf("the card's corner (%v, %v) is off the canvas on screen at (%.0f, %.0f); the canvas: %v", pt[0], pt[1], sx, sy, after)
+			continue
+		}
+		p.waitCanvasAt(sx, sy)
+	}
 }
 
 // TestWebUIDocumentHistoryFollows: the history shown follows the document
