@@ -11,6 +11,8 @@ import (
 	"github.com/chromedp/cdproto/input"
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
+
+	"github.com/canvasd/canvasd/canvas"
 )
 
 // The page's chrome around the canvas and the document (issue 32, items 4,
@@ -199,5 +201,128 @@ func TestWebUIDocumentMarkdownList(t *testing.T) {
 	p.screenshot("doc-markdown-list")
 	if got != want && got != strings.TrimSuffix(want, "\n") {
 		t.Errorf("the list typed came out as %q, want %q", got, want)
+	}
+}
+
+// TestWebUIExcalidrawChrome: no zoom controls without a canvas; the main
+// menu and its help name no Excalidraw sites; no second undo/redo, and
+// Ctrl+Z / Ctrl+Shift+Z on the canvas are the server's undo and redo;
+// picking a tool leaves the canvas free (the property panel waits for a
+// selection), so the first drag draws; "Sign out" asks first.
+func TestWebUIExcalidrawChrome(t *testing.T) {
+	c := openCanvasUI(t, "ui-chrome", []map[string]any{
+		{"id": "seed", "type": "geo", "x": 600, "y": 300, "w": 120, "h": 80, "props": map[string]any{"geo": "rectangle"}},
+	})
+	p := c.p
+	const visibleIn = `(sel) => [...document.querySelectorAll(sel)].filter(el => { const r = el.getBoundingClientRect(), s = getComputedStyle(el);
+		return r.width > 0 && r.height > 0 && s.visibility === 'visible' && s.display !== 'none'; })`
+	var n int
+	p.eval(`(`+visibleIn+`)('#excalidraw .undo-redo-buttons button, #excalidraw [aria-label="Undo"], #excalidraw [aria-label="Redo"]').length`, &n)
+	if n != 0 {
+		t.Errorf("%d of Excalidraw's undo/redo buttons shown", n)
+	}
+
+	// The menu and its help: no links to Excalidraw's sites.
+	p.clickCSS(`[data-testid="main-menu-trigger"]`)
+	p.poll("the menu open", `!!document.querySelector('[data-testid="export-png"]')`)
+	foreign := `(` + visibleIn + `)('#excalidraw a, .excalidraw a').map(a => a.href + ' ' + a.textContent).filter(s => /excalidraw|github|twitter|x\.com|discord/i.test(s))`
+	var links []string
+	p.eval(foreign, &links)
+	if len(links) > 0 {
+		t.Errorf("the menu links to %q", links)
+	}
+	p.clickCSS(`[data-testid="help-menu-item"]`)
+	p.poll("the help open", `!!document.querySelector('.HelpDialog')`)
+	p.screenshot("chrome-help")
+	p.eval(foreign, &links)
+	if len(links) > 0 {
+		t.Errorf("the help links to %q", links)
+	}
+	p.do(chromedp.MouseClickXY(1330, 400)) // beside the dialog, on its backdrop
+	p.poll("the help closed", `!document.querySelector('.HelpDialog')`)
+
+	// A tool picked: no panel over the canvas; the first drag, at its left, draws.
+	p.tool("rectangle")
+	p.eval(`(`+visibleIn+`)('#excalidraw .App-menu__left').length`, &n)
+	if n != 0 {
+		p.screenshot("chrome-panel-before-selection")
+		t.Errorf("the property panel is shown with nothing selected")
+	}
+	st := stageBox(p)
+	p.dragScreen(st[0]+30, st[1]+180, st[0]+170, st[1]+280)
+	var drawn string
+	c.e.waitNodes(c.cid, "the first drag drew a rectangle", func(n map[string]map[string]any) bool {
+		for id := range n {
+			if id != "seed" {
+				drawn = id
+				return true
+			}
+		}
+		return false
+	})
+	p.poll("the panel shown for the selection", `(`+visibleIn+`)('#excalidraw .App-menu__left').length > 0`)
+	p.screenshot("chrome-drawn")
+
+	// Ctrl+Z, then Ctrl+Shift+Z and Ctrl+Y: the server's undo and redo.
+	// The page has seen the server's head (a person presses the next key once the last one showed).
+	seen := func() {
+		t.Helper()
+		p.poll("the page at the server's head", fmt.Sprintf(`canvasd.model.rev === %d`, c.head()))
+	}
+	last := func() string {
+		cs := c.commitsAfter(0)
+		return cs[len(cs)-1]["type"].(string)
+	}
+	seen()
+	p.combo("z", 2)
+	c.e.waitNodes(c.cid, "Ctrl+Z undid the drawing on the server", func(n map[string]map[string]any) bool { return n[drawn] == nil })
+	if l := last(); l != "undo" {
+		t.Errorf("Ctrl+Z became %s, want the server's undo", l)
+	}
+	seen()
+	p.combo("z", 2|8)
+	c.e.waitNodes(c.cid, "Ctrl+Shift+Z redid it", func(n map[string]map[string]any) bool { return n[drawn] != nil })
+	if l := last(); l != "redo" {
+		t.Errorf("Ctrl+Shift+Z became %s, want the server's redo", l)
+	}
+	seen()
+	p.combo("z", 2)
+	c.e.waitNodes(c.cid, "undone again", func(n map[string]map[string]any) bool { return n[drawn] == nil })
+	seen()
+	p.combo("y", 2)
+	c.e.waitNodes(c.cid, "Ctrl+Y redid it", func(n map[string]map[string]any) bool { return n[drawn] != nil })
+
+	// Sign out asks first.
+	var label string
+	p.eval(`document.getElementById('signout').textContent`, &label)
+	if label != "Sign out" {
+		t.Errorf("the button says %q", label)
+	}
+	p.clickCSS(`#signout`)
+	p.poll("asked before signing out", `document.getElementById('signout-dialog')?.open`)
+	p.screenshot("chrome-signout")
+	p.clickCSS(`#signout-cancel`)
+	p.poll("still signed in", `!document.getElementById('signout-dialog') && !!localStorage.getItem('canvasd.token') && !document.getElementById('token-dialog').open`)
+	p.clickCSS(`#signout`)
+	p.poll("asked again", `document.getElementById('signout-dialog')?.open`)
+	p.clickCSS(`#signout-confirm`)
+	p.poll("signed out", `!localStorage.getItem('canvasd.token') && document.getElementById('token-dialog').open`)
+}
+
+// TestWebUINoCanvasChrome: with no canvas open, none of Excalidraw's
+// controls (zoom, undo) show on the empty stage.
+func TestWebUINoCanvasChrome(t *testing.T) {
+	open := uiBrowser(t, 60*time.Second)
+	e := newTestEnv(t)
+	editor, _ := e.token(canvas.RoleEditor, canvas.ActorHuman)
+	p := open(e.srv.URL + "/#access_token=" + editor)
+	p.poll("no canvas", `!document.getElementById('canvas-list-empty').hidden && document.body.classList.contains('no-canvas')`)
+	p.pollFor(10*time.Second, "Excalidraw mounted", `!!document.querySelector('#excalidraw .excalidraw')`)
+	var shown []string
+	p.eval(`[...document.querySelectorAll('#excalidraw button, #excalidraw [role=button]')].filter(el => { const r = el.getBoundingClientRect();
+		return r.width > 0 && getComputedStyle(el).visibility === 'visible'; }).map(el => el.getAttribute('aria-label') || el.title || el.className)`, &shown)
+	p.screenshot("no-canvas-chrome")
+	if len(shown) > 0 {
+		t.Errorf("with no canvas open the stage shows %q", shown)
 	}
 }

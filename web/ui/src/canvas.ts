@@ -496,6 +496,8 @@ export class CanvasView {
       this.lastSel = sel;
       this.onSelection(sel ? [...new Set(sel.split(","))] : []);
     }
+    // Excalidraw's property panel shows only for a selection or a shape being drawn or typed (app.css): picking a tool leaves the canvas free.
+    this.host.classList.toggle("shape-props", !!(sel || app.newElement || app.editingTextElement || app.multiElement));
     if (app.cursorButton === "down" || app.newElement || app.resizingElement || app.editingTextElement || app.multiElement ||
       app.selectedElementsAreBeingDragged || app.isResizing || app.isRotating) return;
     const v = sceneVersion(els);

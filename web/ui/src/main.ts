@@ -69,7 +69,7 @@ class App {
         h("button", { type: "button", id: "redo", text: "Redo", onclick: () => this.history("redo") }),
         h("button", { type: "button", id: "new-note", text: "Note", title: "A sticky note in the middle of the view", onclick: () => this.newNote() }),
         h("button", { type: "button", id: "new-doc", text: "New document", onclick: () => this.newDoc() }),
-        h("button", { type: "button", id: "signout", text: "Token…", title: "Forget the token", onclick: () => this.signOut() })),
+        h("button", { type: "button", id: "signout", text: "Sign out", title: "Sign out: this browser forgets your token (asks first)", onclick: () => this.signOut() })),
       h("div", { id: "layout" },
         h("aside", { id: "sidebar" }, h("h2", { text: "Canvases" }),
           h("form", { id: "new-canvas", autocomplete: "off", onsubmit: (ev: Event) => { ev.preventDefault(); this.createCanvas(newTitle); } },
@@ -122,6 +122,16 @@ class App {
     setInterval(() => this.view.expireCursors(), 2000);
     setInterval(() => { if (this.token && document.visibilityState === "visible") this.refreshCanvases(); }, 4000);
     window.addEventListener("popstate", () => this.route());
+    // Ctrl+Z, Ctrl+Shift+Z and Ctrl+Y on the canvas are the server's undo and redo (as the bar's buttons), not Excalidraw's local history.
+    window.addEventListener("keydown", (ev) => {
+      const k = ev.key.toLowerCase();
+      if (!(ev.ctrlKey || ev.metaKey) || ev.altKey || (k !== "z" && k !== "y") || !this.model) return;
+      const t = ev.target as HTMLElement | null;
+      if (t && t !== document.body && (!t.closest?.("#stage") || t.closest("input, textarea, select, [contenteditable]"))) return;
+      ev.preventDefault();
+      ev.stopImmediatePropagation();
+      void this.history(k === "y" || ev.shiftKey ? "redo" : "undo");
+    }, true);
     // A token handed over on a page already open (a fragment-only navigation does not reload it).
     window.addEventListener("hashchange", () => {
       const tok = this.tokenFromHash();
@@ -170,7 +180,8 @@ class App {
     this.start();
   }
 
-  private signOut(): void {
+  private async signOut(): Promise<void> {
+    if (!(await confirmSignOut())) return;
     localStorage.removeItem(TOKEN_KEY);
     this.token = "";
     this.closeLive();
