@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -325,4 +326,49 @@ func TestWebUINoCanvasChrome(t *testing.T) {
 	if len(shown) > 0 {
 		t.Errorf("with no canvas open the stage shows %q", shown)
 	}
+}
+
+// TestWebUIScreenshotForREADME takes docs/web-ui.png, the README's picture
+// of the UI: a small canvas (a frame of shapes joined by arrows, a note, a
+// document card) with the document open and its diff since a snapshot. It
+// runs when CANVASD_UI_SCREENSHOT names the file to write:
+//
+//	make ui && CANVASD_UI_SCREENSHOT=$PWD/docs/web-ui.png go test ./api -run TestWebUIScreenshotForREADME
+func TestWebUIScreenshotForREADME(t *testing.T) {
+	out := os.Getenv("CANVASD_UI_SCREENSHOT")
+	if out == "" {
+		t.Skip("CANVASD_UI_SCREENSHOT is not set")
+	}
+	const plan = "# Launch plan\n\n- Draft the spec\n- Review it with the team\n- Ship on Friday\n"
+	c := openCanvasUI(t, "launch", []map[string]any{
+		{"id": "week", "type": "frame", "name": "Week 1", "x": 170, "y": 110, "w": 540, "h": 330},
+		{"id": "draft", "type": "geo", "parent_id": "week", "x": 200, "y": 150, "w": 160, "h": 80, "props": map[string]any{"geo": "rectangle", "text": "Draft spec", "color": "blue", "fill": "semi", "size": "m"}},
+		{"id": "review", "type": "geo", "parent_id": "week", "x": 450, "y": 150, "w": 160, "h": 80, "props": map[string]any{"geo": "ellipse", "text": "Review", "color": "green", "fill": "semi", "size": "m"}},
+		{"id": "ship", "type": "geo", "parent_id": "week", "x": 450, "y": 310, "w": 160, "h": 100, "props": map[string]any{"geo": "diamond", "text": "Ship?", "color": "orange", "fill": "semi", "size": "m"}},
+		{"id": "idea", "type": "note", "parent_id": "week", "x": 210, "y": 280, "w": 150, "h": 130, "props": map[string]any{"text": "Agent: split the spec into two docs", "color": "yellow", "size": "m"}},
+		{"verb": "create_edge", "args": map[string]any{"id": "e1", "from": "draft", "to": "review"}},
+		{"verb": "create_edge", "args": map[string]any{"id": "e2", "from": "review", "to": "ship"}},
+		{"id": "d:plan", "type": "doc", "name": "plan.md", "x": 740, "y": 130, "w": 220, "h": 190, "props": map[string]any{"language": "markdown", "text": plan}},
+	})
+	c.e.must(201, "POST", "/api/canvases/launch/snapshots", testAdmin, map[string]any{"label": "v1"})
+	c.apply("replace_lines", map[string]any{"node_id": "d:plan", "start_line": 5, "end_line": 5, "new_content": "- Ship on Monday, after the review"})
+	p := c.p
+	p.poll("the edit shown", `canvasd.model.rev === `+fmt.Sprint(c.head()))
+	p.dblclick(850, 220)
+	p.poll("the document open", `document.getElementById('doc-panel').dataset.nodeId === 'd:plan'`)
+	p.clickCSS(`#doc-diff`)
+	p.poll("the diff shown", `!!document.querySelector('.doc-side pre.diff.unified .add')`)
+	p.eval(`canvasd.view.ex.updateScene({appState: {zoom: {value: 1}, scrollX: -135, scrollY: -40}}), true`, nil)
+	p.click(600, 520) // nothing selected
+	p.pollSelection("nothing selected")
+	p.eval(`document.fonts.ready.then(() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(() => r(true)))))`, nil)
+	p.clickCSS(`#doc-panel .cm-line:nth-child(5)`)
+	shot, err := chromedp.Run(p.ctx, chromedp.CaptureScreenshot())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(out, shot, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%s: %d bytes", out, len(shot))
 }

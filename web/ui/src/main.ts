@@ -52,7 +52,7 @@ class App {
     const stage = h("main", { id: "stage" }, h("p", { id: "stage-hint", class: "muted", text: "Open a canvas from the list, or create one." }));
     app.append(
       h("header", { id: "topbar" },
-        h("button", { type: "button", id: "toggle-sidebar", text: "☰", title: "Show or hide the list of canvases (hidden while a document is open)",
+        h("button", { type: "button", id: "toggle-sidebar", text: "Canvases", title: "Show or hide the list of canvases (hidden while a document is open)",
           onclick: () => document.body.classList.toggle("show-sidebar") }),
         h("span", { class: "brand", text: "canvasd" }),
         h("span", { id: "canvas-title", class: "title", text: "no canvas open" }),
