@@ -292,6 +292,13 @@ func TestWebUIExcalidrawChrome(t *testing.T) {
 	seen()
 	p.combo("y", 2)
 	c.e.waitNodes(c.cid, "Ctrl+Y redid it", func(n map[string]map[string]any) bool { return n[drawn] != nil })
+	seen()
+	// The bar's Undo clicked, then Ctrl+Shift+Z with the focus on that button: the server's redo too.
+	p.clickCSS(`#undo`)
+	c.e.waitNodes(c.cid, "the bar's Undo", func(n map[string]map[string]any) bool { return n[drawn] == nil })
+	seen()
+	p.combo("z", 2|8)
+	c.e.waitNodes(c.cid, "Ctrl+Shift+Z after the bar's Undo redid it", func(n map[string]map[string]any) bool { return n[drawn] != nil })
 
 	// Sign out asks first.
 	var label string

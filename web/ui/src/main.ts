@@ -122,12 +122,12 @@ class App {
     setInterval(() => this.view.expireCursors(), 2000);
     setInterval(() => { if (this.token && document.visibilityState === "visible") this.refreshCanvases(); }, 4000);
     window.addEventListener("popstate", () => this.route());
-    // Ctrl+Z, Ctrl+Shift+Z and Ctrl+Y on the canvas are the server's undo and redo (as the bar's buttons), not Excalidraw's local history.
+    // Ctrl+Z, Ctrl+Shift+Z and Ctrl+Y on the canvas (or the bar) are the server's undo and redo, as the bar's buttons, not Excalidraw's local history.
     window.addEventListener("keydown", (ev) => {
       const k = ev.key.toLowerCase();
       if (!(ev.ctrlKey || ev.metaKey) || ev.altKey || (k !== "z" && k !== "y") || !this.model) return;
       const t = ev.target as HTMLElement | null;
-      if (t && t !== document.body && (!t.closest?.("#stage") || t.closest("input, textarea, select, [contenteditable]"))) return;
+      if (t?.closest?.("input, textarea, select, [contenteditable], dialog")) return; // text being typed keeps its own undo (the document's editor: the server's too)
       ev.preventDefault();
       ev.stopImmediatePropagation();
       void this.history(k === "y" || ev.shiftKey ? "redo" : "undo");
