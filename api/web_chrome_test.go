@@ -46,8 +46,8 @@ func stageBox(p *uiPage) [4]float64 {
 	return b
 }
 
-// TestWebUINewDocument: New document asks the name and language (the
-// language follows the extension typed), and the card lands in free room in
+// TestWebUINewDocument: New document asks the name (one no document of the
+// canvas has) and language (the language follows the extension typed), and the card lands in free room in
 // the view (clear of the shapes and the arrow in its middle), on screen once
 // the panel is open; the canvas keeps its width when the panel opens.
 func TestWebUINewDocument(t *testing.T) {
@@ -55,12 +55,13 @@ func TestWebUINewDocument(t *testing.T) {
 		{"id": "big", "type": "geo", "x": 400, "y": 180, "w": 300, "h": 260, "props": map[string]any{"geo": "rectangle"}},
 		{"id": "side", "type": "geo", "x": 820, "y": 240, "w": 110, "h": 100, "props": map[string]any{"geo": "ellipse"}},
 		{"verb": "create_edge", "args": map[string]any{"id": "link", "from": "big", "to": "side"}},
+		{"id": "d:old", "type": "doc", "name": "notes.md", "x": -900, "y": 0, "w": 200, "h": 100, "props": map[string]any{"language": "markdown", "text": "# Notes\n"}},
 	})
 	p := c.p
 	before := stageBox(p)
 
 	p.clickCSS(`#new-doc`)
-	p.poll("the dialog asks a name", `document.getElementById('new-doc-dialog')?.open && document.getElementById('new-doc-name').value === 'notes.md' &&
+	p.poll("the dialog asks a name", `document.getElementById('new-doc-dialog')?.open && document.getElementById('new-doc-name').value === 'notes-2.md' &&
 		document.getElementById('new-doc-language').value === 'markdown'`)
 	p.do(chromedp.KeyEvent("a", chromedp.KeyModifiers(chromedp.ModifierCtrl)), chromedp.KeyEvent("plan.py"))
 	p.poll("the language follows the extension", `document.getElementById('new-doc-language').value === 'python'`)
@@ -70,7 +71,7 @@ func TestWebUINewDocument(t *testing.T) {
 	var id string
 	nodes := c.e.waitNodes(c.cid, "the document created", func(n map[string]map[string]any) bool {
 		for k, v := range n {
-			if v["type"] == "doc" {
+			if v["type"] == "doc" && k != "d:old" {
 				id = k
 				return true
 			}

@@ -437,7 +437,7 @@ class App {
    */
   private async newDoc(): Promise<void> {
     if (!this.model) return;
-    const cid = this.canvasId, d = await askNewDoc();
+    const cid = this.canvasId, d = await askNewDoc(new Set([...this.model.nodes.values()].filter((n) => n.type === "doc").map((n) => n.name || "")));
     if (!d || !this.model || this.canvasId !== cid) return;
     const w = 400, ht = 300, v = this.view.viewport();
     const right = this.view.contentRight();

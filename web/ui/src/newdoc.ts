@@ -30,10 +30,17 @@ export function starterText(name: string, lang: string): string {
 
 export interface NewDoc { name: string; language: string }
 
-/** Asks the document's name and language; null when the person cancels. */
-export function askNewDoc(): Promise<NewDoc | null> {
+/** notes.md, or notes-2.md, notes-3.md, ... when taken names it. */
+export function freeName(taken: Set<string>): string {
+  let name = "notes.md";
+  for (let i = 2; taken.has(name); i++) name = `notes-${i}.md`;
+  return name;
+}
+
+/** Asks the document's name (the default one not in taken) and language; null when the person cancels. */
+export function askNewDoc(taken: Set<string> = new Set()): Promise<NewDoc | null> {
   return new Promise((resolve) => {
-    const name = h("input", { id: "new-doc-name", type: "text", maxlength: 200, required: true, value: "notes.md", spellcheck: "false" }) as HTMLInputElement;
+    const name = h("input", { id: "new-doc-name", type: "text", maxlength: 200, required: true, value: freeName(taken), spellcheck: "false" }) as HTMLInputElement;
     const lang = h("select", { id: "new-doc-language" }, ...LANGUAGES.map(([v, label]) => h("option", { value: v, text: label }))) as HTMLSelectElement;
     lang.value = "markdown";
     let picked = false; // the person chose a language: the name no longer decides it
