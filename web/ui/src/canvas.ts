@@ -501,6 +501,8 @@ export class CanvasView {
       this.lastSel = sel;
       this.onSelection(sel ? [...new Set(sel.split(","))] : []);
     }
+    // Excalidraw's property panel shows only for a selection or a shape being drawn or typed (app.css): picking a tool leaves the canvas free.
+    this.host.classList.toggle("shape-props", !!(sel || app.newElement || app.editingTextElement || app.multiElement));
     if (app.cursorButton === "down" || app.newElement || app.resizingElement || app.editingTextElement || app.multiElement ||
       app.selectedElementsAreBeingDragged || app.isResizing || app.isRotating) return;
     const v = sceneVersion(els);
@@ -917,6 +919,30 @@ export class CanvasView {
     const z = a.zoom.value;
     const r = (v: number) => Math.round(v * 100) / 100;
     return { x: r(-a.scrollX), y: r(-a.scrollY), w: r(a.width / z), h: r(a.height / z) };
+  }
+
+  /**
+   * Where a w × h shape fits in the view, gap clear of every element (arrows
+   * included) and below Excalidraw's toolbar, nearest the middle: its top
+   * left in canvas coordinates, or null when the view has no such room.
+   */
+  freeSpot(w: number, h: number, gap = 24): { x: number; y: number } | null {
+    const z = this.ex.getAppState().zoom.value, v = this.viewport();
+    const x0 = v.x + 16 / z, y0 = v.y + 80 / z, x1 = v.x + v.w - 16 / z - w, y1 = v.y + v.h - 16 / z - h;
+    const boxes = (this.ex.getSceneElements() as El[]).map((el) => getCommonBounds([el] as any))
+      .filter(([bx1, by1, bx2, by2]) => bx2 + gap > x0 && bx1 - gap < x1 + w && by2 + gap > y0 && by1 - gap < y1 + h);
+    const cx = v.x + v.w / 2 - w / 2, cy = v.y + v.h / 2 - h / 2, step = Math.max(8 / z, Math.min(w, h) / 10);
+    const spots: { x: number; y: number; d: number }[] = [];
+    for (let y = y0; y <= y1; y += step) for (let x = x0; x <= x1; x += step) spots.push({ x, y, d: (x - cx) ** 2 + (y - cy) ** 2 });
+    spots.sort((p, q) => p.d - q.d);
+    const free = spots.find((s) => boxes.every(([bx1, by1, bx2, by2]) => s.x + w + gap <= bx1 || s.x >= bx2 + gap || s.y + h + gap <= by1 || s.y >= by2 + gap));
+    return free ? { x: Math.round(free.x), y: Math.round(free.y) } : null;
+  }
+
+  /** The right edge of everything on the canvas (canvas coordinates), or null for an empty one. */
+  contentRight(): number | null {
+    const els = this.ex.getSceneElements() as El[];
+    return els.length ? getCommonBounds(els as any)[2] : null;
   }
 
   /** The selected node ids. */

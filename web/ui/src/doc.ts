@@ -154,6 +154,34 @@ const recentField = StateField.define<DecorationSet>({
 });
 
 /**
+ * A Markdown list continued by Enter (lang-markdown's keymap puts "- " on
+ * the new line): a person used to typing the marker types "- " again, which
+ * made "- - item" (and Enter after that a nested "  - "). The field holds
+ * the cursor's position right after a marker Enter put there (else -1); the
+ * marker's first character typed there replaces the marker put, so the
+ * line reads as the person typed it.
+ */
+const MARKER_BEFORE = /^(\s*)([-*+]|\d+[.)]) $/;
+const autoMarker = StateField.define<number>({
+  create: () => -1,
+  update(at, tr) {
+    if (!tr.docChanged) return tr.selection ? -1 : at;
+    let inserted = "";
+    tr.changes.iterChanges((_a, _b, _c, _d, ins) => { inserted += ins.toString(); });
+    const head = tr.state.selection.main, line = tr.state.doc.lineAt(head.head);
+    return tr.isUserEvent("input") && head.empty && head.head === line.to && inserted.includes("\n") && MARKER_BEFORE.test(line.text) ? head.head : -1;
+  },
+});
+const typedMarker = EditorView.inputHandler.of((view, from, to, text) => {
+  if (from !== to || from !== view.state.field(autoMarker)) return false;
+  const line = view.state.doc.lineAt(from), m = MARKER_BEFORE.exec(line.text);
+  if (!m || text !== m[2]![0]) return false;
+  const start = line.from + m[1]!.length;
+  view.dispatch({ changes: { from: start, to: from, insert: text }, selection: { anchor: start + text.length }, userEvent: "input.type" });
+  return true;
+});
+
+/**
  * An edit sent and not yet seen in the model: the editor text it makes
  * (result), the server's text it was sent against (base, as the editor
  * holds it), its revision once answered, and settled once it was answered
@@ -177,6 +205,7 @@ export class DocPanel {
   private gen = 0; // moves when the panel opens or closes a document: an answer for an earlier one is dropped
   private timer = 0;
   private fading = 0;
+  private refreshing = 0; // the history's refresh after commits on the document, coalesced
   private body: HTMLElement;
   private side: HTMLElement;
   private title: HTMLElement;
@@ -223,13 +252,14 @@ export class DocPanel {
     this.el.hidden = false;
     this.el.dataset.nodeId = id;
     this.side.replaceChildren();
+    this.side.dataset.view = "";
     this.view?.destroy();
     this.view = new EditorView({
       parent: this.body,
       state: EditorState.create({
         doc: this.server,
         extensions: [lineNumbers(), highlightActiveLineGutter(), highlightActiveLine(), drawSelection(), bracketMatching(), indentOnInput(),
-          syntaxHighlighting(defaultHighlightStyle, { fallback: true }), this.language.of([]), recentField,
+          syntaxHighlighting(defaultHighlightStyle, { fallback: true }), this.language.of([]), recentField, autoMarker, typedMarker,
           keymap.of([{ key: "Mod-z", run: () => { this.history("undo"); return true; } }, { key: "Mod-y", run: () => { this.history("redo"); return true; } },
             { key: "Mod-Shift-z", run: () => { this.history("redo"); return true; } }, ...defaultKeymap]),
           EditorView.updateListener.of((u) => { if (u.docChanged && u.transactions.some((t) => t.isUserEvent("input") || t.isUserEvent("delete") || t.isUserEvent("undo") || t.isUserEvent("move") || t.isUserEvent("paste"))) this.schedule(); }),
@@ -383,6 +413,10 @@ export class DocPanel {
   applied(c: Commit): void {
     if (!this.view || !this.nodeId) return;
     if (!c.changes.some((ch) => ch.id === this.nodeId && ch.kind === "node")) return;
+    if (this.side.dataset.view === "timeline") { // the history shown follows the document's commits (a restore, someone's edit)
+      clearTimeout(this.refreshing);
+      this.refreshing = window.setTimeout(() => { if (this.side.dataset.view === "timeline") void this.timeline(); }, 150);
+    }
     if (!this.sync() || !this.view) return;
     if (c.actor_id !== this.me() && !this.mine.has(c.cmd_id)) {
       const lines: number[] = [];
@@ -437,6 +471,7 @@ export class DocPanel {
       }
     } }, input, h("button", { type: "submit", text: "Save" }));
     this.side.replaceChildren(h("h3", { text: "New snapshot" }), form);
+    this.side.dataset.view = "snapshot";
     input.focus();
   }
 
@@ -471,6 +506,7 @@ export class DocPanel {
     }
     items.sort((a, b) => b.rev - a.rev);
     this.side.replaceChildren(h("h3", { text: "History" }), items.length ? h("ul", { class: "timeline" }, ...items.map((i) => i.el)) : h("p", { class: "muted", text: "No changes yet." }));
+    this.side.dataset.view = "timeline";
   }
 
   private async restore(id: string, label: string): Promise<void> {
@@ -514,15 +550,17 @@ export class DocPanel {
     let view: HTMLElement;
     if (!d.has_changes) view = h("p", { class: "muted", text: "No changes." });
     else if (format === "unified") {
-      view = h("pre", { class: "diff unified" }, ...unifiedDiffLines(String(d.diff)));
+      const name = this.model()?.nodes.get(node)?.name || node;
+      view = h("pre", { class: "diff unified" }, ...unifiedDiffLines(String(d.diff), node, name));
     } else {
       const rows = (d.changes || []).map((c: any) => h("tr", { class: c.type },
         h("td", { class: "ln", text: c.type === "add" ? "" : String(c.old_line ?? c.line) }), h("td", { class: "old", text: c.type === "add" ? "" : c.before ?? "" }),
         h("td", { class: "ln", text: c.type === "delete" ? "" : String(c.line) }), h("td", { class: "new", text: c.type === "delete" ? "" : c.after ?? "" })));
-      view = h("table", { class: "diff split" }, h("tr", {}, h("th", {}), h("th", { text: "before" }), h("th", {}), h("th", { text: "after" })), ...rows);
+      view = h("table", { class: "diff split" }, h("tr", {}, h("th", { class: "ln" }), h("th", { text: "before" }), h("th", { class: "ln" }), h("th", { text: "after" })), ...rows);
     }
     this.side.replaceChildren(h("h3", { text: "Diff" }), head, view);
     this.side.dataset.format = format;
+    this.side.dataset.view = "diff";
   }
 
   /** Puts the selected lines, formatted for chat by the server ("[Selected from lines S-E]:" and a fenced block), into the agent panel. */
@@ -550,11 +588,16 @@ export class DocPanel {
 
 /** unifiedDiffLines renders a unified diff one element per line, classed "hunk", "add" or "del".
  * "---" and "+++" are file headers only before the first hunk: inside one, "---x" is the
- * deleted line "--x" and "+++x" the added line "++x". */
-function unifiedDiffLines(diff: string): HTMLElement[] {
+ * deleted line "--x" and "+++x" the added line "++x". The headers name the document (name)
+ * where the server names its node (id@rev): "--- notes.md (rev 3)". */
+function unifiedDiffLines(diff: string, id: string, name: string): HTMLElement[] {
   let inHunk = false;
   return diff.split("\n").map((l) => {
     let cls = "";
+    if (!inHunk && (l.startsWith("--- " + id + "@") || l.startsWith("+++ " + id + "@"))) {
+      const rev = l.slice(4 + id.length + 1);
+      return h("div", { class: "file", text: `${l.slice(0, 4)}${name}${/^\d+$/.test(rev) ? ` (rev ${rev})` : "@" + rev}` });
+    }
     if (l.startsWith("@@")) {
       inHunk = true;
       cls = "hunk";

@@ -12,6 +12,7 @@ import { DocPanel } from "./doc";
 import { AgentPanel } from "./agent";
 import { Files } from "./files";
 import { Outbox, sendCommand } from "./outbox";
+import { askNewDoc, confirmSignOut, starterText } from "./newdoc";
 
 const TOKEN_KEY = "canvasd.token";
 
@@ -57,6 +58,8 @@ class App {
     const stage = h("main", { id: "stage" }, h("p", { id: "stage-hint", class: "muted", text: "Open a canvas from the list, or create one." }));
     app.append(
       h("header", { id: "topbar" },
+        h("button", { type: "button", id: "toggle-sidebar", text: "Canvases", title: "Show or hide the list of canvases (hidden while a document is open)",
+          onclick: () => document.body.classList.toggle("show-sidebar") }),
         h("span", { class: "brand", text: "canvasd" }),
         h("span", { id: "canvas-title", class: "title", text: "no canvas open" }),
         h("span", { class: "stat" }, "rev ", h("b", { id: "rev", text: "–" })),
@@ -72,7 +75,7 @@ class App {
         h("button", { type: "button", id: "redo", text: "Redo", onclick: () => this.history("redo") }),
         h("button", { type: "button", id: "new-note", text: "Note", title: "A sticky note in the middle of the view", onclick: () => this.newNote() }),
         h("button", { type: "button", id: "new-doc", text: "New document", onclick: () => this.newDoc() }),
-        h("button", { type: "button", id: "signout", text: "Token…", title: "Forget the token", onclick: () => this.signOut() })),
+        h("button", { type: "button", id: "signout", text: "Sign out", title: "Sign out: this browser forgets your token (asks first)", onclick: () => this.signOut() })),
       h("div", { id: "layout" },
         h("aside", { id: "sidebar" }, h("h2", { text: "Canvases" }),
           h("form", { id: "new-canvas", autocomplete: "off", onsubmit: (ev: Event) => { ev.preventDefault(); this.createCanvas(newTitle); } },
@@ -125,6 +128,16 @@ class App {
     setInterval(() => this.view.expireCursors(), 2000);
     setInterval(() => { if (this.token && document.visibilityState === "visible") this.refreshCanvases(); }, 4000);
     window.addEventListener("popstate", () => this.route());
+    // Ctrl+Z, Ctrl+Shift+Z and Ctrl+Y on the canvas (or the bar) are the server's undo and redo, as the bar's buttons, not Excalidraw's local history.
+    window.addEventListener("keydown", (ev) => {
+      const k = ev.key.toLowerCase();
+      if (!(ev.ctrlKey || ev.metaKey) || ev.altKey || (k !== "z" && k !== "y") || !this.model) return;
+      const t = ev.target as HTMLElement | null;
+      if (t?.closest?.("input, textarea, select, [contenteditable], dialog")) return; // text being typed keeps its own undo (the document's editor: the server's too)
+      ev.preventDefault();
+      ev.stopImmediatePropagation();
+      void this.history(k === "y" || ev.shiftKey ? "redo" : "undo");
+    }, true);
     // A token handed over on a page already open (a fragment-only navigation does not reload it).
     window.addEventListener("hashchange", () => {
       const tok = this.tokenFromHash();
@@ -173,7 +186,8 @@ class App {
     this.start();
   }
 
-  private signOut(): void {
+  private async signOut(): Promise<void> {
+    if (!(await confirmSignOut())) return;
     localStorage.removeItem(TOKEN_KEY);
     this.token = "";
     this.closeLive();
@@ -464,20 +478,35 @@ class App {
     }
   }
 
+  /**
+   * Asks the new document's name and language, and puts its card in free
+   * room in the view (clear of shapes and arrows), else right of everything
+   * and shown; then opens it.
+   */
   private async newDoc(): Promise<void> {
     if (!this.model) return;
-    const v = this.view.viewport();
+    const cid = this.canvasId, d = await askNewDoc(new Set([...this.model.nodes.values()].filter((n) => n.type === "doc").map((n) => n.name || "")));
+    if (!d || !this.model || this.canvasId !== cid) return;
+    const w = 400, ht = 300, v = this.view.viewport();
+    const right = this.view.contentRight();
+    const at = this.view.freeSpot(w, ht) ?? { x: Math.round(right === null ? v.x + v.w / 2 - w / 2 : right + 80), y: Math.round(v.y + v.h / 2 - ht / 2) };
     let r;
     try {
-      r = await this.command("create_shape", { type: "doc", name: "notes.md", x: Math.round(v.x + v.w / 2 - 200), y: Math.round(v.y + v.h / 2 - 150), w: 400, h: 300,
-        props: { language: "markdown", text: "# Notes\n" } });
+      r = await this.command("create_shape", { type: "doc", name: d.name, x: at.x, y: at.y, w, h: ht,
+        props: { language: d.language, text: starterText(d.name, d.language) } });
     } catch (err) {
       toast(`new document: ${why(err)}`, "bad");
       return;
     }
     const id = r.createdIds[0];
     await this.view.caughtUp(r.rev);
-    if (id && this.model?.nodes.has(id)) this.doc.open(id);
+    if (!id || !this.model?.nodes.has(id)) return;
+    this.doc.open(id);
+    // The panel opened beside the canvas: the card is shown if it is not in the view now.
+    requestAnimationFrame(() => {
+      const nv = this.view.viewport();
+      if (at.x < nv.x || at.y < nv.y || at.x + w > nv.x + nv.w || at.y + ht > nv.y + nv.h) this.view.showNodes(new Set([id]));
+    });
   }
 }
 
