@@ -36,6 +36,10 @@ type EngineConfig struct {
 	RecentCommits int              // commits kept in memory per canvas for resume and recovery_ops (default 4096)
 	MaxGroup      int              // commands committed together in one Append (default 256)
 	Now           func() time.Time // default time.Now
+	// Sleep waits d or until ctx ends (then it returns ctx's error): the
+	// writer's back-off between attempts on a canvas other processes
+	// append to. Default: a timer.
+	Sleep func(ctx context.Context, d time.Duration) error
 	// IdleAfter unloads a canvas from memory after this long without
 	// commands, unless InUse says it is still needed (default 10 min).
 	IdleAfter time.Duration
@@ -151,6 +155,9 @@ func NewEngine(st Store, cfg EngineConfig) *Engine {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	if cfg.Sleep == nil {
+		cfg.Sleep = sleep
+	}
 	if cfg.IdleAfter <= 0 {
 		cfg.IdleAfter = 10 * time.Minute
 	}
@@ -162,6 +169,18 @@ func NewEngine(st Store, cfg EngineConfig) *Engine {
 	}
 	_, shared := st.(Notifier)
 	return &Engine{st: st, cfg: cfg, log: cfg.Logger, lives: map[string]*live{}, snaps: make(chan snapJob, snapshotQueue), shared: shared}
+}
+
+// sleep waits d or until ctx ends.
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // Start starts the engine; with a Notifier store it also listens for other
@@ -310,10 +329,13 @@ type request struct {
 	// changed, read from the log before the request queues (nil for other
 	// types).
 	reverts []*canvas.RevertBase
-	start   time.Time    // its arrival: its write deadline is WriteTimeout after it
-	state   atomic.Int32 // reqQueued, reqTaken, reqWithdrawn (submit, take)
-	done    chan Answer
-	err     error
+	// snapshots holds, per envelope, the state at the named snapshot a
+	// revert_to_snapshot names, read likewise (nil for other types).
+	snapshots []*canvas.State
+	start     time.Time    // its arrival: its write deadline is WriteTimeout after it
+	state     atomic.Int32 // reqQueued, reqTaken, reqWithdrawn (submit, take)
+	done      chan Answer
+	err       error
 }
 
 // get returns the live canvas, loading it on first use.
