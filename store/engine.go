@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -405,6 +406,7 @@ func (e *Engine) run(ctx context.Context, l *live) {
 	unsure.Stop()
 	defer unsure.Stop()
 	retryIn := unsureRetry
+	prev := 0 // requests in the previous group
 	// catchUp reads the log after a wake-up (another process appended, or
 	// this one's listener reconnected) or an unknown outcome; gone: the
 	// canvas is no longer the store's (stillThere), and l was dropped. It reads the store without holding l.mu, and commands
@@ -461,6 +463,12 @@ func (e *Engine) run(ctx context.Context, l *live) {
 			if r.take() { // else withdrawn by its submitter at its deadline
 				group = append(group, r)
 			}
+			if prev > 1 {
+				// Concurrent writers are active: let the ones about to
+				// submit queue first, so this group (one decision pass,
+				// one Append, one transaction) carries more than one.
+				runtime.Gosched()
+			}
 		fill:
 			for len(group) < e.cfg.MaxGroup {
 				select {
@@ -478,6 +486,7 @@ func (e *Engine) run(ctx context.Context, l *live) {
 			if len(group) > 0 {
 				e.process(ctx, l, group)
 			}
+			prev = len(group)
 		}
 		if l.unsure { // only this goroutine sets it
 			unsure.Reset(retryIn)
