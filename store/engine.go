@@ -57,7 +57,7 @@ type EngineConfig struct {
 	// (nothing written) whatever the writer is doing, and every store
 	// operation of a group (its catch-ups, its append) ends by the deadline
 	// of its oldest command. Default: the store's OpTimeout (see
-	// OpTimeouter), else none.
+	// Capabilities), else none.
 	WriteTimeout time.Duration
 }
 
@@ -80,9 +80,10 @@ type Engine struct {
 
 	snaps chan snapJob // captures for the snapshotter (engine_snapshot.go)
 
-	// shared: other processes write the store too (it is a Notifier), so
+	// shared: other processes write the store too (it has a Notifier), so
 	// reads and refusals confirm the head in it (Linearize, process).
-	shared bool
+	shared   bool
+	notifier Notifier
 
 	onGone atomic.Pointer[func(canvasID string)] // see OnGone
 }
@@ -165,11 +166,12 @@ func NewEngine(st Store, cfg EngineConfig) *Engine {
 	if cfg.IdempotencyTTL <= 0 {
 		cfg.IdempotencyTTL = 48 * time.Hour
 	}
-	if ot, ok := st.(OpTimeouter); ok && cfg.WriteTimeout <= 0 {
-		cfg.WriteTimeout = ot.OpTimeout()
+	caps := st.Capabilities()
+	if cfg.WriteTimeout <= 0 {
+		cfg.WriteTimeout = caps.OpTimeout
 	}
-	_, shared := st.(Notifier)
-	return &Engine{st: st, cfg: cfg, log: cfg.Logger, lives: map[string]*live{}, snaps: make(chan snapJob, snapshotQueue), shared: shared}
+	return &Engine{st: st, cfg: cfg, log: cfg.Logger, lives: map[string]*live{}, snaps: make(chan snapJob, snapshotQueue),
+		notifier: caps.Notifier, shared: caps.Notifier != nil}
 }
 
 // sleep waits d or until ctx ends.
@@ -191,7 +193,7 @@ func (e *Engine) Start(ctx context.Context) error {
 	e.wg.Add(2)
 	go e.pruneIdempotency()
 	go e.snapshotter()
-	if n, ok := e.st.(Notifier); ok {
+	if n := e.notifier; n != nil {
 		e.wg.Add(1)
 		go func() {
 			defer e.wg.Done()
