@@ -307,7 +307,9 @@ type live struct {
 	recent      []*canvas.Commit // the last commits, ascending, at most cfg.RecentCommits
 	idem        map[string]*IdempotencyRecord
 	idemOrder   []string
-	journal     journal // the writer's rollback journal, reused by every group
+	journal     journal    // the writer's rollback journal, reused by every group
+	pend        []pending  // the writer's room for a group's answers (tryGroup)
+	answers     []*pending // pointers into pend
 
 	// State snapshots (engine_snapshot.go): the last one captured, what
 	// changed since, and the chain of stored snapshots it extends.

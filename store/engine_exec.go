@@ -68,6 +68,13 @@ func (e *Engine) writeDeadline(ctx context.Context, r *request) (context.Context
 // anything is read, so one request never reads more of the log than one
 // revert may.
 func (e *Engine) preload(ctx context.Context, canvasID string, r *request) error {
+	needs := false
+	for k := range r.envs {
+		needs = needs || canvas.VerbHistory(r.envs[k].Type) != canvas.NoHistory
+	}
+	if !needs { // most commands: nothing to read, no deadline to make
+		return nil
+	}
 	ctx, cancel := e.writeDeadline(ctx, r) // part of the write: within its timeout
 	defer cancel()
 	field := func(k int, err error) error {
@@ -512,8 +519,13 @@ func (e *Engine) tryGroup(ctx context.Context, l *live, group []*request) ([]*pe
 	defer j.reset()
 	var commits []canvas.Commit
 	var idems []IdempotencyRecord
-	answers := make([]*pending, len(group))
-	ps := make([]pending, len(group))
+	// The answers' room is the writer's, reused by every group (a group is
+	// answered before the next one is decided).
+	if cap(l.pend) < len(group) {
+		l.pend, l.answers = make([]pending, len(group)), make([]*pending, len(group))
+	}
+	ps, answers := l.pend[:len(group)], l.answers[:len(group)]
+	clear(ps)
 	var keyOwner map[string]int // request index by idempotency key, made for the first key
 	for i, r := range group {
 		p := &ps[i]
