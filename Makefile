@@ -88,7 +88,7 @@ bench: deps ui ## run the benchmarks of the performance targets (docs/architectu
 	-$(GO) test -run '^$$' -bench 'ImportJSONCanvas5000' -benchtime 5x -timeout 10m ./api/ | grep -E '^Benchmark|FAIL|^panic|_test\.go:[0-9]+:'
 	@echo "== agent pages in Chromium: host action round trip (eval p95 <= 50 ms), snapshot of a 1280x800 page as PNG (p95 <= 300 ms), A2UI gallery on screen; with the load average"
 	-$(GO) test -run '^$$' -bench '^BenchmarkHostPage$$' -benchtime 1x -timeout 10m ./api/ | grep -E '^Benchmark|FAIL|^panic|_test\.go:[0-9]+:'
-	@echo "== PostgreSQL (needs CANVASD_TEST_DATABASE_URL): durable appends, HTTP apply (target >= 5,000 commits/s across 16 canvases), cross-process SSE"
+	@echo "== PostgreSQL (needs CANVASD_TEST_DATABASE_URL): durable appends, HTTP apply (target >= 5,000 commits/s across 16 canvases; 4-processes-16-canvases: the same through four canvasd servers on one database, in this test process), cross-process SSE"
 	-@if [ -n "$$CANVASD_TEST_DATABASE_URL" ]; then \
 	  $(GO) test -run '^$$' -bench 'Append' -benchtime 3s ./store/pgstore/ | grep -E '^Benchmark|FAIL|^panic|_test\.go:[0-9]+:'; \
 	  $(GO) test -run '^$$' -bench 'PG' -benchtime 1x -timeout 20m ./api/ | grep -E '^Benchmark|FAIL|^panic|_test\.go:[0-9]+:' | \

@@ -56,8 +56,8 @@ func (s *Server) handleAgentRevert(w http.ResponseWriter, r *http.Request) {
 		s.problem(w, r, err)
 		return
 	}
-	as, ok := s.st.(store.AgentStore)
-	if !ok {
+	as := s.st.Capabilities().Agents
+	if as == nil {
 		s.problem(w, r, fmt.Errorf("the store %T keeps no agent turns: %w", s.st, canvas.ErrUnavailable))
 		return
 	}

@@ -157,6 +157,19 @@ func BenchmarkPGCommandApplyHTTP(b *testing.B) {
 		}
 		rounds(b, urls, 16, 4000)
 	})
+	b.Run("4-processes-16-canvases-16-clients", func(b *testing.B) {
+		// Scale-out: the 16 canvases of the run above (same store, so the
+		// figures sit side by side) written through four processes on one
+		// PostgreSQL, canvas i through process i%4 (a, then three more).
+		procs := []*testEnv{a, newPGTestEnv(b, url, schema), newPGTestEnv(b, url, schema), newPGTestEnv(b, url, schema)}
+		var urls []string
+		for i := 0; i < 16; i++ {
+			id := fmt.Sprintf("scale%d", i)
+			createCanvasOn(b, a, c, id)
+			urls = append(urls, cmdURL(procs[i%len(procs)], id))
+		}
+		rounds(b, urls, 16, 4000)
+	})
 	b.Run("two-processes-one-canvas-8-clients", func(b *testing.B) {
 		other := newPGTestEnv(b, url, schema)
 		createCanvasOn(b, a, c, "shared")

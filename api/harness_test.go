@@ -23,8 +23,8 @@ import (
 	"github.com/canvasd/canvasd/canvas"
 	"github.com/canvasd/canvasd/host"
 	"github.com/canvasd/canvasd/store"
-	"github.com/canvasd/canvasd/store/pgstore"
-	"github.com/canvasd/canvasd/store/sqlitestore"
+	_ "github.com/canvasd/canvasd/store/pgstore"     // store.Open's postgres:// URLs
+	_ "github.com/canvasd/canvasd/store/sqlitestore" // store.Open's sqlite: URLs
 	"github.com/canvasd/canvasd/web"
 )
 
@@ -50,7 +50,7 @@ type envOption func(*Config)
 // newTestEnv is a real server over a fresh SQLite file.
 func newTestEnv(t testing.TB, opts ...envOption) *testEnv {
 	t.Helper()
-	st, err := sqlitestore.Open(context.Background(), filepath.Join(t.TempDir(), "canvasd.db"))
+	st, err := store.Open(context.Background(), "sqlite:"+filepath.Join(t.TempDir(), "canvasd.db"), store.OpenOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,11 +62,11 @@ func newTestEnv(t testing.TB, opts ...envOption) *testEnv {
 // Several on one schema behave as several canvasd processes.
 func newPGTestEnv(t testing.TB, url, schema string, opts ...envOption) *testEnv {
 	t.Helper()
-	st, err := pgstore.Open(context.Background(), url, pgstore.WithSchema(schema))
+	st, err := store.Open(context.Background(), url, store.OpenOptions{Schema: schema})
 	if err != nil {
-		t.Fatalf("pgstore.Open: %v", err)
+		t.Fatalf("store.Open: %v", err)
 	}
-	return newTestEnvOn(t, st, append([]envOption{func(c *Config) { c.Broadcaster = st }}, opts...)...)
+	return newTestEnvOn(t, st, append([]envOption{func(c *Config) { c.Broadcaster = st.Capabilities().Broadcaster }}, opts...)...)
 }
 
 // pgTestSchema returns CANVASD_TEST_DATABASE_URL (skipping only when it is

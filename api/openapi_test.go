@@ -33,7 +33,6 @@ import (
 	"github.com/canvasd/canvasd/canvas"
 	"github.com/canvasd/canvasd/client"
 	"github.com/canvasd/canvasd/reducer"
-	"github.com/canvasd/canvasd/store"
 )
 
 // openAPISpec is the embedded openapi.yaml, validated, with a router over its
@@ -588,7 +587,7 @@ func TestOpenAPIContractRules(t *testing.T) {
 func TestOpenAPIRouteCoverage(t *testing.T) {
 	// The agent endpoints are mounted only with an AgentService: serve them
 	// from a real queue, as `canvasd serve` does with separate agent workers.
-	e := newTestEnv(t, func(c *Config) { c.Agent = agent.NewQueue(agent.DefaultConfig(), c.Store.(store.AgentStore), c.Hub) })
+	e := newTestEnv(t, func(c *Config) { c.Agent = agent.NewQueue(agent.DefaultConfig(), c.Store.Capabilities().Agents, c.Hub) })
 	undocumented, unserved, err := routeCoverage(e.spec.doc, e.api.Routes())
 	if err != nil {
 		t.Fatal(err)

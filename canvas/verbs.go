@@ -281,7 +281,43 @@ type VerbDef struct {
 	// Forms, when set, are the alternative sets of args it takes: each
 	// names the required args of the form and the optional ones.
 	Forms []ArgsForm
+	// History is what it reads of the canvas's history besides the current
+	// state: the engine reads it from the store before the command queues
+	// for the canvas's writer, which decides without I/O.
+	History HistoryNeed
 }
+
+// HistoryNeed is what a verb needs of the canvas's history to be decided,
+// beyond its current state (VerbDef.History). What it names is in the log
+// already when the command arrives, and the log does not change, so it
+// stays true however the canvas moves on before the command is decided.
+type HistoryNeed uint8
+
+const (
+	// NoHistory: the current state is all it needs.
+	NoHistory HistoryNeed = iota
+	// RevertedCommits: what the commits its args name changed
+	// (Command.Revert; the args are revert_commits'.)
+	RevertedCommits
+	// SnapshotState: the canvas's state at the named snapshot its args name
+	// (Command.Snapshot; the args are revert_to_snapshot's).
+	SnapshotState
+)
+
+// verbHistory is VerbDef.History by command type, for the engine's hot path.
+var verbHistory = func() map[string]HistoryNeed {
+	m := map[string]HistoryNeed{}
+	for _, v := range Verbs() {
+		if v.History != NoHistory {
+			m[v.Type] = v.History
+		}
+	}
+	return m
+}()
+
+// VerbHistory returns what a command type needs of the canvas's history
+// (VerbDef.History; NoHistory for an unknown type).
+func VerbHistory(typ string) HistoryNeed { return verbHistory[typ] }
 
 // ArgsForm is one form of a verb's args: these required, those optional.
 type ArgsForm struct {
@@ -367,9 +403,10 @@ func Verbs() []VerbDef {
 		{Type: "undo", Args: of(HistoryArgs{}), Schema: "HistoryArgs", Summary: "Undo the caller's own last command.",
 			Description: "`undo` / `redo` take no arguments (`{}`): they act on the calling actor's own last command (409 if someone else changed what it would restore). History is appended, never rewritten."},
 		{Type: "redo", Args: of(HistoryArgs{}), Schema: "HistoryArgs", Summary: "Redo the command the caller last undid."},
-		{Type: "revert_to_snapshot", Args: of(RevertToSnapshotArgs{}), Schema: "RevertToSnapshotArgs", Summary: "Make the canvas (or one document) as it was at a named snapshot."},
+		{Type: "revert_to_snapshot", Args: of(RevertToSnapshotArgs{}), Schema: "RevertToSnapshotArgs", Summary: "Make the canvas (or one document) as it was at a named snapshot.",
+			History: SnapshotState},
 		{Type: "revert_commits", Args: of(RevertCommitsArgs{}), Schema: "RevertCommitsArgs", Summary: "Revert earlier commits as one new commit.",
-			Description: revertCommitsDescription},
+			Description: revertCommitsDescription, History: RevertedCommits},
 		{Type: "import_scene", Args: of(ImportSceneArgs{}), Schema: "ImportSceneArgs", Summary: "Write the nodes and edges of a file as one commit, all or nothing.",
 			Description: "`POST /api/canvases/{id}/import` sends it; any client may. Every node and edge is checked as `create_node` and `create_edge` check theirs; the first refused one refuses all (422 naming `args.nodes[3].props.fill`). `parent_id` and the edges' ends may name nodes of the import or of the canvas, in any order; `group` nodes are allowed (a file's groups: they need members). At most 50,000 nodes and edges."},
 	}

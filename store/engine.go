@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -36,6 +37,10 @@ type EngineConfig struct {
 	RecentCommits int              // commits kept in memory per canvas for resume and recovery_ops (default 4096)
 	MaxGroup      int              // commands committed together in one Append (default 256)
 	Now           func() time.Time // default time.Now
+	// Sleep waits d or until ctx ends (then it returns ctx's error): the
+	// writer's back-off between attempts on a canvas other processes
+	// append to. Default: a timer.
+	Sleep func(ctx context.Context, d time.Duration) error
 	// IdleAfter unloads a canvas from memory after this long without
 	// commands, unless InUse says it is still needed (default 10 min).
 	IdleAfter time.Duration
@@ -52,7 +57,7 @@ type EngineConfig struct {
 	// (nothing written) whatever the writer is doing, and every store
 	// operation of a group (its catch-ups, its append) ends by the deadline
 	// of its oldest command. Default: the store's OpTimeout (see
-	// OpTimeouter), else none.
+	// Capabilities), else none.
 	WriteTimeout time.Duration
 }
 
@@ -75,9 +80,10 @@ type Engine struct {
 
 	snaps chan snapJob // captures for the snapshotter (engine_snapshot.go)
 
-	// shared: other processes write the store too (it is a Notifier), so
+	// shared: other processes write the store too (it has a Notifier), so
 	// reads and refusals confirm the head in it (Linearize, process).
-	shared bool
+	shared   bool
+	notifier Notifier
 
 	onGone atomic.Pointer[func(canvasID string)] // see OnGone
 }
@@ -151,17 +157,33 @@ func NewEngine(st Store, cfg EngineConfig) *Engine {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	if cfg.Sleep == nil {
+		cfg.Sleep = sleep
+	}
 	if cfg.IdleAfter <= 0 {
 		cfg.IdleAfter = 10 * time.Minute
 	}
 	if cfg.IdempotencyTTL <= 0 {
 		cfg.IdempotencyTTL = 48 * time.Hour
 	}
-	if ot, ok := st.(OpTimeouter); ok && cfg.WriteTimeout <= 0 {
-		cfg.WriteTimeout = ot.OpTimeout()
+	caps := st.Capabilities()
+	if cfg.WriteTimeout <= 0 {
+		cfg.WriteTimeout = caps.OpTimeout
 	}
-	_, shared := st.(Notifier)
-	return &Engine{st: st, cfg: cfg, log: cfg.Logger, lives: map[string]*live{}, snaps: make(chan snapJob, snapshotQueue), shared: shared}
+	return &Engine{st: st, cfg: cfg, log: cfg.Logger, lives: map[string]*live{}, snaps: make(chan snapJob, snapshotQueue),
+		notifier: caps.Notifier, shared: caps.Notifier != nil}
+}
+
+// sleep waits d or until ctx ends.
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // Start starts the engine; with a Notifier store it also listens for other
@@ -171,7 +193,7 @@ func (e *Engine) Start(ctx context.Context) error {
 	e.wg.Add(2)
 	go e.pruneIdempotency()
 	go e.snapshotter()
-	if n, ok := e.st.(Notifier); ok {
+	if n := e.notifier; n != nil {
 		e.wg.Add(1)
 		go func() {
 			defer e.wg.Done()
@@ -285,7 +307,9 @@ type live struct {
 	recent      []*canvas.Commit // the last commits, ascending, at most cfg.RecentCommits
 	idem        map[string]*IdempotencyRecord
 	idemOrder   []string
-	journal     journal // the writer's rollback journal, reused by every group
+	journal     journal    // the writer's rollback journal, reused by every group
+	pend        []pending  // the writer's room for a group's answers (tryGroup)
+	answers     []*pending // pointers into pend
 
 	// State snapshots (engine_snapshot.go): the last one captured, what
 	// changed since, and the chain of stored snapshots it extends.
@@ -310,10 +334,13 @@ type request struct {
 	// changed, read from the log before the request queues (nil for other
 	// types).
 	reverts []*canvas.RevertBase
-	start   time.Time    // its arrival: its write deadline is WriteTimeout after it
-	state   atomic.Int32 // reqQueued, reqTaken, reqWithdrawn (submit, take)
-	done    chan Answer
-	err     error
+	// snapshots holds, per envelope, the state at the named snapshot a
+	// revert_to_snapshot names, read likewise (nil for other types).
+	snapshots []*canvas.State
+	start     time.Time    // its arrival: its write deadline is WriteTimeout after it
+	state     atomic.Int32 // reqQueued, reqTaken, reqWithdrawn (submit, take)
+	done      chan Answer
+	err       error
 }
 
 // get returns the live canvas, loading it on first use.
@@ -383,6 +410,7 @@ func (e *Engine) run(ctx context.Context, l *live) {
 	unsure.Stop()
 	defer unsure.Stop()
 	retryIn := unsureRetry
+	prev := 0 // requests in the previous group
 	// catchUp reads the log after a wake-up (another process appended, or
 	// this one's listener reconnected) or an unknown outcome; gone: the
 	// canvas is no longer the store's (stillThere), and l was dropped. It reads the store without holding l.mu, and commands
@@ -439,6 +467,12 @@ func (e *Engine) run(ctx context.Context, l *live) {
 			if r.take() { // else withdrawn by its submitter at its deadline
 				group = append(group, r)
 			}
+			if prev > 1 {
+				// Concurrent writers are active: let the ones about to
+				// submit queue first, so this group (one decision pass,
+				// one Append, one transaction) carries more than one.
+				runtime.Gosched()
+			}
 		fill:
 			for len(group) < e.cfg.MaxGroup {
 				select {
@@ -456,6 +490,7 @@ func (e *Engine) run(ctx context.Context, l *live) {
 			if len(group) > 0 {
 				e.process(ctx, l, group)
 			}
+			prev = len(group)
 		}
 		if l.unsure { // only this goroutine sets it
 			unsure.Reset(retryIn)

@@ -41,7 +41,7 @@ func (e *Engine) Execute(ctx context.Context, canvasID string, actor canvas.Acto
 	if r.idemKey != "" { // the fingerprint only tells replays from misuse of a key
 		r.fp = env.Fingerprint()
 	}
-	if err := e.loadReverts(ctx, canvasID, r); err != nil {
+	if err := e.preload(ctx, canvasID, r); err != nil {
 		return Answer{}, err
 	}
 	return e.submit(ctx, canvasID, r)
@@ -56,16 +56,25 @@ func (e *Engine) writeDeadline(ctx context.Context, r *request) (context.Context
 	return ctx, func() {}
 }
 
-// loadReverts reads, for each revert_commits of r, what the commits it names
-// changed (reducer.LoadRevert), before r queues: the reading (a state
-// snapshot and the log up to the newest named commit) then never holds up
-// the canvas's writer. The log it reads does not change, so what it found
-// stays true however the canvas moves on meanwhile; the named commits must
-// be in the log when the request arrives (not ones of the same batch). The
-// spans of a batch's reverts count together against reducer.MaxRevertSpan,
-// checked before anything is read, so one request never reads more of the
-// log than one revert may.
-func (e *Engine) loadReverts(ctx context.Context, canvasID string, r *request) error {
+// preload reads from the store, before r queues, the history each of its
+// commands needs besides the canvas's current state, as its verb declares
+// (canvas.VerbDef.History): what the commits a revert names changed
+// (reducer.LoadRevert), the state at a named snapshot. The canvas's writer
+// then decides without I/O, and the reading never holds up its lock. The
+// log it reads does not change, so what it found stays true however the
+// canvas moves on meanwhile; what it names must be in the log when the
+// request arrives (not commits of the same batch). The spans of a batch's
+// reverts count together against reducer.MaxRevertSpan, checked before
+// anything is read, so one request never reads more of the log than one
+// revert may.
+func (e *Engine) preload(ctx context.Context, canvasID string, r *request) error {
+	needs := false
+	for k := range r.envs {
+		needs = needs || canvas.VerbHistory(r.envs[k].Type) != canvas.NoHistory
+	}
+	if !needs { // most commands: nothing to read, no deadline to make
+		return nil
+	}
 	ctx, cancel := e.writeDeadline(ctx, r) // part of the write: within its timeout
 	defer cancel()
 	field := func(k int, err error) error {
@@ -77,7 +86,7 @@ func (e *Engine) loadReverts(ctx context.Context, canvasID string, r *request) e
 	var revs [][]int64
 	var span int64
 	for k := range r.envs {
-		if r.envs[k].Type != reducer.CmdRevertCommits {
+		if canvas.VerbHistory(r.envs[k].Type) != canvas.RevertedCommits {
 			continue
 		}
 		rs, err := reducer.RevertRevs(r.envs[k].Args)
@@ -93,18 +102,27 @@ func (e *Engine) loadReverts(ctx context.Context, canvasID string, r *request) e
 		}
 		revs[k] = rs
 	}
-	for k, rs := range revs {
-		if rs == nil {
-			continue
+	for k := range r.envs {
+		switch canvas.VerbHistory(r.envs[k].Type) {
+		case canvas.RevertedCommits:
+			base, err := e.loadRevert(ctx, canvasID, revs[k])
+			if err != nil {
+				return field(k, err)
+			}
+			if r.reverts == nil {
+				r.reverts = make([]*canvas.RevertBase, len(r.envs))
+			}
+			r.reverts[k] = base
+		case canvas.SnapshotState:
+			s, err := e.snapshotState(ctx, canvasID, r.envs[k].Args)
+			if err != nil {
+				return field(k, err)
+			}
+			if r.snapshots == nil {
+				r.snapshots = make([]*canvas.State, len(r.envs))
+			}
+			r.snapshots[k] = s
 		}
-		base, err := e.loadRevert(ctx, canvasID, rs)
-		if err != nil {
-			return field(k, err)
-		}
-		if r.reverts == nil {
-			r.reverts = make([]*canvas.RevertBase, len(r.envs))
-		}
-		r.reverts[k] = base
 	}
 	return nil
 }
@@ -168,7 +186,7 @@ func (e *Engine) ExecuteBatch(ctx context.Context, canvasID string, actor canvas
 	}
 	r := &request{ctx: ctx, actor: actor, envs: envs, baseRev: baseRev, batch: true,
 		idemKey: idempotencyKey, fp: fp.String(), start: time.Now()}
-	if err := e.loadReverts(ctx, canvasID, r); err != nil {
+	if err := e.preload(ctx, canvasID, r); err != nil {
 		return Answer{}, err
 	}
 	return e.submit(ctx, canvasID, r)
@@ -274,13 +292,29 @@ type pending struct {
 	results  []canvas.RevisionResult
 	idem     *IdempotencyRecord
 	outcome  string
+	// Read from the store after the writer lets go of the canvas (settle):
+	lookup   bool          // not applied, with a key: a stored answer of the key is its answer
+	conflict *conflictRead // a conflict whose recovery_ops are older than the commits in memory
+}
+
+// conflictRead is a conflict answer whose recovery_ops come from the log:
+// the commits after base through head (the last one stored before its
+// group) that touch want (all when empty), then ops, the matching commits
+// of its group decided before it.
+type conflictRead struct {
+	result     canvas.ConflictResult
+	base, head int64
+	want       map[canvas.Ref]bool
+	ops        []canvas.Commit
 }
 
 // process commits a group of requests (taken by the writer) in one Append,
 // retrying after a concurrent append by another process. It holds l.mu
 // while it decides and appends (tryGroup), so readers never see an
-// uncommitted state; the catch-ups between attempts read the store without
-// it. Every store operation ends by the deadline of the group's oldest
+// uncommitted state; the Append is the only I/O under it. The history its
+// commands need was read before they queued (preload); the catch-ups and
+// back-offs between attempts, and the reads that complete the answers
+// (settle), run without it. Every store operation ends by the deadline of the group's oldest
 // command.
 func (e *Engine) process(ctx context.Context, l *live, group []*request) {
 	// A group runs to its end even if l is retired meanwhile (a reader found
@@ -344,6 +378,9 @@ func (e *Engine) process(ctx context.Context, l *live, group []*request) {
 		answers, appended, err := e.tryGroup(ctx, l, group)
 		head := l.state.Rev
 		l.mu.Unlock()
+		if err == nil {
+			e.settle(ctx, l, answers) // the store reads the answers need, without l.mu
+		}
 		switch {
 		case err == nil && !appended && e.shared && !confirmed && refused(answers):
 			// Decided on this process's copy alone (an append would have
@@ -378,7 +415,12 @@ func (e *Engine) process(ctx context.Context, l *live, group []*request) {
 				return
 			}
 			if attempt >= 3 {
-				time.Sleep(time.Duration(mrand.Int64N(int64(attempt) * int64(time.Millisecond))))
+				// Without l.mu (readers go on meanwhile); the next round
+				// catches up and decides again on what the canvas is then.
+				if serr := e.cfg.Sleep(ctx, time.Duration(mrand.Int64N(int64(attempt)*int64(time.Millisecond)))); serr != nil {
+					e.failAll(group, fmt.Errorf("canvas %s is contended across processes: %w: %w", l.id, serr, canvas.ErrUnavailable))
+					return
+				}
 			}
 			// The canvas may have been deleted and made again by a process
 			// whose notice was missed: then its log is not ours to read.
@@ -477,8 +519,13 @@ func (e *Engine) tryGroup(ctx context.Context, l *live, group []*request) ([]*pe
 	defer j.reset()
 	var commits []canvas.Commit
 	var idems []IdempotencyRecord
-	answers := make([]*pending, len(group))
-	ps := make([]pending, len(group))
+	// The answers' room is the writer's, reused by every group (a group is
+	// answered before the next one is decided).
+	if cap(l.pend) < len(group) {
+		l.pend, l.answers = make([]pending, len(group)), make([]*pending, len(group))
+	}
+	ps, answers := l.pend[:len(group)], l.answers[:len(group)]
+	clear(ps)
 	var keyOwner map[string]int // request index by idempotency key, made for the first key
 	for i, r := range group {
 		p := &ps[i]
@@ -518,10 +565,14 @@ func (e *Engine) tryGroup(ctx context.Context, l *live, group []*request) ([]*pe
 				commits = commits[:firstCommit]
 				p.results, p.commits = nil, 0
 				var ce *canvas.ConflictError
-				if errors.As(err, &ce) {
+				var cr *conflictRead
+				switch {
+				case errors.As(err, &cr):
+					p.conflict, p.outcome = cr, "conflict"
+				case errors.As(err, &ce):
 					p.resp = Answer{Outcome: OutcomeConflict, Result: mustJSON(ce.Result)}
 					p.outcome = "conflict"
-				} else {
+				default:
 					if r.batch {
 						err = prefixField(err, fmt.Sprintf("commands[%d].", k))
 					}
@@ -537,19 +588,8 @@ func (e *Engine) tryGroup(ctx context.Context, l *live, group []*request) ([]*pe
 		if p.commits == 0 {
 			// Not applied now: if the key was committed earlier (by another
 			// process, or before a restart, or beyond the cache), that stored
-			// answer is the answer.
-			if r.idemKey != "" {
-				rec, err := e.st.GetIdempotency(ctx, l.id, r.idemKey)
-				switch {
-				case err == nil:
-					e.cacheIdem(l, &rec)
-					p.err, p.resp = nil, Answer{}
-					e.replay(p, &rec)
-				case !errors.Is(err, canvas.ErrNotFound):
-					j.rollback(l.state, 0)
-					return nil, false, err
-				}
-			}
+			// answer is the answer (settle reads it).
+			p.lookup = r.idemKey != ""
 			continue
 		}
 		if r.batch {
@@ -566,15 +606,6 @@ func (e *Engine) tryGroup(ctx context.Context, l *live, group []*request) ([]*pe
 			p.idem = &IdempotencyRecord{CanvasID: l.id, Key: r.idemKey, Fingerprint: r.fp,
 				Outcome: p.resp.Outcome, Result: p.resp.Result, Rev: l.state.Rev, CreatedAt: e.cfg.Now().UTC()}
 			idems = append(idems, *p.idem)
-		}
-	}
-	for _, p := range answers {
-		if p.follower > 0 {
-			o := answers[p.follower-1]
-			p.resp, p.err, p.outcome = o.resp, o.err, o.outcome
-			if o.idem != nil {
-				p.resp.Replayed, p.outcome = true, "replayed"
-			}
 		}
 	}
 	if len(commits) == 0 {
@@ -603,6 +634,98 @@ func (e *Engine) tryGroup(ctx context.Context, l *live, group []*request) ([]*pe
 	e.maybeSnapshot(l)
 	return answers, true, nil
 }
+
+// settle completes a group's answers once the writer has let go of the
+// canvas (the caller must not hold l.mu): the store reads they need (the
+// stored answer of a key whose command was not applied, recovery_ops older
+// than the commits in memory), then the answers of the requests that
+// repeat an earlier one's key. What is read is committed already and does
+// not change. A read that fails fails its request alone (503, nothing of
+// it written).
+func (e *Engine) settle(ctx context.Context, l *live, answers []*pending) {
+	for _, p := range answers {
+		if p.conflict != nil {
+			p.resp = Answer{Outcome: OutcomeConflict, Result: mustJSON(e.readConflict(ctx, l.id, p.conflict))}
+			p.conflict = nil
+		}
+		if !p.lookup {
+			continue
+		}
+		p.lookup = false
+		if storedByGroup(answers, p.req.idemKey) {
+			// A later command of the group took the key, and its Append
+			// succeeded: the store did not hold it before.
+			continue
+		}
+		rec, err := e.st.GetIdempotency(ctx, l.id, p.req.idemKey)
+		switch {
+		case err == nil:
+			l.mu.Lock()
+			e.cacheIdem(l, &rec)
+			l.mu.Unlock()
+			p.err, p.resp = nil, Answer{}
+			e.replay(p, &rec)
+		case !errors.Is(err, canvas.ErrNotFound):
+			if errors.Is(err, canvas.ErrUnavailable) && !errors.Is(err, canvas.ErrNotWritten) {
+				err = fmt.Errorf("%w: %w", canvas.ErrNotWritten, err)
+			}
+			p.err, p.resp, p.outcome = err, Answer{}, "error"
+		}
+	}
+	for _, p := range answers {
+		if p.follower > 0 {
+			o := answers[p.follower-1]
+			p.resp, p.err, p.outcome = o.resp, o.err, o.outcome
+			if o.idem != nil {
+				p.resp.Replayed, p.outcome = true, "replayed"
+			}
+		}
+	}
+}
+
+// storedByGroup reports whether a command of the group stored key.
+func storedByGroup(answers []*pending, key string) bool {
+	for _, p := range answers {
+		if p.idem != nil && p.idem.Key == key {
+			return true
+		}
+	}
+	return false
+}
+
+// readConflict reads the recovery_ops of c from the log.
+func (e *Engine) readConflict(ctx context.Context, canvasID string, c *conflictRead) canvas.ConflictResult {
+	res := c.result
+	ops := []canvas.Commit{}
+	for from := c.base; from < c.head; {
+		commits, err := e.st.ReadCommits(ctx, canvasID, from, int(min(c.head-from, 1000)))
+		if err == nil && len(commits) == 0 {
+			err = fmt.Errorf("log of canvas %s ends at rev %d, before %d", canvasID, from, c.head)
+		}
+		if err != nil {
+			e.log.Warn("reading the commits of a conflict's recovery_ops failed", "canvas", canvasID, "err", err)
+			res.RecoveryOpsIncomplete = true
+			res.Suggestion = fmt.Sprintf("the commits since base_rev could not be read for recovery_ops: re-read the canvas (GET /canvas_commands/snapshot/%s), then re-plan. %s",
+				canvasID, res.Suggestion)
+			ops = ops[:0]
+			break
+		}
+		for i := range commits {
+			if commits[i].Rev > c.head {
+				break
+			}
+			if len(c.want) == 0 || commits[i].Touches(c.want) {
+				ops = append(ops, commits[i])
+			}
+		}
+		from = commits[len(commits)-1].Rev
+	}
+	res.RecoveryOps = append(ops, c.ops...)
+	return res
+}
+
+// Error makes a conflictRead the error that decideOne returns for it.
+func (c *conflictRead) Error() string { return "conflict: " + c.result.Suggestion }
 
 func (e *Engine) replay(p *pending, rec *IdempotencyRecord) {
 	if rec.Fingerprint != p.req.fp {
@@ -644,18 +767,14 @@ func (e *Engine) decideOne(ctx context.Context, l *live, r *request, k int, reqS
 	cmd := canvas.Command{CanvasID: l.id, ID: cmdID, Type: env.Type, BaseRev: base, Strict: env.Strict,
 		Args: env.Args, Actor: r.actor, Rev: rev, TS: e.cfg.Now().UTC(), Seed: hex.EncodeToString(seed[:4])}
 	if base > reqStart {
-		return nil, canvas.RevisionResult{}, e.conflict(ctx, l, cmd, reqStart, nil, pendingCommits,
+		return nil, canvas.RevisionResult{}, e.conflict(l, cmd, reqStart, nil, pendingCommits,
 			fmt.Sprintf("base_rev %d is ahead of the head (%d): re-read the snapshot and resend with its head_rev", base, reqStart))
 	}
-	if env.Type == reducer.CmdRevertToSnapshot { // docs: the reducer needs the state at the snapshot
-		target, err := e.revertTarget(ctx, l.id, env.Args)
-		if err != nil {
-			return nil, canvas.RevisionResult{}, err
-		}
-		cmd.Snapshot = target
-	}
 	if r.reverts != nil {
-		cmd.Revert = r.reverts[k] // read from the log before the request queued (loadReverts)
+		cmd.Revert = r.reverts[k] // read from the log before the request queued (preload)
+	}
+	if r.snapshots != nil {
+		cmd.Snapshot = r.snapshots[k] // likewise
 	}
 	dec, err := reducer.Decide(l.state, cmd)
 	stale := base < reqStart
@@ -673,7 +792,7 @@ func (e *Engine) decideOne(ctx context.Context, l *live, r *request, k int, reqS
 			if len(conflicting) == 0 {
 				why = "strict is set and base_rev is stale"
 			}
-			return nil, canvas.RevisionResult{}, e.conflict(ctx, l, cmd, reqStart, conflicting, pendingCommits,
+			return nil, canvas.RevisionResult{}, e.conflict(l, cmd, reqStart, conflicting, pendingCommits,
 				why+": re-read the state (or apply recovery_ops), re-plan, and resend with the new base_rev")
 		}
 	}
@@ -692,7 +811,7 @@ func (e *Engine) decideOne(ctx context.Context, l *live, r *request, k int, reqS
 		}
 		at := cmd
 		at.BaseRev = undoConflict.Result.BaseRev
-		return nil, canvas.RevisionResult{}, e.conflict(ctx, l, at, reqStart, refs, pendingCommits, undoConflict.Result.Suggestion)
+		return nil, canvas.RevisionResult{}, e.conflict(l, at, reqStart, refs, pendingCommits, undoConflict.Result.Suggestion)
 	}
 	if err != nil {
 		return nil, canvas.RevisionResult{}, err
@@ -739,7 +858,10 @@ func conflictOf(err error) *canvas.ConflictError {
 
 // conflict builds the 409 answer: the commits after base_rev that touched
 // the conflicting entities (all commits after base_rev when none are named).
-func (e *Engine) conflict(ctx context.Context, l *live, cmd canvas.Command, head int64, refs []canvas.Ref, pendingCommits []canvas.Commit, suggestion string) error {
+// The caller holds l.mu: when the commits in memory do not reach back to
+// base_rev, it returns a *conflictRead, whose recovery_ops are read from
+// the log after the writer lets go of the canvas (settle).
+func (e *Engine) conflict(l *live, cmd canvas.Command, head int64, refs []canvas.Ref, pendingCommits []canvas.Commit, suggestion string) error {
 	ids := make([]string, 0, len(refs))
 	want := map[canvas.Ref]bool{}
 	for _, r := range refs {
@@ -749,23 +871,26 @@ func (e *Engine) conflict(ctx context.Context, l *live, cmd canvas.Command, head
 	sort.Strings(ids)
 	ops := []canvas.Commit{}
 	incomplete := false
+	var read *conflictRead
 	if cmd.BaseRev < head {
-		var after []*canvas.Commit
-		var err error
-		reread := fmt.Sprintf("re-read the canvas (GET /canvas_commands/snapshot/%s), then re-plan", l.id)
 		if behind := head - cmd.BaseRev; behind > maxRecoveryScan {
 			incomplete = true
-			suggestion = fmt.Sprintf("base_rev %d is %d commits behind the head, more than recovery_ops lists (%d), so it lists none: %s. %s",
-				cmd.BaseRev, behind, maxRecoveryScan, reread, suggestion)
-		} else if after, err = e.commitsAfterLocked(ctx, l, cmd.BaseRev, maxRecoveryScan); err != nil {
-			incomplete = true
-			e.log.Warn("reading the commits of a conflict's recovery_ops failed", "canvas", l.id, "err", err)
-			suggestion = fmt.Sprintf("the commits since base_rev could not be read for recovery_ops: %s. %s", reread, suggestion)
-		}
-		for _, c := range after {
-			if len(want) == 0 || c.Touches(want) {
-				ops = append(ops, *c)
+			suggestion = fmt.Sprintf("base_rev %d is %d commits behind the head, more than recovery_ops lists (%d), so it lists none: re-read the canvas (GET /canvas_commands/snapshot/%s), then re-plan. %s",
+				cmd.BaseRev, behind, maxRecoveryScan, l.id, suggestion)
+		} else if after, ok := l.recentAfter(cmd.BaseRev, int(behind)); ok {
+			for _, c := range after {
+				if len(want) == 0 || c.Touches(want) {
+					ops = append(ops, *c)
+				}
 			}
+		} else {
+			// The log holds the commits up to the group's first (the
+			// group's own come from pendingCommits).
+			stored := head
+			if len(pendingCommits) > 0 {
+				stored = min(stored, pendingCommits[0].Rev-1)
+			}
+			read = &conflictRead{base: cmd.BaseRev, head: stored, want: want}
 		}
 		for i := range pendingCommits {
 			if len(want) == 0 || pendingCommits[i].Touches(want) {
@@ -773,8 +898,13 @@ func (e *Engine) conflict(ctx context.Context, l *live, cmd canvas.Command, head
 			}
 		}
 	}
-	return &canvas.ConflictError{Result: canvas.ConflictResult{Status: canvas.StatusConflict, CurrentRev: head,
-		BaseRev: cmd.BaseRev, ConflictingIDs: ids, RecoveryOps: ops, RecoveryOpsIncomplete: incomplete, Suggestion: suggestion}}
+	res := canvas.ConflictResult{Status: canvas.StatusConflict, CurrentRev: head,
+		BaseRev: cmd.BaseRev, ConflictingIDs: ids, RecoveryOps: ops, RecoveryOpsIncomplete: incomplete, Suggestion: suggestion}
+	if read != nil {
+		read.result, read.ops = res, ops
+		return read
+	}
+	return &canvas.ConflictError{Result: res}
 }
 
 func (e *Engine) cacheIdem(l *live, rec *IdempotencyRecord) {
@@ -819,15 +949,18 @@ func prefixField(err error, prefix string) error {
 	return err
 }
 
-// revertTarget loads the canvas state at the named snapshot that
+// snapshotState loads the canvas state at the named snapshot that
 // revert_to_snapshot args name (docs: reducer.RevertSnapshotID).
-func (e *Engine) revertTarget(ctx context.Context, canvasID string, args json.RawMessage) (*canvas.State, error) {
+func (e *Engine) snapshotState(ctx context.Context, canvasID string, args json.RawMessage) (*canvas.State, error) {
 	id, err := reducer.RevertSnapshotID(args)
 	if err != nil {
 		return nil, err
 	}
 	snap, err := e.st.GetNamedSnapshot(ctx, canvasID, id)
 	if errors.Is(err, canvas.ErrNotFound) {
+		if _, cerr := e.st.GetCanvas(ctx, canvasID); cerr != nil {
+			return nil, cerr // no such canvas (404), or the store failed
+		}
 		return nil, canvas.Unprocessable("args.snapshot_id", "no snapshot %q on this canvas; list them with GET /api/canvases/%s/snapshots", id, canvasID)
 	}
 	if err != nil {

@@ -243,22 +243,6 @@ func (e *Engine) sync(ctx context.Context, canvasID string) (int64, error) {
 	}
 }
 
-// commitsAfterLocked is CommitsAfter for the writer, which holds l.mu.
-func (e *Engine) commitsAfterLocked(ctx context.Context, l *live, afterRev int64, limit int) ([]*canvas.Commit, error) {
-	if out, ok := l.recentAfter(afterRev, limit); ok {
-		return out, nil
-	}
-	commits, err := e.st.ReadCommits(ctx, l.id, afterRev, limit)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]*canvas.Commit, len(commits))
-	for i := range commits {
-		out[i] = &commits[i]
-	}
-	return out, nil
-}
-
 // recentAfter serves commits after afterRev from memory when it holds them all.
 func (l *live) recentAfter(afterRev int64, limit int) ([]*canvas.Commit, bool) {
 	if afterRev >= l.state.Rev {

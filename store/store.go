@@ -11,11 +11,20 @@ import (
 	"github.com/canvasd/canvasd/canvas"
 )
 
-// OpTimeouter is a Store that bounds each operation by a timeout (a remote
-// database). The engine bounds a whole write by it, the wait behind the
-// canvas's earlier writes included (EngineConfig.WriteTimeout).
-type OpTimeouter interface {
-	OpTimeout() time.Duration
+// Capabilities are the optional parts of a backend: what it can do besides
+// the Store methods, each nil (zero) when it cannot.
+type Capabilities struct {
+	// Notifier: other processes write the store too (PostgreSQL), and it
+	// tells of their appends.
+	Notifier Notifier
+	// Broadcaster carries ephemeral messages between those processes.
+	Broadcaster Broadcaster
+	// Agents keeps the agent's sessions and turns.
+	Agents AgentStore
+	// OpTimeout bounds each operation (a remote database; 0: none). The
+	// engine bounds a whole write by it, the wait behind the canvas's
+	// earlier writes included (EngineConfig.WriteTimeout).
+	OpTimeout time.Duration
 }
 
 // Store persists canvases, their event logs, state snapshots, idempotency
@@ -92,6 +101,9 @@ type Store interface {
 	PruneTokens(ctx context.Context, now time.Time) (int64, error)
 
 	HostStore
+
+	// Capabilities says what the backend can do besides these methods.
+	Capabilities() Capabilities
 
 	// Ping reports whether the backend is reachable (for /readyz).
 	Ping(ctx context.Context) error

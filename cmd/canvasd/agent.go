@@ -82,8 +82,8 @@ func startAgent(ctx context.Context, c Config, getenv func(string) string, st st
 
 // agentStore returns st's store.AgentStore (both stores implement it).
 func agentStore(st store.Store) (store.AgentStore, error) {
-	as, ok := st.(store.AgentStore)
-	if !ok {
+	as := st.Capabilities().Agents
+	if as == nil {
 		return nil, fmt.Errorf("the store %T keeps no agent sessions: %w", st, canvas.ErrUnavailable)
 	}
 	return as, nil

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/canvasd/canvasd/store"
 )
 
 // Config is canvasd's configuration, built once from flags and environment.
@@ -84,7 +86,7 @@ func settings() []setting {
 	return []setting{
 		{"addr", "CANVASD_ADDR", "127.0.0.1:8080", "listen address", str(func(c *Config) *string { return &c.Addr })},
 		{"data-dir", "CANVASD_DATA_DIR", "./data", "directory of the embedded store (canvasd.db) and of image messages", str(func(c *Config) *string { return &c.DataDir })},
-		{"database-url", "CANVASD_DATABASE_URL", "", "empty: the embedded store in the data dir; postgres://...: PostgreSQL", str(func(c *Config) *string { return &c.DatabaseURL })},
+		{"database-url", "CANVASD_DATABASE_URL", "", "empty: the embedded store in the data dir; sqlite:PATH: the embedded store in that file; postgres://...: PostgreSQL", str(func(c *Config) *string { return &c.DatabaseURL })},
 		{"admin-token", "CANVASD_ADMIN_TOKEN", "", "admin bearer token; empty: one is generated on first start and printed once", str(func(c *Config) *string { return &c.AdminToken })},
 		{"host-secret", "CANVASD_HOST_SECRET", "", "key for host page tickets; empty: a random key kept in the store (shared by every process on it)", str(func(c *Config) *string { return &c.HostSecret })},
 		{"model", "CANVAS_STEWARD_MODEL", "debug/fake", "agent model: debug/fake, openai:<model>, anthropic:<model> or google:<model>", str(func(c *Config) *string { return &c.Model })},
@@ -220,8 +222,8 @@ func loadConfig(name string, args []string, getenv func(string) string, out io.W
 		return Config{}, nil, usageError{err.Error()}
 	}
 	fs.Visit(func(f *flag.Flag) { c.ModelFlag = c.ModelFlag || f.Name == "model" })
-	if c.DatabaseURL != "" && !strings.HasPrefix(c.DatabaseURL, "postgres://") && !strings.HasPrefix(c.DatabaseURL, "postgresql://") {
-		return Config{}, nil, usageError{"--database-url must be empty (embedded store) or start with postgres://"}
+	if c.DatabaseURL != "" && store.CheckURL(c.DatabaseURL) != nil {
+		return Config{}, nil, usageError{"--database-url must be empty (embedded store in the data dir), postgres://... (PostgreSQL) or sqlite:PATH"}
 	}
 	return c, fs.Args(), nil
 }

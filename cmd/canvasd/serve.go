@@ -21,8 +21,8 @@ import (
 	"github.com/canvasd/canvasd/canvas"
 	"github.com/canvasd/canvasd/host"
 	"github.com/canvasd/canvasd/store"
-	"github.com/canvasd/canvasd/store/pgstore"
-	"github.com/canvasd/canvasd/store/sqlitestore"
+	_ "github.com/canvasd/canvasd/store/pgstore"     // store.Open's postgres:// URLs
+	_ "github.com/canvasd/canvasd/store/sqlitestore" // store.Open's sqlite: URLs
 	"github.com/canvasd/canvasd/web"
 )
 
@@ -33,28 +33,19 @@ import (
 // same value (store.EngineConfig.WriteTimeout follows the store's
 // OpTimeout). The embedded store has no such timeouts.
 func openStore(ctx context.Context, c Config, log *slog.Logger) (store.Store, error) {
-	if c.DatabaseURL != "" {
-		return pgstore.Open(ctx, c.DatabaseURL, pgstore.WithLogger(log),
-			pgstore.WithOpTimeout(c.StoreTimeout), pgstore.WithConnectTimeout(c.StoreTimeout))
+	url := c.DatabaseURL
+	if url == "" {
+		if err := os.MkdirAll(c.DataDir, 0o700); err != nil {
+			return nil, fmt.Errorf("creating data dir: %w", err)
+		}
+		url = "sqlite:" + filepath.Join(c.DataDir, "canvasd.db")
 	}
-	if err := os.MkdirAll(c.DataDir, 0o700); err != nil {
-		return nil, fmt.Errorf("creating data dir: %w", err)
-	}
-	opts := []sqlitestore.Option{sqlitestore.WithLogger(log)}
-	if c.FullSync {
-		opts = append(opts, sqlitestore.WithFullSync())
-	}
-	return sqlitestore.Open(ctx, filepath.Join(c.DataDir, "canvasd.db"), opts...)
+	return store.Open(ctx, url, store.OpenOptions{Logger: log, OpTimeout: c.StoreTimeout, FullSync: c.FullSync})
 }
 
 // broadcasterOf returns st's store.Broadcaster (PostgreSQL), or nil: ephemeral
 // events then stay in this process.
-func broadcasterOf(st store.Store) store.Broadcaster {
-	if b, ok := st.(store.Broadcaster); ok {
-		return b
-	}
-	return nil
-}
+func broadcasterOf(st store.Store) store.Broadcaster { return st.Capabilities().Broadcaster }
 
 func newLogger(c Config, w io.Writer) *slog.Logger {
 	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: c.LogLevel}))

@@ -9,8 +9,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/canvasd/canvasd/store"
 )
 
 // TestStoreTimeoutSetting: --store-timeout (CANVASD_STORE_TIMEOUT) defaults
@@ -58,11 +56,7 @@ func TestStoreTimeoutReachesPostgres(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ot, ok := st.(store.OpTimeouter)
-		if !ok {
-			t.Fatalf("the PostgreSQL store %T is not a store.OpTimeouter", st)
-		}
-		if got := ot.OpTimeout(); got != want {
+		if got := st.Capabilities().OpTimeout; got != want {
 			t.Errorf("--store-timeout %v: the store's operation timeout is %v", want, got)
 		} else if err := st.Ping(context.Background()); err != nil {
 			t.Errorf("ping: %v", err)

@@ -191,7 +191,7 @@ func Open(ctx context.Context, databaseURL string, opts ...Option) (*Store, erro
 }
 
 // OpTimeout is the operation timeout (WithOpTimeout): the engine bounds a
-// whole write by it (store.OpTimeouter).
+// whole write by it (store.Capabilities.OpTimeout).
 func (s *Store) OpTimeout() time.Duration { return s.cfg.opTimeout }
 
 // Channel returns the NOTIFY channel this store announces appends on.
@@ -309,4 +309,27 @@ func uniqueViolation(err error) (constraint string, ok bool) {
 func fkViolation(err error) bool {
 	var pgErr *pgconn.PgError
 	return errors.As(err, &pgErr) && pgErr.Code == codeForeignKeyViolation
+}
+
+// Capabilities implements store.Store.Capabilities: PostgreSQL is shared by
+// the processes of a deployment (commit notices, broadcasts), keeps the
+// agent's sessions and bounds each operation by its OpTimeout.
+func (s *Store) Capabilities() store.Capabilities {
+	return store.Capabilities{Notifier: s, Broadcaster: s, Agents: s, OpTimeout: s.cfg.opTimeout}
+}
+
+// PostgreSQL opens URLs postgres://... and postgresql://... (store.Open).
+func init() {
+	open := func(ctx context.Context, url string, o store.OpenOptions) (store.Store, error) {
+		opts := []Option{WithLogger(o.Logger)}
+		if o.OpTimeout > 0 { // else the defaults
+			opts = append(opts, WithOpTimeout(o.OpTimeout), WithConnectTimeout(o.OpTimeout))
+		}
+		if o.Schema != "" {
+			opts = append(opts, WithSchema(o.Schema))
+		}
+		return Open(ctx, url, opts...)
+	}
+	store.Register("postgres", open)
+	store.Register("postgresql", open)
 }

@@ -947,3 +947,22 @@ func mapErr(op string, err error) error {
 	}
 	return fmt.Errorf("sqlitestore: %s: %w", op, err)
 }
+
+// Capabilities implements store.Store.Capabilities: the embedded store
+// keeps the agent's sessions; only this process writes it.
+func (s *Store) Capabilities() store.Capabilities { return store.Capabilities{Agents: s} }
+
+// The embedded store opens URLs sqlite:PATH (store.Open).
+func init() {
+	store.Register("sqlite", func(ctx context.Context, url string, o store.OpenOptions) (store.Store, error) {
+		path := strings.TrimPrefix(url, "sqlite:")
+		if path == "" {
+			return nil, fmt.Errorf("store URL sqlite: names no file (want sqlite:PATH): %w", canvas.ErrInvalid)
+		}
+		opts := []Option{WithLogger(o.Logger)}
+		if o.FullSync {
+			opts = append(opts, WithFullSync())
+		}
+		return Open(ctx, path, opts...)
+	})
+}

@@ -17,8 +17,8 @@ import (
 // agentStore returns the store under test as a store.AgentStore.
 func (h *harness) agentStore(t *testing.T) store.AgentStore {
 	t.Helper()
-	as, ok := h.s.(store.AgentStore)
-	if !ok {
+	as := h.s.Capabilities().Agents
+	if as == nil {
 		t.Skipf("%T does not implement store.AgentStore", h.s)
 	}
 	return as

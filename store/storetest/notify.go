@@ -50,8 +50,8 @@ func runListener(t *testing.T, what string, listen func(ctx context.Context) err
 }
 
 func testNotifier(t *testing.T, h *harness) {
-	n, ok := h.s.(store.Notifier)
-	if !ok {
+	n := h.s.Capabilities().Notifier
+	if n == nil {
 		t.Skip("the store is not a store.Notifier")
 	}
 	peer := h.peer(t)
@@ -132,12 +132,12 @@ func (r *received) waitFor(t *testing.T, what string, cond func(msgs []bmsg, con
 }
 
 func testBroadcaster(t *testing.T, h *harness) {
-	b, ok := h.s.(store.Broadcaster)
-	if !ok {
+	b := h.s.Capabilities().Broadcaster
+	if b == nil {
 		t.Skip("the store is not a store.Broadcaster")
 	}
-	peer, ok := h.peer(t).(store.Broadcaster)
-	if !ok {
+	peer := h.peer(t).Capabilities().Broadcaster
+	if peer == nil {
 		t.Fatal("the peer store is not a store.Broadcaster")
 	}
 	ctx := ctxT(t)
