@@ -15,6 +15,8 @@ export interface AgentContext {
   selection(): string[];
   picture(selectionOnly: boolean): Promise<string | null>;
   token(): string;
+  /** The document open in the document panel, with the lines the person selected in it (null: none), or null when none is open: then the agent works on the canvas. */
+  document(): Promise<{ nodeId: string; name: string; lines: [number, number] | null } | null>;
   /** Brings into view the nodes the commits at revs made or last changed; false when none is on the canvas. */
   show(revs: number[]): boolean;
 }
@@ -202,8 +204,9 @@ export class AgentPanel {
     const message = this.prompt.value.trim();
     if (!message || this.running) return;
     this.setRunning(true);
-    this.line("mine", "you: ", message);
-    const sid = await this.start(message);
+    const doc = await this.ctx.document();
+    this.line("mine", doc ? `you, on ${doc.name}${doc.lines ? ` (${lineSpan(doc.lines)})` : ""}: ` : "you: ", message);
+    const sid = await this.start(message, doc);
     if (!sid) {
       this.setRunning(false);
       return;
@@ -212,10 +215,15 @@ export class AgentPanel {
     this.started(sid);
   }
 
-  /** Starts a run with the page's viewport and selection; "" when it did not start. */
-  private async start(message: string): Promise<string> {
+  /**
+   * Starts a run with the page's viewport and selection, on the document
+   * open in the panel (doc) with the person's selection in it when there
+   * is one; "" when it did not start.
+   */
+  private async start(message: string, doc: Awaited<ReturnType<AgentContext["document"]>> = null): Promise<string> {
     try {
-      const r = await this.client.runAgent({ roomId: this.ctx.canvasId(), message, viewport: this.ctx.viewport() || undefined, selection: this.ctx.selection() });
+      const r = await this.client.runAgent({ roomId: this.ctx.canvasId(), message, viewport: this.ctx.viewport() || undefined, selection: this.ctx.selection(),
+        ...(doc ? { document: doc.nodeId, ...(doc.lines ? { document_selection: { start_line: doc.lines[0], end_line: doc.lines[1] } } : {}) } : {}) });
       return r.session_id;
     } catch (err) {
       toast(`the agent did not start: ${why(err)}`, "bad");
@@ -455,6 +463,11 @@ export function statusText(state: string, detail: unknown): { text: string; warn
   // An unknown detail: its fields as words, never raw JSON.
   const parts = d ? Object.entries(d).filter(([, v]) => v !== null && typeof v !== "object").map(([k, v]) => `${k.replace(/_/g, " ")} ${v}`) : [];
   return parts.length ? { text: parts.join(", ") + "." } : null;
+}
+
+/** Lines a–b of a document, in words. */
+function lineSpan([a, b]: [number, number]): string {
+  return a === b ? `line ${a}` : `lines ${a}–${b}`;
 }
 
 /** text ending as a sentence (a full stop added unless it has one). */

@@ -100,6 +100,7 @@ class App {
         return (await this.view.picture(null, null, ids)).dataUrl;
       },
       token: () => this.token,
+      document: () => this.doc.agentTarget(),
       show: (revs) => {
         if (!this.model) return false;
         const at = new Set(revs), ids = new Set<string>();
