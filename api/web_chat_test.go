@@ -2,6 +2,8 @@ package api
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -143,7 +145,7 @@ func TestWebUIAgentEditsTheOpenDocument(t *testing.T) {
 		t.Fatalf("the agent made %d sticky notes instead of editing the document", n)
 	}
 	p.poll("the edit in the open editor", `document.querySelector('#doc-panel .cm-content').textContent.includes('return 42')`)
-	p.poll("the chat says what the run was on", `[...document.querySelectorAll('#agent-log li.mine')].some(li => li.textContent.includes('main.py (line 2)') && li.textContent.includes('replace line 2 with:'))`)
+	p.poll("the chat says what the run was on", `[...document.querySelectorAll('#agent-log .ask.mine')].some(a => a.textContent === 'you, on main.py (line 2): replace line 2 with:     return 42')`)
 	p.screenshot("agent-doc-line-replaced")
 
 	// Add to Chat of line 4, then the instruction after it.
@@ -180,4 +182,127 @@ func TestWebUIAgentEditsTheOpenDocument(t *testing.T) {
 	if n := notes(); n == 0 {
 		t.Fatal("the canvas run made nothing on the canvas")
 	}
+}
+
+// chatRuns is what the page's chat shows, top to bottom: each run's request
+// and its lines, with whether its request comes first, and whether the
+// chat is scrolled to its end.
+const chatRuns = `(() => { const log = document.getElementById('agent-log');
+	return { atEnd: log.scrollHeight - log.scrollTop - log.clientHeight < 2, text: log.textContent,
+		runs: [...log.querySelectorAll(':scope > li.run')].map(r => ({ askFirst: r.firstElementChild.classList.contains('ask'),
+			ask: r.querySelector('.ask').textContent, lines: [...r.querySelectorAll('ul.lines > li')].map(li => li.textContent),
+			show: !!r.querySelector('button.show-work') })) }; })()`
+
+type chatView struct {
+	AtEnd bool   `json:"atEnd"`
+	Text  string `json:"text"`
+	Runs  []struct {
+		AskFirst bool     `json:"askFirst"`
+		Ask      string   `json:"ask"`
+		Lines    []string `json:"lines"`
+		Show     bool     `json:"show"`
+	} `json:"runs"`
+}
+
+// TestWebUIAgentChat: the agent chat reads top to bottom. Prompts typed
+// and sent with Enter show as the person's messages, each before what its
+// run did; lines are the page's own agent's ("your agent"), never a raw
+// session id; the chat stays scrolled to its newest line; work of the
+// page's run that landed out of view is brought into view without Show.
+// After a reload the chat is rebuilt from the server's sessions, in order;
+// a run started elsewhere (the API) shows live as asked elsewhere, and its
+// work out of view gets a Show button that brings it into view.
+func TestWebUIAgentChat(t *testing.T) {
+	c := openChatUI(t, "ui-agent-chat", "", []map[string]any{ // a wall filling the view: new work goes beside it, out of view
+		{"id": "wall", "type": "geo", "x": 100, "y": -100, "w": 1100, "h": 1100, "props": map[string]any{"geo": "rectangle", "color": "grey"}}})
+	p := c.p
+	p.eval(`canvasd.view.ex.updateScene({appState: {zoom: {value: 1}, scrollX: -150, scrollY: 0}}), true`, nil)
+	var chat chatView
+	readChat := func() chatView {
+		t.Helper()
+		var v chatView
+		p.eval(chatRuns, &v)
+		return v
+	}
+	send := func(text string) {
+		t.Helper()
+		p.poll("panel idle", `!document.getElementById('agent-run').disabled`)
+		p.clickCSS(`#agent-prompt`)
+		p.do(chromedp.SendKeys(chromedp.CSS(`#agent-prompt`), text), chromedp.KeyEvent(kb.Enter))
+	}
+	// runNodesInView: every node the session's commits made is in the page's view.
+	runNodesInView := func(s client.AgentSession) string {
+		var revs []string
+		for _, tn := range s.Turns {
+			for _, r := range tn.Revs {
+				revs = append(revs, fmt.Sprint(r))
+			}
+		}
+		return `(() => { const v = canvasd.view.viewport(), at = new Set([` + strings.Join(revs, ",") + `]);
+			const ns = [...canvasd.model.nodes.values()].filter(n => at.has(n.created_rev));
+			return ns.length > 0 && ns.every(n => n.x >= v.x && n.y >= v.y && n.x + n.w <= v.x + v.w && n.y + n.h <= v.y + v.h); })()`
+	}
+
+	send("Draft a brutalist poster concept")
+	sid := c.pageSession("")
+	poster := c.waitDone(sid)
+	p.poll("the poster brought into view, without Show", runNodesInView(poster))
+	p.poll("the run's lines in the chat", `(() => { const t = document.getElementById('agent-log').textContent; return t.includes('your agent: Done.') && t.includes('brought into view'); })()`)
+	chat = readChat()
+	if len(chat.Runs) != 1 || !chat.Runs[0].AskFirst || chat.Runs[0].Ask != "you: Draft a brutalist poster concept" {
+		t.Fatalf("chat after the first run: %+v", chat)
+	}
+	lines := chat.Runs[0].Lines
+	if len(lines) < 3 || lines[0] != "your agent: Turn 1 started." || !slices.Contains(lines, "your agent: Done.") ||
+		slices.Index(lines, "your agent: Done.") < slices.IndexFunc(lines, func(l string) bool { return strings.HasPrefix(l, "actions: ") }) {
+		t.Fatalf("the run's lines, top to bottom: %q", lines)
+	}
+	if strings.Contains(chat.Text, "as_") || strings.Contains(chat.Text, sid[:8]) {
+		t.Fatalf("the chat shows a raw session id: %q", chat.Text)
+	}
+
+	send("Remember the milk")
+	sid2 := c.pageSession(sid)
+	c.waitDone(sid2)
+	p.poll("the second run's end", `document.querySelectorAll('#agent-log > li.run').length === 2 && document.querySelector('#agent-log > li.run:last-child').textContent.includes('your agent: Done.')`)
+	chat = readChat()
+	if chat.Runs[1].Ask != "you: Remember the milk" || !chat.Runs[1].AskFirst || !chat.AtEnd {
+		t.Fatalf("chat after the second run (the newest at the bottom, in view): %+v", chat)
+	}
+	p.screenshot("agent-chat")
+	before := chat
+
+	// A reload: the chat is rebuilt from the server's record of both runs.
+	p.do(chromedp.Reload())
+	c.live(p)
+	p.poll("the chat rebuilt", `document.querySelectorAll('#agent-log > li.run').length === 2 &&
+		[...document.querySelectorAll('#agent-log > li.run')].every(r => r.textContent.includes('your agent: Done.'))`)
+	chat = readChat()
+	for i, r := range chat.Runs {
+		if r.Ask != before.Runs[i].Ask || !r.AskFirst || r.Lines[0] != "your agent: Turn 1 started." || r.Lines[len(r.Lines)-1] != "your agent: Done." {
+			t.Errorf("run %d after the reload: %+v (before: %+v)", i, r, before.Runs[i])
+		}
+	}
+	if !slices.Contains(chat.Runs[0].Lines, "your agent: Turn 1 made 6 changes.") || !chat.AtEnd {
+		t.Errorf("the poster run after the reload: %+v", chat)
+	}
+	p.screenshot("agent-chat-reloaded")
+
+	// A run started elsewhere, far from this page's view: it shows live,
+	// as asked elsewhere, and its work is one click away.
+	other, _ := c.e.token(canvas.RoleEditor, canvas.ActorHuman)
+	r := c.e.must(202, "POST", "/api/canvas-agent/run", other, map[string]any{"roomId": c.cid, "message": "Draft a brutalist poster concept, from the API",
+		"viewport": map[string]any{"x": 6000, "y": 6000, "w": 800, "h": 600}})
+	sid3 := r["session_id"].(string)
+	api := c.waitDone(sid3)
+	p.poll("the run from elsewhere in the chat", `(() => { const r = document.querySelector('#agent-log > li.run:last-child');
+		return document.querySelectorAll('#agent-log > li.run').length === 3 && r.textContent.includes('agent: Done.') && !!r.querySelector('button.show-work'); })()`)
+	chat = readChat()
+	last := chat.Runs[2]
+	if last.Ask != "asked elsewhere: Draft a brutalist poster concept, from the API" || !last.AskFirst || slices.ContainsFunc(last.Lines, func(l string) bool { return strings.HasPrefix(l, "your agent") }) {
+		t.Fatalf("the run from elsewhere: %+v", last)
+	}
+	p.clickCSS(`#agent-log > li.run:last-child button.show-work`)
+	p.poll("its work in view", runNodesInView(api))
+	p.screenshot("agent-chat-elsewhere")
 }
