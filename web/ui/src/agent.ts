@@ -63,6 +63,8 @@ export class AgentPanel {
   private held: [string, any][] = [];
   /** Where events of no session go. */
   private loose: ChatRun | null = null;
+  /** The runs (session/turns) whose work was looked for in the view when they ended. */
+  private looked = new Set<string>();
   /** The chat follows its newest line (the person has not scrolled up). */
   private stick = true;
 
@@ -579,8 +581,10 @@ export class AgentPanel {
     }
     const revs = (s.turns || []).filter((t) => t.reverted_rev == null).flatMap((t) => (Array.isArray(t.revs) ? t.revs : []));
     if (!revs.length || s.document || s.canvas_id !== this.ctx.canvasId()) return; // a document's edits show in its panel
-    const run = this.runs.get(sid);
-    if (!run || (await this.ctx.inView(revs)) !== false || this.runs.get(sid) !== run) return;
+    const run = this.runs.get(sid), once = `${sid}/${s.turns.length}`;
+    if (!run || this.looked.has(once)) return; // an end told twice
+    this.looked.add(once);
+    if ((await this.ctx.inView(revs)) !== false || this.runs.get(sid) !== run) return;
     if (run.own) {
       this.ctx.show(revs);
       this.say(run, "status", "Its work was out of view: brought into view.");
