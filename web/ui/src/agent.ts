@@ -271,8 +271,8 @@ export class AgentPanel {
 
   /**
    * Run sid's place in the chat, added at the end when it has none (a run
-   * started elsewhere: its request is read from the server unless fill
-   * is false, for a caller that fills it itself).
+   * started elsewhere: its request is read from the server, unless
+   * describe is false, for a caller that fills it itself).
    */
   private chatRun(sid: string, own = false, describe = true): ChatRun {
     let run = sid ? this.runs.get(sid) : undefined;
