@@ -265,6 +265,7 @@ func TestWebUIAgentChat(t *testing.T) {
 	sid2 := c.pageSession(sid)
 	c.waitDone(sid2)
 	p.poll("the second run's end", `document.querySelectorAll('#agent-log > li.run').length === 2 && document.querySelector('#agent-log > li.run:last-child').textContent.includes('your agent: Done.')`)
+	p.poll("the chat at its newest line", chatRuns+`.atEnd`)
 	chat = readChat()
 	if chat.Runs[1].Ask != "you: Remember the milk" || !chat.Runs[1].AskFirst || !chat.AtEnd {
 		t.Fatalf("chat after the second run (the newest at the bottom, in view): %+v", chat)
@@ -277,6 +278,7 @@ func TestWebUIAgentChat(t *testing.T) {
 	c.live(p)
 	p.poll("the chat rebuilt", `document.querySelectorAll('#agent-log > li.run').length === 2 &&
 		[...document.querySelectorAll('#agent-log > li.run')].every(r => r.textContent.includes('your agent: Done.'))`)
+	p.poll("the rebuilt chat at its newest line", chatRuns+`.atEnd`)
 	chat = readChat()
 	for i, r := range chat.Runs {
 		if r.Ask != before.Runs[i].Ask || !r.AskFirst || r.Lines[0] != "your agent: Turn 1 started." || r.Lines[len(r.Lines)-1] != "your agent: Done." {

@@ -67,9 +67,10 @@ export class AgentPanel {
   private looked = new Set<string>();
   /** The chat follows its newest line (the person has not scrolled up). */
   private stick = true;
+  private lastTop = 0; // the chat's scrollTop as last seen
 
   constructor(private client: CanvasClient, private ctx: AgentContext) {
-    this.prompt = h("textarea", { id: "agent-prompt", rows: 4, maxlength: 20000, placeholder: "Ask the agent, e.g. Draft a brutalist poster concept" });
+    this.prompt = h("textarea", { id: "agent-prompt", rows: 2, maxlength: 20000, placeholder: "Ask the agent, e.g. Draft a brutalist poster concept" });
     // Enter sends, as in any chat (Shift+Enter: a new line).
     this.prompt.addEventListener("keydown", (ev) => {
       if (ev.key === "Enter" && !ev.shiftKey && !ev.isComposing) { ev.preventDefault(); this.run(); }
@@ -79,7 +80,13 @@ export class AgentPanel {
     this.status = h("span", { id: "agent-status", class: "badge", text: "idle" });
     this.log = h("ol", { id: "agent-log", class: "log", "aria-live": "polite" });
     // The chat sticks to its end (the newest line) unless the person scrolled up, also when it shrinks (a review shows under it).
-    this.log.addEventListener("scroll", () => { this.stick = this.atEnd(); });
+    // Only a scroll up (the person's) lets go of the end; one back to the end takes it again.
+    this.log.addEventListener("scroll", () => {
+      const top = this.log.scrollTop;
+      if (top < this.lastTop) this.stick = this.atEnd();
+      else if (this.atEnd()) this.stick = true;
+      this.lastTop = top;
+    });
     new ResizeObserver(() => this.scroll()).observe(this.log);
     this.todos = h("ul", { id: "agent-todos" });
     this.review = h("div", { id: "agent-review" });
@@ -90,9 +97,9 @@ export class AgentPanel {
     this.el = h("aside", { id: "agent-panel" },
       h("div", { class: "tabs" },
         h("button", { type: "button", class: "tab active", "data-tab": "chat", text: "Agent", onclick: () => this.tab("chat") }),
-        h("button", { type: "button", class: "tab", "data-tab": "pages", id: "tab-pages", text: "Pages", onclick: () => this.tab("pages") })),
+        h("button", { type: "button", class: "tab", "data-tab": "pages", id: "tab-pages", text: "Pages", onclick: () => this.tab("pages") }),
+        h("span", { class: "spacer" }), this.status),
       h("section", { class: "pane", "data-pane": "chat" },
-        h("div", { class: "row" }, h("b", { text: "Agent" }), this.status),
         this.log,
         h("h3", { id: "agent-todos-head", text: "Todos", hidden: true }), this.todos,
         this.review,
@@ -206,6 +213,7 @@ export class AgentPanel {
     this.running = false;
     this.log.replaceChildren();
     this.stick = true;
+    this.lastTop = 0;
     this.runs.clear();
     this.loose = null;
     this.starting = false;
@@ -319,7 +327,9 @@ export class AgentPanel {
   /** Keeps the chat at its end, the newest line in view, unless the person scrolled up (or always, with force). */
   private scroll(force = false): void {
     if (force) this.stick = true;
-    if (this.stick) this.log.scrollTop = this.log.scrollHeight;
+    if (!this.stick) return;
+    this.log.scrollTop = this.log.scrollHeight;
+    this.lastTop = this.log.scrollTop;
   }
 
   /**
