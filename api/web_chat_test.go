@@ -186,7 +186,8 @@ func TestWebUIAgentEditsTheOpenDocument(t *testing.T) {
 
 // chatRuns is what the page's chat shows, top to bottom: each run's request
 // and its lines, with whether its request comes first, and whether the
-// chat is scrolled to its end.
+// chat is scrolled to its end (polled: a review showing under the chat
+// shrinks it, and it follows its end again before the next frame).
 const chatRuns = `(() => { const log = document.getElementById('agent-log');
 	return { atEnd: log.scrollHeight - log.scrollTop - log.clientHeight < 2, text: log.textContent,
 		runs: [...log.querySelectorAll(':scope > li.run')].map(r => ({ askFirst: r.firstElementChild.classList.contains('ask'),
@@ -267,7 +268,7 @@ func TestWebUIAgentChat(t *testing.T) {
 	p.poll("the second run's end", `document.querySelectorAll('#agent-log > li.run').length === 2 && document.querySelector('#agent-log > li.run:last-child').textContent.includes('your agent: Done.')`)
 	p.poll("the chat at its newest line", chatRuns+`.atEnd`)
 	chat = readChat()
-	if chat.Runs[1].Ask != "you: Remember the milk" || !chat.Runs[1].AskFirst || !chat.AtEnd {
+	if chat.Runs[1].Ask != "you: Remember the milk" || !chat.Runs[1].AskFirst {
 		t.Fatalf("chat after the second run (the newest at the bottom, in view): %+v", chat)
 	}
 	p.screenshot("agent-chat")
@@ -285,7 +286,7 @@ func TestWebUIAgentChat(t *testing.T) {
 			t.Errorf("run %d after the reload: %+v (before: %+v)", i, r, before.Runs[i])
 		}
 	}
-	if !slices.Contains(chat.Runs[0].Lines, "your agent: Turn 1 made 6 changes.") || !chat.AtEnd {
+	if !slices.Contains(chat.Runs[0].Lines, "your agent: Turn 1 made 6 changes.") {
 		t.Errorf("the poster run after the reload: %+v", chat)
 	}
 	p.screenshot("agent-chat-reloaded")

@@ -657,6 +657,7 @@ export class AgentPanel {
       h("button", { type: "button", id: "agent-show", text: "Show", title: "Bring what the agent made into view",
         onclick: () => { if (!this.ctx.show(all)) toast("none of the agent's shapes is on the canvas now", "warn"); } }),
       list));
+    this.scroll(); // the chat, shorter now, at its end still
   }
 }
 
