@@ -89,6 +89,15 @@ func docPrompt(dc client.DocContent, name string, diff client.DocDiff) string {
 	return b.String()
 }
 
+// selectionNote is the prompt line of the person's selection in the
+// document: what the instruction is about.
+func selectionNote(ls canvas.LineSpan) string {
+	if ls.StartLine == ls.EndLine {
+		return fmt.Sprintf("The person has selected line %d of it (the instruction is about it unless it says otherwise).\n", ls.StartLine)
+	}
+	return fmt.Sprintf("The person has selected lines %d to %d of it (the instruction is about them unless it says otherwise).\n", ls.StartLine, ls.EndLine)
+}
+
 // docInstruction is the instruction of a document turn.
 func (s *session) docInstruction(t task) string {
 	switch t.kind {
@@ -116,7 +125,8 @@ var fakeDocEdit = struct{ replaceLines, insertAfter, deleteLines, replaceText *r
 // fakeDocReply is the debug/fake model's reply on a document: it knows four
 // instructions, "replace line(s) N[-M] with: TEXT", "insert after line N:
 // TEXT", "delete line(s) N[-M]" and `replace "A" with "B"` (TEXT runs to a
-// blank line or the end; it becomes whole lines). Anything else, and every
+// blank line or the end; it becomes whole lines), in the first paragraph of
+// the task that is one of them. Anything else, and every
 // follow-up or re-plan turn, gets a think.
 func fakeDocReply(req ModelRequest) string {
 	think := func(text string) string {
@@ -125,7 +135,6 @@ func fakeDocReply(req ModelRequest) string {
 	if req.Kind != TurnInitial && req.Kind != TurnMessage {
 		return think("The edit is in place; nothing more to change.")
 	}
-	task, _, _ := strings.Cut(req.Task, "\n\n") // the instruction, without the context paragraph
 	doc := jsonString(req.Document)
 	lines := func(text string) string {
 		if !strings.HasSuffix(text, "\n") {
@@ -142,7 +151,17 @@ func fakeDocReply(req ModelRequest) string {
 		}
 		return m[1], m[2]
 	}
+	// The instruction is the first paragraph that is one (others are
+	// context: a "Context:" paragraph, lines added to the chat before it).
+	task := ""
+	for _, p := range strings.Split(req.Task, "\n\n") {
+		if fakeDocEdit.replaceText.MatchString(p) || fakeDocEdit.replaceLines.MatchString(p) || fakeDocEdit.insertAfter.MatchString(p) || fakeDocEdit.deleteLines.MatchString(p) {
+			task = p
+			break
+		}
+	}
 	switch {
+	case task == "":
 	case fakeDocEdit.replaceText.MatchString(task):
 		m := fakeDocEdit.replaceText.FindStringSubmatch(task)
 		return edit("search_replace", `"search_pattern":`+jsonString(m[1])+`,"replace_with":`+jsonString(m[2]))

@@ -157,9 +157,17 @@ func newSessionRecord(cfg Config, req client.AgentRunRequest, now time.Time, sta
 	if len(req.Selection) > MaxIDs {
 		return client.AgentSession{}, canvas.Invalid("selection", "more than %d ids", MaxIDs)
 	}
+	if ds := req.DocumentSelection; ds != nil {
+		if req.Document == "" {
+			return client.AgentSession{}, canvas.Invalid("document_selection", "needs document: the node id of the document it is a selection of")
+		}
+		if ds.StartLine < 1 || ds.EndLine < ds.StartLine {
+			return client.AgentSession{}, canvas.Invalid("document_selection", "start_line must be ≥ 1 and end_line ≥ start_line")
+		}
+	}
 	now = now.UTC()
 	return client.AgentSession{ID: "as_" + uuid4(), CanvasID: req.RoomID, State: state, Model: spec,
-		Message: req.Message, Viewport: req.Viewport, Selection: req.Selection,
+		Message: req.Message, Viewport: req.Viewport, Selection: req.Selection, Document: req.Document, DocumentSelection: req.DocumentSelection,
 		Transcript: []client.TranscriptEntry{{Role: "user", Text: req.Message, TS: now}}, Todos: []client.AgentTodo{}, Turns: []canvas.AgentTurn{},
 		CreatedAt: now, UpdatedAt: now}, nil
 }

@@ -135,15 +135,26 @@ func (s *session) readCanvas() (turnView, error) {
 	}
 	s.mu.Lock()
 	transcript := append([]client.TranscriptEntry(nil), s.rec.Transcript...)
-	vp, sel := s.rec.Viewport, s.rec.Selection
+	vp, sel, doc, docSel := s.rec.Viewport, s.rec.Selection, s.rec.Document, s.rec.DocumentSelection
 	s.mu.Unlock()
 	v := turnView{snap: snap, pc: s.r.promptContext(s.rec.CanvasID, snap, vp, sel, transcript)}
 	s.place.reset(snap.State.Nodes)
 	v.free = s.place.freeSpace(v.pc.Viewport, max(1000, v.pc.Viewport.W/2), max(1000, v.pc.Viewport.H/2))
 	s.san.SetOrigin(v.free.X+40, v.free.Y+40)
-	if v.doc = docTargetOf(snap.State.Nodes, sel); v.doc != "" {
+	if doc != "" { // the run's document (the one open in the UI): it, or no turn
+		if docTargetOf(snap.State.Nodes, []string{doc}) == "" {
+			return turnView{}, fmt.Errorf("the document %s of this run is not on the canvas (deleted?): %w", doc, canvas.ErrNotFound)
+		}
+		v.doc = doc
+	} else {
+		v.doc = docTargetOf(snap.State.Nodes, sel)
+	}
+	if v.doc != "" {
 		if v.docPrompt, err = s.readDocument(v.doc, snap); err != nil {
 			return turnView{}, err
+		}
+		if docSel != nil && v.doc == doc {
+			v.docPrompt += selectionNote(*docSel)
 		}
 	}
 	return v, nil

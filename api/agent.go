@@ -67,7 +67,8 @@ func (s *Server) handleAgentCatalog(w http.ResponseWriter, r *http.Request) {
 }
 
 // handleAgentRun serves POST /api/canvas-agent/run (editor on roomId): it
-// starts a session and answers 202 {ok, session_id}.
+// starts a session and answers 202 {ok, session_id}. A document the run
+// edits must be a doc node on the canvas.
 func (s *Server) handleAgentRun(w http.ResponseWriter, r *http.Request) {
 	var req canvas.AgentRunRequest
 	if err := decodeJSON(r, &req); err != nil {
@@ -81,6 +82,12 @@ func (s *Server) handleAgentRun(w http.ResponseWriter, r *http.Request) {
 	if err := authorize(r, req.RoomID, canvas.RoleEditor); err != nil {
 		s.problem(w, r, err)
 		return
+	}
+	if req.Document != "" { // a document on the canvas (404 when not there, 422 when not a document)
+		if _, _, _, err := s.docAt(r.Context(), req.RoomID, req.Document, -1, false); err != nil {
+			s.problem(w, r, err)
+			return
+		}
 	}
 	id, err := s.cfg.Agent.Run(r.Context(), req)
 	if err != nil {

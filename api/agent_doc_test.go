@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"math"
 	"net/http"
@@ -209,5 +210,70 @@ func TestAgentDocumentConflictReplans(t *testing.T) {
 	p, _ := reqs[1].last()
 	if !strings.Contains(p, "    1 | // loads JSON") || !strings.Contains(p, "someone else changed doc1") {
 		t.Fatalf("re-plan prompt:\n%s", p)
+	}
+}
+
+// A run request's document (the one open in the UI's panel, not in the
+// selection) makes the run a document run: the model gets the document
+// prompt with the document verbs and the person's selected lines, and its
+// replace_lines changes the line; the session keeps what the run was on. A
+// document that is not one, a missing one, or a selection without a
+// document is refused.
+func TestAgentRunOnTheOpenDocument(t *testing.T) {
+	edit := `{"name":"replace_lines","params":{"node_id":"doc1","start_line":2,"end_line":2,"new_content":"  const res = await fetch(url, { cache: \"no-store\" })\n"}}`
+	model := newFakeOpenAI(t, scriptedReply{chunks: chunked(actionsJSON(`{"name":"think","params":{"text":"Line 2, as asked."}}`, edit), 9)})
+	e := newAgentEnv(t, model, func(c *agent.Config) { c.Model = "openai:gpt-test" })
+	e.newCanvas("od")
+	e.newDoc("od", "doc1", jsDoc)
+	snap := e.snapshot("od")
+	args, _ := json.Marshal(map[string]any{"id": "box", "type": "geo", "x": 0, "y": 400, "w": 100, "h": 100, "props": map[string]any{"geo": "rectangle"}})
+	if _, err := e.human.Command(context.Background(), "od", canvas.Envelope{Type: "create_shape", BaseRev: &snap.HeadRev, Args: args}); err != nil {
+		t.Fatal(err)
+	}
+	sess := e.run(client.AgentRunRequest{RoomID: "od", Message: "replace line 2 with: the fetch without a cache",
+		Selection: []string{"box"}, Document: "doc1", DocumentSelection: &canvas.LineSpan{StartLine: 2, EndLine: 2}})
+	if sess.State != client.AgentDone || sess.Document != "doc1" || sess.DocumentSelection == nil || *sess.DocumentSelection != (canvas.LineSpan{StartLine: 2, EndLine: 2}) {
+		t.Fatalf("session %s document %q %+v", sess.State, sess.Document, sess.DocumentSelection)
+	}
+	want := strings.Replace(jsDoc, "  const res = await fetch(url)\n", "  const res = await fetch(url, { cache: \"no-store\" })\n", 1)
+	if got := e.docText("od", "doc1"); got != want {
+		t.Fatalf("document:\n%s\nwant:\n%s", got, want)
+	}
+	reqs := model.requests()
+	if len(reqs) != 1 {
+		t.Fatalf("%d model calls", len(reqs))
+	}
+	var system string
+	_ = json.Unmarshal(reqs[0].Messages[0].Content, &system)
+	user, _ := reqs[0].last()
+	for _, want := range []string{`"replace_lines"`, `"insert_lines"`, `"delete_lines"`, `"search_replace"`} {
+		if !strings.Contains(system, want) {
+			t.Errorf("system prompt lacks the document verb %s", want)
+		}
+	}
+	if strings.Contains(system, `"create_shape"`) {
+		t.Error("the document run was offered shape verbs")
+	}
+	for _, want := range []string{"node_id=doc1", "    2 |   const res = await fetch(url)", "The person has selected line 2 of it", "Task: replace line 2"} {
+		if !strings.Contains(user, want) {
+			t.Errorf("user prompt lacks %q:\n%s", want, user)
+		}
+	}
+
+	for _, bad := range []struct {
+		req    client.AgentRunRequest
+		status int
+	}{
+		{client.AgentRunRequest{RoomID: "od", Message: "x", Document: "box"}, 422},
+		{client.AgentRunRequest{RoomID: "od", Message: "x", Document: "nope"}, 404},
+		{client.AgentRunRequest{RoomID: "od", Message: "x", DocumentSelection: &canvas.LineSpan{StartLine: 1, EndLine: 1}}, 400},
+		{client.AgentRunRequest{RoomID: "od", Message: "x", Document: "doc1", DocumentSelection: &canvas.LineSpan{StartLine: 3, EndLine: 2}}, 400},
+		{client.AgentRunRequest{RoomID: "od", Message: "x", Document: "doc1", DocumentSelection: &canvas.LineSpan{StartLine: 0, EndLine: 2}}, 400},
+	} {
+		_, err := e.human.RunAgent(context.Background(), bad.req)
+		var pe *client.ProblemError
+		if !errors.As(err, &pe) || pe.Status != bad.status {
+			t.Errorf("%+v: %v, want %d", bad.req, err, bad.status)
+		}
 	}
 }

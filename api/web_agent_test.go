@@ -483,8 +483,9 @@ func TestWebUIAgent(t *testing.T) {
 			t.Fatalf("status lines with raw data: %q", raw)
 		}
 	}
-	p.poll("a turn's start as a sentence", `[...document.querySelectorAll('#agent-log li.status')].some(li => li.textContent === 'agent: Turn 1 started.') &&
-		[...document.querySelectorAll('#agent-log li.status')].some(li => li.textContent === 'agent: Done.')`)
+	// The page's own run is its person's agent ("your agent"), never a raw session id.
+	p.poll("a turn's start as a sentence", `[...document.querySelectorAll('#agent-log li.status')].some(li => li.textContent === 'your agent: Turn 1 started.') &&
+		[...document.querySelectorAll('#agent-log li.status')].some(li => li.textContent === 'your agent: Done.')`)
 	statusLinesReadable()
 	// Accept ends the review and takes the session out of the address, so a
 	// reload does not review the run again; the next turn puts it back (the
@@ -528,6 +529,8 @@ func TestWebUIAgent(t *testing.T) {
 		document.querySelector('#agent-review li[data-turn="`+firstTurn+`"]').classList.contains('reverted') &&
 		document.querySelector('#agent-review li[data-turn="`+firstTurn+`"] button.revert-turn').textContent === 'Revert again' &&
 		document.querySelectorAll('#agent-review li:not(.reverted) button.revert-turn').length === 1 && document.getElementById('agent-revert').textContent === 'Revert the rest'`)
+	// The count says what was reverted and what is left (not "made 7 changes" after 6 were reverted).
+	p.poll("the review counts the reverted changes apart", `document.getElementById('agent-review').textContent.includes('the agent made 7 changes: 6 reverted, 1 left.')`)
 	p.screenshot("agent-turn-reverted")
 	// The server records the reverted turn: after a reload (the session is
 	// in the address) the review shows it reverted, and the rest left.
@@ -567,7 +570,7 @@ func TestWebUIAgent(t *testing.T) {
 		"data": map[string]any{"type": "agent:status", "sessionId": sid, "state": "streaming",
 			"detail": map[string]any{"ack_missed": map[string]any{"seq": 7, "client_id": "c1", "resends": 1}}}})
 	p.poll("missed ack as a sentence", `[...document.querySelectorAll('#agent-log li.status.warn')].some(li =>
-		li.textContent === "agent: The host browser never confirmed one of the agent's actions (sent again 1 time): the canvas may be missing it.")`)
+		li.textContent === "your agent: The host browser never confirmed one of the agent's actions (sent again 1 time): the canvas may be missing it.")`)
 	statusLinesReadable()
 }
 
@@ -596,7 +599,7 @@ func TestWebUIAgentFollowsTheCanvasRuns(t *testing.T) {
 	status("sess-one", "calling_model")
 	following("the run going on", "sess-one", "calling_model")
 	status("sess-two", "error")
-	p.poll("another run's failure in the chat", `document.getElementById('agent-log').textContent.includes('agent sess-two: Failed.')`)
+	p.poll("another run's failure in the chat, in its place", `!!document.querySelector('#agent-log li.run[data-session="sess-two"]')?.textContent.includes('agent: Failed.')`)
 	following("still the first run, with its own state", "sess-one", "calling_model")
 	status("sess-one", "done")
 	following("the first run ended", "sess-one", "done")

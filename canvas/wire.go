@@ -142,6 +142,20 @@ type AgentRunRequest struct {
 	Model     string   `json:"model,omitempty"`
 	Viewport  *Box     `json:"viewport,omitempty"`
 	Selection []string `json:"selection,omitempty"`
+	// Document is the node id of a document (a doc node) the run edits,
+	// e.g. the one open in the UI's document panel: each turn gives the
+	// model its numbered lines and the document verbs. Empty: the run works
+	// on the canvas (or on the first document in Selection).
+	Document string `json:"document,omitempty"`
+	// DocumentSelection is the person's selection in Document (lines, from
+	// 1, inclusive), given to the model as what the instruction is about.
+	DocumentSelection *LineSpan `json:"document_selection,omitempty"`
+}
+
+// LineSpan is a range of a document's lines, numbered from 1, inclusive.
+type LineSpan struct {
+	StartLine int `json:"start_line"`
+	EndLine   int `json:"end_line"`
 }
 
 // AgentRunResponse is the 202 answer of POST /api/canvas-agent/run.
@@ -251,21 +265,25 @@ type AgentStats struct {
 
 // AgentSession is the answer of GET /api/canvas-agent/sessions/{id}.
 type AgentSession struct {
-	ID         string            `json:"session_id"`
-	CanvasID   string            `json:"canvas_id"`
-	ActorID    string            `json:"actor_id"`
-	State      string            `json:"state"`
-	Detail     string            `json:"detail,omitempty"`
-	Model      string            `json:"model"`
-	Message    string            `json:"message"`
-	Viewport   *Box              `json:"viewport,omitempty"`
-	Selection  []string          `json:"selection,omitempty"`
-	Transcript []TranscriptEntry `json:"transcript"`
-	Todos      []AgentTodo       `json:"todos"`
-	Turns      []AgentTurn       `json:"turns"`
-	Stats      AgentStats        `json:"stats"`
-	CreatedAt  time.Time         `json:"created_at"`
-	UpdatedAt  time.Time         `json:"updated_at"`
+	ID        string   `json:"session_id"`
+	CanvasID  string   `json:"canvas_id"`
+	ActorID   string   `json:"actor_id"`
+	State     string   `json:"state"`
+	Detail    string   `json:"detail,omitempty"`
+	Model     string   `json:"model"`
+	Message   string   `json:"message"`
+	Viewport  *Box     `json:"viewport,omitempty"`
+	Selection []string `json:"selection,omitempty"`
+	// Document and DocumentSelection are the run request's: the document
+	// the session edits and the person's selection in it.
+	Document          string            `json:"document,omitempty"`
+	DocumentSelection *LineSpan         `json:"document_selection,omitempty"`
+	Transcript        []TranscriptEntry `json:"transcript"`
+	Todos             []AgentTodo       `json:"todos"`
+	Turns             []AgentTurn       `json:"turns"`
+	Stats             AgentStats        `json:"stats"`
+	CreatedAt         time.Time         `json:"created_at"`
+	UpdatedAt         time.Time         `json:"updated_at"`
 	// Pending are the turns a queued session waits with for the `canvasd
 	// agent` worker that claims it: the messages and userActions a server
 	// whose agents run as workers took for it. The worker runs them as the

@@ -94,6 +94,8 @@ type agentSessionData struct {
 	Detail     string                   `json:"detail,omitempty"`
 	Viewport   *canvas.Box              `json:"viewport,omitempty"`
 	Selection  []string                 `json:"selection,omitempty"`
+	Document   string                   `json:"document,omitempty"`
+	DocSel     *canvas.LineSpan         `json:"document_selection,omitempty"`
 	Transcript []canvas.TranscriptEntry `json:"transcript"`
 	Stats      canvas.AgentStats        `json:"stats"`
 	Pending    []canvas.PendingTurn     `json:"pending,omitempty"`
@@ -102,7 +104,7 @@ type agentSessionData struct {
 // EncodeAgentSessionData returns the data column of s (both stores use it).
 func EncodeAgentSessionData(s canvas.AgentSession) ([]byte, error) {
 	return json.Marshal(agentSessionData{Message: s.Message, Detail: s.Detail, Viewport: s.Viewport, Selection: s.Selection,
-		Transcript: s.Transcript, Stats: s.Stats, Pending: s.Pending})
+		Document: s.Document, DocSel: s.DocumentSelection, Transcript: s.Transcript, Stats: s.Stats, Pending: s.Pending})
 }
 
 // DecodeAgentSessionData fills s's fields from a data column; Todos and
@@ -113,7 +115,7 @@ func DecodeAgentSessionData(data []byte, s *canvas.AgentSession) error {
 		return fmt.Errorf("agent session %q: stored data is not valid JSON: %v: %w", s.ID, err, canvas.ErrUnavailable)
 	}
 	s.Message, s.Detail, s.Viewport, s.Selection, s.Transcript, s.Stats = d.Message, d.Detail, d.Viewport, d.Selection, d.Transcript, d.Stats
-	s.Pending = d.Pending
+	s.Document, s.DocumentSelection, s.Pending = d.Document, d.DocSel, d.Pending
 	if s.Transcript == nil {
 		s.Transcript = []canvas.TranscriptEntry{}
 	}

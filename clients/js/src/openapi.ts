@@ -3026,6 +3026,20 @@ export interface components {
             model?: string;
             viewport?: components["schemas"]["Rect"];
             selection?: string[];
+            /**
+             * @description The node id of a document (a `doc` node on the canvas) that the run edits, e.g. the one open
+             *     in the UI's document panel: each turn gives the model the document's numbered lines and the
+             *     document verbs (`replace_lines`, `insert_lines`, `delete_lines`, `search_replace`). 404 when
+             *     the canvas has no such node, 422 when it is not a document. Absent: the run works on the
+             *     canvas (or on the first document named in `selection`).
+             */
+            document?: string;
+            document_selection?: components["schemas"]["LineSpan"];
+        };
+        /** @description The person's selection in the run's `document` (lines numbered from 1, inclusive), given to the model as what the instruction is about; needs `document`. */
+        LineSpan: {
+            start_line: number;
+            end_line: number;
         };
         AgentRunResponse: {
             /** @enum {boolean} */
@@ -3188,6 +3202,9 @@ export interface components {
             message?: string;
             viewport?: components["schemas"]["Rect"];
             selection?: string[];
+            /** @description The document the session edits (the run request's `document`). */
+            document?: string;
+            document_selection?: components["schemas"]["LineSpan"];
             transcript: components["schemas"]["AgentTranscriptEntry"][];
             todos: components["schemas"]["AgentTodo"][];
             turns: components["schemas"]["AgentTurn"][];

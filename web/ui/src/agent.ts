@@ -15,9 +15,29 @@ export interface AgentContext {
   selection(): string[];
   picture(selectionOnly: boolean): Promise<string | null>;
   token(): string;
+  /** The document open in the document panel, with the lines the person selected in it (null: none), or null when none is open: then the agent works on the canvas. */
+  document(): Promise<{ nodeId: string; name: string; lines: [number, number] | null } | null>;
   /** Brings into view the nodes the commits at revs made or last changed; false when none is on the canvas. */
   show(revs: number[]): boolean;
+  /** Whether the nodes the commits at revs made or last changed are all in view, once the page has those commits; null when none is on the canvas. */
+  inView(revs: number[]): Promise<boolean | null>;
 }
+
+/**
+ * One run in the chat, top to bottom: the person's request (ask), then
+ * what the agent did (lines), in the order it happened. own: this page
+ * started it ("you", "your agent"); others' are "asked elsewhere".
+ */
+interface ChatRun {
+  sid: string;
+  own: boolean;
+  el: HTMLElement;
+  ask: HTMLElement;
+  lines: HTMLElement;
+}
+
+/** How many runs the chat keeps (and rebuilds after a reload). */
+const CHAT_RUNS = 20;
 
 export class AgentPanel {
   el: HTMLElement;
@@ -36,16 +56,38 @@ export class AgentPanel {
   private hostName: HTMLInputElement;
   private ended = new Set<string>();
   private refreshTimer = 0;
+  /** The chat's runs by session id. */
+  private runs = new Map<string, ChatRun>();
+  /** A run of this page is being started: events of sessions not in the chat wait (held) until its id is known. */
+  private starting = false;
+  private held: [string, any][] = [];
+  /** Where events of no session go. */
+  private loose: ChatRun | null = null;
+  /** The runs (session/turns) whose work was looked for in the view when they ended. */
+  private looked = new Set<string>();
+  /** The chat follows its newest line (the person has not scrolled up). */
+  private stick = true;
+  private lastTop = 0; // the chat's scrollTop as last seen
 
   constructor(private client: CanvasClient, private ctx: AgentContext) {
-    this.prompt = h("textarea", { id: "agent-prompt", rows: 4, maxlength: 20000, placeholder: "Ask the agent, e.g. Draft a brutalist poster concept" });
+    this.prompt = h("textarea", { id: "agent-prompt", rows: 2, maxlength: 20000, placeholder: "Ask the agent, e.g. Draft a brutalist poster concept" });
+    // Enter sends, as in any chat (Shift+Enter: a new line).
     this.prompt.addEventListener("keydown", (ev) => {
-      if (ev.key === "Enter" && (ev.ctrlKey || ev.metaKey)) { ev.preventDefault(); this.run(); }
+      if (ev.key === "Enter" && !ev.shiftKey && !ev.isComposing) { ev.preventDefault(); this.run(); }
     });
     this.runBtn = h("button", { type: "button", id: "agent-run", text: "Run", onclick: () => this.run() });
     this.stopBtn = h("button", { type: "button", id: "agent-stop", text: "Stop", hidden: true, onclick: () => this.stop() });
     this.status = h("span", { id: "agent-status", class: "badge", text: "idle" });
-    this.log = h("ul", { id: "agent-log", class: "log" });
+    this.log = h("ol", { id: "agent-log", class: "log", "aria-live": "polite" });
+    // The chat sticks to its end (the newest line) unless the person scrolled up, also when it shrinks (a review shows under it).
+    // Only a scroll up (the person's) lets go of the end; one back to the end takes it again.
+    this.log.addEventListener("scroll", () => {
+      const top = this.log.scrollTop;
+      if (top < this.lastTop) this.stick = this.atEnd();
+      else if (this.atEnd()) this.stick = true;
+      this.lastTop = top;
+    });
+    new ResizeObserver(() => this.scroll()).observe(this.log);
     this.todos = h("ul", { id: "agent-todos" });
     this.review = h("div", { id: "agent-review" });
     this.hostName = h("input", { id: "host-session", type: "text", maxlength: 128, placeholder: "host session" });
@@ -55,14 +97,14 @@ export class AgentPanel {
     this.el = h("aside", { id: "agent-panel" },
       h("div", { class: "tabs" },
         h("button", { type: "button", class: "tab active", "data-tab": "chat", text: "Agent", onclick: () => this.tab("chat") }),
-        h("button", { type: "button", class: "tab", "data-tab": "pages", id: "tab-pages", text: "Pages", onclick: () => this.tab("pages") })),
+        h("button", { type: "button", class: "tab", "data-tab": "pages", id: "tab-pages", text: "Pages", onclick: () => this.tab("pages") }),
+        h("span", { class: "spacer" }), this.status),
       h("section", { class: "pane", "data-pane": "chat" },
-        h("div", { class: "row" }, h("b", { text: "Agent" }), this.status),
-        this.prompt,
-        h("div", { class: "row" }, sendImg(false), sendImg(true), h("span", { class: "spacer" }), this.stopBtn, this.runBtn),
+        this.log,
+        h("h3", { id: "agent-todos-head", text: "Todos", hidden: true }), this.todos,
         this.review,
-        h("h3", { text: "Todos" }), this.todos,
-        h("h3", { text: "Chat" }), this.log),
+        this.prompt,
+        h("div", { class: "row" }, sendImg(false), sendImg(true), h("span", { class: "spacer" }), this.stopBtn, this.runBtn)),
       h("section", { class: "pane", "data-pane": "pages", hidden: true },
         h("form", { class: "row", onsubmit: (ev: Event) => { ev.preventDefault(); this.showHost(); } }, this.hostName, h("button", { type: "submit", text: "Open" })),
         h("p", { class: "muted", text: "Agent-written pages and A2UI surfaces of a host session (by default the canvas's, whose pages talk to its agent)." }),
@@ -110,6 +152,7 @@ export class AgentPanel {
    */
   async resume(sid: string): Promise<void> {
     this.follow(sid);
+    if (!this.runs.has(sid)) void this.fill(this.chatRun(sid, false, false));
     let s: AgentSession | null = null;
     try {
       s = await this.client.agentSession(sid);
@@ -169,12 +212,19 @@ export class AgentPanel {
     this.own = false;
     this.running = false;
     this.log.replaceChildren();
+    this.stick = true;
+    this.lastTop = 0;
+    this.runs.clear();
+    this.loose = null;
+    this.starting = false;
+    this.held = [];
     this.todos.replaceChildren();
     this.review.replaceChildren();
     this.badge("idle");
     this.setRunning(false);
     this.hostName.value = "";
     this.pages.close();
+    for (const r of this.remembered()) void this.fill(this.chatRun(r.id, r.own, false));
   }
 
   /** Puts text (e.g. a selection formatted for chat) into the prompt. */
@@ -192,9 +242,153 @@ export class AgentPanel {
     this.el.classList.toggle("running", on);
   }
 
-  private line(cls: string, who: string, text: string): void {
-    this.log.prepend(h("li", { class: cls }, h("span", { class: "who", text: who }), text));
-    while (this.log.children.length > 300) this.log.lastChild!.remove();
+  // ---------------------------------------------------------------- the chat
+
+  /** The runs the chat shows on this canvas (kept in this browser, so a reload rebuilds the chat from the server's sessions). */
+  private remembered(): { id: string; own: boolean }[] {
+    try {
+      const v = JSON.parse(localStorage.getItem(this.chatKey()) || "[]");
+      return Array.isArray(v) ? v.filter((r) => typeof r?.id === "string").slice(-CHAT_RUNS) : [];
+    } catch {
+      return [];
+    }
+  }
+
+  private chatKey(): string {
+    return "canvasd.chat." + this.ctx.canvasId();
+  }
+
+  /** Keeps run sid in the chat's list (own: this page started it). */
+  private keep(sid: string, own: boolean): void {
+    if (!this.ctx.canvasId()) return;
+    const list = this.remembered();
+    const had = list.find((r) => r.id === sid);
+    if (had) { // in place: the chat's order
+      had.own ||= own;
+    } else list.push({ id: sid, own });
+    try {
+      localStorage.setItem(this.chatKey(), JSON.stringify(list.slice(-CHAT_RUNS)));
+    } catch { /* storage full or off: the chat is not kept */ }
+  }
+
+  private forget(sid: string): void {
+    try {
+      localStorage.setItem(this.chatKey(), JSON.stringify(this.remembered().filter((r) => r.id !== sid)));
+    } catch { /* as above */ }
+  }
+
+  /**
+   * Run sid's place in the chat, added at the end when it has none (a run
+   * started elsewhere: its request is read from the server, unless
+   * describe is false, for a caller that fills it itself).
+   */
+  private chatRun(sid: string, own = false, describe = true): ChatRun {
+    let run = sid ? this.runs.get(sid) : undefined;
+    if (run) return run;
+    const ask = h("div", { class: own ? "ask mine" : "ask" }, h("span", { class: "who", text: own ? "you: " : "asked elsewhere: " }));
+    const lines = h("ul", { class: "lines" });
+    const el = h("li", { class: own ? "run own" : "run" }, ask, lines);
+    if (sid) el.dataset.session = sid;
+    run = { sid, own, el, ask, lines };
+    if (sid) {
+      this.runs.set(sid, run);
+      this.keep(sid, own);
+    }
+    this.log.append(el);
+    while (this.log.children.length > CHAT_RUNS) {
+      const first = this.log.firstElementChild as HTMLElement;
+      this.runs.delete(first.dataset.session || "");
+      first.remove();
+    }
+    this.scroll();
+    if (sid && describe) void this.fill(run, true);
+    return run;
+  }
+
+  /** Sets run's request: who asked (you, or elsewhere) and what. */
+  private asked(run: ChatRun, text: string, on = ""): void {
+    run.ask.replaceChildren(h("span", { class: "who", text: `${run.own ? "you" : "asked elsewhere"}${on ? ", on " + on : ""}: ` }), text);
+  }
+
+  /** Adds a line to run: who said what (the agent by default: "your agent" on this page's runs). */
+  private say(run: ChatRun, cls: string, text: string, who = "", ...extra: Node[]): HTMLElement {
+    const li = h("li", { class: cls }, h("span", { class: "who", text: who || (run.own ? "your agent: " : "agent: ") }), text, ...extra);
+    run.lines.append(li);
+    while (run.lines.children.length > 300) run.lines.firstChild!.remove();
+    this.scroll();
+    return li;
+  }
+
+  /** Whether the chat is scrolled to its end (or near it). */
+  private atEnd(): boolean {
+    return this.log.scrollHeight - this.log.scrollTop - this.log.clientHeight < 40;
+  }
+
+  /** Keeps the chat at its end, the newest line in view, unless the person scrolled up (or always, with force). */
+  private scroll(force = false): void {
+    if (force) this.stick = true;
+    if (!this.stick) return;
+    this.log.scrollTop = this.log.scrollHeight;
+    this.lastTop = this.log.scrollTop;
+  }
+
+  /**
+   * Fills run from the server's record of its session: the request, then
+   * the transcript (messages, the agent's notes), each turn with the
+   * changes it made, and how the run ended, in time order. live: only the
+   * request (the lines come from the stream). Lines that came from the
+   * stream while it was read stay after them, unless the record has them.
+   * A session that is gone leaves the chat.
+   */
+  private async fill(run: ChatRun, live = false): Promise<void> {
+    let s: AgentSession;
+    try {
+      s = await this.client.agentSession(run.sid);
+    } catch (err: any) {
+      if (err?.status === 404 && this.runs.get(run.sid) === run && !run.lines.children.length) {
+        run.el.remove();
+        this.runs.delete(run.sid);
+        this.forget(run.sid);
+      }
+      if (err?.status === 404 || live) return;
+      this.say(run, "status warn", `Could not read this run: ${why(err)}`);
+      return;
+    }
+    if (this.runs.get(run.sid) !== run) return;
+    if (s.canvas_id !== this.ctx.canvasId()) {
+      run.el.remove();
+      this.runs.delete(run.sid);
+      this.forget(run.sid);
+      return;
+    }
+    const ds = s.document_selection;
+    this.asked(run, s.message || s.transcript?.[0]?.text || "", s.document ? s.document + (ds ? ` (${lineSpan([ds.start_line, ds.end_line])})` : "") : "");
+    if (live) return;
+    const at = (ts: string | undefined) => (ts ? Date.parse(ts) || 0 : 0);
+    const items: { t: number; cls: string; who: string; text: string }[] = [];
+    (s.transcript || []).slice(1).forEach((e) => {
+      if (e.role === "user") items.push({ t: at(e.ts), cls: "mine", who: run.own ? "you: " : "asked: ", text: e.text });
+      else items.push({ t: at(e.ts), cls: e.role === "assistant" ? "chat" : "status", who: "", text: e.text });
+    });
+    for (const tn of s.turns || []) {
+      const kind = TURN_KINDS[tn.kind] ?? tn.kind;
+      items.push({ t: at(tn.started_at), cls: "status", who: "", text: `Turn ${tn.turn} started${kind ? ` (${kind})` : ""}.` });
+      const n = (tn.revs || []).length;
+      if (tn.ended_at && n) {
+        items.push({ t: at(tn.ended_at), cls: "actions", who: "", text: `Turn ${tn.turn} made ${n} change${n === 1 ? "" : "s"}${tn.reverted_rev != null ? " (reverted)" : ""}.` });
+      }
+    }
+    if (TERMINAL.has(s.state)) {
+      const end = statusText(s.state, s.detail);
+      if (end) items.push({ t: at(s.updated_at), cls: end.warn ? "status warn" : "status", who: "", text: end.text });
+    }
+    items.sort((a, b) => a.t - b.t); // stable: the record's order for equal times
+    const streamed = [...run.lines.children] as HTMLElement[];
+    run.lines.replaceChildren();
+    for (const it of items) this.say(run, it.cls, it.text, it.who);
+    const have = new Set(items.map((it) => it.text));
+    for (const li of streamed) if (!have.has(li.lastChild?.textContent || "")) run.lines.append(li);
+    this.scroll(true);
   }
 
   /** Runs the prompt: a new session, or the next turn of this page's session. */
@@ -202,20 +396,49 @@ export class AgentPanel {
     const message = this.prompt.value.trim();
     if (!message || this.running) return;
     this.setRunning(true);
-    this.line("mine", "you: ", message);
-    const sid = await this.start(message);
+    this.starting = true;
+    const doc = await this.ctx.document();
+    const run = this.chatRun("", true);
+    this.asked(run, message, doc ? doc.name + (doc.lines ? ` (${lineSpan(doc.lines)})` : "") : "");
+    this.scroll(true);
+    this.prompt.value = "";
+    const sid = await this.start(message, doc);
+    this.adopt(run, sid);
     if (!sid) {
+      this.prompt.value ||= message; // to try again
       this.setRunning(false);
       return;
     }
-    this.prompt.value = "";
     this.started(sid);
   }
 
-  /** Starts a run with the page's viewport and selection; "" when it did not start. */
-  private async start(message: string): Promise<string> {
+  /**
+   * run, this page's new run, has its session id (or "" when it did not
+   * start): the events that waited for it are shown now, in its place or
+   * in their runs'.
+   */
+  private adopt(run: ChatRun, sid: string): void {
+    this.starting = false;
+    if (sid) {
+      run.sid = sid;
+      run.el.dataset.session = sid;
+      this.runs.set(sid, run);
+      this.keep(sid, true);
+    } else this.say(run, "status warn", "The agent did not start.");
+    const held = this.held;
+    this.held = [];
+    for (const [topic, d] of held) this.event(topic, d);
+  }
+
+  /**
+   * Starts a run with the page's viewport and selection, on the document
+   * open in the panel (doc) with the person's selection in it when there
+   * is one; "" when it did not start.
+   */
+  private async start(message: string, doc: Awaited<ReturnType<AgentContext["document"]>> = null): Promise<string> {
     try {
-      const r = await this.client.runAgent({ roomId: this.ctx.canvasId(), message, viewport: this.ctx.viewport() || undefined, selection: this.ctx.selection() });
+      const r = await this.client.runAgent({ roomId: this.ctx.canvasId(), message, viewport: this.ctx.viewport() || undefined, selection: this.ctx.selection(),
+        ...(doc ? { document: doc.nodeId, ...(doc.lines ? { document_selection: { start_line: doc.lines[0], end_line: doc.lines[1] } } : {}) } : {}) });
       return r.session_id;
     } catch (err) {
       toast(`the agent did not start: ${why(err)}`, "bad");
@@ -239,12 +462,20 @@ export class AgentPanel {
       toast(selectionOnly ? "select some shapes first" : "open a canvas first", "warn");
       return;
     }
+    const said = `${prompt} [image of the ${selectionOnly ? "selection" : "canvas"}, ${Math.round(imageData.length / 1024)} KiB]`;
     let sid = this.session;
     if (!sid) {
+      this.starting = true;
+      const run = this.chatRun("", true);
+      this.asked(run, said);
       sid = await this.start(prompt);
+      this.adopt(run, sid);
       if (!sid) return;
       this.started(sid);
-    } else this.remember(sid); // a next turn: back in the address if accepted before
+    } else {
+      this.remember(sid); // a next turn: back in the address if accepted before
+      this.say(this.chatRun(sid), "mine image", said, "you: ");
+    }
     // Running before the request: the turn it starts may end (agent:status
     // on the stream) before the request's answer is read here.
     this.setRunning(true);
@@ -260,7 +491,6 @@ export class AgentPanel {
       return;
     }
     this.prompt.value = "";
-    this.line("mine image", "you: ", `${prompt} [image of the ${selectionOnly ? "selection" : "canvas"}, ${Math.round(imageData.length / 1024)} KiB]`);
   }
 
   private async stop(): Promise<void> {
@@ -277,7 +507,11 @@ export class AgentPanel {
   /** An agent topic from the canvas stream. */
   event(topic: string, d: any): void {
     const sid = String(d?.sessionId || "");
-    const short = sid.slice(0, 8);
+    if (sid && this.starting && !this.runs.has(sid)) { // perhaps the run this page is starting: shown once its id is known
+      this.held.push([topic, d]);
+      return;
+    }
+    const run = sid ? this.chatRun(sid) : (this.loose ||= this.chatRun("", false, false));
     if (topic === "agent:status") {
       // A page without a run of its own follows the one going on on the canvas
       // (its todos, then its review), and the next one once that one ended.
@@ -288,20 +522,22 @@ export class AgentPanel {
       }
       if (!this.session || sid === this.session) this.badge(String(d.state)); // not another run's state
       const say = statusText(String(d.state), d.detail);
-      if (say) this.line(say.warn ? "status warn" : "status", `agent${short && sid !== this.session ? " " + short : ""}: `, say.text);
+      if (say) this.say(run, say.warn ? "status warn" : "status", say.text);
       if (sid && TERMINAL.has(d.state)) {
         this.ended.add(sid);
         if (sid === this.session) this.finished(sid);
+        void this.outOfView(sid);
       }
       if (sid && sid === this.session) this.refreshSoon();
     } else if (topic === "agent:chat") {
-      this.line("chat", `${d.message?.role || "agent"}: `, String(d.message?.text ?? ""));
+      const role = String(d.message?.role || "assistant");
+      this.say(run, role === "user" ? "mine" : "chat", String(d.message?.text ?? ""), role === "assistant" ? "" : role === "user" ? (run.own ? "you: " : "asked: ") : `${role}: `);
       if (sid === this.session) this.refreshSoon();
     } else if (topic === "agent:action") {
       if (d.partial) return;
-      this.line("actions", "actions: ", (d.actions || []).map((a: any) => a.name).join(", ") || "(none)");
+      this.say(run, "actions", (d.actions || []).map((a: any) => a.name).join(", ") || "(none)", "actions: ");
     } else if (topic === "agent:screenshot_request") {
-      this.line("shot", "screenshot: ", "the agent asked for a picture of the view");
+      this.say(run, "shot", "the agent asked for a picture of the view", "screenshot: ");
     }
   }
 
@@ -325,16 +561,47 @@ export class AgentPanel {
 
   /** Shows session s's todos with their status. */
   private showTodos(s: AgentSession): void {
+    (this.el.querySelector("#agent-todos-head") as HTMLElement).hidden = !(s.todos || []).length;
     this.todos.replaceChildren(...(s.todos || []).map((t: any) => h("li", { class: "todo " + t.status, "data-status": t.status },
       h("span", { class: "check", text: t.status === "done" ? "✓" : t.status === "skipped" ? "–" : "○" }), " " + t.text)));
   }
 
-  /** A run of this page ended: show what it changed, to accept or revert. */
+  /**
+   * The run the page follows ended: show what it changed, to accept or
+   * revert.
+   */
   private async finished(sid: string): Promise<void> {
     this.setRunning(false);
     const s = await this.refresh();
     if (!s || sid !== this.session) return;
     this.showReview(sid, s);
+  }
+
+  /**
+   * Run sid ended while the page watched: its work that is out of view is
+   * brought into view when this page started the run; for a run started
+   * elsewhere the chat says so, with a Show button.
+   */
+  private async outOfView(sid: string): Promise<void> {
+    let s: AgentSession;
+    try {
+      s = await this.client.agentSession(sid);
+    } catch {
+      return;
+    }
+    const revs = (s.turns || []).filter((t) => t.reverted_rev == null).flatMap((t) => (Array.isArray(t.revs) ? t.revs : []));
+    if (!revs.length || s.document || s.canvas_id !== this.ctx.canvasId()) return; // a document's edits show in its panel
+    const run = this.runs.get(sid), once = `${sid}/${s.turns.length}`;
+    if (!run || this.looked.has(once)) return; // an end told twice
+    this.looked.add(once);
+    if ((await this.ctx.inView(revs)) !== false || this.runs.get(sid) !== run) return;
+    if (run.own) {
+      this.ctx.show(revs);
+      this.say(run, "status", "Its work was out of view: brought into view.");
+    } else {
+      this.say(run, "status", "Its work is out of view. ", "", h("button", { type: "button", class: "show-work", text: "Show",
+        onclick: () => { if (!this.ctx.show(revs)) toast("none of the agent's shapes is on the canvas now", "warn"); } }));
+    }
   }
 
   /**
@@ -380,13 +647,17 @@ export class AgentPanel {
       this.review.replaceChildren(h("div", { class: "review" }, h("p", { class: "muted", text: "Reverted." }), list));
       return;
     }
+    const made = all.length || applied;
+    const undone = changing.filter((t) => t.reverted !== undefined).reduce((n, t) => n + t.revs.length, 0);
     this.review.replaceChildren(h("div", { class: "review" },
-      h("b", { text: "Review: " }), `the agent made ${all.length || applied} change${(all.length || applied) === 1 ? "" : "s"}. `,
+      h("b", { text: "Review: " }), `the agent made ${made} change${made === 1 ? "" : "s"}` +
+        (undone ? `: ${undone} reverted, ${made - undone} left. ` : ". "),
       h("button", { type: "button", id: "agent-accept", text: "Accept", onclick: () => this.accept() }),
       h("button", { type: "button", id: "agent-revert", text: some ? "Revert the rest" : "Revert all", onclick: () => revert() }),
       h("button", { type: "button", id: "agent-show", text: "Show", title: "Bring what the agent made into view",
         onclick: () => { if (!this.ctx.show(all)) toast("none of the agent's shapes is on the canvas now", "warn"); } }),
       list));
+    this.scroll(); // the chat, shorter now, at its end still
   }
 }
 
@@ -455,6 +726,11 @@ export function statusText(state: string, detail: unknown): { text: string; warn
   // An unknown detail: its fields as words, never raw JSON.
   const parts = d ? Object.entries(d).filter(([, v]) => v !== null && typeof v !== "object").map(([k, v]) => `${k.replace(/_/g, " ")} ${v}`) : [];
   return parts.length ? { text: parts.join(", ") + "." } : null;
+}
+
+/** Lines a–b of a document, in words. */
+function lineSpan([a, b]: [number, number]): string {
+  return a === b ? `line ${a}` : `lines ${a}–${b}`;
 }
 
 /** text ending as a sentence (a full stop added unless it has one). */

@@ -567,22 +567,45 @@ export class DocPanel {
   private async addToChat(): Promise<void> {
     if (!this.view) return;
     await this.flush();
-    const sel = this.view.state.selection.main;
-    const doc = this.view.state.doc;
-    // The empty line after a final newline is not a line to the server.
-    const lines = splitLines(this.raw).length;
-    if (!lines) {
+    const [a, b] = this.selectedLines() || [0, 0];
+    if (!a) {
       toast("Add to Chat: the document is empty", "warn");
       return;
     }
-    const a = Math.min(doc.lineAt(sel.from).number, lines);
-    const b = Math.min(Math.max(a, doc.lineAt(Math.max(sel.from, sel.to - (sel.to > sel.from && doc.lineAt(sel.to).from === sel.to ? 1 : 0))).number), lines);
     try {
       const sel = await this.client.getDocSelection(this.canvasId(), this.nodeId, { startLine: a, endLine: b });
       this.onAddToChat(sel.formatted_for_chat);
     } catch (err) {
       toast(`Add to Chat: ${why(err)}`, "bad");
     }
+  }
+
+  /** The lines (from 1, inclusive) the editor's selection spans, the cursor's line when nothing is selected; null when the document is empty. */
+  private selectedLines(): [number, number] | null {
+    if (!this.view) return null;
+    const sel = this.view.state.selection.main;
+    const doc = this.view.state.doc;
+    // The empty line after a final newline is not a line to the server.
+    const lines = splitLines(this.raw).length;
+    if (!lines) return null;
+    const a = Math.min(doc.lineAt(sel.from).number, lines);
+    const b = Math.min(Math.max(a, doc.lineAt(Math.max(sel.from, sel.to - (sel.to > sel.from && doc.lineAt(sel.to).from === sel.to ? 1 : 0))).number), lines);
+    return [a, b];
+  }
+
+  /**
+   * What the agent works on while a document is open: the document, with
+   * the lines the person selected in it (none for a bare cursor); null when
+   * no document is open. What the person typed and has not sent goes first.
+   */
+  async agentTarget(): Promise<{ nodeId: string; name: string; lines: [number, number] | null } | null> {
+    if (!this.view || !this.nodeId) return null;
+    const id = this.nodeId;
+    await this.flush();
+    await this.inflight?.settled;
+    if (!this.view || this.nodeId !== id) return null;
+    const sel = this.view.state.selection.main;
+    return { nodeId: id, name: String(this.model()?.nodes.get(id)?.name || id), lines: sel.empty ? null : this.selectedLines() };
   }
 }
 

@@ -109,11 +109,12 @@ class App {
         return (await this.view.picture(null, null, ids)).dataUrl;
       },
       token: () => this.token,
-      show: (revs) => {
-        if (!this.model) return false;
-        const at = new Set(revs), ids = new Set<string>();
-        for (const n of this.model.nodes.values()) if (at.has(n.created_rev!) || at.has(n.updated_rev!)) ids.add(n.id);
-        return this.view.showNodes(ids);
+      document: () => this.doc.agentTarget(),
+      show: (revs) => this.view.showNodes(this.nodesAt(revs)),
+      inView: async (revs) => {
+        await this.view.caughtUp(Math.max(...revs));
+        const v = this.view.viewport(), ns = [...this.nodesAt(revs)].map((id) => this.model?.nodes.get(id)).filter((n) => n && typeof n.x === "number");
+        return ns.length ? ns.every((n) => n!.x! >= v.x && n!.y! >= v.y && n!.x! + (n!.w || 0) <= v.x + v.w && n!.y! + (n!.h || 0) <= v.y + v.h) : null;
       },
     });
     $("right").append(this.doc.el, this.agent.el);
@@ -143,6 +144,13 @@ class App {
       const tok = this.tokenFromHash();
       if (tok) this.signIn(tok);
     });
+  }
+
+  /** The ids of the nodes the commits at revs made or last changed. */
+  private nodesAt(revs: number[]): Set<string> {
+    const at = new Set(revs), ids = new Set<string>();
+    for (const n of this.model?.nodes.values() || []) if (at.has(n.created_rev!) || at.has(n.updated_rev!)) ids.add(n.id);
+    return ids;
   }
 
   // ---------------------------------------------------------------- token and routing
