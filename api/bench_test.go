@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/canvasd/canvasd/hub"
 	"github.com/canvasd/canvasd/store"
 )
 
@@ -248,7 +249,7 @@ func commitFrameSize(b *testing.B, base, token string, t fanTarget) int {
 	if err := json.NewDecoder(resp.Body).Decode(&ev); err != nil || len(ev.Commits) == 0 {
 		b.Fatalf("read the first commit of %s: %v", t.canvasID, err)
 	}
-	return len(commitFrame(ev.Commits[0]))
+	return len(hub.CommitFrame(ev.Commits[0]))
 }
 
 // measureDelivery opens subscribers streams on t, publishes commits
