@@ -391,7 +391,7 @@ func startChild(b *testing.B, bin string, args ...string) (base string, pid int,
 	stop = func() { once.Do(func() { _ = cmd.Process.Kill(); _, _ = cmd.Process.Wait() }) }
 	b.Cleanup(stop)
 	base = "http://" + addr
-	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+	for pl := newPoller(20*time.Second, 50*time.Millisecond); !pl.expired(); pl.wait() {
 		if resp, err := http.Get(base + "/readyz"); err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == 200 {

@@ -424,3 +424,22 @@ func randomHex(n int) string {
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
 }
+
+// poller paces a loop that polls a condition (instead of sleeping): wait
+// returns at the next tick, expired reports whether the time allowed has
+// passed.
+//
+//	for pl := newPoller(10*time.Second, 50*time.Millisecond); !cond(); pl.wait() {
+//		if pl.expired() { t.Fatalf(...) }
+//	}
+type poller struct {
+	deadline time.Time
+	tick     *time.Ticker
+}
+
+func newPoller(within, every time.Duration) *poller {
+	return &poller{deadline: time.Now().Add(within), tick: time.NewTicker(every)}
+}
+
+func (p *poller) wait()         { <-p.tick.C }
+func (p *poller) expired() bool { return time.Now().After(p.deadline) }

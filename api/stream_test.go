@@ -274,8 +274,7 @@ func TestStreamDirectWritesAfterIdle(t *testing.T) {
 		t.Fatalf("want commit 1, got %+v", m)
 	}
 	// The shard counts a frame once its write returned, which may be after the reader has it.
-	for deadline := time.Now().Add(2 * time.Second); e.api.hub.Stats().Direct == direct0 && time.Now().Before(deadline); {
-		time.Sleep(5 * time.Millisecond)
+	for pl := newPoller(2*time.Second, 5*time.Millisecond); e.api.hub.Stats().Direct == direct0 && !pl.expired(); pl.wait() {
 	}
 	if e.api.hub.Stats().Direct == direct0 {
 		t.Fatalf("the commit after %v idle was not written directly (queued %d)", sseWriteTimeout, e.api.hub.Stats().Queued)

@@ -40,22 +40,33 @@ func TestHostAnnouncedBeforeItsHostOnlyEvents(t *testing.T) {
 		a, _ := h.Subscribe(cid, &Browser{id: "a", owner: "u", candidate: true, since: now.UnixNano()})
 		b, _ := h.Subscribe(cid, &Browser{id: "b", owner: "u", candidate: true, since: now.UnixNano() + 1})
 		var stop atomic.Bool
+		var published atomic.Int64
 		var wg sync.WaitGroup
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for !stop.Load() {
 				h.PublishToHost(cid, "x:hostonly", map[string]int{"n": 1})
+				published.Add(1)
 				runtime.Gosched() // not a flood: the shards' queues never fill
 			}
 		}()
-		time.Sleep(time.Millisecond)
+		// The publisher runs before, during and after the election.
+		publishes := func(n int64) {
+			for until := published.Load() + n; published.Load() < until; {
+				runtime.Gosched()
+			}
+		}
+		publishes(20)
 		h.Unsubscribe(cid, a) // b is elected
-		time.Sleep(time.Millisecond)
+		publishes(20)
 		stop.Store(true)
 		wg.Wait()
+		h.mu.RLock()
+		fo := h.fans[cid]
+		h.mu.RUnlock()
 		h.Unsubscribe(cid, b)
-		time.Sleep(time.Millisecond) // the shards deliver what they hold
+		fo.shardsDone.Wait() // the shards delivered what they held
 		hostB := false
 		for len(b.ch) > 0 {
 			f := <-b.ch

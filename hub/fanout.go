@@ -36,8 +36,9 @@ const (
 
 // fanout is the shards of one canvas's subscribers.
 type fanout struct {
-	shards []*fanShard
-	next   int // shard of the next subscriber
+	shards     []*fanShard
+	next       int            // shard of the next subscriber
+	shardsDone sync.WaitGroup // the shards' goroutines, which end after close
 }
 
 // Stats counts the frames the fan-out delivered, per subscriber: Direct
@@ -78,7 +79,11 @@ func newFanout(stats *fanStats) *fanout {
 	for i := range fo.shards {
 		sh := &fanShard{idx: map[*Subscription]int{}, queue: make(chan *frame, fanQueue), woken: make(chan struct{}, 1), stats: stats}
 		fo.shards[i] = sh
-		go sh.run()
+		fo.shardsDone.Add(1)
+		go func() {
+			defer fo.shardsDone.Done()
+			sh.run()
+		}()
 	}
 	return fo
 }
