@@ -82,24 +82,20 @@ func TestFollowHeartbeatGapAndStop(t *testing.T) {
 		}()
 		heartbeats := func() int { return strings.Count(conn.String(), HeartbeatComment) }
 
-		time.Sleep(beat - time.Second)
-		synctest.Wait()
+		advance(beat - time.Second)
 		if n := heartbeats(); n != 0 {
 			t.Fatalf("%d heartbeats before the interval", n)
 		}
-		time.Sleep(2 * time.Second) // t = beat+1s
-		synctest.Wait()
+		advance(2 * time.Second) // t = beat+1s
 		if n := heartbeats(); n != 1 {
 			t.Fatalf("%d heartbeats after one idle interval, want 1", n)
 		}
 		h.PublishEvent("c", "gesture", map[string]int{"x": 1}) // at beat+1s: the next heartbeat is due at 2·beat+1s
-		time.Sleep(beat - time.Second/2)                       // t = 2·beat+0.5s: past when it was due before the gesture
-		synctest.Wait()
+		advance(beat - time.Second/2)                          // t = 2·beat+0.5s: past when it was due before the gesture
 		if n := heartbeats(); n != 1 || !strings.Contains(conn.String(), "event: gesture\n") {
 			t.Fatalf("%d heartbeats (want 1: the gesture put the next off), gesture sent: %v", heartbeats(), strings.Contains(conn.String(), "event: gesture"))
 		}
-		time.Sleep(time.Second) // t = 2·beat+1.5s
-		synctest.Wait()
+		advance(time.Second) // t = 2·beat+1.5s
 		if n := heartbeats(); n != 2 {
 			t.Fatalf("%d heartbeats, want 2", n)
 		}
@@ -124,4 +120,11 @@ func TestFollowHeartbeatGapAndStop(t *testing.T) {
 			t.Fatalf("after Stop: connection closed %v, %d subscribers left", conn.closed, h.LocalSubscribers("c"))
 		}
 	})
+}
+
+// advance lets d pass on the bubble's fake clock, then waits until every
+// goroutine of the bubble is blocked again (has done what came due).
+func advance(d time.Duration) {
+	time.Sleep(d)
+	synctest.Wait()
 }

@@ -200,13 +200,11 @@ func TestRelayPresenceExpires(t *testing.T) {
 			t.Fatalf("A sees %d subscribers and host %q, want 1 and b1", n, h)
 		}
 		endB.cut.Store(true) // B is gone: its refreshes are lost
-		time.Sleep(presenceTTL - presenceEvery)
-		synctest.Wait()
+		advance(presenceTTL - presenceEvery)
 		if n := a.Subscribers("c1"); n != 1 {
 			t.Fatalf("A forgot B's subscriber before presenceTTL: %d", n)
 		}
-		time.Sleep(2 * presenceEvery)
-		synctest.Wait()
+		advance(2 * presenceEvery)
 		if n, h := a.Subscribers("c1"), a.Host("c1"); n != 0 || h != "" {
 			t.Fatalf("after presenceTTL A still sees %d subscribers and host %q", n, h)
 		}
