@@ -717,6 +717,7 @@ func TestAckResendsReachANewHostInSeqOrder(t *testing.T) {
 		c.AckTimeout, c.AckRetries = time.Second, 1 // h1 must leave within AckTimeout, also on a loaded machine
 	})
 	e.newCanvas("ord")
+	ev := e.watch("ord")
 	h1 := newAckingBrowser(t, e, "ord", "h1", []string{hub.CapScreenshot}, func(agent.ActionEnvelope) bool { return false })
 	waitUntil(t, 5*time.Second, "h1 elected", func() bool { return e.hub.Host("ord") == "h1" })
 	id := e.start(client.AgentRunRequest{RoomID: "ord", Message: "notes"})
@@ -724,7 +725,23 @@ func TestAckResendsReachANewHostInSeqOrder(t *testing.T) {
 	h1.cancel()
 	<-h1.done
 	waitUntil(t, 5*time.Second, "no host", func() bool { return e.hub.Host("ord") == "" })
-	time.Sleep(1500 * time.Millisecond) // the envelopes are due and wait for a host
+	// The envelopes are due and wait for a host: the session says so of all 6.
+	waiting := map[int64]bool{}
+	ev.until(t, func(x client.Event) bool {
+		var st struct {
+			Detail struct {
+				Wait *struct {
+					Seqs []int64 `json:"seqs"`
+				} `json:"ack_waiting_host"`
+			} `json:"detail"`
+		}
+		if x.Event == client.EventAgentStatus && json.Unmarshal(x.Data, &st) == nil && st.Detail.Wait != nil {
+			for _, s := range st.Detail.Wait.Seqs {
+				waiting[s] = true
+			}
+		}
+		return len(waiting) == 6
+	})
 	var last int64
 	applied := map[int64]bool{}
 	h2 := newAckingBrowser(t, e, "ord", "h2", []string{hub.CapScreenshot}, func(env agent.ActionEnvelope) bool {

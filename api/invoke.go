@@ -21,7 +21,7 @@ const maxInvokeBody = 16 << 20
 // stream (GET /sse/canvas/{canvas_id}, event "invoke") and reports how many
 // were subscribed (with a relay, on every process). It is a
 // host.BrokerBinder: a broker built on it receives the answers that reach
-// other processes (relay.go).
+// other processes (hub/relay.go).
 func CanvasInvokeDeliverer(h *hub.Hub) host.Deliverer { return canvasDeliverer{hub: h} }
 
 type canvasDeliverer struct{ hub *hub.Hub }

@@ -76,7 +76,7 @@ func (o *sseOut) flush() bool {
 		return true
 	}
 	// The deadline bounds this write only: the fan-out's direct writes
-	// (fanout.go) would fail once a deadline left behind had passed.
+	// (hub/fanout.go) would fail once a deadline left behind had passed.
 	_ = o.conn.SetWriteDeadline(time.Now().Add(sseWriteTimeout))
 	bufs := o.pending // WriteTo consumes its receiver
 	_, err := bufs.WriteTo(o.conn)
@@ -91,7 +91,7 @@ func (o *sseOut) flush() bool {
 }
 
 // rawConn returns the hijacked connection for non-blocking writes
-// (fanout.go), or nil where there is none or it is not a plain socket (TLS).
+// (hub/fanout.go), or nil where there is none or it is not a plain socket (TLS).
 func (o *sseOut) rawConn() syscall.RawConn {
 	sc, ok := o.conn.(syscall.Conn)
 	if !ok {

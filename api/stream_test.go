@@ -137,7 +137,7 @@ func TestSlowSubscriberCatchesUpNotBlocking(t *testing.T) {
 	if d := time.Since(start); d > 5*time.Second {
 		t.Fatalf("writers were slowed by a stalled subscriber: %v", d)
 	}
-	// Delivery is asynchronous (fanout.go): wait for the signal.
+	// Delivery is asynchronous (hub/fanout.go): wait for the signal.
 	select {
 	case <-stalled.Lagged():
 	case <-time.After(5 * time.Second):
