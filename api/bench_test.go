@@ -54,9 +54,10 @@ func BenchmarkCommandApplyHTTP(b *testing.B) {
 		body, _ := json.Marshal(map[string]any{"canvas_id": id})
 		req, _ := http.NewRequest("POST", e.srv.URL+"/api/canvases", bytes.NewReader(body))
 		req.Header.Set("Authorization", "Bearer "+testAdmin)
+		req.Header.Set("Content-Type", "application/json")
 		resp, err := c.Do(req)
 		if err != nil || resp.StatusCode != 201 {
-			b.Fatalf("create canvas: %v", err)
+			b.Fatalf("create canvas: %v %v", resp, err)
 		}
 		resp.Body.Close()
 	}
@@ -214,8 +215,9 @@ func canvasdFanTarget(b *testing.B, base, token, canvasID string) fanTarget {
 	body, _ := json.Marshal(map[string]any{"canvas_id": canvasID})
 	req, _ := http.NewRequest("POST", base+"/api/canvases", bytes.NewReader(body))
 	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Content-Type", "application/json")
 	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != 201 {
-		b.Fatalf("create canvas: %v", err)
+		b.Fatalf("create canvas: %v %v", resp, err)
 	} else {
 		resp.Body.Close()
 	}
