@@ -92,7 +92,8 @@ var layers = map[string][]string{
 	"render":                   {"canvas"},
 	"convert":                  {"canvas", "render"},
 	"web":                      {},
-	"api":                      {"agent", "canvas", "convert", "host", "reducer", "render", "store", "web"},
+	"hub":                      {"agent", "canvas", "host", "store"},
+	"api":                      {"agent", "canvas", "convert", "host", "hub", "reducer", "render", "store", "web"},
 	"cmd/canvasd":              nil, // everything
 }
 

@@ -22,6 +22,7 @@ import (
 	"github.com/canvasd/canvasd/api"
 	"github.com/canvasd/canvasd/canvas"
 	"github.com/canvasd/canvasd/client"
+	"github.com/canvasd/canvasd/hub"
 	"github.com/canvasd/canvasd/store"
 	"github.com/canvasd/canvasd/store/sqlitestore"
 )
@@ -60,12 +61,12 @@ func newInboxEnvWith(t *testing.T, fake *agent.FakeProvider, cfg agent.Config, l
 	}
 	reg := prometheus.NewRegistry()
 	m := api.NewMetrics(reg)
-	hub := api.NewHub(0, m.SubscriberDelta)
-	eng := store.NewEngine(st, store.EngineConfig{Publisher: hub, Observer: m, SnapshotEvery: 100})
+	events := hub.New(hub.Config{OnCount: m.SubscriberDelta})
+	eng := store.NewEngine(st, store.EngineConfig{Publisher: events, Observer: m, SnapshotEvery: 100})
 	if err := eng.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	srv, err := api.New(api.Config{Engine: eng, Store: st, Hub: hub, Metrics: m, AdminToken: inboxAdmin,
+	srv, err := api.New(api.Config{Engine: eng, Store: st, Hub: events, Metrics: m, AdminToken: inboxAdmin,
 		OpenAPISpec: canvasd.Spec, Heartbeat: time.Minute})
 	if err != nil {
 		t.Fatal(err)
@@ -84,7 +85,7 @@ func newInboxEnvWith(t *testing.T, fake *agent.FakeProvider, cfg agent.Config, l
 	if fake != nil {
 		prov.SetFake(fake)
 	}
-	e.runner, err = agent.NewRunner(agent.Deps{Config: cfg, Client: ac, ActorID: tok.ActorID, Events: hub, Store: e.sessions, Providers: prov, Logger: log})
+	e.runner, err = agent.NewRunner(agent.Deps{Config: cfg, Client: ac, ActorID: tok.ActorID, Events: events, Store: e.sessions, Providers: prov, Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,6 +96,7 @@ func newInboxEnvWith(t *testing.T, fake *agent.FakeProvider, cfg agent.Config, l
 		e.runner.Stop()
 		ts.CloseClientConnections()
 		ts.Close()
+		events.Stop()
 		eng.Stop()
 		st.Close()
 	})

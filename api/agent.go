@@ -13,6 +13,7 @@ import (
 	"github.com/canvasd/canvasd/agent"
 	"github.com/canvasd/canvasd/canvas"
 	"github.com/canvasd/canvasd/host"
+	"github.com/canvasd/canvasd/hub"
 )
 
 // *agent.Runner is the AgentService of an in-process runner.
@@ -32,19 +33,6 @@ type AgentService interface {
 	// Catalog returns the action catalog JSON with its JSON Schemas.
 	Catalog() []byte
 }
-
-// BrowserInput is implemented by agent services whose sessions run in this
-// process: they take the browsers' acks and views (POST
-// /api/canvas-agent/ack and /view). Both return canvas.ErrNotFound when the
-// session does not run here; the server then relays the input to the other
-// processes (relay.go), whose services try in turn.
-type BrowserInput interface {
-	Ack(sessionID string, a canvas.AgentAck) error
-	View(sessionID string, v canvas.AgentView) error
-}
-
-// *agent.Runner takes browser input.
-var _ BrowserInput = (*agent.Runner)(nil)
 
 // isAgentTopic reports whether POST /api/canvas-agent/events may publish event.
 func isAgentTopic(event string) bool {
@@ -205,7 +193,7 @@ func (s *Server) handleAgentAck(w http.ResponseWriter, r *http.Request) {
 		s.problem(w, r, err)
 		return
 	}
-	s.browserInput(w, r, a.SessionID, a.ClientID, inputAck, a)
+	s.browserInput(w, r, a.SessionID, a.ClientID, hub.InputAck, a)
 }
 
 // handleAgentView serves POST /api/canvas-agent/view (viewer on the
@@ -222,7 +210,7 @@ func (s *Server) handleAgentView(w http.ResponseWriter, r *http.Request) {
 		s.problem(w, r, err)
 		return
 	}
-	s.browserInput(w, r, v.SessionID, v.ClientID, inputView, v)
+	s.browserInput(w, r, v.SessionID, v.ClientID, hub.InputView, v)
 }
 
 // browserInput checks the caller's viewer role on the session's canvas and
@@ -235,7 +223,7 @@ func (s *Server) browserInput(w http.ResponseWriter, r *http.Request, sessionID,
 		err = fmt.Errorf("agent session %q: %w", sessionID, canvas.ErrNotFound)
 	}
 	if err == nil {
-		err = s.hub.speaksFor(sess.CanvasID, clientID, p.Actor.ID)
+		err = s.hub.SpeaksFor(sess.CanvasID, clientID, p.Actor.ID)
 	}
 	if err != nil {
 		s.problem(w, r, err)
@@ -243,7 +231,7 @@ func (s *Server) browserInput(w http.ResponseWriter, r *http.Request, sessionID,
 	}
 	if !canvas.AgentTerminal(sess.State) {
 		data, _ := json.Marshal(v)
-		s.hub.deliverInput(sessionID, kind, data, true)
+		s.hub.DeliverInput(sessionID, kind, data, true)
 	}
 	writeJSON(w, http.StatusAccepted, map[string]bool{"ok": true})
 }
@@ -256,7 +244,7 @@ func (s *Server) browserInput(w http.ResponseWriter, r *http.Request, sessionID,
 // (action canvas.InvokeAgentScreenshot, payload an agent.ScreenshotRequest)
 // with an agent.Screenshot as its result.
 type AgentScreenshotter struct {
-	Hub    *Hub
+	Hub    *hub.Hub
 	Broker *host.Broker
 }
 
@@ -266,14 +254,14 @@ func (a AgentScreenshotter) Screenshot(ctx context.Context, canvasID string, req
 	if err != nil {
 		return agent.Screenshot{}, err
 	}
-	_, hctx, cancel, err := a.Hub.whileHost(ctx, canvasID)
+	_, hctx, cancel, err := a.Hub.WhileHost(ctx, canvasID)
 	if err != nil {
 		return agent.Screenshot{}, err
 	}
 	defer cancel()
 	ans, err := a.Broker.Invoke(hctx, host.Target{CanvasID: canvasID}, canvas.InvokeAgentScreenshot, payload, timeout)
 	if err != nil {
-		if cause := context.Cause(hctx); errors.Is(cause, errHostLost) && ctx.Err() == nil {
+		if cause := context.Cause(hctx); errors.Is(cause, hub.ErrHostLost) && ctx.Err() == nil {
 			return agent.Screenshot{}, cause
 		}
 		return agent.Screenshot{}, err

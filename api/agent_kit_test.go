@@ -17,6 +17,7 @@ import (
 	"github.com/canvasd/canvasd/agent"
 	"github.com/canvasd/canvasd/canvas"
 	"github.com/canvasd/canvasd/client"
+	"github.com/canvasd/canvasd/hub"
 )
 
 // kitReply reads a reply of agent/testdata/tldraw-kit.
@@ -71,7 +72,7 @@ func kitRun(t *testing.T, canvasID, reply string) (*agentEnv, client.AgentSessio
 	model := newFakeOpenAI(t, scriptedReply{chunks: chunked(reply, 13)})
 	e := newAgentEnv(t, model, func(c *agent.Config) { c.Model = "openai:gpt-test"; c.MaxFollowups = 6; c.LowActionThreshold = 0 })
 	e.newCanvas(canvasID)
-	host := newAckingBrowser(t, e, canvasID, "host", []string{CapScreenshot, CapViewport}, func(agent.ActionEnvelope) bool { return true })
+	host := newAckingBrowser(t, e, canvasID, "host", []string{hub.CapScreenshot, hub.CapViewport}, func(agent.ActionEnvelope) bool { return true })
 	sess := e.run(client.AgentRunRequest{RoomID: canvasID, Message: "draw what the reply draws"})
 	if sess.State != client.AgentDone {
 		t.Fatalf("session %s: %+v", sess.State, sess)

@@ -12,6 +12,7 @@ import (
 	"github.com/canvasd/canvasd/canvas"
 	"github.com/canvasd/canvasd/client"
 	"github.com/canvasd/canvasd/host"
+	"github.com/canvasd/canvasd/hub"
 )
 
 // snapshotGate is the runner's HTTP transport: a read of the canvas waits
@@ -57,7 +58,7 @@ func TestAgentAsksForTheScreenshotBeforeReadingTheCanvas(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	st := e.human.Stream(ctx, "p", client.StreamOptions{ClientID: "b1", Capabilities: []string{CapScreenshot}})
+	st := e.human.Stream(ctx, "p", client.StreamOptions{ClientID: "b1", Capabilities: []string{hub.CapScreenshot}})
 	defer st.Close()
 	subscribed := make(chan struct{})
 	go func() {

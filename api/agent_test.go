@@ -29,6 +29,7 @@ import (
 	"github.com/canvasd/canvasd/canvas"
 	"github.com/canvasd/canvasd/client"
 	"github.com/canvasd/canvasd/host"
+	"github.com/canvasd/canvasd/hub"
 	"github.com/canvasd/canvasd/store"
 	"github.com/canvasd/canvasd/store/sqlitestore"
 )
@@ -220,7 +221,7 @@ type agentEnv struct {
 	humanActor string
 	agentActor string
 	commitLat  *latencies
-	hub        *Hub
+	hub        *hub.Hub
 	spec       *openAPISpec
 	reg        *prometheus.Registry
 }
@@ -277,8 +278,8 @@ func newAgentEnvFull(t testing.TB, model *fakeOpenAI, tune func(*agent.Config), 
 	}
 	reg := prometheus.NewRegistry()
 	m := NewMetrics(reg)
-	hub := NewHub(0, m.SubscriberDelta)
-	eng := store.NewEngine(st, store.EngineConfig{Publisher: hub, Observer: m, SnapshotEvery: 50})
+	hb := hub.New(hub.Config{OnCount: m.SubscriberDelta, Problem: ProblemOf})
+	eng := store.NewEngine(st, store.EngineConfig{Publisher: hb, Observer: m, SnapshotEvery: 50})
 	if err := eng.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -287,16 +288,18 @@ func newAgentEnvFull(t testing.TB, model *fakeOpenAI, tune func(*agent.Config), 
 	var handler http.Handler
 	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { handler.ServeHTTP(w, r) }))
 	serverFor := func(svc AgentService) *Server {
-		s, err := New(Config{Engine: eng, Store: st, Hub: hub, Metrics: m, Gatherer: reg, AdminToken: testAdmin,
-			OpenAPISpec: canvasd.Spec, Heartbeat: time.Minute, Agent: svc})
+		cfg := Config{Engine: eng, Store: st, Hub: hb, Metrics: m, Gatherer: reg, AdminToken: testAdmin,
+			OpenAPISpec: canvasd.Spec, Heartbeat: time.Minute, Agent: svc}
+		s, err := New(cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
+		wireHub(ctx, cfg)
 		handler = s.Handler()
 		return s
 	}
 	s := serverFor(nil)
-	e := &agentEnv{t: t, srv: ts, api: s, dbPath: dbPath, commitLat: &latencies{}, hub: hub}
+	e := &agentEnv{t: t, srv: ts, api: s, dbPath: dbPath, commitLat: &latencies{}, hub: hb}
 	spec := loadSpec(t)
 	checked := client.WithHTTPClient(&http.Client{Transport: specTransport{t: t, spec: spec}})
 	e.admin, _ = client.New(ts.URL, testAdmin, checked)
@@ -326,7 +329,7 @@ func newAgentEnvFull(t testing.TB, model *fakeOpenAI, tune func(*agent.Config), 
 	if tune != nil {
 		tune(&cfg)
 	}
-	var events agent.Events = hub
+	var events agent.Events = hb
 	if worker {
 		events = agent.HTTPEvents{Client: agentClient}
 	}
@@ -340,7 +343,7 @@ func newAgentEnvFull(t testing.TB, model *fakeOpenAI, tune func(*agent.Config), 
 	e.runner.Start(wctx)
 	var svc AgentService = e.runner
 	if queue {
-		svc = agent.NewQueue(cfg, e.sessions, hub)
+		svc = agent.NewQueue(cfg, e.sessions, hb)
 	}
 	if worker {
 		go func() { defer close(workerDone); e.runner.Work(wctx, agent.WorkerOptions{Poll: 20 * time.Millisecond}) }()
@@ -354,6 +357,7 @@ func newAgentEnvFull(t testing.TB, model *fakeOpenAI, tune func(*agent.Config), 
 		e.runner.Stop()
 		ts.CloseClientConnections()
 		ts.Close()
+		hb.Stop()
 		eng.Stop()
 		st.Close()
 	})
@@ -1201,7 +1205,7 @@ func TestAgentScreenshotReachesVisionModel(t *testing.T) {
 
 	// A browser on the canvas stream, elected host, answers screenshot invokes.
 	ctx, cancel := context.WithCancel(context.Background())
-	st := e.human.Stream(ctx, "v", client.StreamOptions{ClientID: "b1", Capabilities: []string{CapScreenshot}})
+	st := e.human.Stream(ctx, "v", client.StreamOptions{ClientID: "b1", Capabilities: []string{hub.CapScreenshot}})
 	answered := make(chan agent.ScreenshotRequest, 4)
 	subscribed := make(chan struct{}) // caught_up: the hub counts this stream
 	go func() {

@@ -259,21 +259,14 @@ func authorize(r *http.Request, canvasID string, need canvas.Role) error {
 	p := principalFrom(r.Context())
 	if canvasID == "" {
 		if !p.Role.Allows(need) || p.Scoped() {
-			return fmt.Errorf("%w: this needs the %s role on every canvas (a token without canvases); your token has %s", canvas.ErrForbidden, need, describeScope(p))
+			return fmt.Errorf("%w: this needs the %s role on every canvas (a token without canvases); your token has %s", canvas.ErrForbidden, need, p.DescribeScope())
 		}
 		return nil
 	}
 	if !p.CanAccess(canvasID, need) {
-		return fmt.Errorf("%w: this needs the %s role on canvas %q; your token has %s", canvas.ErrForbidden, need, canvasID, describeScope(p))
+		return fmt.Errorf("%w: this needs the %s role on canvas %q; your token has %s", canvas.ErrForbidden, need, canvasID, p.DescribeScope())
 	}
 	return nil
-}
-
-func describeScope(p canvas.Principal) string {
-	if !p.Scoped() {
-		return string(p.Role) + " on every canvas"
-	}
-	return fmt.Sprintf("%s on %d canvas(es)", p.Role, len(p.Canvases))
 }
 
 // newActorID mints an actor id for a token created without one.

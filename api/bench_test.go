@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/canvasd/canvasd/hub"
 	"github.com/canvasd/canvasd/store"
 )
 
@@ -53,9 +54,10 @@ func BenchmarkCommandApplyHTTP(b *testing.B) {
 		body, _ := json.Marshal(map[string]any{"canvas_id": id})
 		req, _ := http.NewRequest("POST", e.srv.URL+"/api/canvases", bytes.NewReader(body))
 		req.Header.Set("Authorization", "Bearer "+testAdmin)
+		req.Header.Set("Content-Type", "application/json")
 		resp, err := c.Do(req)
 		if err != nil || resp.StatusCode != 201 {
-			b.Fatalf("create canvas: %v", err)
+			b.Fatalf("create canvas: %v %v", resp, err)
 		}
 		resp.Body.Close()
 	}
@@ -213,8 +215,9 @@ func canvasdFanTarget(b *testing.B, base, token, canvasID string) fanTarget {
 	body, _ := json.Marshal(map[string]any{"canvas_id": canvasID})
 	req, _ := http.NewRequest("POST", base+"/api/canvases", bytes.NewReader(body))
 	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Content-Type", "application/json")
 	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != 201 {
-		b.Fatalf("create canvas: %v", err)
+		b.Fatalf("create canvas: %v %v", resp, err)
 	} else {
 		resp.Body.Close()
 	}
@@ -248,7 +251,7 @@ func commitFrameSize(b *testing.B, base, token string, t fanTarget) int {
 	if err := json.NewDecoder(resp.Body).Decode(&ev); err != nil || len(ev.Commits) == 0 {
 		b.Fatalf("read the first commit of %s: %v", t.canvasID, err)
 	}
-	return len(commitFrame(ev.Commits[0]))
+	return len(hub.CommitFrame(ev.Commits[0]))
 }
 
 // measureDelivery opens subscribers streams on t, publishes commits
@@ -390,7 +393,7 @@ func startChild(b *testing.B, bin string, args ...string) (base string, pid int,
 	stop = func() { once.Do(func() { _ = cmd.Process.Kill(); _, _ = cmd.Process.Wait() }) }
 	b.Cleanup(stop)
 	base = "http://" + addr
-	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+	for pl := newPoller(20*time.Second, 50*time.Millisecond); !pl.expired(); pl.wait() {
 		if resp, err := http.Get(base + "/readyz"); err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == 200 {

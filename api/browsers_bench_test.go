@@ -13,6 +13,7 @@ import (
 	"github.com/canvasd/canvasd/canvas"
 	"github.com/canvasd/canvasd/client"
 	"github.com/canvasd/canvasd/host"
+	"github.com/canvasd/canvasd/hub"
 )
 
 // BenchmarkAgentBrowserSLOs measures the agent's SLOs over real HTTP and SSE:
@@ -61,7 +62,7 @@ func BenchmarkAgentBrowserSLOs(b *testing.B) {
 	}
 	r.Start(context.Background())
 	defer r.Stop()
-	e.hub.setBrowserInput(r) // the browsers' acks reach this runner
+	e.hub.Wire(hub.Wiring{Input: r}) // the browsers' acks reach this runner
 
 	var ttfa, plainTTFA, shot, jitter []float64
 	b.ResetTimer()
@@ -128,7 +129,7 @@ func BenchmarkAgentBrowserSLOs(b *testing.B) {
 // capability, answers screenshot invokes with a small PNG and acks complete
 // envelopes with the time it got them.
 func runBenchHost(ctx context.Context, e *agentEnv, broker *host.Broker, canvasID string, ready chan struct{}) {
-	st := e.human.Stream(ctx, canvasID, client.StreamOptions{ClientID: "bench-host", Capabilities: []string{CapScreenshot}})
+	st := e.human.Stream(ctx, canvasID, client.StreamOptions{ClientID: "bench-host", Capabilities: []string{hub.CapScreenshot}})
 	defer st.Close()
 	for {
 		ev, err := st.Recv()

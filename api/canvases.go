@@ -113,7 +113,7 @@ func (s *Server) handleDeleteCanvas(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.engine.Forget(id)
-	s.hub.canvasDeleted(id)
+	s.hub.CanvasDeleted(id)
 	w.WriteHeader(http.StatusNoContent)
 }
 

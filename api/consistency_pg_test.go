@@ -13,6 +13,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/canvasd/canvasd/hub"
 	"github.com/canvasd/canvasd/store/pgstore"
 	"github.com/canvasd/canvasd/store/pgstore/faultproxy"
 )
@@ -38,7 +39,7 @@ func TestReadsLinearizableAcrossServers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := newTestEnvOn(t, deafListener{bst}, func(c *Config) { c.Broadcaster = bst })
+	b := newTestEnvHub(t, deafListener{bst}, hub.Config{Broadcaster: bst})
 	id := a.canvas("c_lin")
 	b.snapshot(id) // B holds the canvas at rev 0
 	for i := range 3 {
@@ -102,7 +103,7 @@ func TestServerCutOffFromTheDatabase(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := newTestEnvOn(t, bst, func(c *Config) { c.Broadcaster = bst })
+	b := newTestEnvHub(t, bst, hub.Config{Broadcaster: bst})
 	id := a.canvas("c_cut")
 	b.snapshot(id)
 	proxy.Cut()

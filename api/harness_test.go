@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"io"
 	"log/slog"
@@ -22,6 +24,7 @@ import (
 	canvasd "github.com/canvasd/canvasd"
 	"github.com/canvasd/canvasd/canvas"
 	"github.com/canvasd/canvasd/host"
+	"github.com/canvasd/canvasd/hub"
 	"github.com/canvasd/canvasd/store"
 	_ "github.com/canvasd/canvasd/store/pgstore"     // store.Open's postgres:// URLs
 	_ "github.com/canvasd/canvasd/store/sqlitestore" // store.Open's sqlite: URLs
@@ -50,11 +53,17 @@ type envOption func(*Config)
 // newTestEnv is a real server over a fresh SQLite file.
 func newTestEnv(t testing.TB, opts ...envOption) *testEnv {
 	t.Helper()
+	return newTestEnvOn(t, openSQLite(t), opts...)
+}
+
+// openSQLite opens an embedded store in a temporary directory.
+func openSQLite(t testing.TB) store.Store {
+	t.Helper()
 	st, err := store.Open(context.Background(), "sqlite:"+filepath.Join(t.TempDir(), "canvasd.db"), store.OpenOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return newTestEnvOn(t, st, opts...)
+	return st
 }
 
 // newPGTestEnv is a real server over PostgreSQL schema (see pgTestSchema),
@@ -66,7 +75,7 @@ func newPGTestEnv(t testing.TB, url, schema string, opts ...envOption) *testEnv 
 	if err != nil {
 		t.Fatalf("store.Open: %v", err)
 	}
-	return newTestEnvOn(t, st, append([]envOption{func(c *Config) { c.Broadcaster = st.Capabilities().Broadcaster }}, opts...)...)
+	return newTestEnvHub(t, st, hub.Config{Broadcaster: st.Capabilities().Broadcaster}, opts...)
 }
 
 // pgTestSchema returns CANVASD_TEST_DATABASE_URL (skipping only when it is
@@ -99,19 +108,27 @@ func pgTestSchema(t testing.TB) (url, schema string) {
 // server logs are printed when the test fails.
 func newTestEnvOn(t testing.TB, st store.Store, opts ...envOption) *testEnv {
 	t.Helper()
+	return newTestEnvHub(t, st, hub.Config{}, opts...)
+}
+
+// newTestEnvHub is newTestEnvOn with a hub built from hc (its relay
+// through hc.Broadcaster, if set).
+func newTestEnvHub(t testing.TB, st store.Store, hc hub.Config, opts ...envOption) *testEnv {
+	t.Helper()
 	ctx := context.Background()
 	logs := &logBuffer{}
 	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	reg := prometheus.NewRegistry()
 	m := NewMetrics(reg)
-	hub := NewHub(0, m.SubscriberDelta)
-	m.WatchHub(hub)
-	eng := store.NewEngine(st, store.EngineConfig{Logger: log, Publisher: hub, Observer: m, SnapshotEvery: 1000,
-		InUse: func(canvasID string) bool { return hub.Subscribers(canvasID) > 0 }})
+	hc.OnCount, hc.Logger, hc.Problem = m.SubscriberDelta, log, ProblemOf
+	hb := hub.New(hc)
+	m.WatchHub(hb)
+	eng := store.NewEngine(st, store.EngineConfig{Logger: log, Publisher: hb, Observer: m, SnapshotEvery: 1000,
+		InUse: func(canvasID string) bool { return hb.Subscribers(canvasID) > 0 }})
 	if err := eng.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	cfg := Config{Logger: log, Engine: eng, Store: st, Hub: hub, Metrics: m, Gatherer: reg, AdminToken: testAdmin,
+	cfg := Config{Logger: log, Engine: eng, Store: st, Hub: hb, Metrics: m, Gatherer: reg, AdminToken: testAdmin,
 		OpenAPISpec: canvasd.Spec, Heartbeat: time.Minute}
 	for _, o := range opts {
 		o(&cfg)
@@ -123,11 +140,12 @@ func newTestEnvOn(t testing.TB, st store.Store, opts ...envOption) *testEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
+	wireHub(ctx, cfg)
 	ts := httptest.NewServer(s.Handler())
 	t.Cleanup(func() {
 		ts.CloseClientConnections()
 		ts.Close()
-		hub.StopRelay()
+		cfg.Hub.Stop()
 		eng.Stop()
 		st.Close()
 		if t.Failed() {
@@ -385,3 +403,43 @@ func (m sseMsg) json(t testing.TB) map[string]any {
 	}
 	return v
 }
+
+// wireHub wires cfg.Hub to the engine, the agent service and the canvas
+// host, and starts it, as cmd/canvasd does.
+func wireHub(ctx context.Context, cfg Config) {
+	w := hub.Wiring{OnDeleted: cfg.Engine.Forget}
+	w.Input, _ = cfg.Agent.(hub.BrowserInput)
+	w.Messages, _ = cfg.Agent.(hub.AgentMessages)
+	if cfg.Host.Host != nil {
+		w.Host = cfg.Host.Host.Hub()
+	}
+	cfg.Hub.Wire(w)
+	cfg.Engine.OnGone(func(id string) { cfg.Hub.EndLocal(id, hub.CanvasDeletedReason) })
+	cfg.Hub.Start(ctx)
+}
+
+// randomHex returns n random bytes in hex (schema and client names).
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// poller paces a loop that polls a condition (instead of sleeping): wait
+// returns at the next tick, expired reports whether the time allowed has
+// passed.
+//
+//	for pl := newPoller(10*time.Second, 50*time.Millisecond); !cond(); pl.wait() {
+//		if pl.expired() { t.Fatalf(...) }
+//	}
+type poller struct {
+	deadline time.Time
+	tick     *time.Ticker
+}
+
+func newPoller(within, every time.Duration) *poller {
+	return &poller{deadline: time.Now().Add(within), tick: time.NewTicker(every)}
+}
+
+func (p *poller) wait()         { <-p.tick.C }
+func (p *poller) expired() bool { return time.Now().After(p.deadline) }

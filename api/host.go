@@ -13,6 +13,7 @@ import (
 
 	"github.com/canvasd/canvasd/canvas"
 	"github.com/canvasd/canvasd/host"
+	"github.com/canvasd/canvasd/hub"
 )
 
 // HostOptions wires the canvas host (host pages, A2UI, image messages and
@@ -49,7 +50,7 @@ func newHostAPI(s *Server, o HostOptions) *hostAPI {
 	}
 	h := &hostAPI{s: s, host: o.Host, broker: b}
 	if o.Inbox != nil {
-		h.inbox = forwardingInbox{next: o.Inbox, hub: s.hub}
+		h.inbox = s.hub.Inbox(o.Inbox)
 	}
 	return h
 }
@@ -379,7 +380,7 @@ func (h *hostAPI) handleStream(w http.ResponseWriter, r *http.Request) {
 	defer out.close()
 	out.write([]byte("retry: 1000\n\n"))
 	for _, ev := range snapshot {
-		out.write(sseFrame(ev.Name, "", ev.Data))
+		out.write(hub.EncodeFrame(ev.Name, "", ev.Data))
 	}
 	if !out.flush() {
 		return
@@ -390,16 +391,16 @@ func (h *hostAPI) handleStream(w http.ResponseWriter, r *http.Request) {
 		select {
 		case <-r.Context().Done():
 			return
-		case <-h.s.closing:
+		case <-h.s.hub.Stopping():
 			return
 		case <-out.done():
 			return
 		case reason := <-ended:
-			out.write(sseEvent("reset", "", map[string]string{"reason": reason}))
+			out.write(hub.EncodeEvent("reset", "", map[string]string{"reason": reason}))
 			out.flush()
 			return
 		case <-hb.C:
-			out.write([]byte(heartbeatComment))
+			out.write([]byte(hub.HeartbeatComment))
 			if !out.flush() {
 				return
 			}
@@ -410,18 +411,18 @@ func (h *hostAPI) handleStream(w http.ResponseWriter, r *http.Request) {
 				if errors.Is(sub.Err(), host.ErrOverflow) {
 					reason = "this subscriber fell too far behind; reconnect to receive the current surfaces"
 				}
-				out.write(sseEvent("reset", "", map[string]string{"reason": reason}))
+				out.write(hub.EncodeEvent("reset", "", map[string]string{"reason": reason}))
 				return
 			}
 			for ok {
 				for _, ev := range evs {
 					send, err := sub.Admit(ev)
 					if err != nil {
-						out.write(sseEvent("reset", "", map[string]string{"reason": "this stream missed surface updates made through another server; reconnect to receive the current surfaces"}))
+						out.write(hub.EncodeEvent("reset", "", map[string]string{"reason": "this stream missed surface updates made through another server; reconnect to receive the current surfaces"}))
 						return
 					}
 					if send {
-						out.write(sseFrame(ev.Name, "", ev.Data))
+						out.write(hub.EncodeFrame(ev.Name, "", ev.Data))
 					}
 				}
 				select {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/canvasd/canvasd/canvas"
 	"github.com/canvasd/canvasd/host"
+	"github.com/canvasd/canvasd/hub"
 )
 
 // maxInvokeBody bounds invoke requests and answers (an answer may carry a
@@ -20,10 +21,10 @@ const maxInvokeBody = 16 << 20
 // stream (GET /sse/canvas/{canvas_id}, event "invoke") and reports how many
 // were subscribed (with a relay, on every process). It is a
 // host.BrokerBinder: a broker built on it receives the answers that reach
-// other processes (relay.go).
-func CanvasInvokeDeliverer(hub *Hub) host.Deliverer { return canvasDeliverer{hub: hub} }
+// other processes (hub/relay.go).
+func CanvasInvokeDeliverer(h *hub.Hub) host.Deliverer { return canvasDeliverer{hub: h} }
 
-type canvasDeliverer struct{ hub *Hub }
+type canvasDeliverer struct{ hub *hub.Hub }
 
 // DeliverInvoke publishes the invoke event on the canvas's streams; an
 // agent screenshot goes to the canvas's elected host only (an error wrapping
@@ -31,7 +32,7 @@ type canvasDeliverer struct{ hub *Hub }
 func (d canvasDeliverer) DeliverInvoke(t host.Target, req host.InvokeRequest) (int, error) {
 	if req.Action == canvas.InvokeAgentScreenshot {
 		if d.hub.PublishToHost(t.CanvasID, host.EventInvoke, req) == "" {
-			return 0, noHost(t.CanvasID)
+			return 0, hub.NoHost(t.CanvasID)
 		}
 		return 1, nil
 	}
@@ -41,7 +42,7 @@ func (d canvasDeliverer) DeliverInvoke(t host.Target, req host.InvokeRequest) (i
 }
 
 // BindBroker lets the hub's relay hand b the answers other processes receive.
-func (d canvasDeliverer) BindBroker(b *host.Broker) { d.hub.bindBroker(b) }
+func (d canvasDeliverer) BindBroker(b *host.Broker) { d.hub.BindBroker(b) }
 
 // invokeRequest is the body of POST /api/invoke.
 type invokeRequest struct {
@@ -98,7 +99,7 @@ func (h *hostAPI) handleInvoke(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	if req.Action == canvas.InvokeAgentScreenshot && t.CanvasID != "" {
 		// Fails at once without a host, and when the host leaves while it waits.
-		_, hctx, cancel, err := h.s.hub.whileHost(ctx, t.CanvasID)
+		_, hctx, cancel, err := h.s.hub.WhileHost(ctx, t.CanvasID)
 		if err != nil {
 			h.s.problem(w, r, err)
 			return
@@ -107,7 +108,7 @@ func (h *hostAPI) handleInvoke(w http.ResponseWriter, r *http.Request) {
 		ctx = hctx
 	}
 	a, err := h.broker.Invoke(ctx, t, req.Action, req.Payload, time.Duration(req.TimeoutMS)*time.Millisecond)
-	if cause := context.Cause(ctx); err != nil && errors.Is(cause, errHostLost) && r.Context().Err() == nil {
+	if cause := context.Cause(ctx); err != nil && errors.Is(cause, hub.ErrHostLost) && r.Context().Err() == nil {
 		err = cause
 	}
 	if err != nil {
@@ -155,8 +156,8 @@ func (h *hostAPI) handleAnswer(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	accepted, err := h.broker.Answer(id, a)
-	if rl := h.s.hub.relay.Load(); rl != nil && errors.Is(err, canvas.ErrNotFound) {
-		accepted, err = rl.forwardAnswer(r.Context(), id, a, principalFrom(r.Context()), onlyHost)
+	if h.s.hub.Relays() && errors.Is(err, canvas.ErrNotFound) {
+		accepted, err = h.s.hub.ForwardAnswer(r.Context(), id, a, principalFrom(r.Context()), onlyHost)
 	}
 	if err != nil {
 		h.s.problem(w, r, err)

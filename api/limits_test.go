@@ -66,16 +66,6 @@ func checkTooMany(t testing.TB, what string, status int, hdr http.Header, body [
 	}
 }
 
-// kickAll makes the hub drop every subscriber of canvasID, as it does with
-// one that fell behind.
-func (e *testEnv) kickAll(canvasID string) {
-	e.api.hub.mu.RLock()
-	defer e.api.hub.mu.RUnlock()
-	for s := range e.api.hub.subs[canvasID] {
-		s.kick()
-	}
-}
-
 // TestStreamCapPerToken: a token holds at most MaxStreamsPerToken canvas and
 // host streams at once; above it a stream is a 429 problem that subscribes
 // nothing, other tokens are unaffected, and a slot frees up however a stream
@@ -135,7 +125,7 @@ func TestStreamCapPerToken(t *testing.T) {
 	s2 = e.stream(path, tok, nil)
 	s2.next() // caught_up
 	behind := counterValue(t, e.reg, "canvas_sse_streams_behind_total", "", "")
-	e.kickAll(c)
+	e.api.hub.Kick(c)
 	waitUntil(t, 20*time.Second, "the kicked streams' slots are free", func() bool { return e.api.streams.count(actor) == 0 })
 	if n := counterValue(t, e.reg, "canvas_sse_streams_behind_total", "", ""); n <= behind {
 		t.Errorf("canvas_sse_streams_behind_total went from %v to %v when a stream was kicked", behind, n)
@@ -144,7 +134,7 @@ func TestStreamCapPerToken(t *testing.T) {
 	// The server closes every stream: every slot frees up.
 	e.stream(path, tok, nil)
 	e.stream("/sse/host/"+c, tok, nil)
-	e.api.CloseStreams()
+	e.api.hub.Stop()
 	waitUntil(t, 20*time.Second, "the slots of the streams the server closed are free", func() bool { return e.api.streams.count(actor) == 0 })
 }
 

@@ -407,7 +407,7 @@ func mcpAuthorize(ctx context.Context, canvasID string, need canvas.Role) error 
 	}
 	p := principalFrom(ctx)
 	if !p.CanAccess(canvasID, need) {
-		return mcpError(fmt.Errorf("%w: this needs the %s role on canvas %q; your token has %s", canvas.ErrForbidden, need, canvasID, describeScope(p)))
+		return mcpError(fmt.Errorf("%w: this needs the %s role on canvas %q; your token has %s", canvas.ErrForbidden, need, canvasID, p.DescribeScope()))
 	}
 	return nil
 }

@@ -36,7 +36,7 @@ func (h *hostAPI) handleMessage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if p := principalFrom(r.Context()); !p.Role.Allows(canvas.RoleEditor) {
-		h.s.problem(w, r, fmt.Errorf("%w: sending a message needs the editor role; your token has %s", canvas.ErrForbidden, describeScope(p)))
+		h.s.problem(w, r, fmt.Errorf("%w: sending a message needs the editor role; your token has %s", canvas.ErrForbidden, p.DescribeScope()))
 		return
 	}
 	if !validSessionID(id) {

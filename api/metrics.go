@@ -1,11 +1,11 @@
 package api
 
 import (
-	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/canvasd/canvasd/hub"
 	"github.com/canvasd/canvasd/reducer"
 )
 
@@ -59,16 +59,16 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 
 // WatchHub exports h's fan-out counters: canvas_sse_frames_total by path
 // (direct, queued) and canvas_sse_streams_behind_total.
-func (m *Metrics) WatchHub(h *Hub) {
-	for path, n := range map[string]*atomic.Int64{"direct": &h.fanStats.direct, "queued": &h.fanStats.queued} {
+func (m *Metrics) WatchHub(h *hub.Hub) {
+	for path, n := range map[string]func() int64{"direct": func() int64 { return h.Stats().Direct }, "queued": func() int64 { return h.Stats().Queued }} {
 		m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "canvas_sse_frames_total",
 			Help:        "Stream frames delivered, per subscriber, by path: direct (written to the socket by the fan-out) or queued (by the stream's goroutine).",
 			ConstLabels: prometheus.Labels{"path": path}},
-			func() float64 { return float64(n.Load()) }))
+			func() float64 { return float64(n()) }))
 	}
 	m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "canvas_sse_streams_behind_total",
 		Help: "Streams ended with a reset event because their subscriber fell too far behind."},
-		func() float64 { return float64(h.fanStats.behind.Load()) }))
+		func() float64 { return float64(h.Stats().Behind) }))
 }
 
 // CommandDone records one command's outcome and latency (store.Observer).

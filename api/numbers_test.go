@@ -64,16 +64,16 @@ func TestNumbersComeBackExactly(t *testing.T) {
 			cmds[i] = fmt.Sprintf(`{"type":"create_node","base_rev":%d,"args":{"name":"filler %d"}}`, 2+i, i)
 		}
 		e.must(200, "POST", "/canvas_commands/"+id+"/commands", testAdmin, `{"base_rev":2,"commands":[`+strings.Join(cmds, ",")+`]}`)
-		deadline := time.Now().Add(30 * time.Second)
+		pl := newPoller(30*time.Second, 20*time.Millisecond)
 		for {
 			snap, err := e.st.LoadStateSnapshot(context.Background(), id, 1<<62)
 			if err == nil && snap.Rev >= 1000 {
 				break
 			}
-			if time.Now().After(deadline) {
+			if pl.expired() {
 				t.Fatalf("no state snapshot stored after 1002 commits: %v", err)
 			}
-			time.Sleep(20 * time.Millisecond)
+			pl.wait()
 		}
 		e2 := reopen()
 		has(t, "snapshot after restart", e2.do("GET", "/canvas_commands/snapshot/"+id, testAdmin, nil).Body, second)

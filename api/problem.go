@@ -7,10 +7,12 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"path"
 	"time"
 
 	"github.com/canvasd/canvasd/agent"
 	"github.com/canvasd/canvasd/canvas"
+	"github.com/canvasd/canvasd/hub"
 	"github.com/canvasd/canvasd/store"
 )
 
@@ -63,6 +65,14 @@ func outcomeStatus(o store.Outcome) int {
 // problemFor maps an error to its problem document, with any members the
 // error offers through ProblemExtras. It is the one place where errors become
 // HTTP statuses.
+// ProblemOf returns how the API answers err: the HTTP status, the
+// problem type's last path segment and the detail (hub.Config.Problem: a
+// refusal relayed from another process is answered the same way).
+func ProblemOf(err error) (status int, slug, detail string) {
+	p := problemFor(err)
+	return p.Status, path.Base(p.Type), p.Detail
+}
+
 func problemFor(err error) Problem {
 	p := baseProblem(err)
 	var ex ProblemExtras
@@ -112,9 +122,9 @@ func baseProblem(err error) Problem {
 		return newProblem(http.StatusConflict, "conflict", "Conflict", err.Error(), nil)
 	case errors.Is(err, canvas.ErrTooLarge):
 		return newProblem(http.StatusRequestEntityTooLarge, "too-large", "Too large", err.Error(), nil)
-	case errors.Is(err, errNoHost):
+	case errors.Is(err, hub.ErrNoHost):
 		return newProblem(http.StatusServiceUnavailable, agent.NoHostProblem, "No host browser", err.Error(), nil)
-	case errors.Is(err, errHostLost):
+	case errors.Is(err, hub.ErrHostLost):
 		return newProblem(http.StatusServiceUnavailable, "host-left", "The host browser left", err.Error()+"; retry: another browser is elected", nil)
 	case errors.Is(err, canvas.ErrOutcomeUnknown):
 		return newProblem(http.StatusServiceUnavailable, "outcome-unknown", "Outcome unknown",

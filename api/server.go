@@ -1,5 +1,5 @@
 // Package api serves canvasd's HTTP contract (openapi.yaml, docs/api.md): the route
-// table, handlers, the SSE hub, authentication, RFC 9457 problem documents
+// table, handlers, the SSE responses (the streams' pub/sub is package hub), authentication, RFC 9457 problem documents
 // and Prometheus metrics. Handlers parse, authorize, delegate once, respond.
 package api
 
@@ -13,15 +13,18 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/canvasd/canvasd/hub"
 	"github.com/canvasd/canvasd/store"
 )
 
-// Config wires a Server. Engine, Store, Hub and Metrics are required.
+// Config wires a Server. Engine, Store, Hub and Metrics are required. The
+// caller wires the Hub to the engine and the agent service and runs it
+// (hub.Hub.Start, Stop: its Stop ends the streams the Server serves).
 type Config struct {
 	Logger          *slog.Logger
 	Engine          *store.Engine
 	Store           store.Store
-	Hub             *Hub
+	Hub             *hub.Hub
 	Metrics         *Metrics
 	Gatherer        prometheus.Gatherer // serves /metrics; nil: no metrics endpoint
 	AdminToken      string              // accepted as an admin token in addition to stored tokens
@@ -32,12 +35,6 @@ type Config struct {
 	OpenAPISpec     []byte              // served at /openapi.yaml
 	Host            HostOptions         // canvas host, image messages and invoke (host.go); zero: not served
 	Agent           AgentService        // the agent runner or queue (agent.go); nil: catalog and event relay only
-	// Broadcaster carries ephemeral events (gesture, agent:*, invoke), the
-	// canvas host's session events and invoke answers to the other processes
-	// sharing the store (relay.go);
-	// nil (SQLite, one process): they stay in this process. New starts the
-	// Hub's relay over it; Hub.StopRelay stops it.
-	Broadcaster store.Broadcaster
 	// MaxStreamsPerToken caps the streams (/sse/canvas/..., /sse/host/...)
 	// one token, by its actor id, holds open at once in this process; more
 	// are refused with 429. 0: no cap.
@@ -55,7 +52,7 @@ type Server struct {
 	log     *slog.Logger
 	engine  *store.Engine
 	st      store.Store
-	hub     *Hub
+	hub     *hub.Hub
 	auth    *authenticator
 	streams *streamSlots // open streams per token
 	router  chi.Router
@@ -66,9 +63,6 @@ type Server struct {
 
 	gestureMu   sync.Mutex
 	lastGesture map[string]time.Time
-
-	closing   chan struct{} // closed by CloseStreams
-	closeOnce sync.Once
 }
 
 // New builds the server and its route table.
@@ -93,25 +87,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, log: cfg.Logger, engine: cfg.Engine, st: cfg.Store, hub: cfg.Hub,
 		auth: newAuthenticator(cfg.Store, cfg.AdminToken, cfg.MaxAuthFailures), streams: newStreamSlots(cfg.MaxStreamsPerToken),
-		lastGesture: map[string]time.Time{}, closing: make(chan struct{})}
-	if bi, ok := cfg.Agent.(BrowserInput); ok {
-		cfg.Hub.setBrowserInput(bi)
-	}
-	if am, ok := cfg.Agent.(AgentMessages); ok {
-		cfg.Hub.setAgentMessages(am)
-	}
-	cfg.Hub.setOnDeleted(cfg.Engine.Forget) // a canvas another process deleted
-	// One the engine found deleted itself (the notice above was missed):
-	// its streams here end as they would have.
-	cfg.Engine.OnGone(func(id string) { cfg.Hub.endLocal(id, canvasDeletedReason) })
-	if cfg.Broadcaster != nil {
-		if err := cfg.Hub.enableRelay(cfg.Broadcaster, cfg.Logger); err != nil {
-			return nil, err
-		}
-		if cfg.Host.Host != nil {
-			cfg.Hub.relayHost(cfg.Host.Host.Hub())
-		}
-	}
+		lastGesture: map[string]time.Time{}}
 	s.router = s.routes()
 	words, err := shadowingIDs(s.router, "canvas_id")
 	if err != nil {
@@ -120,11 +96,6 @@ func New(cfg Config) (*Server, error) {
 	s.routeWords = words
 	return s, nil
 }
-
-// CloseStreams ends every open canvas stream. Streams own their (hijacked)
-// connections, so http.Server.Shutdown does not wait for them: register this
-// with RegisterOnShutdown.
-func (s *Server) CloseStreams() { s.closeOnce.Do(func() { close(s.closing) }) }
 
 // Handler returns the HTTP handler.
 func (s *Server) Handler() http.Handler { return s.router }

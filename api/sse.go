@@ -1,64 +1,11 @@
 package api
 
 import (
-	"bytes"
-	"encoding/json"
 	"net"
 	"net/http"
-	"strings"
 	"syscall"
 	"time"
 )
-
-// sseFrame renders one SSE event. event and id are our own tokens; data is
-// split on line breaks so user content can never inject a field or event.
-func sseFrame(event, id string, data []byte) []byte {
-	var b bytes.Buffer
-	b.Grow(len(data) + len(event) + len(id) + 32)
-	if id != "" {
-		b.WriteString("id: ")
-		b.WriteString(stripBreaks(id))
-		b.WriteByte('\n')
-	}
-	if event != "" {
-		b.WriteString("event: ")
-		b.WriteString(stripBreaks(event))
-		b.WriteByte('\n')
-	}
-	for {
-		i := bytes.IndexAny(data, "\r\n\x00")
-		if i < 0 {
-			break
-		}
-		b.WriteString("data: ")
-		b.Write(data[:i])
-		b.WriteByte('\n')
-		if data[i] == '\r' && i+1 < len(data) && data[i+1] == '\n' {
-			i++
-		}
-		data = data[i+1:]
-	}
-	b.WriteString("data: ")
-	b.Write(data)
-	b.WriteString("\n\n")
-	return b.Bytes()
-}
-
-func stripBreaks(s string) string {
-	if !strings.ContainsAny(s, "\r\n\x00") {
-		return s
-	}
-	return strings.NewReplacer("\r", "", "\n", "", "\x00", "").Replace(s)
-}
-
-// sseEvent renders an event whose data is v encoded as JSON.
-func sseEvent(event, id string, v any) []byte {
-	data, err := json.Marshal(v)
-	if err != nil {
-		data = []byte(`{}`)
-	}
-	return sseFrame(event, id, data)
-}
 
 // sseOut writes one SSE response. Where the connection can be hijacked
 // (HTTP/1.x) it takes the connection over and writes to it directly, so an
@@ -129,7 +76,7 @@ func (o *sseOut) flush() bool {
 		return true
 	}
 	// The deadline bounds this write only: the fan-out's direct writes
-	// (fanout.go) would fail once a deadline left behind had passed.
+	// (hub/fanout.go) would fail once a deadline left behind had passed.
 	_ = o.conn.SetWriteDeadline(time.Now().Add(sseWriteTimeout))
 	bufs := o.pending // WriteTo consumes its receiver
 	_, err := bufs.WriteTo(o.conn)
@@ -144,7 +91,7 @@ func (o *sseOut) flush() bool {
 }
 
 // rawConn returns the hijacked connection for non-blocking writes
-// (fanout.go), or nil where there is none or it is not a plain socket (TLS).
+// (hub/fanout.go), or nil where there is none or it is not a plain socket (TLS).
 func (o *sseOut) rawConn() syscall.RawConn {
 	sc, ok := o.conn.(syscall.Conn)
 	if !ok {
@@ -167,6 +114,3 @@ func (o *sseOut) close() {
 		_ = o.conn.Close()
 	}
 }
-
-// heartbeatComment is the comment line sent when a stream is otherwise idle.
-const heartbeatComment = ": heartbeat\n\n"

@@ -91,7 +91,7 @@ func withinExpiry(rec store.TokenRecord, minter time.Time) error {
 func tokenAdmin(r *http.Request) (canvas.Principal, error) {
 	p := principalFrom(r.Context())
 	if !p.Role.Allows(canvas.RoleAdmin) {
-		return p, fmt.Errorf("%w: managing tokens needs the admin role; your token has %s", canvas.ErrForbidden, describeScope(p))
+		return p, fmt.Errorf("%w: managing tokens needs the admin role; your token has %s", canvas.ErrForbidden, p.DescribeScope())
 	}
 	return p, nil
 }
@@ -114,7 +114,7 @@ func (s *Server) handleCreateToken(w http.ResponseWriter, r *http.Request) {
 	rec, resp, err := NewTokenRecord(req, time.Now())
 	if err == nil && !p.Covers(rec.Canvases) {
 		err = fmt.Errorf("%w: your token has %s, so it can mint tokens only for those canvases: list some of them in canvases "+
-			"(a token for every canvas needs an unscoped admin token)", canvas.ErrForbidden, describeScope(p))
+			"(a token for every canvas needs an unscoped admin token)", canvas.ErrForbidden, p.DescribeScope())
 	}
 	if err == nil {
 		err = withinExpiry(rec, tokenExpiry(r.Context()))
@@ -176,7 +176,7 @@ func (s *Server) handleRevokeToken(w http.ResponseWriter, r *http.Request) {
 		rec, err := s.st.TokenByActor(r.Context(), actorID)
 		if err == nil && !p.Covers(rec.Canvases) {
 			err = fmt.Errorf("%w: the token of actor %q reaches beyond your token's scope (%s); only an admin whose scope covers it may revoke it",
-				canvas.ErrForbidden, actorID, describeScope(p))
+				canvas.ErrForbidden, actorID, p.DescribeScope())
 		}
 		if err != nil {
 			s.problem(w, r, err)

@@ -104,8 +104,8 @@ func TestUnavailableSaysWhatItKnows(t *testing.T) {
 	// replays it.
 	f.failNext("committed-unknown")
 	check(e.command(id, testAdmin, cmd("k3", "c")), "outcome-unknown", "unknown", "outcome is unknown")
-	for deadline := time.Now().Add(10 * time.Second); head() != before+1; time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
+	for pl := newPoller(10*time.Second, 20*time.Millisecond); head() != before+1; pl.wait() {
+		if pl.expired() {
 			t.Fatalf("head %v 10 s after an unknown outcome that committed, want %v", head(), before+1)
 		}
 	}

@@ -334,16 +334,16 @@ func TestWebUIAgent(t *testing.T) {
 	}
 	waitSession := func(id string) map[string]any {
 		t.Helper()
-		deadline := time.Now().Add(40 * time.Second)
+		pl := newPoller(40*time.Second, 50*time.Millisecond)
 		for {
 			s := e.must(200, "GET", "/api/canvas-agent/sessions/"+id, editor, nil)
 			if st := s["state"].(string); client.AgentTerminal(st) {
 				return s
 			}
-			if time.Now().After(deadline) {
+			if pl.expired() {
 				t.Fatalf("session %s still %v", id, s["state"])
 			}
-			time.Sleep(50 * time.Millisecond)
+			pl.wait()
 		}
 	}
 	// ackedByThePage: the page, the canvas's host, acked the run's envelopes, none missed.
@@ -404,9 +404,9 @@ func TestWebUIAgent(t *testing.T) {
 	p.click(420, 200, chromedp.ModifierShift)
 	p.pollSelection("the note shift-clicked", "shape:blue", "shape:note")
 	p.clickCSS(`#send-selection`)
-	deadline := time.Now().Add(40 * time.Second)
-	for len(model.requests()) < 2 && time.Now().Before(deadline) {
-		time.Sleep(50 * time.Millisecond)
+	pl := newPoller(40*time.Second, 50*time.Millisecond)
+	for len(model.requests()) < 2 && !pl.expired() {
+		pl.wait()
 	}
 	if reqs = model.requests(); len(reqs) != 2 {
 		t.Fatalf("%d model calls after Send selection, want 2", len(reqs))

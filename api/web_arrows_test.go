@@ -31,10 +31,10 @@ func TestWebUIArrowHalfBoundDeleted(t *testing.T) {
 	p.tool("arrow")
 	p.drag(400, 300, 680, 300) // from empty space into the middle of the box
 	var id string
-	for deadline := time.Now().Add(20 * time.Second); id == ""; time.Sleep(50 * time.Millisecond) {
+	for pl := newPoller(20*time.Second, 50*time.Millisecond); id == ""; pl.wait() {
 		p.eval(`(() => { const a = canvasd.view.ex.getSceneElements().find(el => el.type === 'arrow');
 			return a && (canvasd.model.nodes.has(a.id) || canvasd.model.edges.has(a.id)) && !canvasd.view.ex.getAppState().newElement ? a.id : ''; })()`, &id)
-		if id == "" && time.Now().After(deadline) {
+		if id == "" && pl.expired() {
 			t.Fatalf("the drawn arrow never reached the server; the page: %s", p.state())
 		}
 	}
@@ -49,7 +49,7 @@ func TestWebUIArrowHalfBoundDeleted(t *testing.T) {
 	p.poll("the arrow selected", `canvasd.view.ex.getAppState().selectedElementIds['`+id+`'] === true`)
 	p.do(chromedp.KeyEvent(kb.Delete))
 	p.poll("the arrow gone from the page", `!canvasd.view.ex.getSceneElements().some(el => el.id === '`+id+`')`)
-	deadline := time.Now().Add(20 * time.Second)
+	pl := newPoller(20*time.Second, 50*time.Millisecond)
 	for {
 		s := c.e.snapshot(c.cid)["state"].(map[string]any)
 		n := 0
@@ -64,10 +64,10 @@ func TestWebUIArrowHalfBoundDeleted(t *testing.T) {
 		if n == 0 {
 			break
 		}
-		if time.Now().After(deadline) {
+		if pl.expired() {
 			t.Fatalf("the deleted arrow %s is still on the server; the page: %s", id, p.state())
 		}
-		time.Sleep(50 * time.Millisecond)
+		pl.wait()
 	}
 	p.do(chromedp.Reload())
 	c.live(p)
@@ -108,7 +108,7 @@ const maxEndGap = 12.0
 func waitAttached(t *testing.T, what string, p *uiPage, arrowID, from, to string) {
 	t.Helper()
 	var gaps [2]float64
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+	for pl := newPoller(20*time.Second, 50*time.Millisecond); ; pl.wait() {
 		ok := true
 		for i, end := range [][2]string{{from, "start"}, {to, "end"}} {
 			gaps[i] = 0
@@ -121,7 +121,7 @@ func waitAttached(t *testing.T, what string, p *uiPage, arrowID, from, to string
 		if ok {
 			return
 		}
-		if time.Now().After(deadline) {
+		if pl.expired() {
 			p.screenshot("detached-" + strings.ReplaceAll(what, " ", "-"))
 			t.Fatalf("%s: arrow %s is drawn %.1f and %.1f outside %q and %q (at most %v; -1: not drawn)", what, arrowID, gaps[0], gaps[1], from, to, maxEndGap)
 		}
@@ -242,12 +242,12 @@ func serverEdge(c *canvasUI, id string) map[string]any {
 // waitEdgeOnServer polls the server until edge id satisfies ok.
 func waitEdgeOnServer(c *canvasUI, what, id string, ok func(e map[string]any) bool) map[string]any {
 	c.t.Helper()
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+	for pl := newPoller(20*time.Second, 50*time.Millisecond); ; pl.wait() {
 		e := serverEdge(c, id)
 		if e != nil && ok(e) {
 			return e
 		}
-		if time.Now().After(deadline) {
+		if pl.expired() {
 			c.t.Fatalf("%s: the server has edge %s as %v; the page: %s", what, id, e, c.p.state())
 		}
 	}

@@ -165,17 +165,17 @@ func vertsDiff(a, b verts, tol float64) string {
 // state) are those on p, within half a pixel.
 func sameVerts(t *testing.T, what string, p, o *uiPage, ids ...string) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
+	pl := newPoller(20*time.Second, 100*time.Millisecond)
 	for {
 		want, got := pageVerts(p, ids...), pageVerts(o, ids...)
 		d := vertsDiff(want, got, 0.5)
 		if d == "" && len(want) == len(ids) {
 			return
 		}
-		if time.Now().After(deadline) {
+		if pl.expired() {
 			t.Fatalf("%s: the server's version differs from the user's scene (%d of %d elements there): %s", what, len(want), len(ids), d)
 		}
-		time.Sleep(100 * time.Millisecond)
+		pl.wait()
 	}
 }
 
@@ -361,13 +361,13 @@ func TestWebUICanvasLabelsFit(t *testing.T) {
 		}
 		return out.join('; ');
 	})()`
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+	for pl := newPoller(20*time.Second, 50*time.Millisecond); ; pl.wait() {
 		var got string
 		c.p.eval(misfits, &got)
 		if got == "" {
 			break
 		}
-		if time.Now().After(deadline) {
+		if pl.expired() {
 			t.Fatalf("labels: %s", got)
 		}
 	}
@@ -543,12 +543,12 @@ func TestWebUICanvasRotateLinear(t *testing.T) {
 	want = [][2]float64{{700, 200}, {700 + 150*co - 50*s, 200 + 150*s + 50*co}}
 	c.apply("update_edge", map[string]any{"id": "s:arrow", "props": map[string]any{"points": []any{
 		map[string]any{"x": want[0][0], "y": want[0][1]}, map[string]any{"x": want[1][0], "y": want[1][1]}}}})
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+	for pl := newPoller(20*time.Second, 50*time.Millisecond); ; pl.wait() {
 		d := vertsDiff(verts{"s:arrow": want}, pageVerts(p, "s:arrow"), 0.5)
 		if d == "" {
 			break
 		}
-		if time.Now().After(deadline) {
+		if pl.expired() {
 			t.Fatalf("the turned arrow is drawn elsewhere: %s", d)
 		}
 	}
@@ -694,7 +694,7 @@ func TestWebUICanvasEdgeStyleAndLabel(t *testing.T) {
 	p := c.p
 	edgeProps := func(what string, ok func(props map[string]any) bool) {
 		t.Helper()
-		deadline := time.Now().Add(20 * time.Second)
+		pl := newPoller(20*time.Second, 100*time.Millisecond)
 		for {
 			var st struct {
 				Edges []struct {
@@ -709,10 +709,10 @@ func TestWebUICanvasEdgeStyleAndLabel(t *testing.T) {
 			if json.Unmarshal(r.Body, &snap) == nil && json.Unmarshal(snap.State, &st) == nil && len(st.Edges) == 1 && ok(st.Edges[0].Props) {
 				return
 			}
-			if time.Now().After(deadline) {
+			if pl.expired() {
 				t.Fatalf("%s: the edge on the server is %s", what, snap.State)
 			}
-			time.Sleep(100 * time.Millisecond)
+			pl.wait()
 		}
 	}
 	sceneEdit(p, `el => el.id === 'e1' ? {...el, strokeColor: '#e03131', strokeStyle: 'dashed'} : el`)
@@ -742,7 +742,7 @@ func TestWebUICanvasDuplicateWithEdge(t *testing.T) {
 	p.pollSelection("box-selected", "a", "b")
 	p.poll("the arrow selected too", `canvasd.view.ex.getAppState().selectedElementIds['e1'] === true`)
 	p.do(chromedp.KeyEvent("d", chromedp.KeyModifiers(chromedp.ModifierCtrl)))
-	deadline := time.Now().Add(20 * time.Second)
+	pl := newPoller(20*time.Second, 100*time.Millisecond)
 	for {
 		var snap struct {
 			State struct {
@@ -762,10 +762,10 @@ func TestWebUICanvasDuplicateWithEdge(t *testing.T) {
 			}
 			return
 		}
-		if time.Now().After(deadline) {
+		if pl.expired() {
 			t.Fatalf("after the duplicate: %d nodes, %d edges on the server, want 4 and 2", len(snap.State.Nodes), len(snap.State.Edges))
 		}
-		time.Sleep(100 * time.Millisecond)
+		pl.wait()
 	}
 }
 
@@ -780,13 +780,14 @@ const commandNetworkScript = `(() => {
   window.__slowCmd = 0;
   window.__down = "";
   window.__downCanvas = ""; // when set, __down plays on this canvas's commands only
+  window.__refused = 0; // command POSTs refused so far
   window.fetch = async (...args) => {
     const url = String(args[0] && args[0].url || args[0]);
     const m = /\/canvas_commands\/([^/]+)\/commands?$/.exec(url);
     if (!m) return f(...args);
     const mode = !window.__downCanvas || m[1] === window.__downCanvas ? window.__down : "";
     if (window.__slowCmd) await new Promise((r) => setTimeout(r, window.__slowCmd));
-    if (mode === "refuse") throw new TypeError("Failed to fetch");
+    if (mode === "refuse") { window.__refused++; throw new TypeError("Failed to fetch"); }
     const res = await f(...args);
     if (mode === "lose") throw new TypeError("Failed to fetch");
     return res;
@@ -1069,11 +1070,12 @@ func TestWebUICanvasEditsKeptThroughOutage(t *testing.T) {
 	p.eval(`window.__down = "lose", true`, nil)
 	p.drag(460, 240, 520, 300) // the move commits; its answers are lost
 	c.e.waitNodes(c.cid, "the move committed", func(n map[string]map[string]any) bool { return nearly(n["s:a"]["x"], 460.0) })
-	p.eval(`window.__down = "refuse", true`, nil)
+	p.eval(`window.__down = "refuse", window.__refused = 0, true`, nil)
 	p.tool("rectangle")
 	p.drag(650, 350, 800, 450) // a new rectangle, queued behind the move
 	p.poll("the page says what waits", `!document.getElementById('unsaved').hidden && document.getElementById('unsaved').textContent === '2 unsaved'`)
-	time.Sleep(2500 * time.Millisecond) // longer than the client's own resends
+	// Past the client's own resends: a command's 1 + 3 attempts (the JS client's default retries) all refused.
+	p.poll("the client's resends spent", `window.__refused >= 4`)
 	var onPage int
 	p.eval(`canvasd.view.ex.getSceneElements().filter(el => el.type === 'rectangle').length`, &onPage)
 	if onPage != 2 {

@@ -89,17 +89,17 @@ func looksDiff(want, got looks) string {
 // sameLooks waits until p shows want, or fails saying what differs.
 func sameLooks(t *testing.T, what string, p *uiPage, want looks) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
+	pl := newPoller(20*time.Second, 100*time.Millisecond)
 	for {
 		d := looksDiff(want, sceneLooks(p))
 		if d == "" {
 			return
 		}
-		if time.Now().After(deadline) {
+		if pl.expired() {
 			p.screenshot("props-" + strings.ReplaceAll(what, " ", "-"))
 			t.Fatalf("%s: the elements differ from those pasted: %s", what, d)
 		}
-		time.Sleep(100 * time.Millisecond)
+		pl.wait()
 	}
 }
 
@@ -119,12 +119,12 @@ func pixelAt(p *uiPage, x, y float64) [3]int {
 func waitImageDrawn(t *testing.T, what string, p *uiPage, el map[string]any) {
 	t.Helper()
 	x, y := el["x"].(float64)+el["width"].(float64)*0.1, el["y"].(float64)+el["height"].(float64)*0.5
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+	for pl := newPoller(10*time.Second, 50*time.Millisecond); ; pl.wait() {
 		c := pixelAt(p, x, y)
 		if c[1] > 120 && c[0] < 100 && c[2] < 100 {
 			return
 		}
-		if time.Now().After(deadline) {
+		if pl.expired() {
 			p.screenshot("props-image-" + strings.ReplaceAll(what, " ", "-"))
 			t.Fatalf("%s: the SVG image is not drawn: rgb %v at (%.0f, %.0f)", what, c, x, y)
 		}
@@ -191,7 +191,7 @@ func (p *uiPage) copied(x, y float64) looks {
 	p.eval(`navigator.clipboard.writeText('').then(() => true)`, nil)
 	p.shortcut("c", "copy")
 	var l looks
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+	for pl := newPoller(10*time.Second, 50*time.Millisecond); ; pl.wait() {
 		var text string
 		p.eval(`navigator.clipboard.readText()`, &text)
 		if text != "" {
@@ -207,7 +207,7 @@ func (p *uiPage) copied(x, y float64) looks {
 			p.eval(lookJS+`(`+string(b)+`, `+string(f)+`)`, &l)
 			return l
 		}
-		if time.Now().After(deadline) {
+		if pl.expired() {
 			p.t.Fatal("Ctrl+C copied nothing")
 		}
 	}

@@ -227,14 +227,14 @@ func (p *uiPage) pollFor(d time.Duration, what, expr string) {
 // or fails with the selection it has, its view and a screenshot.
 func (p *uiPage) pollSelection(what string, want ...string) {
 	p.t.Helper()
-	deadline := time.Now().Add(20 * time.Second) // generous, as poll
+	pl := newPoller(20*time.Second, 50*time.Millisecond) // generous, as poll
 	for {
 		var got []string
 		p.eval(`canvasd.view.selection().slice().sort()`, &got)
 		if slices.Equal(got, want) {
 			return
 		}
-		if time.Now().After(deadline) {
+		if pl.expired() {
 			var view any
 			p.eval(`(() => { const a = canvasd.view.ex.getAppState();
 				return {zoom: a.zoom.value, scrollX: a.scrollX, scrollY: a.scrollY, offsetLeft: a.offsetLeft, offsetTop: a.offsetTop,
@@ -242,7 +242,7 @@ func (p *uiPage) pollSelection(what string, want ...string) {
 			p.screenshot("selection-failed")
 			p.t.Fatalf("%s: selection %q, want %q; view %v", what, got, want, view)
 		}
-		time.Sleep(50 * time.Millisecond)
+		pl.wait()
 	}
 }
 
@@ -312,7 +312,7 @@ func (p *uiPage) drag(x0, y0, x1, y1 float64) {
 func (p *uiPage) dragMoving(e *testEnv, cid, what string, x0, y0, x1, y1 float64, ok func(nodes map[string]map[string]any) bool) {
 	p.t.Helper()
 	p.drag(x0, y0, x1, y1)
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+	for pl := newPoller(10*time.Second, 50*time.Millisecond); !pl.expired(); pl.wait() {
 		if ok(e.nodes(cid)) {
 			return
 		}
@@ -376,13 +376,13 @@ func (p *uiPage) waitCanvasAt(sx, sy float64) {
 		const c = document.querySelector('canvas.excalidraw__canvas.interactive'), r = c && c.getBoundingClientRect(), a = canvasd.view.ex.getAppState();
 		return (el ? el.outerHTML.slice(0, 200) : 'nothing') + ' (the canvas: ' + (r ? [r.x, r.y, r.width, r.height].map(Math.round).join(' ') + ', ' + getComputedStyle(c).pointerEvents : 'none') +
 			'; app state: ' + [a.offsetLeft, a.offsetTop, a.width, a.height].map(Math.round).join(' ') + ')'; })()`, sx, sy)
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+	for pl := newPoller(5*time.Second, 50*time.Millisecond); ; pl.wait() {
 		var over string
 		p.eval(under, &over)
 		if over == "" {
 			return
 		}
-		if time.Now().After(deadline) {
+		if pl.expired() {
 			p.screenshot("covered")
 			p.t.Fatalf("page point (%.0f, %.0f) is covered by %s", sx, sy, over)
 		}
@@ -422,13 +422,13 @@ func (e *testEnv) waitNodes(cid, what string, ok func(nodes map[string]map[strin
 // waitNodesFor is waitNodes with a deadline of d.
 func (e *testEnv) waitNodesFor(d time.Duration, cid, what string, ok func(nodes map[string]map[string]any) bool) map[string]map[string]any {
 	e.t.Helper()
-	deadline := time.Now().Add(d)
+	pl := newPoller(d, 50*time.Millisecond)
 	for {
 		nodes := e.nodes(cid)
 		if ok(nodes) {
 			return nodes
 		}
-		if time.Now().After(deadline) {
+		if pl.expired() {
 			b, _ := json.MarshalIndent(nodes, "", " ")
 			page := ""
 			if e.diag != nil {
@@ -436,7 +436,7 @@ func (e *testEnv) waitNodesFor(d time.Duration, cid, what string, ok func(nodes 
 			}
 			e.t.Fatalf("%s: not on the server%s; nodes: %.3000s", what, page, b)
 		}
-		time.Sleep(50 * time.Millisecond)
+		pl.wait()
 	}
 }
 
@@ -631,14 +631,14 @@ func TestWebUICanvas(t *testing.T) {
 	waitEdge := func(what string, ok func(ed map[string]any) bool) {
 		t.Helper()
 		var edges []any
-		for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) { // as waitNodes
+		for pl := newPoller(20*time.Second, 50*time.Millisecond); ; pl.wait() { // as waitNodes
 			edges = e.snapshot(cid)["state"].(map[string]any)["edges"].([]any)
 			for _, ed := range edges {
 				if m := ed.(map[string]any); m["created_by"] == editorID && ok(m) {
 					return
 				}
 			}
-			if time.Now().After(deadline) {
+			if pl.expired() {
 				t.Fatalf("%s: edges %v", what, edges)
 			}
 		}
@@ -781,7 +781,7 @@ func TestWebUICanvas(t *testing.T) {
 		t.Fatalf("the drag did not move s:dia: x %v", diaX)
 	}
 	p.eval(`window.__holdSSE = false`, nil)
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+	for pl := newPoller(20*time.Second, 50*time.Millisecond); ; pl.wait() {
 		n := e.nodes(cid)["s:dia"]
 		if math.Abs(n["x"].(float64)-diaX) < 0.011 {
 			if c := n["props"].(map[string]any)["color"]; c != "violet" {
@@ -789,7 +789,7 @@ func TestWebUICanvas(t *testing.T) {
 			}
 			break
 		}
-		if time.Now().After(deadline) {
+		if pl.expired() {
 			var page string
 			p.eval(`JSON.stringify({x: canvasd.view.ex.getSceneElements().find(el => el.id === 's:dia').x, rev: canvasd.model && canvasd.model.rev,
 				conn: document.getElementById('conn').textContent, held: window.__holdSSE,
@@ -1292,11 +1292,12 @@ func TestWebUIDocumentKeptThroughOutage(t *testing.T) {
 	p := c.p
 	p.eval(`canvasd.doc.open("d1"), true`, nil)
 	p.poll("the document open", `canvasd.doc.text() === "hello\n"`)
-	p.eval(`window.__down = "refuse", true`, nil)
+	p.eval(`window.__down = "refuse", window.__refused = 0, true`, nil)
 	p.clickCSS(`#doc-panel .cm-line:nth-child(1)`)
 	p.do(chromedp.KeyEvent(kb.End), chromedp.KeyEvent("1"))
 	p.poll("the page says what waits", `!document.getElementById('unsaved').hidden`)
-	time.Sleep(2500 * time.Millisecond)
+	// Past the client's own resends: the edit's 1 + 3 attempts (the JS client's default retries) all refused.
+	p.poll("the client's resends spent", `window.__refused >= 4`)
 	var text string
 	p.eval(`canvasd.doc.text()`, &text)
 	if text != "hello1\n" || c.docText("d1") != "hello\n" {

@@ -1,6 +1,7 @@
 package canvas
 
 import (
+	"fmt"
 	"slices"
 	"time"
 )
@@ -165,4 +166,13 @@ type TokenInfo struct {
 	Name      string     `json:"name"`
 	CreatedAt time.Time  `json:"created_at"`
 	ExpiresAt *time.Time `json:"expires_at,omitempty"` // nil: never expires
+}
+
+// DescribeScope says what p may do, for error messages: "editor on every
+// canvas", or "viewer on 2 canvas(es)".
+func (p Principal) DescribeScope() string {
+	if !p.Scoped() {
+		return string(p.Role) + " on every canvas"
+	}
+	return fmt.Sprintf("%s on %d canvas(es)", p.Role, len(p.Canvases))
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/canvasd/canvasd/canvas"
 	"github.com/canvasd/canvasd/client"
 	"github.com/canvasd/canvasd/host"
+	"github.com/canvasd/canvasd/hub"
 	"github.com/canvasd/canvasd/store"
 )
 
@@ -37,7 +38,7 @@ type agentSide struct {
 // for this process and kept alive by keeper (revoked at shutdown; expiring
 // when the process dies).
 func startAgent(ctx context.Context, c Config, getenv func(string) string, st store.Store, keeper *tokenKeeper, baseURL string,
-	hub *api.Hub, broker *host.Broker, reg prometheus.Registerer, log *slog.Logger) (agentSide, error) {
+	events *hub.Hub, broker *host.Broker, reg prometheus.Registerer, log *slog.Logger) (agentSide, error) {
 	if c.AgentMode == agentOff {
 		return agentSide{stop: func() {}}, nil
 	}
@@ -50,7 +51,7 @@ func startAgent(ctx context.Context, c Config, getenv func(string) string, st st
 		return agentSide{}, err
 	}
 	if c.AgentMode == agentWorkers {
-		q := agent.NewQueue(cfg, sessions, hub)
+		q := agent.NewQueue(cfg, sessions, events)
 		return agentSide{svc: q, inbox: agentInbox{svc: q, log: log}, stop: func() {}}, nil
 	}
 	tok, err := keeper.Mint(ctx, canvas.TokenRequest{Role: canvas.RoleEditor, ActorType: canvas.ActorAgent, Name: "in-process agent runner"})
@@ -67,8 +68,8 @@ func startAgent(ctx context.Context, c Config, getenv func(string) string, st st
 		release()
 		return agentSide{}, err
 	}
-	runner, err := agent.NewRunner(agent.Deps{Config: cfg, Client: cl, ActorID: tok.req.ActorID, Events: hub, Store: sessions,
-		Screenshots: api.AgentScreenshotter{Hub: hub, Broker: broker}, Logger: log, Metrics: agent.NewMetrics(reg)})
+	runner, err := agent.NewRunner(agent.Deps{Config: cfg, Client: cl, ActorID: tok.req.ActorID, Events: events, Store: sessions,
+		Screenshots: api.AgentScreenshotter{Hub: events, Broker: broker}, Logger: log, Metrics: agent.NewMetrics(reg)})
 	if err != nil {
 		release()
 		return agentSide{}, err

@@ -201,12 +201,10 @@ func (c *canvasdProc) must(status int, method, path, token string, body any) map
 // waitFor polls cond every 20 ms for up to 20 s.
 func (c *canvasdProc) waitFor(what string, cond func() bool) {
 	c.t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
+	for pl := newPoller(20*time.Second, 20*time.Millisecond); !cond(); pl.wait() {
+		if pl.expired() {
 			c.t.Fatalf("timed out waiting for %s", what)
 		}
-		time.Sleep(20 * time.Millisecond)
 	}
 }
 

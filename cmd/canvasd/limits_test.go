@@ -45,9 +45,11 @@ func TestServeCapsStreams(t *testing.T) {
 	req, _ := http.NewRequest("POST", base+"/api/canvases", strings.NewReader(`{"canvas_id":"c1"}`))
 	req.Header.Set("Authorization", "Bearer "+admin)
 	req.Header.Set("Content-Type", "application/json")
-	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != 201 {
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil || resp.StatusCode != 201 {
 		t.Fatalf("create canvas: %v %v", resp, err)
 	}
+	resp.Body.Close()
 	open := func() *http.Response {
 		t.Helper()
 		resp, err := http.Get(base + "/sse/canvas/c1?access_token=" + admin)

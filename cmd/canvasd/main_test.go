@@ -352,15 +352,13 @@ var (
 )
 
 func waitReady(t *testing.T, base string) {
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
+	for pl := newPoller(30*time.Second, 50*time.Millisecond); !pl.expired(); pl.wait() {
 		if resp, err := http.Get(base + "/readyz"); err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == 200 {
 				return
 			}
 		}
-		time.Sleep(50 * time.Millisecond)
 	}
 	t.Fatalf("%s not ready in 30s", base)
 }

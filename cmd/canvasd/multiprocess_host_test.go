@@ -146,16 +146,14 @@ func noRedirects(c *http.Client) *http.Client {
 // (the other process's streams included), so presence has arrived.
 func waitBrowsers(t *testing.T, c *http.Client, p *proc, session string, n float64) {
 	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for {
+	for pl := newPoller(15*time.Second, 50*time.Millisecond); ; pl.wait() {
 		a := mustCall(t, c, 200, "POST", p.base()+"/api/host/"+session+"/present", map[string]any{"action": "hide"})
 		if a.decoded["browsers"] == n {
 			return
 		}
-		if time.Now().After(deadline) {
+		if pl.expired() {
 			t.Fatalf("%s counts %v browsers on host session %s, want %v", p.name, a.decoded["browsers"], session, n)
 		}
-		time.Sleep(50 * time.Millisecond)
 	}
 }
 
@@ -168,13 +166,13 @@ func waitRelays(t *testing.T, c *http.Client, a, b *proc) {
 	for _, pair := range [][2]*proc{{a, b}, {b, a}} {
 		from, to := pair[0], pair[1]
 		sub := subscribe(t, to.base(), "relay-warm-up", "")
-		deadline := time.Now().Add(15 * time.Second)
+		pl := newPoller(15*time.Second, 50*time.Millisecond)
 		for seen := false; !seen; {
 			mustCall(t, c, 202, "POST", from.base()+"/canvas_commands/relay-warm-up/gesture", map[string]any{"cursor": map[string]any{"x": 1, "y": 2}})
-			time.Sleep(50 * time.Millisecond)
+			pl.wait()
 			_, _, others, _ := sub.snapshot()
 			seen = len(others) > 1 // caught_up, then a gesture
-			if !seen && time.Now().After(deadline) {
+			if !seen && pl.expired() {
 				t.Fatalf("a gesture posted to %s never reached %s", from.name, to.name)
 			}
 		}

@@ -376,13 +376,11 @@ func checkSequence(t *testing.T, what string, revs []int64, from, to int64) {
 // waitHead polls the snapshot of a canvas on a process until its head is at least n.
 func waitHead(t *testing.T, c *http.Client, base, canvasID string, n int64) answer {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	for pl := newPoller(10*time.Second, 20*time.Millisecond); ; pl.wait() {
 		a := mustCall(t, c, 200, "GET", base+"/canvas_commands/snapshot/"+canvasID, nil)
-		if int64(a.decoded["head_rev"].(float64)) >= n || time.Now().After(deadline) {
+		if int64(a.decoded["head_rev"].(float64)) >= n || pl.expired() {
 			return a
 		}
-		time.Sleep(20 * time.Millisecond)
 	}
 }
 
@@ -751,9 +749,7 @@ func testKillAndResume(t *testing.T, c *http.Client, a, b *proc) {
 		}
 	}
 	waitCount := func(n int64) {
-		deadline := time.Now().Add(15 * time.Second)
-		for count.Load() < n && time.Now().Before(deadline) {
-			time.Sleep(5 * time.Millisecond)
+		for pl := newPoller(15*time.Second, 5*time.Millisecond); count.Load() < n && !pl.expired(); pl.wait() {
 		}
 		if count.Load() < n {
 			t.Errorf("only %d commands acknowledged, waited for %d", count.Load(), n)

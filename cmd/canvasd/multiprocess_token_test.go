@@ -41,12 +41,27 @@ func runnerTokens(t *testing.T, dbURL string) map[string]time.Time {
 // waitFor polls cond every 100 ms until it holds or d passes.
 func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
 	t.Helper()
-	for deadline := time.Now().Add(d); !cond(); time.Sleep(100 * time.Millisecond) {
-		if time.Now().After(deadline) {
+	for pl := newPoller(d, 100*time.Millisecond); !cond(); pl.wait() {
+		if pl.expired() {
 			t.Fatalf("%s: not within %v", what, d)
 		}
 	}
 }
+
+// poller paces a loop that polls a condition (instead of sleeping): wait
+// returns at the next tick, expired reports whether the time allowed has
+// passed.
+type poller struct {
+	deadline time.Time
+	tick     *time.Ticker
+}
+
+func newPoller(within, every time.Duration) *poller {
+	return &poller{deadline: time.Now().Add(within), tick: time.NewTicker(every)}
+}
+
+func (p *poller) wait()         { <-p.tick.C }
+func (p *poller) expired() bool { return time.Now().After(p.deadline) }
 
 // TestMultiProcessTokenLifetime runs two canvasd processes on one PostgreSQL
 // schema with a short runner-token lifetime: each in-process agent runner's

@@ -20,6 +20,7 @@ import (
 	"github.com/canvasd/canvasd/api"
 	"github.com/canvasd/canvasd/canvas"
 	"github.com/canvasd/canvasd/host"
+	"github.com/canvasd/canvasd/hub"
 	"github.com/canvasd/canvasd/store"
 	_ "github.com/canvasd/canvasd/store/pgstore"     // store.Open's postgres:// URLs
 	_ "github.com/canvasd/canvasd/store/sqlitestore" // store.Open's sqlite: URLs
@@ -75,12 +76,12 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	metrics := api.NewMetrics(reg)
-	hub := api.NewHub(0, metrics.SubscriberDelta)
-	metrics.WatchHub(hub)
+	events := hub.New(hub.Config{OnCount: metrics.SubscriberDelta, Logger: log, Broadcaster: broadcasterOf(st), Problem: api.ProblemOf})
+	metrics.WatchHub(events)
 	// WriteTimeout is left unset: it follows the store's OpTimeout, that is
 	// --store-timeout on PostgreSQL and none on the embedded store.
-	engine := store.NewEngine(st, store.EngineConfig{Logger: log, Publisher: hub, Observer: metrics, SnapshotEvery: c.SnapshotEvery,
-		InUse: func(canvasID string) bool { return hub.Subscribers(canvasID) > 0 }})
+	engine := store.NewEngine(st, store.EngineConfig{Logger: log, Publisher: events, Observer: metrics, SnapshotEvery: c.SnapshotEvery,
+		InUse: func(canvasID string) bool { return events.Subscribers(canvasID) > 0 }})
 	if err := engine.Start(ctx); err != nil {
 		return err
 	}
@@ -97,7 +98,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	if err := importHostFiles(ctx, hostSrv, log); err != nil {
 		return err
 	}
-	broker := host.NewBroker(hostSrv.HostDeliverer(api.CanvasInvokeDeliverer(hub)))
+	broker := host.NewBroker(hostSrv.HostDeliverer(api.CanvasInvokeDeliverer(events)))
 	ln, err := net.Listen("tcp", c.Addr)
 	if err != nil {
 		return fmt.Errorf("listening on %s: %w", c.Addr, err)
@@ -106,22 +107,35 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	keeper := newTokenKeeper(st, c.AgentTokenTTL, log)
 	keeper.Start(ctx)
 	defer keeper.Stop()
-	agents, err := startAgent(ctx, c, getenv, st, keeper, "http://"+ln.Addr().String(), hub, broker, reg, log)
+	agents, err := startAgent(ctx, c, getenv, st, keeper, "http://"+ln.Addr().String(), events, broker, reg, log)
 	if err != nil {
 		return err
 	}
-	srv, err := api.New(api.Config{Logger: log, Engine: engine, Store: st, Hub: hub, Metrics: metrics, Gatherer: reg,
+	srv, err := api.New(api.Config{Logger: log, Engine: engine, Store: st, Hub: events, Metrics: metrics, Gatherer: reg,
 		AdminToken: c.AdminToken, MaxCommandBytes: c.MaxCommandBytes, Heartbeat: c.Heartbeat, OpenAPISpec: canvasd.Spec,
 		Host: api.HostOptions{Host: hostSrv, Broker: broker, Inbox: agents.inbox}, Agent: agents.svc,
-		Broadcaster: broadcasterOf(st), MaxStreamsPerToken: c.MaxStreams, MaxAuthFailures: c.MaxAuthFailures})
+		MaxStreamsPerToken: c.MaxStreams, MaxAuthFailures: c.MaxAuthFailures})
 	if err != nil {
 		agents.stop()
 		return err
 	}
-	defer hub.StopRelay() // before st.Close (deferred earlier): withdraws this process's presence
+	// The hub hands browser input and relayed messages to the agent service,
+	// a canvas another process deleted to the engine, and carries the canvas
+	// host's events; a canvas the engine found deleted itself (the notice
+	// was missed) ends its streams here as it would have.
+	w := hub.Wiring{OnDeleted: engine.Forget, Host: hostSrv.Hub()}
+	w.Input, _ = agents.svc.(hub.BrowserInput)
+	w.Messages, _ = agents.svc.(hub.AgentMessages)
+	events.Wire(w)
+	engine.OnGone(func(id string) { events.EndLocal(id, hub.CanvasDeletedReason) })
+	events.Start(ctx)
+	// Stop ends the streams (they own their hijacked connections, so
+	// Shutdown does not wait for them) and withdraws this process's presence
+	// from the others; deferred too (before st.Close, deferred earlier), so
+	// that run returns only once the hub has stopped.
+	defer events.Stop()
 	hs := newHTTPServer(c, srv.Handler(), log)
-	hs.RegisterOnShutdown(hostSrv.Hub().CloseAll)
-	hs.RegisterOnShutdown(srv.CloseStreams)
+	hs.RegisterOnShutdown(events.Stop)
 	backend := "embedded SQLite in " + c.DataDir
 	if c.DatabaseURL != "" {
 		backend = "PostgreSQL"

@@ -36,9 +36,11 @@ func TestConnectionTimeouts(t *testing.T) {
 	req, _ := http.NewRequest("POST", "http://"+addr+"/api/canvases", strings.NewReader(`{"canvas_id":"c1"}`))
 	req.Header.Set("Authorization", "Bearer "+admin)
 	req.Header.Set("Content-Type", "application/json")
-	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != 201 {
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil || resp.StatusCode != 201 {
 		t.Fatalf("create canvas: %v %v", resp, err)
 	}
+	resp.Body.Close()
 
 	// held sends head, then waits for the server to answer and close; it
 	// returns the status line and how long the server held the connection.

@@ -1,4 +1,4 @@
-package api
+package hub
 
 import (
 	"errors"
@@ -36,8 +36,20 @@ const (
 
 // fanout is the shards of one canvas's subscribers.
 type fanout struct {
-	shards []*fanShard
-	next   int // shard of the next subscriber
+	shards     []*fanShard
+	next       int            // shard of the next subscriber
+	shardsDone sync.WaitGroup // the shards' goroutines, which end after close
+}
+
+// Stats counts the frames the fan-out delivered, per subscriber: Direct
+// ones written straight to the connection, Queued ones handed to the
+// stream's goroutine; Behind counts the streams ended with a reset because
+// they fell too far behind.
+type Stats struct{ Direct, Queued, Behind int64 }
+
+// Stats returns the hub's fan-out counters.
+func (h *Hub) Stats() Stats {
+	return Stats{Direct: h.fanStats.direct.Load(), Queued: h.fanStats.queued.Load(), Behind: h.fanStats.behind.Load()}
 }
 
 // fanStats counts the frames shards delivered, per subscriber, by path,
@@ -51,10 +63,10 @@ type fanStats struct {
 // fanShard is one shard's subscribers and its queue of frames to deliver.
 type fanShard struct {
 	mu      sync.Mutex
-	subs    []*subscriber       // guarded by mu
-	idx     map[*subscriber]int // index in subs; guarded by mu
-	version uint64              // counts changes to subs; guarded by mu
-	n       atomic.Int32        // len(subs)
+	subs    []*Subscription       // guarded by mu
+	idx     map[*Subscription]int // index in subs; guarded by mu
+	version uint64                // counts changes to subs; guarded by mu
+	n       atomic.Int32          // len(subs)
 	queue   chan *frame
 	spill   []*frame      // frames that found queue full, and those after them; guarded by mu
 	spilled atomic.Bool   // len(spill) > 0
@@ -65,15 +77,19 @@ type fanShard struct {
 func newFanout(stats *fanStats) *fanout {
 	fo := &fanout{shards: make([]*fanShard, runtime.GOMAXPROCS(0))}
 	for i := range fo.shards {
-		sh := &fanShard{idx: map[*subscriber]int{}, queue: make(chan *frame, fanQueue), woken: make(chan struct{}, 1), stats: stats}
+		sh := &fanShard{idx: map[*Subscription]int{}, queue: make(chan *frame, fanQueue), woken: make(chan struct{}, 1), stats: stats}
 		fo.shards[i] = sh
-		go sh.run()
+		fo.shardsDone.Add(1)
+		go func() {
+			defer fo.shardsDone.Done()
+			sh.run()
+		}()
 	}
 	return fo
 }
 
 // add assigns s to a shard. The caller holds the hub's write lock.
-func (fo *fanout) add(s *subscriber) {
+func (fo *fanout) add(s *Subscription) {
 	sh := fo.shards[fo.next%len(fo.shards)]
 	fo.next++
 	s.shard = sh
@@ -86,7 +102,7 @@ func (fo *fanout) add(s *subscriber) {
 }
 
 // remove takes s out of its shard. The caller holds the hub's write lock.
-func (fo *fanout) remove(s *subscriber) {
+func (fo *fanout) remove(s *Subscription) {
 	sh := s.shard
 	sh.mu.Lock()
 	if i, ok := sh.idx[s]; ok {
@@ -170,7 +186,7 @@ func (sh *fanShard) run() {
 // shardDelivery is a shard goroutine's copy of its subscriber list, taken
 // anew when the list changed (so subscribing never waits for a delivery).
 type shardDelivery struct {
-	subs []*subscriber
+	subs []*Subscription
 	seen uint64 // the list's version the copy is of
 }
 
@@ -201,14 +217,14 @@ func (d *shardDelivery) deliver(sh *fanShard, f *frame) {
 
 // wants reports whether f is for this subscriber: frames addressed to one
 // browser (to) reach only its streams.
-func (s *subscriber) wants(f *frame) bool {
+func (s *Subscription) wants(f *frame) bool {
 	return f.to == "" || (s.client != nil && s.client.id == f.to)
 }
 
 // enqueue queues f for the subscriber's goroutine. A commit that finds the
 // queue full is left out (the goroutine reads it from the engine); an
 // ephemeral event kicks the subscriber.
-func (s *subscriber) enqueue(f *frame) {
+func (s *Subscription) enqueue(f *frame) {
 	if !s.wants(f) {
 		return
 	}
@@ -231,7 +247,7 @@ func (s *subscriber) enqueue(f *frame) {
 // queued. It reports whether f was dealt with (written, queued, or already
 // sent); false: queue it. now is when the shard took up f: the heartbeat
 // counts from it.
-func (s *subscriber) writeDirect(f *frame, now time.Time) bool {
+func (s *Subscription) writeDirect(f *frame, now time.Time) bool {
 	if s.queued.Load() != 0 || !s.wmu.TryLock() {
 		return false
 	}

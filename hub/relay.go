@@ -1,4 +1,4 @@
-package api
+package hub
 
 import (
 	"context"
@@ -31,7 +31,7 @@ import (
 //     skips a process's own broadcasts, so each subscriber sees an event once.
 //   - A deleted canvas: the process that deleted it tells the others, which
 //     drop it from their engines and end its streams there with a reset
-//     (Hub.canvasDeleted), as it does with its own.
+//     (Hub.CanvasDeleted), as it does with its own.
 //   - Presence: each process broadcasts its subscriber counts per canvas and
 //     per host session when they change (coalesced), all of them every
 //     presenceEvery, and when its listener (re)connects it asks the others
@@ -45,16 +45,15 @@ import (
 //     whose broker is waiting checks the principal's viewer access to the
 //     invoke's target, resolves it (the first answer wins) and acknowledges to
 //     the sender, which answers the browser. No acknowledgement within
-//     answerForwardWait means no process knows the id: 404.
+//     AnswerForwardWait means no process knows the id: 404.
 //
 // Peers are trusted: anything that can NOTIFY on the store's database can
 // inject events and answers.
 type relay struct {
-	hub  *Hub
-	host atomic.Pointer[host.Hub] // the canvas host's hub, once bound (relayHost)
-	b    store.Broadcaster
-	log  *slog.Logger
-	id   string // this process's relay id (presence and acknowledgements)
+	hub *Hub
+	b   store.Broadcaster
+	log *slog.Logger
+	id  string // this process's relay id (presence and acknowledgements)
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -101,7 +100,7 @@ const (
 	relayQueue        = 4096
 	presenceEvery     = 10 * time.Second
 	presenceTTL       = 35 * time.Second
-	answerForwardWait = 2 * time.Second
+	AnswerForwardWait = 2 * time.Second // how long a forwarded invoke answer waits for its owner's acknowledgement
 	relaySendTimeout  = 5 * time.Second
 	relayLogGap       = 10 * time.Second
 	presenceChunk     = 6000 // bytes of canvas ids per presence message (stays inline in NOTIFY)
@@ -118,7 +117,7 @@ type relayEvent struct {
 	Session  string          `json:"s,omitempty"`
 	Host     []host.Event    `json:"h,omitempty"`
 	Input    *inputMsg       `json:"i,omitempty"` // browser input for an agent session (browsers.go)
-	Deleted  bool            `json:"x,omitempty"` // canvas CanvasID was deleted: end its streams (Hub.canvasDeleted)
+	Deleted  bool            `json:"x,omitempty"` // canvas CanvasID was deleted: end its streams (Hub.CanvasDeleted)
 }
 
 type presenceMsg struct {
@@ -163,42 +162,36 @@ type relayAck struct {
 	Slug   string `json:"slug,omitempty"` // and type (last path segment)
 }
 
-// enableRelay starts the hub's relay over b (once per hub; the same b again
-// is a no-op). It runs until StopRelay or until b's listener returns (the
-// store was closed).
-func (h *Hub) enableRelay(b store.Broadcaster, log *slog.Logger) error {
-	if cur := h.relay.Load(); cur != nil {
-		if cur.b == b {
-			return nil
-		}
-		return errors.New("api: the hub already relays through another Broadcaster")
-	}
+// newRelay returns the relay of h over b, not started yet: events queued
+// before start wait in its queue.
+func newRelay(h *Hub, b store.Broadcaster, log *slog.Logger) *relay {
 	r := &relay{hub: h, b: b, log: log, id: randomHex(8), out: make(chan relayEvent, relayQueue),
 		kick: make(chan struct{}, 1), dirty: map[streamKey]struct{}{}, peers: map[string]map[streamKey]peerCount{},
 		waiters: map[string]chan relayAck{}}
 	r.ctx, r.cancel = context.WithCancel(context.Background())
-	if !h.relay.CompareAndSwap(nil, r) {
-		r.cancel()
-		return h.enableRelay(b, log)
-	}
+	return r
+}
+
+// start runs the relay's listener and sender until stop, or until b's
+// listener returns (the store was closed).
+func (r *relay) start() {
 	r.wg.Add(2)
 	go func() {
 		defer r.wg.Done()
 		defer r.cancel()
-		if err := b.ListenBroadcast(r.ctx, r.receive); err != nil {
+		if err := r.b.ListenBroadcast(r.ctx, r.receive); err != nil {
 			r.log.Error("relay: broadcast listener stopped", "err", err)
 		}
 	}()
 	go r.runSender()
-	return nil
 }
 
-// relayHost carries the events of the canvas host's hub hh through the hub's
-// relay, when there is one (once per hub; later calls do nothing).
-func (h *Hub) relayHost(hh *host.Hub) {
-	if r := h.relay.Load(); r != nil && r.host.CompareAndSwap(nil, hh) {
-		hh.SetRelay(hostRelay{r})
-	}
+// stop withdraws this process's subscriber counts from the other processes
+// (when the relay was started) and stops the relay's goroutines. Ephemeral
+// events published afterwards stay local.
+func (r *relay) stop() {
+	r.cancel()
+	r.wg.Wait()
 }
 
 // hostRelay is the host.Relay of a host.Hub: the canvas relay, keyed by session.
@@ -214,20 +207,9 @@ func (hr hostRelay) Subscribers(session string) int {
 
 func (hr hostRelay) CountChanged(session string) { hr.r.touch(streamKey{host: true, id: session}) }
 
-// StopRelay withdraws this process's subscriber counts from the other
-// processes and stops the relay's goroutines (call it before closing the
-// store). Without a relay it does nothing. Ephemeral events published
-// afterwards stay local.
-func (h *Hub) StopRelay() {
-	if r := h.relay.Load(); r != nil {
-		r.cancel()
-		r.wg.Wait()
-	}
-}
-
-// bindBroker remembers a broker whose invokes this hub delivers, so answers
+// BindBroker remembers a broker whose invokes this hub delivers, so answers
 // relayed from other processes can reach it.
-func (h *Hub) bindBroker(b *host.Broker) {
+func (h *Hub) BindBroker(b *host.Broker) {
 	h.brokerMu.Lock()
 	defer h.brokerMu.Unlock()
 	for _, x := range h.brokers {
@@ -364,9 +346,9 @@ func (r *relay) remoteSubscribers(k streamKey) int {
 // localSubscribers counts this process's subscribers of a stream.
 func (r *relay) localSubscribers(k streamKey) int {
 	if !k.host {
-		return r.hub.localSubscribers(k.id)
+		return r.hub.LocalSubscribers(k.id)
 	}
-	if hh := r.host.Load(); hh != nil {
+	if hh := r.hub.wired().Host; hh != nil {
 		return hh.Count(k.id)
 	}
 	return 0
@@ -451,7 +433,7 @@ func (r *relay) sendPresence() {
 			dirty[streamKey{id: c}] = struct{}{}
 		}
 		r.hub.mu.RUnlock()
-		if hh := r.host.Load(); hh != nil {
+		if hh := r.hub.wired().Host; hh != nil {
 			for _, s := range hh.Sessions() {
 				dirty[streamKey{host: true, id: s}] = struct{}{}
 			}
@@ -505,13 +487,13 @@ func (r *relay) receive(topic string, payload []byte) {
 		err := json.Unmarshal(payload, &ev)
 		switch {
 		case err == nil && ev.Input != nil && ev.Input.SessionID != "":
-			r.hub.deliverInput(ev.Input.SessionID, ev.Input.Kind, ev.Input.Data, false)
+			r.hub.DeliverInput(ev.Input.SessionID, ev.Input.Kind, ev.Input.Data, false)
 		case err == nil && ev.Deleted && ev.CanvasID != "":
 			r.hub.deletedElsewhere(ev.CanvasID)
 		case err == nil && ev.CanvasID != "" && ev.Event != "":
-			r.hub.send(ev.CanvasID, &frame{data: sseFrame(ev.Event, "", ev.Data), to: ev.To})
+			r.hub.send(ev.CanvasID, &frame{data: EncodeFrame(ev.Event, "", ev.Data), to: ev.To})
 		case err == nil && host.ValidateSession(ev.Session) == nil && len(ev.Host) > 0:
-			if hh := r.host.Load(); hh != nil {
+			if hh := r.hub.wired().Host; hh != nil {
 				hh.Deliver(ev.Session, ev.Host)
 			}
 		default:
@@ -622,7 +604,7 @@ func resolveWith(b *host.Broker, id string, a host.Answer, p canvas.Principal, o
 			scope = t.HostSession
 		}
 		if !p.CanAccess(scope, canvas.RoleViewer) {
-			return ackForbidden, fmt.Sprintf("answering this invoke needs the viewer role on %q; your token has %s", scope, describeScope(p)), true
+			return ackForbidden, fmt.Sprintf("answering this invoke needs the viewer role on %q; your token has %s", scope, p.DescribeScope()), true
 		}
 	}
 	accepted, err := b.Answer(id, a)
@@ -638,9 +620,17 @@ func resolveWith(b *host.Broker, id string, a host.Answer, p canvas.Principal, o
 	}
 }
 
+// Relays reports whether the hub relays to other processes (Config.Broadcaster).
+func (h *Hub) Relays() bool { return h.relay != nil }
+
+// ForwardAnswer is forwardAnswer through the hub's relay (Relays must be true).
+func (h *Hub) ForwardAnswer(ctx context.Context, id string, a host.Answer, p canvas.Principal, onlyHost string) (accepted bool, err error) {
+	return h.relay.forwardAnswer(ctx, id, a, p, onlyHost)
+}
+
 // forwardAnswer delivers an answer whose invoke this process's broker does
 // not know: first to the hub's other brokers, then to the other processes,
-// waiting up to answerForwardWait for the owner's acknowledgement. It
+// waiting up to AnswerForwardWait for the owner's acknowledgement. It
 // returns what the owning broker said, canvas.ErrForbidden when the
 // principal may not answer, or canvas.ErrNotFound when no process claimed
 // the id in time.
@@ -648,7 +638,7 @@ func (r *relay) forwardAnswer(ctx context.Context, id string, a host.Answer, p c
 	if res, detail, known := r.resolveLocal(id, a, p, onlyHost); known {
 		return ackToResult(id, relayAck{Result: res, Detail: detail})
 	}
-	ctx, cancel := context.WithTimeout(ctx, answerForwardWait)
+	ctx, cancel := context.WithTimeout(ctx, AnswerForwardWait)
 	defer cancel()
 	req, ch, done := r.awaitAck()
 	defer done()
@@ -663,7 +653,7 @@ func (r *relay) forwardAnswer(ctx context.Context, id string, a host.Answer, p c
 	case ack := <-ch:
 		return ackToResult(id, ack)
 	case <-ctx.Done():
-		return false, fmt.Errorf("invoke %q is unknown or expired (no process claimed it within %v): %w", id, answerForwardWait, canvas.ErrNotFound)
+		return false, fmt.Errorf("invoke %q is unknown or expired (no process claimed it within %v): %w", id, AnswerForwardWait, canvas.ErrNotFound)
 	}
 }
 

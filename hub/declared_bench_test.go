@@ -1,4 +1,4 @@
-package api
+package hub
 
 import (
 	"fmt"
@@ -6,32 +6,32 @@ import (
 	"time"
 )
 
-// BenchmarkDeclaredBrowsers: what an ack's check (speaksFor) and a
+// BenchmarkDeclaredBrowsers: what an ack's check (SpeaksFor) and a
 // browser's join and leave cost on a canvas with 10,000 declared browsers
 // (neither scans the canvas's streams).
 func BenchmarkDeclaredBrowsers(b *testing.B) {
-	h := NewHub(64, nil)
+	h := New(Config{QueueSize: 64})
 	for i := range 10000 {
-		s, err := h.subscribe("c", &browserClient{id: fmt.Sprint("b", i), owner: "u", since: time.Now().UnixNano()})
+		s, err := h.Subscribe("c", &Browser{id: fmt.Sprint("b", i), owner: "u", since: time.Now().UnixNano()})
 		if err != nil {
 			b.Fatal(err)
 		}
-		b.Cleanup(func() { h.unsubscribe("c", s) })
+		b.Cleanup(func() { h.Unsubscribe("c", s) })
 	}
 	b.Run("speaksFor", func(b *testing.B) {
 		for i := 0; b.Loop(); i++ {
-			if err := h.speaksFor("c", fmt.Sprint("b", i%10000), "u"); err != nil {
+			if err := h.SpeaksFor("c", fmt.Sprint("b", i%10000), "u"); err != nil {
 				b.Fatal(err)
 			}
 		}
 	})
 	b.Run("join-and-leave", func(b *testing.B) {
 		for i := 0; b.Loop(); i++ {
-			s, err := h.subscribe("c", &browserClient{id: fmt.Sprint("x", i), owner: "u", since: time.Now().UnixNano()})
+			s, err := h.Subscribe("c", &Browser{id: fmt.Sprint("x", i), owner: "u", since: time.Now().UnixNano()})
 			if err != nil {
 				b.Fatal(err)
 			}
-			h.unsubscribe("c", s)
+			h.Unsubscribe("c", s)
 		}
 	})
 }

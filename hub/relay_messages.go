@@ -1,12 +1,10 @@
-package api
+package hub
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
-	"path"
 	"time"
 
 	"github.com/canvasd/canvasd/agent"
@@ -50,11 +48,10 @@ type agentMessageMsg struct {
 	Message   agent.UserMessage `json:"m"`
 }
 
-// setAgentMessages makes am the receiver of relayed agent messages here.
-func (h *Hub) setAgentMessages(am AgentMessages) { h.messages.Store(&am) }
-
-// forwardingInbox is the host.Inbox the API delivers to: next, and when next
+// Inbox returns the host.Inbox the API delivers to: next, and when next
 // says the agent session runs in another process, that process (relayed).
+func (h *Hub) Inbox(next host.Inbox) host.Inbox { return forwardingInbox{next: next, hub: h} }
+
 type forwardingInbox struct {
 	next host.Inbox
 	hub  *Hub
@@ -67,7 +64,7 @@ func (f forwardingInbox) Deliver(ctx context.Context, m host.Message) error {
 	if !errors.As(err, &re) {
 		return err
 	}
-	r := f.hub.relay.Load()
+	r := f.hub.relay
 	if r == nil {
 		return err
 	}
@@ -115,11 +112,10 @@ func (r *relay) receiveMessage(payload []byte) {
 	if err := json.Unmarshal(payload, &m); err != nil || m.From == r.id || m.SessionID == "" {
 		return
 	}
-	p := r.hub.messages.Load()
-	if p == nil {
+	am := r.hub.wired().Messages
+	if am == nil {
 		return
 	}
-	am := *p
 	r.wg.Add(1) // the listener's own count is held, so Add cannot race Wait
 	go func() {
 		defer r.wg.Done()
@@ -131,8 +127,10 @@ func (r *relay) receiveMessage(payload []byte) {
 		}
 		ack := relayAck{To: m.From, Req: m.Req, Result: ackAccepted}
 		if err != nil {
-			pr := problemFor(err)
-			ack.Result, ack.Status, ack.Slug, ack.Detail = ackError, pr.Status, path.Base(pr.Type), pr.Detail
+			ack.Result, ack.Status, ack.Slug, ack.Detail = ackError, 500, "internal", err.Error()
+			if r.hub.problem != nil {
+				ack.Status, ack.Slug, ack.Detail = r.hub.problem(err)
+			}
 		}
 		_ = r.send(r.ctx, topicAck, ack)
 	}()
@@ -150,7 +148,7 @@ func (e *relayedProblem) Error() string { return e.detail }
 // ProblemStatus implements TypedProblem.
 func (e *relayedProblem) ProblemStatus() int {
 	if e.status < 400 || e.status > 599 {
-		return http.StatusBadGateway
+		return 502 // Bad Gateway
 	}
 	return e.status
 }

@@ -1,4 +1,4 @@
-package api
+package hub
 
 import (
 	"context"
@@ -39,8 +39,8 @@ import (
 // only for a client id the caller's own token declared (403 otherwise), so
 // no token can ack, steer or take the place of another's browser.
 
-// browserClient is what a stream declared about its browser.
-type browserClient struct {
+// Browser is what a stream declared about its browser.
+type Browser struct {
 	id        string
 	owner     string // the actor of the token that opened the stream
 	candidate bool   // declared the screenshot capability: may be elected host
@@ -83,9 +83,9 @@ const (
 	CapViewport   = "viewport"   // follows set_viewport
 )
 
-// parseBrowser reads a stream's declaration from its query, made with the
+// ParseBrowser reads a stream's declaration from its query, made with the
 // token of actor owner: nil when it declared nothing.
-func parseBrowser(q url.Values, owner string, now time.Time) (*browserClient, error) {
+func ParseBrowser(q url.Values, owner string, now time.Time) (*Browser, error) {
 	id, caps := q.Get("client_id"), q.Get("capabilities")
 	if id == "" {
 		if caps != "" {
@@ -96,7 +96,7 @@ func parseBrowser(q url.Values, owner string, now time.Time) (*browserClient, er
 	if !canvas.IsClientID(id) {
 		return nil, canvas.Invalid("client_id", "must be 1 to 64 of A-Z a-z 0-9 . _ : -")
 	}
-	b := &browserClient{id: id, owner: owner, since: now.UnixNano()}
+	b := &Browser{id: id, owner: owner, since: now.UnixNano()}
 	if caps == "" {
 		return b, nil
 	}
@@ -129,7 +129,7 @@ func errClientTaken(canvasID, clientID string) error {
 // remoteOwnerConflict reports whether another process reported clientID on
 // the canvas declared by a token other than owner's.
 func (h *Hub) remoteOwnerConflict(canvasID, clientID, owner string) bool {
-	if r := h.relay.Load(); r != nil {
+	if r := h.relay; r != nil {
 		for _, o := range r.remoteOwners(canvasID, clientID) {
 			if o != owner {
 				return true
@@ -139,11 +139,11 @@ func (h *Hub) remoteOwnerConflict(canvasID, clientID, owner string) bool {
 	return false
 }
 
-// speaksFor returns nil when a stream of owner's token declaring clientID
+// SpeaksFor returns nil when a stream of owner's token declaring clientID
 // is open on the canvas, on this process or (as the relay's presence last
 // said) on another; otherwise an error wrapping canvas.ErrForbidden. Acks
 // and views speak for a browser only with the token that declared it.
-func (h *Hub) speaksFor(canvasID, clientID, owner string) error {
+func (h *Hub) SpeaksFor(canvasID, clientID, owner string) error {
 	h.mu.RLock()
 	open := h.browsers[canvasID][clientID]
 	mine := len(open) > 0 && open[0].owner == owner // the open ones all have one owner
@@ -151,7 +151,7 @@ func (h *Hub) speaksFor(canvasID, clientID, owner string) error {
 	if mine {
 		return nil
 	}
-	if r := h.relay.Load(); r != nil && slices.Contains(r.remoteOwners(canvasID, clientID), owner) {
+	if r := h.relay; r != nil && slices.Contains(r.remoteOwners(canvasID, clientID), owner) {
 		return nil
 	}
 	return fmt.Errorf("%w: client %q is not a browser your token declared on canvas %q: acks and views speak only for a client_id that a stream of the same token declares and keeps open (GET /sse/canvas/{canvas_id}?client_id=...)",
@@ -160,9 +160,9 @@ func (h *Hub) speaksFor(canvasID, clientID, owner string) error {
 
 // undeclare drops b, the declaration of a stream leaving subs, from the
 // index of declared browsers. The caller holds h.mu.
-func (h *Hub) undeclare(canvasID string, b *browserClient) {
+func (h *Hub) undeclare(canvasID string, b *Browser) {
 	byID := h.browsers[canvasID]
-	open := slices.DeleteFunc(byID[b.id], func(o *browserClient) bool { return o == b })
+	open := slices.DeleteFunc(byID[b.id], func(o *Browser) bool { return o == b })
 	if len(open) > 0 {
 		byID[b.id] = open
 		return
@@ -204,37 +204,37 @@ func (h *Hub) HostWatch(canvasID string) (string, <-chan struct{}) {
 	return "", nil
 }
 
-// errNoHost: no browser on the canvas declared the screenshot capability;
-// errHostLost: the host's stream ended while a request to it was pending.
+// ErrNoHost: no browser on the canvas declared the screenshot capability;
+// ErrHostLost: the host's stream ended while a request to it was pending.
 // Both are 503 problems (retry when a browser is there).
 var (
-	errNoHost   = fmt.Errorf("%w: %w", agent.ErrNoHost, canvas.ErrUnavailable)
-	errHostLost = fmt.Errorf("the host browser left: %w", canvas.ErrUnavailable)
+	ErrNoHost   = fmt.Errorf("%w: %w", agent.ErrNoHost, canvas.ErrUnavailable)
+	ErrHostLost = fmt.Errorf("the host browser left: %w", canvas.ErrUnavailable)
 )
 
-// whileHost returns the canvas's host and a context canceled (with cause
-// errHostLost) when the host changes; with no host it returns "" and a
+// WhileHost returns the canvas's host and a context canceled (with cause
+// ErrHostLost) when the host changes; with no host it returns "" and a
 // canvas.ErrUnavailable error at once.
-func (h *Hub) whileHost(ctx context.Context, canvasID string) (string, context.Context, context.CancelFunc, error) {
+func (h *Hub) WhileHost(ctx context.Context, canvasID string) (string, context.Context, context.CancelFunc, error) {
 	id, changed := h.HostWatch(canvasID)
 	if id == "" {
-		return "", nil, nil, noHost(canvasID)
+		return "", nil, nil, NoHost(canvasID)
 	}
 	ctx, cancel := context.WithCancelCause(ctx)
 	go func() {
 		select {
 		case <-changed:
-			cancel(fmt.Errorf("%w: %s no longer hosts canvas %q", errHostLost, id, canvasID))
+			cancel(fmt.Errorf("%w: %s no longer hosts canvas %q", ErrHostLost, id, canvasID))
 		case <-ctx.Done():
 		}
 	}()
 	return id, ctx, func() { cancel(context.Canceled) }, nil
 }
 
-// noHost is the error for a canvas without a host browser.
-func noHost(canvasID string) error {
+// NoHost is the error for a canvas without a host browser.
+func NoHost(canvasID string) error {
 	return fmt.Errorf("%w on canvas %q: no browser declared the %q capability on its stream (GET /sse/canvas/{canvas_id}?client_id=...&capabilities=screenshot); the agent goes on text-only",
-		errNoHost, canvasID, CapScreenshot)
+		ErrNoHost, canvasID, CapScreenshot)
 }
 
 // PublishEventTo sends an ephemeral event to one browser's streams (on
@@ -302,7 +302,7 @@ func (h *Hub) elect(canvasID string) bool {
 	h.electMu.Lock()
 	defer h.electMu.Unlock()
 	best := h.localCandidate(canvasID)
-	if r := h.relay.Load(); r != nil {
+	if r := h.relay; r != nil {
 		if c := r.remoteCandidate(canvasID); c.before(best) {
 			best = c
 		}
@@ -332,39 +332,49 @@ func (h *Hub) elect(canvasID string) bool {
 
 // hostFrame encodes an agent:host event.
 func hostFrame(canvasID, hostID string) []byte {
-	return sseEvent(canvas.EventAgentHost, "", canvas.AgentHost{CanvasID: canvasID, HostClientID: hostID})
+	return EncodeEvent(canvas.EventAgentHost, "", canvas.AgentHost{CanvasID: canvasID, HostClientID: hostID})
 }
+
+// BrowserInput is implemented by agent services whose sessions run in this
+// process: they take the browsers' acks and views (POST
+// /api/canvas-agent/ack and /view). Both return canvas.ErrNotFound when the
+// session does not run here; the server then relays the input to the other
+// processes (relay.go), whose services try in turn.
+type BrowserInput interface {
+	Ack(sessionID string, a canvas.AgentAck) error
+	View(sessionID string, v canvas.AgentView) error
+}
+
+// *agent.Runner takes browser input.
+var _ BrowserInput = (*agent.Runner)(nil)
 
 // Kinds of browser input for a running agent session.
 const (
-	inputAck  = "ack"
-	inputView = "view"
+	InputAck  = "ack"
+	InputView = "view"
 )
 
-// setBrowserInput makes bi the receiver of browser input in this process.
-func (h *Hub) setBrowserInput(bi BrowserInput) { h.input.Store(&bi) }
-
-// deliverInput hands a browser's ack or view to the agent session: to this
+// DeliverInput hands a browser's ack or view to the agent session: to this
 // process's agent service, and when the session does not run here and relay
-// is set, to the other processes (their relays call deliverInput with
+// is set, to the other processes (their relays call DeliverInput with
 // relay false).
-func (h *Hub) deliverInput(sessionID, kind string, data []byte, relay bool) {
+func (h *Hub) DeliverInput(sessionID, kind string, data []byte, relay bool) {
 	err := fmt.Errorf("no agent service here: %w", canvas.ErrNotFound)
-	if p := h.input.Load(); p != nil {
-		switch bi := *p; kind {
-		case inputAck:
+	if bi := h.wired().Input; bi != nil {
+		switch kind {
+		case InputAck:
 			var a canvas.AgentAck
 			if err = json.Unmarshal(data, &a); err == nil {
 				err = bi.Ack(sessionID, a)
 			}
-		case inputView:
+		case InputView:
 			var v canvas.AgentView
 			if err = json.Unmarshal(data, &v); err == nil {
 				err = bi.View(sessionID, v)
 			}
 		}
 	}
-	if r := h.relay.Load(); r != nil && relay && errors.Is(err, canvas.ErrNotFound) {
+	if r := h.relay; r != nil && relay && errors.Is(err, canvas.ErrNotFound) {
 		r.sendInput(inputMsg{SessionID: sessionID, Kind: kind, Data: data})
 	}
 }
