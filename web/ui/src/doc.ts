@@ -206,6 +206,7 @@ export class DocPanel {
   private timer = 0;
   private fading = 0;
   private refreshing = 0; // the history's refresh after commits on the document, coalesced
+  private sideAsked = 0; // moves with each view asked of the side pane: an answer for an earlier one is dropped
   private body: HTMLElement;
   private side: HTMLElement;
   private title: HTMLElement;
@@ -415,7 +416,7 @@ export class DocPanel {
     if (!c.changes.some((ch) => ch.id === this.nodeId && ch.kind === "node")) return;
     if (this.side.dataset.view === "timeline") { // the history shown follows the document's commits (a restore, someone's edit)
       clearTimeout(this.refreshing);
-      this.refreshing = window.setTimeout(() => { if (this.side.dataset.view === "timeline") void this.timeline(); }, 150);
+      this.refreshing = window.setTimeout(() => { if (this.side.dataset.view === "timeline") void this.timeline(true); }, 150);
     }
     if (!this.sync() || !this.view) return;
     if (c.actor_id !== this.me() && !this.mine.has(c.cmd_id)) {
@@ -470,16 +471,21 @@ export class DocPanel {
         toast(`snapshot: ${why(err)}`, "bad");
       }
     } }, input, h("button", { type: "submit", text: "Save" }));
+    this.sideAsked++;
     this.side.replaceChildren(h("h3", { text: "New snapshot" }), form);
     this.side.dataset.view = "snapshot";
     input.focus();
   }
 
-  /** The revisions that changed this document (newest first), with the named snapshots between them. */
-  async timeline(): Promise<void> {
+  /**
+   * Shows the revisions that changed this document (newest first), with the
+   * named snapshots between them. A follow (a refresh after a commit, not
+   * the person's ask) is dropped once the pane shows something else.
+   */
+  async timeline(follow = false): Promise<void> {
     const m = this.model();
     if (!m) return;
-    const cid = this.canvasId(), gen = this.gen;
+    const cid = this.canvasId(), gen = this.gen, asked = follow ? this.sideAsked : ++this.sideAsked;
     const after = Math.max(0, m.rev - 1000);
     let commits: Commit[], snaps: { snapshot_id: string; label?: string; rev: number }[];
     try {
@@ -490,7 +496,8 @@ export class DocPanel {
       toast(`history: ${why(err)}`, "bad");
       return;
     }
-    if (this.gen !== gen) return; // another document opened meanwhile
+    if (this.gen !== gen || this.sideAsked !== asked) return; // another document or view asked for meanwhile
+    if (follow && this.side.dataset.view !== "timeline") return;
     const items: { rev: number; el: HTMLElement }[] = [];
     for (const c of commits) {
       const who = c.actor_id === this.me() ? "you" : c.actor_id;
@@ -527,6 +534,7 @@ export class DocPanel {
    */
   async diff(since: string, format: "unified" | "split", base = ""): Promise<void> {
     if (!this.nodeId) return;
+    const asked = ++this.sideAsked;
     await this.flush();
     const cid = this.canvasId(), node = this.nodeId, gen = this.gen;
     let d: any;
@@ -543,7 +551,7 @@ export class DocPanel {
       toast(`diff: ${why(err)}`, "bad");
       return;
     }
-    if (this.gen !== gen) return; // another document opened meanwhile
+    if (this.gen !== gen || this.sideAsked !== asked) return; // another document or view asked for meanwhile
     const toggle = h("button", { type: "button", class: "diff-format", text: format === "unified" ? "Side by side" : "Unified",
       onclick: () => this.diff(since, format === "unified" ? "split" : "unified", base) });
     const head = h("div", { class: "diff-head" }, `Since ${base}: +${d.lines_added ?? 0} −${d.lines_deleted ?? 0} ~${d.lines_modified ?? 0} `, toggle);
