@@ -19,9 +19,6 @@ import (
 	"github.com/canvasd/canvasd/agent"
 	"github.com/canvasd/canvasd/canvas"
 	"github.com/canvasd/canvasd/client"
-	"github.com/canvasd/canvasd/host"
-	"github.com/canvasd/canvasd/store"
-	"github.com/canvasd/canvasd/store/sqlitestore"
 )
 
 // ackTap is the benchmark's agent service: the test runner's, with every
@@ -75,26 +72,8 @@ func benchAgentHostPage(b *testing.B, turns, shapes int) {
 		replies = append(replies, scriptedReply{chunks: append(chunks, "]}"), delay: 20 * time.Millisecond})
 	}
 	model := newFakeOpenAI(b, replies...)
-	var broker *host.Broker
 	svc := &ackTap{lateAgent: &lateAgent{}}
-	dbPath := filepath.Join(b.TempDir(), "canvasd.db")
-	var sessions *sqlitestore.Store
-	e := newTestEnv(b, func(c *Config) {
-		st, err := sqlitestore.Open(context.Background(), dbPath)
-		if err != nil {
-			b.Fatal(err)
-		}
-		eng := store.NewEngine(st, store.EngineConfig{Publisher: c.Hub, Observer: c.Metrics, SnapshotEvery: 1000})
-		if err := eng.Start(context.Background()); err != nil {
-			b.Fatal(err)
-		}
-		b.Cleanup(func() { eng.Stop(); st.Close() })
-		c.Store, c.Engine, sessions = st, eng, st
-		h := newHost(b, st, host.Config{})
-		broker = host.NewBroker(h.HostDeliverer(CanvasInvokeDeliverer(c.Hub)))
-		c.Host = HostOptions{Host: h, Broker: broker}
-		c.Agent = svc
-	})
+	e, broker, sessions := newHostedAgentEnv(b, svc, nil)
 	ctx := context.Background()
 	agentTok, agentID := e.token(canvas.RoleEditor, canvas.ActorAgent)
 	ac, err := client.New(e.srv.URL, agentTok)

@@ -159,27 +159,8 @@ func TestWebUIAgent(t *testing.T) {
 	model := newFakeOpenAI(t, scriptedReply{chunks: chunked(actionsJSON(`{"name":"think","params":{"text":"I see a blue box and a note."}}`,
 		`{"name":"todo","params":{"text":"Compare the colours"}}`, `{"name":"todo","params":{"text":"Read the note"}}`,
 		`{"name":"todo","params":{"text":"Read the note","status":"done"}}`), 16)})
-	var broker *host.Broker
 	svc := &lateAgent{}
-	// The agent's sessions live in the server's store, as with canvasd serve.
-	dbPath := filepath.Join(t.TempDir(), "canvasd.db")
-	var sessions *sqlitestore.Store
-	e := newTestEnv(t, func(c *Config) {
-		st, err := sqlitestore.Open(context.Background(), dbPath)
-		if err != nil {
-			t.Fatal(err)
-		}
-		eng := store.NewEngine(st, store.EngineConfig{Publisher: c.Hub, Observer: c.Metrics, SnapshotEvery: 1000})
-		if err := eng.Start(context.Background()); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { eng.Stop(); st.Close() })
-		c.Store, c.Engine, sessions = st, eng, st
-		h := newHost(t, st, host.Config{})
-		broker = host.NewBroker(h.HostDeliverer(CanvasInvokeDeliverer(c.Hub)))
-		c.Host = HostOptions{Host: h, Broker: broker, Inbox: messageInbox{svc}}
-		c.Agent = svc
-	})
+	e, broker, sessions := newHostedAgentEnv(t, svc, messageInbox{svc})
 	ctx := context.Background()
 	agentTok, agentID := e.token(canvas.RoleEditor, canvas.ActorAgent)
 	ac, err := client.New(e.srv.URL, agentTok)
@@ -644,4 +625,32 @@ func TestWebUIAgentHostWaitStatusLines(t *testing.T) {
 	status(map[string]any{"ack_missed": map[string]any{"seq": 3, "client_id": "h1", "resends": 0, "reason": "no_host"}})
 	p.poll("given up without a host as a warning", `[...document.querySelectorAll('#agent-log li.status.warn')].some(li =>
 		li.textContent === "agent: No host browser was there to confirm one of the agent's actions (its host left and none came back in time): the canvas may be missing it.")`)
+}
+
+// newHostedAgentEnv is a server for an agent runner started by the test:
+// the agent's sessions live in the server's SQLite store (as with canvasd
+// serve), a canvas host and its invoke broker are on, and svc is the
+// server's agent service (its runner set later; inbox may be nil).
+func newHostedAgentEnv(tb testing.TB, svc AgentService, inbox host.Inbox) (*testEnv, *host.Broker, *sqlitestore.Store) {
+	tb.Helper()
+	var broker *host.Broker
+	var sessions *sqlitestore.Store
+	dbPath := filepath.Join(tb.TempDir(), "canvasd.db")
+	e := newTestEnv(tb, func(c *Config) {
+		st, err := sqlitestore.Open(context.Background(), dbPath)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		eng := store.NewEngine(st, store.EngineConfig{Publisher: c.Hub, Observer: c.Metrics, SnapshotEvery: 1000})
+		if err := eng.Start(context.Background()); err != nil {
+			tb.Fatal(err)
+		}
+		tb.Cleanup(func() { eng.Stop(); st.Close() })
+		c.Store, c.Engine, sessions = st, eng, st
+		h := newHost(tb, st, host.Config{})
+		broker = host.NewBroker(h.HostDeliverer(CanvasInvokeDeliverer(c.Hub)))
+		c.Host = HostOptions{Host: h, Broker: broker, Inbox: inbox}
+		c.Agent = svc
+	})
+	return e, broker, sessions
 }
