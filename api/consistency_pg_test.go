@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/canvasd/canvasd/hub"
+	"github.com/canvasd/canvasd/store"
 	"github.com/canvasd/canvasd/store/pgstore"
 	"github.com/canvasd/canvasd/store/pgstore/faultproxy"
 )
@@ -25,6 +26,13 @@ type deafListener struct{ *pgstore.Store }
 func (d deafListener) Listen(ctx context.Context, _ func(string)) error {
 	<-ctx.Done()
 	return ctx.Err()
+}
+
+// Capabilities names d, not the store inside it, as the engine's Notifier.
+func (d deafListener) Capabilities() store.Capabilities {
+	c := d.Store.Capabilities()
+	c.Notifier = d
+	return c
 }
 
 // TestReadsLinearizableAcrossServers: two servers on one database; B never
