@@ -50,7 +50,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		ack: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "canvas_agent_ack_seconds",
 			Help: "A complete agent:action envelope sent to the host browser's ack of it.", Buckets: buckets}),
 		jitter: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "canvas_agent_apply_jitter_seconds",
-			Help: "The host browser's apply jitter between consecutive envelopes (the SLO is p95 ≤ 50 ms).", Buckets: buckets}),
+			Help: "The host browser's apply jitter, each acked envelope against the nearest seq acked before it (the SLO is p95 ≤ 50 ms).", Buckets: buckets}),
 		resends: prometheus.NewCounter(prometheus.CounterOpts{Name: "canvas_agent_envelope_resends_total",
 			Help: "Envelopes resent to the host browser for want of its ack."}),
 		acksMissed: prometheus.NewCounter(prometheus.CounterOpts{Name: "canvas_agent_acks_missed_total",

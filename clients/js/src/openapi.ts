@@ -3166,7 +3166,7 @@ export interface components {
             acks_missed?: number;
             /** @description Envelopes due for a resend that found no host and waited for one (no attempt spent). */
             host_waits?: number;
-            /** @description p95 of the host's apply jitter between consecutive envelopes. */
+            /** @description p95 of the host's apply jitter: how much later or earlier than the spacing of the envelopes' ts each was applied, measured against the ack of the nearest seq the host acked before, in whatever order the acks arrived. */
             apply_jitter_p95_ms?: number;
             /**
              * Format: int64

@@ -580,6 +580,79 @@ class CanvasAgentClient:
             body["viewport"] = dict(viewport)
         return self._call("POST", "/canvas_commands/%s/gesture" % _seg(canvas_id), body=body)
 
+    # ------------------------------------------------------------------ agent
+
+    def run_agent(
+        self,
+        canvas_id: str,
+        message: str,
+        *,
+        model: Optional[str] = None,
+        viewport: Optional[Mapping[str, Any]] = None,
+        selection: Optional[Sequence[str]] = None,
+        document: Optional[str] = None,
+        document_selection: Optional[Tuple[int, int]] = None,
+    ) -> str:
+        """Starts the server's agent on a canvas (``POST
+        /api/canvas-agent/run``) and returns the session id; the run goes on
+        on the server (follow it with :meth:`agent_session`,
+        :meth:`wait_agent` or the canvas's :meth:`stream`).
+
+        document is the node id of a document (a ``doc`` node) to edit with
+        the line verbs, document_selection the ``(start_line, end_line)`` of
+        it (from 1, inclusive) the message is about. viewport ``{x, y, w,
+        h}`` and selection (node ids) tell the agent what the person is
+        looking at. Not retried (a retry would start a second run)."""
+        body: Dict[str, Any] = {"roomId": canvas_id, "message": message}
+        if model is not None:
+            body["model"] = model
+        if viewport is not None:
+            body["viewport"] = dict(viewport)
+        if selection is not None:
+            body["selection"] = list(selection)
+        if document is not None:
+            body["document"] = document
+        if document_selection is not None:
+            start, end = document_selection
+            body["document_selection"] = {"start_line": start, "end_line": end}
+        return self._call("POST", "/api/canvas-agent/run", body=body)["session_id"]
+
+    def agent_session(self, session_id: str) -> Dict[str, Any]:
+        """Returns an agent session: ``state``, ``transcript``, ``todos``,
+        ``turns``, ``stats`` (``GET /api/canvas-agent/sessions/{id}``)."""
+        return self._call("GET", "/api/canvas-agent/sessions/%s" % _seg(session_id), retry=True)
+
+    def wait_agent(self, session_id: str, timeout: float = 120.0, poll: float = 0.2) -> Dict[str, Any]:
+        """Polls the session until its state is final (``done``, ``error``
+        or ``canceled``) and returns it; raises TimeoutError after timeout
+        seconds."""
+        deadline = time.monotonic() + timeout
+        while True:
+            s = self.agent_session(session_id)
+            if s.get("state") in ("done", "error", "canceled"):
+                return s
+            if time.monotonic() >= deadline:
+                raise TimeoutError("agent session %s still %s after %.0fs" % (session_id, s.get("state"), timeout))
+            self._sleep(poll)
+
+    def cancel_agent(self, session_id: str) -> None:
+        """Cancels a session: its model stream stops and nothing more of it is applied."""
+        self._call("POST", "/api/canvas-agent/sessions/%s/cancel" % _seg(session_id), body={})
+
+    def revert_agent_turns(self, session_id: str, turns: Optional[Sequence[int]] = None) -> Dict[str, Any]:
+        """Reverts the commits of the given turns of a session (None: every
+        turn not reverted yet) as one ``revert_commits`` command by the
+        caller and returns ``{current_rev, ...}``. Raises ConflictError (with
+        recovery_ops) when later commits touched the same shapes."""
+        body: Dict[str, Any] = {}
+        if turns is not None:
+            body["turns"] = list(turns)
+        return self._call("POST", "/api/canvas-agent/sessions/%s/revert" % _seg(session_id), body=body)
+
+    def agent_catalog(self) -> Dict[str, Any]:
+        """Returns the agent's action catalog with each action's JSON Schema."""
+        return self._call("GET", "/api/canvas-agent/catalog", retry=True)
+
     # ------------------------------------------------------------------ stream
 
     def stream(

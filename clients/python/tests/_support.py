@@ -1,8 +1,10 @@
 """Test support: builds canvasd from this tree, runs it on a free loopback port,
-and a small fault-injecting TCP proxy. Imported first by every test module; it
+a small fault-injecting TCP proxy and a fake OpenAI-compatible model. Imported first by every test module; it
 also puts the client's source directory first on sys.path."""
 
 import atexit
+import http.server
+import json
 import os
 import shutil
 import signal
@@ -63,7 +65,8 @@ def free_port():
 class CanvasdServer:
     """A real canvasd process on 127.0.0.1 with its own data dir (embedded store)."""
 
-    def __init__(self, data_dir=None, port=None, admin_token=None):
+    def __init__(self, data_dir=None, port=None, admin_token=None, env=None):
+        self.extra_env = dict(env or {})
         self.data_dir = data_dir or tempfile.mkdtemp(prefix="canvasd-pytest-data-")
         self._own_dir = data_dir is None
         self.port = port or free_port()
@@ -76,6 +79,7 @@ class CanvasdServer:
     def start(self, timeout=30.0):
         """Starts the process and waits until /readyz answers 200."""
         env = {k: v for k, v in os.environ.items() if not k.startswith("CANVASD_")}
+        env.update(self.extra_env)
         log = open(self.log_path, "ab")
         try:
             self.proc = subprocess.Popen(
@@ -286,3 +290,59 @@ class FaultProxy:
                 dst.shutdown(socket.SHUT_WR)
             except OSError:
                 pass
+
+
+class FakeOpenAI:
+    """A local server speaking the OpenAI chat-completions streaming protocol
+    (``data:`` chunks, then ``data: [DONE]``), as the Go and TypeScript tests
+    use: it answers each request with the next scripted reply (a list of
+    content deltas; an empty actions list once the script is used up) and
+    records the parsed requests. ``url`` is the OpenAI base URL (.../v1)."""
+
+    def __init__(self, replies):
+        self.replies = list(replies)
+        self.requests = []
+        fake = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def do_POST(self):
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                if self.path != "/v1/chat/completions" or self.headers.get("Authorization") != "Bearer sk-test":
+                    self.send_response(401)
+                    self.end_headers()
+                    return
+                req = json.loads(body)
+                i = len(fake.requests)
+                fake.requests.append(req)
+                chunks = fake.replies[i] if i < len(fake.replies) else ['{"actions":[]}']
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.end_headers()
+
+                def chunk(delta, finish=None):
+                    c = {"id": "chatcmpl-%d" % i, "object": "chat.completion.chunk", "created": 1, "model": req.get("model"),
+                         "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+                    self.wfile.write(b"data: " + json.dumps(c).encode() + b"\n\n")
+
+                chunk({"role": "assistant"})
+                for c in chunks:
+                    chunk({"content": c})
+                chunk({}, "stop")
+                self.wfile.write(b"data: [DONE]\n\n")
+                self.wfile.flush()
+
+        self._srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = "http://127.0.0.1:%d/v1" % self._srv.server_address[1]
+        self._thread = threading.Thread(target=self._srv.serve_forever, daemon=True)
+        self._thread.start()
+
+    def env(self):
+        """The server environment that points canvasd's agent at this model."""
+        return {"CANVAS_STEWARD_MODEL": "openai:gpt-test", "OPENAI_BASE_URL": self.url, "OPENAI_API_KEY": "sk-test"}
+
+    def close(self):
+        self._srv.shutdown()
+        self._srv.server_close()
