@@ -243,7 +243,10 @@ func (e *Engine) sync(ctx context.Context, canvasID string) (int64, error) {
 	}
 }
 
-// recentAfter serves commits after afterRev from memory when it holds them all.
+// recentAfter serves commits after afterRev from memory when it holds them
+// all; false: they must be read from the store (also when the commits in
+// memory end before the state's revision, as they may while a group is
+// being applied).
 func (l *live) recentAfter(afterRev int64, limit int) ([]*canvas.Commit, bool) {
 	if afterRev >= l.state.Rev {
 		return nil, true
@@ -252,6 +255,9 @@ func (l *live) recentAfter(afterRev int64, limit int) ([]*canvas.Commit, bool) {
 		return nil, false
 	}
 	i := int(afterRev + 1 - l.recent[0].Rev)
+	if i >= len(l.recent) {
+		return nil, false
+	}
 	end := min(len(l.recent), i+limit)
 	return append([]*canvas.Commit(nil), l.recent[i:end]...), true
 }
