@@ -326,12 +326,12 @@ func (r *Runner) sessionFor(ctx context.Context, canvasID string, t task, entry 
 	// The store knows every process's sessions: a newer session running in
 	// another process's runner gets the message (relayed), not an older one
 	// that runs here.
-	latest, err := r.d.Store.LatestAgentSession(ctx, canvasID)
+	latest, err := r.d.Store.ListAgentSessions(ctx, canvasID, 1)
 	switch {
-	case err == nil:
-		return latest.ID, false, nil
-	case !errors.Is(err, canvas.ErrNotFound):
+	case err != nil:
 		return "", false, err
+	case len(latest) > 0:
+		return latest[0].ID, false, nil
 	}
 	if _, err := r.d.Client.GetCanvas(ctx, canvasID); err != nil {
 		return "", false, fmt.Errorf("agent message for canvas %q: %w", canvasID, err)

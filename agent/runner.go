@@ -221,32 +221,48 @@ func (r *Runner) launchTasks(rec client.AgentSession, remote bool, tasks []task)
 // todos and each turn's RevertedRev are always the stored ones (a revert is
 // recorded by the server, not by the run).
 func (r *Runner) Session(ctx context.Context, id string) (client.AgentSession, error) {
-	r.mu.Lock()
-	s := r.sessions[id]
-	r.mu.Unlock()
 	stored, err := r.d.Store.GetAgentSession(ctx, id)
 	if err != nil {
 		return stored, err
 	}
-	if s != nil {
-		s.mu.Lock()
-		live := s.rec
-		live.Transcript = append([]client.TranscriptEntry(nil), s.rec.Transcript...)
-		reverted := make(map[int]*int64, len(stored.Turns))
-		for _, t := range stored.Turns {
-			reverted[t.Turn] = t.RevertedRev
-		}
-		live.Turns = make([]canvas.AgentTurn, len(s.rec.Turns))
-		for i, t := range s.rec.Turns {
-			t.Revs = append([]int64{}, t.Revs...)
-			t.RevertedRev = reverted[t.Turn]
-			live.Turns[i] = t
-		}
-		s.mu.Unlock()
-		live.Todos = stored.Todos
-		return live, nil
+	return r.liveView(stored), nil
+}
+
+// Sessions returns the last limit sessions of a canvas, newest first, each
+// as Session returns it.
+func (r *Runner) Sessions(ctx context.Context, canvasID string, limit int) ([]client.AgentSession, error) {
+	list, err := r.d.Store.ListAgentSessions(ctx, canvasID, limit)
+	for i := range list {
+		list[i] = r.liveView(list[i])
 	}
-	return stored, nil
+	return list, err
+}
+
+// liveView returns the session as it runs in this runner, with the stored
+// todos and RevertedRevs; stored itself when it does not run here.
+func (r *Runner) liveView(stored client.AgentSession) client.AgentSession {
+	r.mu.Lock()
+	s := r.sessions[stored.ID]
+	r.mu.Unlock()
+	if s == nil {
+		return stored
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	live := s.rec
+	live.Transcript = append([]client.TranscriptEntry(nil), s.rec.Transcript...)
+	reverted := make(map[int]*int64, len(stored.Turns))
+	for _, t := range stored.Turns {
+		reverted[t.Turn] = t.RevertedRev
+	}
+	live.Turns = make([]canvas.AgentTurn, len(s.rec.Turns))
+	for i, t := range s.rec.Turns {
+		t.Revs = append([]int64{}, t.Revs...)
+		t.RevertedRev = reverted[t.Turn]
+		live.Turns[i] = t
+	}
+	live.Todos = stored.Todos
+	return live
 }
 
 // Cancel stops a session: its model stream is closed and no further action

@@ -22,7 +22,7 @@ type SessionStore interface {
 	AgentSessionState(ctx context.Context, id string) (string, error)
 	CancelAgentSession(ctx context.Context, id string) (was string, at time.Time, err error)
 	GetAgentSession(ctx context.Context, id string) (canvas.AgentSession, error)
-	LatestAgentSession(ctx context.Context, canvasID string) (canvas.AgentSession, error)
+	ListAgentSessions(ctx context.Context, canvasID string, limit int) ([]canvas.AgentSession, error)
 	SaveAgentTurn(ctx context.Context, sessionID string, t canvas.AgentTurn) error
 	UpsertAgentTodo(ctx context.Context, t canvas.AgentTodo) (canvas.AgentTodo, bool, error)
 }

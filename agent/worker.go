@@ -51,10 +51,25 @@ func (q *Queue) publish(canvasID string, ev StatusEvent) {
 // Session returns the stored session (a queued one shows as scheduled).
 func (q *Queue) Session(ctx context.Context, id string) (client.AgentSession, error) {
 	s, err := q.store.GetAgentSession(ctx, id)
+	return shownQueued(s), err
+}
+
+// Sessions returns the last limit sessions of a canvas, newest first, as
+// Session returns them.
+func (q *Queue) Sessions(ctx context.Context, canvasID string, limit int) ([]client.AgentSession, error) {
+	list, err := q.store.ListAgentSessions(ctx, canvasID, limit)
+	for i := range list {
+		list[i] = shownQueued(list[i])
+	}
+	return list, err
+}
+
+// shownQueued is s as clients see it: a queued session is scheduled.
+func shownQueued(s client.AgentSession) client.AgentSession {
 	if s.State == canvas.AgentQueued {
 		s.State = client.AgentScheduled
 	}
-	return s, err
+	return s
 }
 
 // Wait returns the session once it has ended, or as it is when ctx ends

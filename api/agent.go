@@ -25,6 +25,9 @@ type AgentService interface {
 	Run(ctx context.Context, req canvas.AgentRunRequest) (string, error)
 	// Session returns a session with transcript, todos and stats, or canvas.ErrNotFound.
 	Session(ctx context.Context, id string) (canvas.AgentSession, error)
+	// Sessions returns the last limit sessions of a canvas, newest first,
+	// as Session returns them (none for a canvas without sessions).
+	Sessions(ctx context.Context, canvasID string, limit int) ([]canvas.AgentSession, error)
 	// Cancel stops a session; afterwards nothing more is applied.
 	Cancel(ctx context.Context, id string) error
 	// Wait returns a session once its run has ended, or as it is (not
@@ -94,6 +97,41 @@ func (s *Server) handleAgentSession(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, sess)
+}
+
+// agentSessionList is the answer of GET /api/canvases/{canvas_id}/agent-sessions.
+type agentSessionList struct {
+	CanvasID string                `json:"canvas_id"`
+	Sessions []canvas.AgentSession `json:"sessions"`
+}
+
+// handleAgentSessions serves GET /api/canvases/{canvas_id}/agent-sessions
+// (viewer): the canvas's last ?limit (1–100, default 20) agent sessions,
+// newest first, each as GET /api/canvas-agent/sessions/{id} answers it.
+func (s *Server) handleAgentSessions(w http.ResponseWriter, r *http.Request) {
+	id, err := canvasRoute(r, canvas.RoleViewer)
+	if err != nil {
+		s.problem(w, r, err)
+		return
+	}
+	limit, err := intParam(r.URL.Query().Get("limit"), "limit", 20, 1, 100)
+	if err != nil {
+		s.problem(w, r, err)
+		return
+	}
+	if _, err := s.st.GetCanvas(r.Context(), id); err != nil {
+		s.problem(w, r, err)
+		return
+	}
+	list, err := s.cfg.Agent.Sessions(r.Context(), id, int(limit))
+	if err != nil {
+		s.problem(w, r, err)
+		return
+	}
+	if list == nil {
+		list = []canvas.AgentSession{}
+	}
+	writeJSON(w, http.StatusOK, agentSessionList{CanvasID: id, Sessions: list})
 }
 
 // handleAgentCancel serves POST /api/canvas-agent/sessions/{session_id}/cancel

@@ -214,6 +214,7 @@ func authzRows() []authzRow {
 		{method: "GET", pattern: "/api/canvases/{canvas_id}/docs/{node_id}/selection", req: static("GET", "/api/canvases/"+authzA+"/docs/"+authzDoc+"/selection?start_line=1", ""), expect: onA(canvas.RoleViewer, 200)},
 		{method: "POST", pattern: "/api/canvases/{canvas_id}/snapshots", req: static("POST", "/api/canvases/"+authzA+"/snapshots", `{"label":"l"}`), expect: onA(canvas.RoleEditor, 201)},
 		{method: "GET", pattern: "/api/canvases/{canvas_id}/snapshots", req: static("GET", "/api/canvases/"+authzA+"/snapshots", ""), expect: onA(canvas.RoleViewer, 200)},
+		{method: "GET", pattern: "/api/canvases/{canvas_id}/agent-sessions", req: static("GET", "/api/canvases/"+authzA+"/agent-sessions", ""), expect: onA(canvas.RoleViewer, 200)},
 
 		// Files (files.go).
 		{method: "GET", pattern: "/api/canvases/{canvas_id}/export", req: static("GET", "/api/canvases/"+authzA+"/export?format=svg", ""), expect: onA(canvas.RoleViewer, 200)},

@@ -118,6 +118,7 @@ func (s *Server) routes() chi.Router {
 		if s.cfg.Agent != nil {
 			r.Post("/api/canvas-agent/run", s.jsonBody(64<<10, s.handleAgentRun))
 			r.Get("/api/canvas-agent/sessions/{session_id}", s.handleAgentSession)
+			r.Get("/api/canvases/{canvas_id}/agent-sessions", s.handleAgentSessions)
 			r.Post("/api/canvas-agent/sessions/{session_id}/cancel", s.noBody(s.handleAgentCancel))
 			r.Post("/api/canvas-agent/sessions/{session_id}/revert", s.jsonBody(4<<10, s.handleAgentRevert)) // agent_review.go
 			r.Post("/api/canvas-agent/edit-request", s.jsonBody(64<<10, s.handleAgentEditRequest))           // agent_edit.go

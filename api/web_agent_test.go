@@ -58,6 +58,14 @@ func (l *lateAgent) Session(ctx context.Context, id string) (client.AgentSession
 	return r.Session(ctx, id)
 }
 
+func (l *lateAgent) Sessions(ctx context.Context, canvasID string, limit int) ([]client.AgentSession, error) {
+	r, err := l.runner()
+	if err != nil {
+		return nil, err
+	}
+	return r.Sessions(ctx, canvasID, limit)
+}
+
 func (l *lateAgent) Cancel(ctx context.Context, id string) error {
 	r, err := l.runner()
 	if err != nil {

@@ -212,7 +212,8 @@ type chatView struct {
 // page's run that landed out of view is brought into view without Show.
 // After a reload the chat is rebuilt from the server's sessions, in order;
 // a run started elsewhere (the API) shows live as asked elsewhere, and its
-// work out of view gets a Show button that brings it into view.
+// work out of view gets a Show button that brings it into view. A browser
+// that started none of the runs shows them all, from the server's list.
 func TestWebUIAgentChat(t *testing.T) {
 	c := openChatUI(t, "ui-agent-chat", "", []map[string]any{ // a wall filling the view: new work goes beside it, out of view
 		{"id": "wall", "type": "geo", "x": 100, "y": -100, "w": 1100, "h": 1100, "props": map[string]any{"geo": "rectangle", "color": "grey"}}})
@@ -308,4 +309,19 @@ func TestWebUIAgentChat(t *testing.T) {
 	p.clickCSS(`#agent-log > li.run:last-child button.show-work`)
 	p.poll("its work in view", runNodesInView(api))
 	p.screenshot("agent-chat-elsewhere")
+
+	// Another browser (this one with its chat's storage cleared) opening
+	// the canvas: the chat lists the canvas's runs from the server, in
+	// order, none of them its own.
+	p.eval(`Object.keys(localStorage).filter(k => k.startsWith('canvasd.chat.')).forEach(k => localStorage.removeItem(k)), true`, nil)
+	p.do(chromedp.Reload())
+	c.live(p)
+	p.poll("the chat rebuilt from the server's list", `document.querySelectorAll('#agent-log > li.run').length === 3 &&
+		[...document.querySelectorAll('#agent-log > li.run')].every(r => r.textContent.includes('agent: Done.'))`)
+	chat = readChat()
+	for i, want := range []string{"Draft a brutalist poster concept", "Remember the milk", "Draft a brutalist poster concept, from the API"} {
+		if r := chat.Runs[i]; r.Ask != "asked elsewhere: "+want || !r.AskFirst {
+			t.Errorf("run %d in a browser that started none: %+v, want asked elsewhere: %s", i, r, want)
+		}
+	}
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"net/url"
+	"strconv"
 
 	"github.com/canvasd/canvasd/canvas"
 )
@@ -50,6 +52,20 @@ func (c *Client) AgentSession(ctx context.Context, id string) (AgentSession, err
 	var out AgentSession
 	err := c.call(ctx, http.MethodGet, "/api/canvas-agent/sessions/"+seg(id), nil, nil, &out)
 	return out, err
+}
+
+// AgentSessions reads a canvas's last limit (1–100; 0: the server's
+// default, 20) agent sessions, newest first, each as AgentSession reads it.
+func (c *Client) AgentSessions(ctx context.Context, canvasID string, limit int) ([]AgentSession, error) {
+	var q url.Values
+	if limit > 0 {
+		q = url.Values{"limit": {strconv.Itoa(limit)}}
+	}
+	var out struct {
+		Sessions []AgentSession `json:"sessions"`
+	}
+	err := c.call(ctx, http.MethodGet, "/api/canvases/"+seg(canvasID)+"/agent-sessions", q, nil, &out)
+	return out.Sessions, err
 }
 
 // CancelAgent cancels a session: its model stream stops and nothing more is applied.

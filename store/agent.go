@@ -53,10 +53,11 @@ type AgentStore interface {
 	// GetAgentSession returns a session with its todos in position order and
 	// its turns in turn order (both empty, never nil, when there are none).
 	GetAgentSession(ctx context.Context, id string) (canvas.AgentSession, error)
-	// LatestAgentSession returns the session created last on a canvas (by
-	// creation time, then id), with its todos and turns, or
-	// canvas.ErrNotFound when the canvas has none.
-	LatestAgentSession(ctx context.Context, canvasID string) (canvas.AgentSession, error)
+	// ListAgentSessions returns the last limit (> 0) sessions created on a
+	// canvas, newest first (by creation time, then id), each with its todos
+	// and turns; none (an empty list, no error) when the canvas has none or
+	// does not exist.
+	ListAgentSessions(ctx context.Context, canvasID string, limit int) ([]canvas.AgentSession, error)
 
 	// SaveAgentTurn stores turn t of a session, replacing a stored turn with
 	// the same number (a turn is saved again as it makes revisions and when

@@ -230,20 +230,34 @@ func (s *Store) agentTurns(ctx context.Context, sessionID string) ([]canvas.Agen
 	return out, nil
 }
 
-// LatestAgentSession implements store.AgentStore.
-func (s *Store) LatestAgentSession(ctx context.Context, canvasID string) (canvas.AgentSession, error) {
+// ListAgentSessions implements store.AgentStore.
+func (s *Store) ListAgentSessions(ctx context.Context, canvasID string, limit int) ([]canvas.AgentSession, error) {
+	if limit <= 0 {
+		return nil, fmt.Errorf("pgstore: list agent sessions: limit %d: %w", limit, canvas.ErrUnprocessable)
+	}
 	octx, cancel := s.opCtx(ctx)
 	defer cancel()
-	var id string
-	err := s.pool.QueryRow(octx, `SELECT id FROM canvas_agent_sessions WHERE canvas_id = $1
-		ORDER BY created_at DESC, id DESC LIMIT 1`, canvasID).Scan(&id)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return canvas.AgentSession{}, fmt.Errorf("canvas %q has no agent session: %w", canvasID, canvas.ErrNotFound)
-	}
+	rows, err := s.pool.Query(octx, `SELECT id FROM canvas_agent_sessions WHERE canvas_id = $1
+		ORDER BY created_at DESC, id DESC LIMIT $2`, canvasID, limit)
 	if err != nil {
-		return canvas.AgentSession{}, s.wrap(octx, "latest agent session", err)
+		return nil, s.wrap(octx, "list agent sessions", err)
 	}
-	return s.GetAgentSession(ctx, id)
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, s.wrap(octx, "list agent sessions", err)
+	}
+	out := make([]canvas.AgentSession, 0, len(ids))
+	for _, id := range ids {
+		a, err := s.GetAgentSession(ctx, id)
+		if errors.Is(err, canvas.ErrNotFound) {
+			continue // deleted meanwhile, with its canvas
+		}
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, a)
+	}
+	return out, nil
 }
 
 // SaveAgentTurn implements store.AgentStore.

@@ -234,18 +234,41 @@ func (s *Store) agentTurns(ctx context.Context, sessionID string) ([]canvas.Agen
 	return out, agentErr("list agent turns", rows.Err())
 }
 
-// LatestAgentSession implements store.AgentStore.
-func (s *Store) LatestAgentSession(ctx context.Context, canvasID string) (canvas.AgentSession, error) {
-	var id string
-	err := s.rdb.QueryRowContext(ctx, `SELECT id FROM canvas_agent_sessions WHERE canvas_id = ?
-		ORDER BY created_at DESC, id DESC LIMIT 1`, canvasID).Scan(&id)
-	if errors.Is(err, sql.ErrNoRows) {
-		return canvas.AgentSession{}, fmt.Errorf("canvas %q has no agent session: %w", canvasID, canvas.ErrNotFound)
+// ListAgentSessions implements store.AgentStore.
+func (s *Store) ListAgentSessions(ctx context.Context, canvasID string, limit int) ([]canvas.AgentSession, error) {
+	if limit <= 0 {
+		return nil, fmt.Errorf("sqlitestore: list agent sessions: limit %d: %w", limit, canvas.ErrUnprocessable)
 	}
+	rows, err := s.rdb.QueryContext(ctx, `SELECT id FROM canvas_agent_sessions WHERE canvas_id = ?
+		ORDER BY created_at DESC, id DESC LIMIT ?`, canvasID, limit)
 	if err != nil {
-		return canvas.AgentSession{}, agentErr("latest agent session", err)
+		return nil, agentErr("list agent sessions", err)
 	}
-	return s.GetAgentSession(ctx, id)
+	var ids []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			rows.Close()
+			return nil, agentErr("list agent sessions", err)
+		}
+		ids = append(ids, id)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, agentErr("list agent sessions", err)
+	}
+	out := make([]canvas.AgentSession, 0, len(ids))
+	for _, id := range ids {
+		a, err := s.GetAgentSession(ctx, id)
+		if errors.Is(err, canvas.ErrNotFound) {
+			continue // deleted meanwhile, with its canvas
+		}
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, a)
+	}
+	return out, nil
 }
 
 // SaveAgentTurn implements store.AgentStore.

@@ -193,14 +193,36 @@ func testAgentReopenAndLatest(t *testing.T, h *harness) {
 	ctx := ctxT(t)
 	mustCreate(t, h.s, "c1")
 	mustCreate(t, h.s, "c2")
-	_, err := as.LatestAgentSession(ctx, "c1")
-	wantErr(t, "LatestAgentSession of a canvas without sessions", err, canvas.ErrNotFound)
+	ids := func(canvasID string, limit int) []string {
+		t.Helper()
+		list, err := as.ListAgentSessions(ctx, canvasID, limit)
+		if err != nil {
+			t.Fatalf("ListAgentSessions(%s, %d): %v", canvasID, limit, err)
+		}
+		out := []string{}
+		for _, a := range list {
+			out = append(out, a.ID)
+		}
+		return out
+	}
+	if got := ids("c1", 5); len(got) != 0 {
+		t.Errorf("ListAgentSessions of a canvas without sessions = %v", got)
+	}
+	_, err := as.ListAgentSessions(ctx, "c1", 0)
+	wantErr(t, "ListAgentSessions with limit 0", err, canvas.ErrUnprocessable)
 	running := agentSession("as_run", "c1", canvas.AgentStreaming, t0)
 	mustCreateSession(t, as, running)
 	queued := agentSession("as_q", "c1", canvas.AgentQueued, t0.Add(time.Second))
 	mustCreateSession(t, as, queued)
-	if got, err := as.LatestAgentSession(ctx, "c1"); err != nil || got.ID != "as_q" {
-		t.Errorf("LatestAgentSession = %q, %v; want as_q", got.ID, err)
+	mustCreateSession(t, as, agentSession("as_other", "c2", canvas.AgentDone, t0.Add(2*time.Second)))
+	if got := ids("c1", 1); fmt.Sprint(got) != "[as_q]" {
+		t.Errorf("the latest session of c1 = %v; want [as_q]", got)
+	}
+	if got := ids("c1", 10); fmt.Sprint(got) != "[as_q as_run]" {
+		t.Errorf("the sessions of c1 = %v; want [as_q as_run], newest first", got)
+	}
+	if list, _ := as.ListAgentSessions(ctx, "c1", 10); len(list) == 2 && (list[1].Todos == nil || list[1].Turns == nil) {
+		t.Errorf("a listed session without its todos and turns: %+v", list[1])
 	}
 
 	re := running

@@ -6,7 +6,7 @@ import { SSEParser } from "./sse.js";
 import { LiveCanvas } from "./live.js";
 import type { LiveCanvasOptions } from "./live.js";
 import type {
-  AgentAck, AgentCancelResult, AgentRevertRequest, AgentRunRequest, AgentRunResponse, AgentSession, AgentView, ArgsOf, BatchCommand, BatchResult, Canvas,
+  AgentAck, AgentCancelResult, AgentRevertRequest, AgentRunRequest, AgentRunResponse, AgentSession, AgentSessionList, AgentView, ArgsOf, BatchCommand, BatchResult, Canvas,
   CommandType, Commit, ConflictResult, DeleteLinesArgs, DocContent, DocDiff, DocSelection, EventsPage, GestureAck,
   GestureRequest, InsertLinesArgs, InvokeAnswer, InvokeRequest, MessageAccepted, MessageRequest, NamedSnapshot,
   NamedSnapshotList, NamedSnapshotRequest, Problem, ReplaceLinesArgs, RevertToSnapshotArgs, RevisionResult,
@@ -666,6 +666,11 @@ export class CanvasClient {
   /** A session's state, transcript, todos and stats. */
   agentSession(sessionId: string): Promise<AgentSession> {
     return this.call("GET", "/api/canvas-agent/sessions/" + seg(sessionId), { retry: true });
+  }
+
+  /** A canvas's last `limit` (1–100, default 20) agent sessions, newest first, whoever started them. */
+  agentSessions(canvasId: string, opts: { limit?: number } = {}): Promise<AgentSessionList> {
+    return this.call("GET", `/api/canvases/${seg(canvasId)}/agent-sessions`, { query: { limit: opts.limit }, retry: true });
   }
 
   /** Cancels a session: its model stream stops and nothing more is applied. */

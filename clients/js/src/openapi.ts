@@ -528,6 +528,31 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/canvases/{id}/agent-sessions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The canvas id. */
+                id: components["parameters"]["CanvasIDPathShort"];
+            };
+            cookie?: never;
+        };
+        /**
+         * The canvas's latest agent sessions, newest first (viewer).
+         * @description Each session as `GET /api/canvas-agent/sessions/{id}` answers it (live while it runs), the
+         *     runs started from any browser or client, so a chat can be rebuilt anywhere after a reload.
+         *     Served only when the server runs agents (in process or as workers).
+         */
+        get: operations["listAgentSessions"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/canvas-agent/sessions/{id}/cancel": {
         parameters: {
             query?: never;
@@ -3191,6 +3216,11 @@ export interface components {
         } & {
             [key: string]: unknown;
         };
+        AgentSessionList: {
+            canvas_id: string;
+            /** @description Newest first. */
+            sessions: components["schemas"]["AgentSession"][];
+        };
         AgentSession: {
             session_id: string;
             canvas_id: string;
@@ -4488,6 +4518,38 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
+        };
+    };
+    listAgentSessions: {
+        parameters: {
+            query?: {
+                /** @description How many sessions, from 1 to 100 (default 20). */
+                limit?: number;
+            };
+            header?: never;
+            path: {
+                /** @description The canvas id. */
+                id: components["parameters"]["CanvasIDPathShort"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The sessions. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AgentSessionList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["Unavailable"];
         };
     };
     cancelAgentSession: {

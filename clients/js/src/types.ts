@@ -91,6 +91,7 @@ export type InvokeAnswer = S["InvokeAnswer"];
 export type AgentRunRequest = S["AgentRunRequest"];
 export type AgentRunResponse = S["AgentRunResponse"];
 export type AgentSession = S["AgentSession"];
+export type AgentSessionList = S["AgentSessionList"];
 export type AgentStats = S["AgentStats"];
 export type AgentTodo = S["AgentTodo"];
 export type AgentCancelResult = S["AgentCancelResult"];

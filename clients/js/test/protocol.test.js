@@ -114,6 +114,10 @@ test("two browsers and a plain subscriber: host elected, screenshot and set_view
   let sess;
   await waitFor(async () => ["done", "error", "canceled"].includes((sess = await c.agentSession(run.session_id)).state), "the session to end", 30000);
   assert.equal(sess.state, "done", JSON.stringify(sess));
+  const list = await c.agentSessions(id);
+  assert.equal(list.canvas_id, id);
+  assert.deepEqual(list.sessions.map((s) => s.session_id), [run.session_id], "the canvas's sessions list the run");
+  assert.equal(list.sessions[0].state, "done");
 
   // The screenshot came from the host (the first page's red picture), and only the host was asked.
   const hostShot = await first.evaluate(() => window.shot);

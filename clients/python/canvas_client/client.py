@@ -622,6 +622,13 @@ class CanvasAgentClient:
         ``turns``, ``stats`` (``GET /api/canvas-agent/sessions/{id}``)."""
         return self._call("GET", "/api/canvas-agent/sessions/%s" % _seg(session_id), retry=True)
 
+    def agent_sessions(self, canvas_id: str, limit: Optional[int] = None) -> List[Dict[str, Any]]:
+        """Returns a canvas's last ``limit`` (1 to 100, default 20) agent
+        sessions, newest first, whoever started them, each as
+        :meth:`agent_session` returns it."""
+        query = {"limit": limit} if limit is not None else None
+        return self._call("GET", "/api/canvases/%s/agent-sessions" % _seg(canvas_id), query=query, retry=True)["sessions"]
+
     def wait_agent(self, session_id: str, timeout: float = 120.0, poll: float = 0.2) -> Dict[str, Any]:
         """Polls the session until its state is final (``done``, ``error``
         or ``canceled``) and returns it; raises TimeoutError after timeout

@@ -61,6 +61,7 @@ class AgentTest(unittest.TestCase):
         self.assertEqual(sess["state"], "done", sess)
         self.assertEqual(sess["document"], "doc1")
         self.assertEqual(sess["document_selection"], {"start_line": 2, "end_line": 2})
+        self.assertEqual([x["session_id"] for x in self.c.agent_sessions(self.cid)], [sid])
         text = node(self.c.get_state(self.cid), "doc1")["props"]["text"]
         self.assertEqual(text, DOC.replace("    return get(url)\n", "    return get(url, timeout=5)\n"))
         user = json.dumps(MODEL.requests[0]["messages"][-1])
@@ -88,6 +89,9 @@ class AgentTest(unittest.TestCase):
             self.c.run_agent(self.cid, "x", document_selection=(1, 1))  # a selection needs a document
         with self.assertRaises(NotFoundError):
             self.c.agent_session("as_missing")
+        with self.assertRaises(ValidationError):
+            self.c.agent_sessions(self.cid, limit=0)
+        self.assertEqual(self.c.agent_sessions(self.cid), [], "refused runs leave no session")
         self.assertEqual(len(MODEL.requests), calls, "no refused run reached the model")
 
     def test_4_catalog(self):

@@ -152,7 +152,7 @@ export class AgentPanel {
    */
   async resume(sid: string): Promise<void> {
     this.follow(sid);
-    if (!this.runs.has(sid)) void this.fill(this.chatRun(sid, false, false));
+    if (!this.runs.has(sid)) void this.fill(this.chatRun(sid, this.remembered().some((r) => r.id === sid && r.own), false));
     let s: AgentSession | null = null;
     try {
       s = await this.client.agentSession(sid);
@@ -224,7 +224,34 @@ export class AgentPanel {
     this.setRunning(false);
     this.hostName.value = "";
     this.pages.close();
-    for (const r of this.remembered()) void this.fill(this.chatRun(r.id, r.own, false));
+    void this.rebuild();
+  }
+
+  /**
+   * Rebuilds the chat of the canvas just opened from the server's list of
+   * its latest runs, whoever started them (the ones this browser started
+   * shown as its own); from the runs this browser remembers when the server
+   * cannot list them. Runs the page started meanwhile stay after them.
+   */
+  private async rebuild(): Promise<void> {
+    const canvasId = this.ctx.canvasId();
+    if (!canvasId) return;
+    const own = new Map(this.remembered().map((r) => [r.id, r.own]));
+    let sessions: AgentSession[] | null = null;
+    try {
+      sessions = (await this.client.agentSessions(canvasId, { limit: CHAT_RUNS })).sessions.reverse(); // oldest first
+    } catch { /* an older server, or none: what this browser remembers */ }
+    if (this.ctx.canvasId() !== canvasId) return;
+    const listed = sessions ?? this.remembered().map((r) => ({ session_id: r.id }) as AgentSession);
+    for (const s of listed) {
+      if (!this.runs.has(s.session_id)) void this.fill(this.chatRun(s.session_id, own.get(s.session_id) ?? false, false), false, sessions ? s : undefined);
+    }
+    // In the list's order; the runs started or resumed meanwhile in theirs.
+    const at = new Map(listed.map((s, i) => [s.session_id, i]));
+    const runs = [...this.log.children] as HTMLElement[];
+    const place = (el: HTMLElement) => at.get(el.dataset.session || "") ?? listed.length + runs.indexOf(el);
+    this.log.replaceChildren(...runs.sort((a, b) => place(a) - place(b)));
+    this.scroll(true);
   }
 
   /** Puts text (e.g. a selection formatted for chat) into the prompt. */
@@ -338,12 +365,13 @@ export class AgentPanel {
    * changes it made, and how the run ended, in time order. live: only the
    * request (the lines come from the stream). Lines that came from the
    * stream while it was read stay after them, unless the record has them.
-   * A session that is gone leaves the chat.
+   * A session that is gone leaves the chat. known: the record, already
+   * read.
    */
-  private async fill(run: ChatRun, live = false): Promise<void> {
+  private async fill(run: ChatRun, live = false, known?: AgentSession): Promise<void> {
     let s: AgentSession;
     try {
-      s = await this.client.agentSession(run.sid);
+      s = known ?? await this.client.agentSession(run.sid);
     } catch (err: any) {
       if (err?.status === 404 && this.runs.get(run.sid) === run && !run.lines.children.length) {
         run.el.remove();
