@@ -3,6 +3,7 @@ package canvas
 import (
 	"reflect"
 	"strings"
+	"sync"
 )
 
 // The arguments of every command type, defined once. The reducer decodes
@@ -412,15 +413,20 @@ func Verbs() []VerbDef {
 	}
 }
 
-// VerbByType returns the definition of a command type.
+// VerbByType returns the definition of a command type (its Forms are shared: read them, do not change them).
 func VerbByType(typ string) (VerbDef, bool) {
-	for _, v := range Verbs() {
-		if v.Type == typ {
-			return v, true
-		}
-	}
-	return VerbDef{}, false
+	v, ok := verbsByType()[typ]
+	return v, ok
 }
+
+// verbsByType is Verbs by type, built once.
+var verbsByType = sync.OnceValue(func() map[string]VerbDef {
+	m := map[string]VerbDef{}
+	for _, v := range Verbs() {
+		m[v.Type] = v
+	}
+	return m
+})
 
 const revertCommitsDescription = "Reverts earlier commits (of any actors, `undo` and `redo` included) as one new commit: every node " +
 	"and edge they changed goes back to its value before the oldest of them that changed it (created " +
