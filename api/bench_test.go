@@ -357,13 +357,20 @@ func eventRev(line []byte) int {
 // (admin token testAdmin, streams per token not capped) and returns its
 // base URL, its process id and a stop function (also called at cleanup).
 func startCanvasd(b *testing.B) (base string, pid int, stop func()) {
+	bin := buildCanvasd(b)
+	// The benchmark's subscribers share one token: no cap on its streams.
+	return startChild(b, bin, "serve", "--data-dir", filepath.Join(b.TempDir(), "data"), "--admin-token", testAdmin, "--agent", "off",
+		"--max-streams-per-token", "0")
+}
+
+// buildCanvasd builds cmd/canvasd into a temporary directory and returns
+// the binary's path.
+func buildCanvasd(b *testing.B) string {
 	bin := filepath.Join(b.TempDir(), "canvasd")
 	if out, err := exec.Command("go", "build", "-o", bin, "../cmd/canvasd").CombinedOutput(); err != nil {
 		b.Fatalf("build canvasd: %v\n%s", err, out)
 	}
-	// The benchmark's subscribers share one token: no cap on its streams.
-	return startChild(b, bin, "serve", "--data-dir", filepath.Join(b.TempDir(), "data"), "--admin-token", testAdmin, "--agent", "off",
-		"--max-streams-per-token", "0")
+	return bin
 }
 
 // buildSSEFloor builds the fan-out floor (testdata/ssefloor).
