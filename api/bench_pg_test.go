@@ -12,11 +12,12 @@ import (
 	"time"
 )
 
-// The PostgreSQL benchmarks run canvasd's API in process over real HTTP
+// The PostgreSQL benchmarks of this file run canvasd's API in process over real HTTP
 // listeners, one "process" = one pgstore.Store + Engine + Hub + Server, all
 // sharing one schema of CANVASD_TEST_DATABASE_URL (skipped when unset). They
 // do a fixed amount of work whatever b.N is (run them with -benchtime 1x, as
-// `make bench` does) and report percentiles against the targets in docs/architecture.md:
+// `make bench` does) and report percentiles against the targets in docs/architecture.md
+// (BenchmarkPGScaleOut, in bench_scaleout_test.go, runs real canvasd processes):
 //
 //	CANVASD_TEST_DATABASE_URL=postgres://postgres@127.0.0.1:5432/test?sslmode=disable \
 //	  go test ./api -run '^$' -bench 'PG' -benchtime 1x
@@ -154,19 +155,6 @@ func BenchmarkPGCommandApplyHTTP(b *testing.B) {
 			id := fmt.Sprintf("many%d", i)
 			createCanvasOn(b, a, c, id)
 			urls = append(urls, cmdURL(a, id))
-		}
-		rounds(b, urls, 16, 4000)
-	})
-	b.Run("4-processes-16-canvases-16-clients", func(b *testing.B) {
-		// Scale-out: the 16 canvases of the run above (same store, so the
-		// figures sit side by side) written through four processes on one
-		// PostgreSQL, canvas i through process i%4 (a, then three more).
-		procs := []*testEnv{a, newPGTestEnv(b, url, schema), newPGTestEnv(b, url, schema), newPGTestEnv(b, url, schema)}
-		var urls []string
-		for i := 0; i < 16; i++ {
-			id := fmt.Sprintf("scale%d", i)
-			createCanvasOn(b, a, c, id)
-			urls = append(urls, cmdURL(procs[i%len(procs)], id))
 		}
 		rounds(b, urls, 16, 4000)
 	})

@@ -14,7 +14,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -117,7 +116,9 @@ func BenchmarkCommandApplyHTTP(b *testing.B) {
 // subscribers with a commit every 10 ms, 5,000 with one every 50 ms (three
 // rounds each), and 10,000 with one every 100 ms (one round; all 100k
 // deliveries/s). Latency runs from sending the command (to the floor: the
-// publish request) until a reader has the event's id line. x-floor is the
+// publish request) until a reader has the event's id line; publish-p99-ms is
+// the p99 of the command's answer time (floor-publish-p99-ms: of the publish
+// request's), which bounds the share of the latency the commit itself takes. x-floor is the
 // median over the rounds of canvasd's p99 over the floor's in the same round
 // (target ≤ 1.1 at 1k and 5k); the latencies are medians over the rounds,
 // with their ranges. The 10k run also reports resident memory per idle
@@ -144,15 +145,15 @@ func BenchmarkSSEDelivery(b *testing.B) {
 			floor := fanTarget{
 				pid:       floorPID,
 				streamURL: floorBase + "/sse",
-				publish: func(c *http.Client, rev int) error {
-					resp, err := c.Post(floorBase+"/publish?rev="+strconv.Itoa(rev), "text/plain", nil)
+				publish: func(c *http.Client, i int) (int, error) {
+					resp, err := c.Post(floorBase+"/publish?rev="+strconv.Itoa(i), "text/plain", nil)
 					if err == nil {
 						resp.Body.Close()
 					}
-					return err
+					return i, err
 				},
 			}
-			var p50, p99, fp50, fp99, ratio, cpu, fcpu, cpuRatio []float64
+			var p50, p99, fp50, fp99, ratio, cpu, fcpu, cpuRatio, pubP99, fpubP99 []float64
 			for round := range run.rounds {
 				var onReady func(bool)
 				if run.memoryPerStream && round == 0 {
@@ -160,8 +161,9 @@ func BenchmarkSSEDelivery(b *testing.B) {
 				}
 				target := canvasdFanTarget(b, base, testAdmin, fmt.Sprintf("fan%d-%d", run.subs, round))
 				target.pid = pid
-				lats, c := measureDelivery(b, target, run.subs, run.commits, run.every, onReady)
-				flats, fc := measureDelivery(b, floor, run.subs, run.commits, run.every, nil)
+				lats, pub, c := measureDelivery(b, target, run.subs, run.commits, run.every, onReady)
+				flats, fpub, fc := measureDelivery(b, floor, run.subs, run.commits, run.every, nil)
+				pubP99, fpubP99 = append(pubP99, ms(percentile(pub, 0.99))), append(fpubP99, ms(percentile(fpub, 0.99)))
 				p50, p99 = append(p50, ms(percentile(lats, 0.50))), append(p99, ms(percentile(lats, 0.99)))
 				fp50, fp99 = append(fp50, ms(percentile(flats, 0.50))), append(fp99, ms(percentile(flats, 0.99)))
 				ratio = append(ratio, p99[round]/fp99[round])
@@ -175,6 +177,8 @@ func BenchmarkSSEDelivery(b *testing.B) {
 			reportSpread(b, cpu, "server-cpu-µs/delivery")
 			reportSpread(b, fcpu, "floor-cpu-µs/delivery")
 			reportSpread(b, cpuRatio, "cpu-x-floor")
+			reportSpread(b, pubP99, "publish-p99-ms")
+			reportSpread(b, fpubP99, "floor-publish-p99-ms")
 			b.ReportMetric(float64(size), "event-bytes")
 			b.ReportMetric(loadAvg(), "loadavg")
 		})
@@ -206,7 +210,7 @@ type fanTarget struct {
 	pid       int    // the server's process, whose CPU time measureDelivery reads
 	canvasID  string // on canvasd
 	streamURL string
-	publish   func(c *http.Client, rev int) error // makes the event with revision rev (1, 2, ...)
+	publish   func(c *http.Client, i int) (rev int, err error) // makes the i-th event (1, 2, ...) and returns its revision
 }
 
 // canvasdFanTarget creates canvas canvasID on the canvasd at base;
@@ -225,19 +229,28 @@ func canvasdFanTarget(b *testing.B, base, token, canvasID string) fanTarget {
 	return fanTarget{
 		canvasID:  canvasID,
 		streamURL: base + "/sse/canvas/" + canvasID + "?access_token=" + token,
-		publish: func(c *http.Client, rev int) error {
-			code, msg, err := postAs(c, url, token, fmt.Appendf(nil, `{"type":"create_node","base_rev":%d,"args":{"name":"n"}}`, rev-1))
+		// base_rev 0: publishes overlap (measureDelivery does not wait for
+		// an answer before the next), and a new node conflicts with nothing.
+		publish: func(c *http.Client, _ int) (int, error) {
+			code, msg, err := postAs(c, url, token, []byte(`{"type":"create_node","base_rev":0,"args":{"name":"n"}}`))
 			if err == nil && code != 200 {
 				err = fmt.Errorf("status %d: %s", code, msg)
 			}
-			return err
+			if err != nil {
+				return 0, err
+			}
+			var a struct {
+				CurrentRev int `json:"current_rev"`
+			}
+			err = json.Unmarshal(msg, &a)
+			return a.CurrentRev, err
 		},
 	}
 }
 
 // commitFrameSize makes one commit on t and returns the size of its SSE event.
 func commitFrameSize(b *testing.B, base, token string, t fanTarget) int {
-	if err := t.publish(http.DefaultClient, 1); err != nil {
+	if _, err := t.publish(http.DefaultClient, 1); err != nil {
 		b.Fatal(err)
 	}
 	req, _ := http.NewRequest("GET", base+"/canvas_commands/"+t.canvasID+"/events?after_rev=0&limit=1", nil)
@@ -255,10 +268,13 @@ func commitFrameSize(b *testing.B, base, token string, t fanTarget) int {
 }
 
 // measureDelivery opens subscribers streams on t, publishes commits
-// revisions one every `every`, and returns every event's delivery latency at
-// every subscriber. onReady is called before the subscribers connect
-// (false) and once all are caught up (true).
-func measureDelivery(b *testing.B, t fanTarget, subscribers, commits int, every time.Duration, onReady func(subscribed bool)) (lats []time.Duration, cpuPerDelivery float64) {
+// revisions, one every `every` on a fixed schedule (open loop: a publish
+// does not wait for the previous one's answer, so a server that answers
+// slowly is not sent fewer events), and returns every event's delivery
+// latency at every subscriber, from the start of the publish that made it,
+// and each publish's answer time. onReady is called before the subscribers
+// connect (false) and once all are caught up (true).
+func measureDelivery(b *testing.B, t fanTarget, subscribers, commits int, every time.Duration, onReady func(subscribed bool)) (lats, publish []time.Duration, cpuPerDelivery float64) {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.MaxIdleConnsPerHost = 64
 	c := &http.Client{Transport: tr}
@@ -268,7 +284,11 @@ func measureDelivery(b *testing.B, t fanTarget, subscribers, commits int, every 
 	}
 	var mu sync.Mutex
 	start := time.Now()
-	sent := make([]atomic.Int64, commits+1) // when revision rev was published, in ns since start
+	// arrival is one event's revision and when a reader had its id line,
+	// in ns since start; the latencies are computed once every publish has
+	// answered with the revision it made.
+	type arrival struct{ rev, at int64 }
+	var arrivals [][]arrival
 	var ready, done sync.WaitGroup
 	for i := 0; i < subscribers; i++ {
 		ready.Add(1)
@@ -284,7 +304,7 @@ func measureDelivery(b *testing.B, t fanTarget, subscribers, commits int, every 
 			defer resp.Body.Close()
 			rd := bufio.NewReaderSize(resp.Body, 4096)
 			got, signalled := 0, false
-			local := make([]time.Duration, 0, commits)
+			local := make([]arrival, 0, commits)
 			for got < commits {
 				line, err := rd.ReadSlice('\n') // no allocation per line
 				if err != nil {
@@ -296,13 +316,12 @@ func measureDelivery(b *testing.B, t fanTarget, subscribers, commits int, every 
 					ready.Done()
 				}
 				if bytes.HasPrefix(line, []byte("id: ")) {
-					now := time.Since(start)
-					local = append(local, now-time.Duration(sent[eventRev(line)].Load()))
+					local = append(local, arrival{int64(eventRev(line)), int64(time.Since(start))})
 					got++
 				}
 			}
 			mu.Lock()
-			lats = append(lats, local...)
+			arrivals = append(arrivals, local)
 			mu.Unlock()
 		}()
 	}
@@ -311,19 +330,48 @@ func measureDelivery(b *testing.B, t fanTarget, subscribers, commits int, every 
 		onReady(true)
 	}
 	cpu0 := childCPU(b, t.pid)
+	sent := make([]int64, commits+1) // when the publish of revision rev started, in ns since start
+	publish = make([]time.Duration, commits)
+	var published sync.WaitGroup
+	tick := time.NewTicker(every)
 	for i := 1; i <= commits; i++ {
-		sent[i].Store(int64(time.Since(start)))
-		if err := t.publish(c, i); err != nil {
-			b.Fatalf("publish %d: %v", i, err)
+		published.Add(1)
+		go func(i int) {
+			defer published.Done()
+			s := time.Since(start)
+			rev, err := t.publish(c, i)
+			if err != nil {
+				b.Errorf("publish %d: %v", i, err)
+				return
+			}
+			if rev < 1 || rev > commits {
+				b.Errorf("publish %d made revision %d", i, rev)
+				return
+			}
+			mu.Lock()
+			sent[rev], publish[i-1] = int64(s), time.Since(start)-s
+			mu.Unlock()
+		}(i)
+		if i < commits {
+			<-tick.C
 		}
-		time.Sleep(every)
 	}
+	tick.Stop()
+	published.Wait()
 	done.Wait()
 	cpu := childCPU(b, t.pid) - cpu0
+	if b.Failed() {
+		b.FailNow()
+	}
+	for _, local := range arrivals {
+		for _, a := range local {
+			lats = append(lats, time.Duration(a.at-sent[a.rev]))
+		}
+	}
 	if len(lats) != subscribers*commits {
 		b.Fatalf("%d deliveries, want %d: a subscriber missed events", len(lats), subscribers*commits)
 	}
-	return lats, float64(cpu.Microseconds()) / float64(len(lats))
+	return lats, publish, float64(cpu.Microseconds()) / float64(len(lats))
 }
 
 // childCPU returns the CPU time (user and system) process pid has used, from
@@ -357,13 +405,20 @@ func eventRev(line []byte) int {
 // (admin token testAdmin, streams per token not capped) and returns its
 // base URL, its process id and a stop function (also called at cleanup).
 func startCanvasd(b *testing.B) (base string, pid int, stop func()) {
+	bin := buildCanvasd(b)
+	// The benchmark's subscribers share one token: no cap on its streams.
+	return startChild(b, bin, "serve", "--data-dir", filepath.Join(b.TempDir(), "data"), "--admin-token", testAdmin, "--agent", "off",
+		"--max-streams-per-token", "0")
+}
+
+// buildCanvasd builds cmd/canvasd into a temporary directory and returns
+// the binary's path.
+func buildCanvasd(b *testing.B) string {
 	bin := filepath.Join(b.TempDir(), "canvasd")
 	if out, err := exec.Command("go", "build", "-o", bin, "../cmd/canvasd").CombinedOutput(); err != nil {
 		b.Fatalf("build canvasd: %v\n%s", err, out)
 	}
-	// The benchmark's subscribers share one token: no cap on its streams.
-	return startChild(b, bin, "serve", "--data-dir", filepath.Join(b.TempDir(), "data"), "--admin-token", testAdmin, "--agent", "off",
-		"--max-streams-per-token", "0")
+	return bin
 }
 
 // buildSSEFloor builds the fan-out floor (testdata/ssefloor).

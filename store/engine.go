@@ -411,41 +411,6 @@ func (e *Engine) run(ctx context.Context, l *live) {
 	defer unsure.Stop()
 	retryIn := unsureRetry
 	prev := 0 // requests in the previous group
-	// catchUp reads the log after a wake-up (another process appended, or
-	// this one's listener reconnected) or an unknown outcome; gone: the
-	// canvas is no longer the store's (stillThere), and l was dropped. It reads the store without holding l.mu, and commands
-	// that queue meanwhile are answered by their deadline all the same
-	// (submit), so it never makes a write wait past the write timeout.
-	catchUp := func() (gone bool) {
-		cctx, cancel := ctx, context.CancelFunc(func() {})
-		if e.cfg.WriteTimeout > 0 {
-			cctx, cancel = context.WithTimeout(ctx, e.cfg.WriteTimeout)
-		}
-		defer cancel()
-		var err error
-		recheck := l.recheck.Swap(false)
-		if recheck {
-			// Notices may have been lost: the canvas may have been deleted
-			// (and made again) meanwhile; its log is then not ours to read.
-			_, err = e.stillThere(cctx, l)
-		}
-		if err == nil {
-			err = e.catchUpTo(cctx, l, -1)
-		}
-		switch {
-		case isGone(err):
-			e.drop(l)
-			return true
-		case err != nil:
-			e.log.Warn("catch-up failed", "canvas", l.id, "err", err)
-			if recheck {
-				l.recheck.Store(true) // not checked yet: at the next wake-up
-			}
-			return false
-		}
-		l.unsure = false
-		return false
-	}
 	for {
 		select {
 		case <-ctx.Done():
@@ -458,32 +423,12 @@ func (e *Engine) run(ctx context.Context, l *live) {
 				return
 			}
 		case <-l.wake:
-			_ = catchUp() // when gone, the loop ends; queued commands go to the canvas loaded anew
+			e.catchUpWoken(ctx, l) // when gone, the loop ends; queued commands go to the canvas loaded anew
 		case <-unsure.C:
-			_ = catchUp()
+			e.catchUpWoken(ctx, l)
 			retryIn = min(2*retryIn, maxUnsureRetry)
 		case r := <-l.reqs:
-			group = group[:0]
-			if r.take() { // else withdrawn by its submitter at its deadline
-				group = append(group, r)
-			}
-			if prev > 1 {
-				// Concurrent writers are active: let the ones about to
-				// submit queue first, so this group (one decision pass,
-				// one Append, one transaction) carries more than one.
-				runtime.Gosched()
-			}
-		fill:
-			for len(group) < e.cfg.MaxGroup {
-				select {
-				case r := <-l.reqs:
-					if r.take() {
-						group = append(group, r)
-					}
-				default:
-					break fill
-				}
-			}
+			group = e.gather(l, group[:0], r, prev > 1)
 			if !l.unsure {
 				retryIn = unsureRetry
 			}
@@ -496,6 +441,66 @@ func (e *Engine) run(ctx context.Context, l *live) {
 			unsure.Reset(retryIn)
 		}
 		idle.Reset(e.cfg.IdleAfter)
+	}
+}
+
+// gather makes the next group of l's writer: r, then the commands queued
+// behind it, up to MaxGroup, leaving out those withdrawn by their
+// submitters at their deadlines. busy (the previous group held more than
+// one) lets the writers about to submit queue first, so that this group
+// (one decision pass, one Append, one transaction) carries more than one.
+func (e *Engine) gather(l *live, group []*request, r *request, busy bool) []*request {
+	if r.take() {
+		group = append(group, r)
+	}
+	if busy {
+		runtime.Gosched()
+	}
+	for len(group) < e.cfg.MaxGroup {
+		select {
+		case r := <-l.reqs:
+			if r.take() {
+				group = append(group, r)
+			}
+		default:
+			return group
+		}
+	}
+	return group
+}
+
+// catchUpWoken reads l's log after a wake-up (another process appended, or
+// this one's listener reconnected) or an unknown outcome, for l's writer;
+// when the canvas is no longer the store's (stillThere), l is dropped. It
+// reads the store without holding l.mu, and commands that queue meanwhile
+// are answered by their deadline all the same (submit), so it never makes
+// a write wait past the write timeout.
+func (e *Engine) catchUpWoken(ctx context.Context, l *live) {
+	if e.cfg.WriteTimeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, e.cfg.WriteTimeout)
+		defer cancel()
+	}
+	var err error
+	recheck := l.recheck.Swap(false)
+	if recheck {
+		// Notices may have been lost: the canvas may have been deleted
+		// (and made again) meanwhile; its log is then not ours to read.
+		_, err = e.stillThere(ctx, l)
+	}
+	if err == nil {
+		err = e.catchUpTo(ctx, l, -1)
+	}
+	switch {
+	case isGone(err):
+		e.drop(l)
+	case err != nil:
+		e.log.Warn("catch-up failed", "canvas", l.id, "err", err)
+		if recheck {
+			l.recheck.Store(true) // not checked yet: at the next wake-up
+		}
+	default:
+		l.unsure = false
 	}
 }
 

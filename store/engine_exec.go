@@ -321,55 +321,16 @@ func (e *Engine) process(ctx context.Context, l *live, group []*request) {
 	// the canvas deleted or replaced): its store operations then fail as
 	// such (404, or 503 nothing written), never as canceled.
 	ctx = context.WithoutCancel(ctx)
-	if d := e.cfg.WriteTimeout; d > 0 {
-		// Bound the whole write by the timeout, the wait behind this
-		// canvas's earlier groups included: commands that waited it out
-		// are answered without running, and the group's store operations
-		// end by the deadline of its oldest command.
-		now := time.Now()
-		var oldest time.Time
-		kept := group[:0:0]
-		for _, r := range group {
-			if now.Sub(r.start) >= d {
-				e.failAll([]*request{r}, fmt.Errorf("canvas %s: the command waited %v behind earlier writes (the write timeout is %v): %w: %w",
-					l.id, now.Sub(r.start).Round(time.Millisecond), d, canvas.ErrUnavailable, canvas.ErrNotWritten))
-				continue
-			}
-			if oldest.IsZero() || r.start.Before(oldest) {
-				oldest = r.start
-			}
-			kept = append(kept, r)
-		}
-		if len(kept) == 0 {
+	if e.cfg.WriteTimeout > 0 {
+		var cancel context.CancelFunc
+		if ctx, cancel, group = e.inTime(ctx, l, group); len(group) == 0 {
 			return
 		}
-		group = kept
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithDeadline(ctx, oldest.Add(d))
 		defer cancel()
 	}
-	if l.unsure {
-		// An append whose outcome is unknown may have committed: read the
-		// log before deciding anything new.
-		if err := e.catchUpTo(ctx, l, -1); err != nil {
-			e.failAll(group, err)
-			return
-		}
-		l.unsure = false
-	}
-	// A base_rev ahead of the in-memory head may have been committed by
-	// another process we have not heard from yet: read the log first.
-	l.mu.RLock()
-	head := l.state.Rev
-	l.mu.RUnlock()
-	for _, r := range group {
-		if r.baseRev > head {
-			if err := e.catchUpTo(ctx, l, -1); err != nil {
-				e.failAll(group, err)
-				return
-			}
-			break
-		}
+	if err := e.catchUpToDecide(ctx, l, group); err != nil {
+		e.failAll(group, err)
+		return
 	}
 	deadline := time.Now().Add(contendedTimeout)
 	confirmed := false
@@ -442,20 +403,80 @@ func (e *Engine) process(ctx context.Context, l *live, group []*request) {
 			}
 			return
 		case errors.Is(err, canvas.ErrDuplicateIdempotencyKey):
-			rec, gerr := e.st.GetIdempotency(ctx, l.id, group[0].idemKey)
-			if gerr != nil {
+			// The next attempt finds the key in the cache and replays it.
+			if gerr := e.cacheStoredIdem(ctx, l, group[0].idemKey); gerr != nil {
 				e.failAll(group, gerr)
 				return
 			}
-			l.mu.Lock()
-			e.cacheIdem(l, &rec)
-			l.mu.Unlock()
-			// The next attempt finds the key in the cache and replays it.
 		default:
 			e.failAll(group, err)
 			return
 		}
 	}
+}
+
+// inTime bounds the whole write of group by the write timeout, the wait
+// behind this canvas's earlier groups included: the commands that waited it
+// out are answered without running, and the group's store operations end
+// by the deadline of its oldest command (the context returned, to be
+// canceled by the caller). It returns the commands still in time (none: the
+// context is nil).
+func (e *Engine) inTime(ctx context.Context, l *live, group []*request) (context.Context, context.CancelFunc, []*request) {
+	d := e.cfg.WriteTimeout
+	now := time.Now()
+	var oldest time.Time
+	kept := group[:0:0]
+	for _, r := range group {
+		if now.Sub(r.start) >= d {
+			e.failAll([]*request{r}, fmt.Errorf("canvas %s: the command waited %v behind earlier writes (the write timeout is %v): %w: %w",
+				l.id, now.Sub(r.start).Round(time.Millisecond), d, canvas.ErrUnavailable, canvas.ErrNotWritten))
+			continue
+		}
+		if oldest.IsZero() || r.start.Before(oldest) {
+			oldest = r.start
+		}
+		kept = append(kept, r)
+	}
+	if len(kept) == 0 {
+		return nil, nil, nil
+	}
+	ctx, cancel := context.WithDeadline(ctx, oldest.Add(d))
+	return ctx, cancel, kept
+}
+
+// catchUpToDecide reads l's log before group is decided when l's copy may
+// be behind: after an append whose outcome is unknown (it may have
+// committed), or when a command's base_rev is ahead of the copy's head
+// (another process may have committed it, and this one not heard yet).
+func (e *Engine) catchUpToDecide(ctx context.Context, l *live, group []*request) error {
+	if l.unsure {
+		if err := e.catchUpTo(ctx, l, -1); err != nil {
+			return err
+		}
+		l.unsure = false
+	}
+	l.mu.RLock()
+	head := l.state.Rev
+	l.mu.RUnlock()
+	for _, r := range group {
+		if r.baseRev > head {
+			return e.catchUpTo(ctx, l, -1)
+		}
+	}
+	return nil
+}
+
+// cacheStoredIdem reads the stored answer of idempotency key key into l's
+// cache (the caller must not hold l.mu).
+func (e *Engine) cacheStoredIdem(ctx context.Context, l *live, key string) error {
+	rec, err := e.st.GetIdempotency(ctx, l.id, key)
+	if err != nil {
+		return err
+	}
+	l.mu.Lock()
+	e.cacheIdem(l, &rec)
+	l.mu.Unlock()
+	return nil
 }
 
 // refused reports whether a group's answers hold a conflict or a refusal.
@@ -563,22 +584,7 @@ func (e *Engine) tryGroup(ctx context.Context, l *live, group []*request) ([]*pe
 			if err != nil {
 				j.rollback(l.state, mark)
 				commits = commits[:firstCommit]
-				p.results, p.commits = nil, 0
-				var ce *canvas.ConflictError
-				var cr *conflictRead
-				switch {
-				case errors.As(err, &cr):
-					p.conflict, p.outcome = cr, "conflict"
-				case errors.As(err, &ce):
-					p.resp = Answer{Outcome: OutcomeConflict, Result: mustJSON(ce.Result)}
-					p.outcome = "conflict"
-				default:
-					if r.batch {
-						err = prefixField(err, fmt.Sprintf("commands[%d].", k))
-					}
-					p.err = err
-					p.outcome = "rejected"
-				}
+				p.refuse(err, k)
 				break
 			}
 			commits = append(commits, *c)
@@ -592,19 +598,8 @@ func (e *Engine) tryGroup(ctx context.Context, l *live, group []*request) ([]*pe
 			p.lookup = r.idemKey != ""
 			continue
 		}
-		if r.batch {
-			p.resp = Answer{Outcome: OutcomeApplied, Result: mustJSON(BatchResult{Status: canvas.StatusApplied,
-				CurrentRev: l.state.Rev, Results: p.results})}
-		} else {
-			res, err := p.results[0].AppendJSON(make([]byte, 0, 192))
-			if err != nil {
-				panic(fmt.Sprintf("encoding response: %v", err)) // our own types always encode
-			}
-			p.resp = Answer{Outcome: OutcomeApplied, Result: res}
-		}
-		if r.idemKey != "" {
-			p.idem = &IdempotencyRecord{CanvasID: l.id, Key: r.idemKey, Fingerprint: r.fp,
-				Outcome: p.resp.Outcome, Result: p.resp.Result, Rev: l.state.Rev, CreatedAt: e.cfg.Now().UTC()}
+		e.answerApplied(l, p)
+		if p.idem != nil {
 			idems = append(idems, *p.idem)
 		}
 	}
@@ -633,6 +628,50 @@ func (e *Engine) tryGroup(ctx context.Context, l *live, group []*request) ([]*pe
 	}
 	e.maybeSnapshot(l)
 	return answers, true, nil
+}
+
+// refuse makes p the answer of a request whose k-th command was not
+// applied (err): a conflict (its recovery_ops read from the log later, by
+// settle, when err is a *conflictRead) or a rejection, whose field a
+// batch's answer prefixes with the command's place.
+func (p *pending) refuse(err error, k int) {
+	p.results, p.commits = nil, 0
+	var ce *canvas.ConflictError
+	var cr *conflictRead
+	switch {
+	case errors.As(err, &cr):
+		p.conflict, p.outcome = cr, "conflict"
+	case errors.As(err, &ce):
+		p.resp = Answer{Outcome: OutcomeConflict, Result: mustJSON(ce.Result)}
+		p.outcome = "conflict"
+	default:
+		if p.req.batch {
+			err = prefixField(err, fmt.Sprintf("commands[%d].", k))
+		}
+		p.err = err
+		p.outcome = "rejected"
+	}
+}
+
+// answerApplied makes p the answer of a request whose commands all
+// applied (l's head is its last commit), and its idempotency record when
+// it has a key.
+func (e *Engine) answerApplied(l *live, p *pending) {
+	r := p.req
+	if r.batch {
+		p.resp = Answer{Outcome: OutcomeApplied, Result: mustJSON(BatchResult{Status: canvas.StatusApplied,
+			CurrentRev: l.state.Rev, Results: p.results})}
+	} else {
+		res, err := p.results[0].AppendJSON(make([]byte, 0, 192))
+		if err != nil {
+			panic(fmt.Sprintf("encoding response: %v", err)) // our own types always encode
+		}
+		p.resp = Answer{Outcome: OutcomeApplied, Result: res}
+	}
+	if r.idemKey != "" {
+		p.idem = &IdempotencyRecord{CanvasID: l.id, Key: r.idemKey, Fingerprint: r.fp,
+			Outcome: p.resp.Outcome, Result: p.resp.Result, Rev: l.state.Rev, CreatedAt: e.cfg.Now().UTC()}
+	}
 }
 
 // settle completes a group's answers once the writer has let go of the
