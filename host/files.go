@@ -371,5 +371,5 @@ func (h *Host) ListFiles(ctx context.Context, session string) ([]FileInfo, error
 }
 
 func (h *Host) publishReload(session, p, op string) {
-	h.hub.Publish(session, Event{Name: EventReload, Data: mustJSON(map[string]string{"path": p, "op": op})})
+	h.publish(session, Event{Name: EventReload, Data: mustJSON(map[string]string{"path": p, "op": op})})
 }

@@ -94,7 +94,6 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	if err != nil {
 		return err
 	}
-	defer hostSrv.Close()
 	if err := importHostFiles(ctx, hostSrv, log); err != nil {
 		return err
 	}
@@ -123,10 +122,10 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	// a canvas another process deleted to the engine, and carries the canvas
 	// host's events; a canvas the engine found deleted itself (the notice
 	// was missed) ends its streams here as it would have.
-	w := hub.Wiring{OnDeleted: engine.Forget, Host: hostSrv.Hub()}
+	w := hub.Wiring{OnDeleted: engine.Forget, Messages: api.RelayedMessages(agents.svc)}
 	w.Input, _ = agents.svc.(hub.BrowserInput)
-	w.Messages, _ = agents.svc.(hub.AgentMessages)
 	events.Wire(w)
+	hostSrv.SetStreams(events)
 	engine.OnGone(func(id string) { events.EndLocal(id, hub.CanvasDeletedReason) })
 	events.Start(ctx)
 	// Stop ends the streams (they own their hijacked connections, so
