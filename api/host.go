@@ -9,7 +9,6 @@ import (
 	"net/url"
 	"path"
 	"strings"
-	"time"
 
 	"github.com/canvasd/canvasd/canvas"
 	"github.com/canvasd/canvasd/host"
@@ -445,7 +444,7 @@ func (h *hostAPI) handleAction(w http.ResponseWriter, r *http.Request) {
 		}
 		m := host.Message{SessionID: session, HostSession: session, Principal: principalFrom(r.Context()),
 			Prompt: fmt.Sprintf("userAction %q from component %q on surface %q", a.Name, a.SourceComponentID, a.SurfaceID),
-			Source: "a2ui", Action: &a, ReceivedAt: time.Now().UTC()}
+			Source: "a2ui", Action: &a, ReceivedAt: h.s.now().UTC()}
 		if err := h.inbox.Deliver(r.Context(), m); err != nil {
 			h.s.problem(w, r, err)
 			return

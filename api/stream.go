@@ -4,7 +4,6 @@ import (
 	"context"
 	"net/http"
 	"syscall"
-	"time"
 
 	"github.com/canvasd/canvasd/canvas"
 	"github.com/canvasd/canvasd/hub"
@@ -29,7 +28,7 @@ func (s *Server) handleCanvasStream(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx := r.Context()
 	actor := principalFrom(ctx).Actor.ID
-	browser, err := hub.ParseBrowser(r.URL.Query(), actor, time.Now())
+	browser, err := hub.ParseBrowser(r.URL.Query(), actor, s.now())
 	if err != nil {
 		s.problem(w, r, err)
 		return

@@ -70,7 +70,8 @@ type Config struct {
 	TicketKey []byte
 	// TicketTTL is how long a page ticket is valid; zero: DefaultTicketTTL.
 	TicketTTL time.Duration
-	// Now is the clock for ticket expiry; nil: time.Now.
+	// Now is the clock of ticket expiry and of the files' modification
+	// times (an imported directory's name too); nil: time.Now.
 	Now    func() time.Time
 	Logger *slog.Logger
 }

@@ -60,6 +60,7 @@ type Hub struct {
 	hosts   map[string]*hostState // canvas id → elected host; absent: none
 
 	problem func(err error) (status int, slug, detail string)
+	now     func() time.Time // Config.Now
 
 	lifeMu    sync.Mutex
 	stopped   bool           // guarded by lifeMu: Follow returns at once
@@ -85,6 +86,10 @@ type Config struct {
 	// agent service is answered to the sender (the HTTP status, the problem
 	// type's last path segment and the detail); nil: 500 "internal".
 	Problem func(err error) (status int, slug, detail string)
+	// Now is the clock of the presence the other processes report (it
+	// expires presenceTTL after it was last refreshed); nil: time.Now.
+	// Heartbeats and relay timeouts run on timers, on the wall clock.
+	Now func() time.Time
 }
 
 // Wiring is what a hub hands work to that is built after it (it needs the
@@ -192,7 +197,10 @@ func New(cfg Config) *Hub {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	h := &Hub{queueSize: cfg.QueueSize, onCount: cfg.OnCount, subs: map[string]map[*Subscription]struct{}{}, hostSubs: map[string]map[*Subscription]struct{}{},
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	h := &Hub{now: cfg.Now, queueSize: cfg.QueueSize, onCount: cfg.OnCount, subs: map[string]map[*Subscription]struct{}{}, hostSubs: map[string]map[*Subscription]struct{}{},
 		browsers: map[string]map[string][]*Browser{},
 		fans:     map[string]*fanout{}, hosts: map[string]*hostState{}, problem: cfg.Problem, stopping: make(chan struct{})}
 	if cfg.Broadcaster != nil {

@@ -295,7 +295,7 @@ func (r *relay) kickSender() {
 // remoteCandidate returns the first host candidate the other processes
 // reported fresh for a canvas.
 func (r *relay) remoteCandidate(canvasID string) hostCandidate {
-	cut := time.Now().Add(-presenceTTL)
+	cut := r.hub.now().Add(-presenceTTL)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var best hostCandidate
@@ -314,7 +314,7 @@ func (r *relay) remoteCandidate(canvasID string) hostCandidate {
 // remoteOwners returns the actors whose tokens declare clientID on the
 // canvas on the other processes, as their fresh presence reported.
 func (r *relay) remoteOwners(canvasID, clientID string) []string {
-	cut := time.Now().Add(-presenceTTL)
+	cut := r.hub.now().Add(-presenceTTL)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var out []string
@@ -332,7 +332,7 @@ func (r *relay) remoteOwners(canvasID, clientID string) []string {
 
 // remoteSubscribers sums the fresh counts the other processes reported.
 func (r *relay) remoteSubscribers(k streamKey) int {
-	cut := time.Now().Add(-presenceTTL)
+	cut := r.hub.now().Add(-presenceTTL)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	n := 0
@@ -389,7 +389,7 @@ func (r *relay) runSender() {
 		case <-tick.C:
 			r.mu.Lock()
 			r.full = true
-			cut := time.Now().Add(-presenceTTL)
+			cut := r.hub.now().Add(-presenceTTL)
 			var reelect []string
 			for id, counts := range r.peers {
 				for c, pc := range counts {
@@ -542,7 +542,7 @@ func (r *relay) receive(topic string, payload []byte) {
 // notePresence records another process's presence message and returns the
 // canvases whose host candidates it changed.
 func (r *relay) notePresence(m presenceMsg) (changed []string) {
-	now := time.Now()
+	now := r.hub.now()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	counts := r.peers[m.From]
