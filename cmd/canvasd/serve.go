@@ -52,6 +52,13 @@ func newLogger(c Config, w io.Writer) *slog.Logger {
 	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: c.LogLevel}))
 }
 
+// runServe runs `canvasd serve`: it opens the store, builds the engine, the
+// hub, the canvas host, the agent side and the HTTP API, wires them, and
+// serves until ctx ends, then stops them in reverse order.
+//
+// It stays over 100 lines because it is the server's wiring: every service
+// is built, wired and deferred to stop in the one order they depend on,
+// which reads, and is reviewed, best as one sequence.
 func runServe(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	c, rest, err := loadConfig("canvasd serve", args, getenv, stderr)
 	if err != nil {
