@@ -92,7 +92,7 @@ var layers = map[string][]string{
 	"render":                   {"canvas"},
 	"convert":                  {"canvas", "render"},
 	"web":                      {},
-	"hub":                      {"agent", "canvas", "host", "store"},
+	"hub":                      {"canvas", "store"},
 	"api":                      {"agent", "canvas", "convert", "host", "hub", "reducer", "render", "store", "web"},
 	"cmd/canvasd":              nil, // everything
 }

@@ -160,6 +160,11 @@ type jsonConfig struct {
 // CANVAS_AGENT_CONFIG (JSON) on top: its "model" wins over
 // CANVAS_STEWARD_MODEL. A malformed or out-of-range value is an error wrapping
 // canvas.ErrInvalid that names the variable.
+//
+// It stays over 100 lines because it is the one place that lists every
+// variable the runner reads, one line each, in the order of precedence;
+// split, a variable's name and its place in that order would be sought in
+// several functions.
 func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	c := DefaultConfig()
 	str := func(k string, dst *string) {

@@ -89,24 +89,7 @@ func r2(x float64) float64 { return math.Round(x*100) / 100 }
 func BuildContext(cfg Config, in ContextInput) PromptContext {
 	nodes := in.Snapshot.State.Nodes
 	vp := defaultViewport(in.Viewport, nodes)
-	cx, cy := vp.X+vp.W/2, vp.Y+vp.H/2
-	order := make([]*canvas.Node, len(nodes))
-	copy(order, nodes)
-	inView := func(n *canvas.Node) bool {
-		return n.X+n.W >= vp.X && n.X <= vp.X+vp.W && n.Y+n.H >= vp.Y && n.Y <= vp.Y+vp.H
-	}
-	dist := func(n *canvas.Node) float64 { return math.Hypot(n.X+n.W/2-cx, n.Y+n.H/2-cy) }
-	sort.SliceStable(order, func(i, j int) bool {
-		a, b := inView(order[i]), inView(order[j])
-		if a != b {
-			return a
-		}
-		da, db := dist(order[i]), dist(order[j])
-		if da != db {
-			return da < db
-		}
-		return order[i].ID < order[j].ID
-	})
+	order := nearestFirst(nodes, vp)
 	maxShapes := cfg.MaxShapes
 	if maxShapes <= 0 {
 		maxShapes = 300
@@ -116,49 +99,20 @@ func BuildContext(cfg Config, in ContextInput) PromptContext {
 	if len(order) > maxShapes {
 		listed, rest = order[:maxShapes], order[maxShapes:]
 	}
-	blurry := make([]blurryShape, 0, len(listed))
-	for _, n := range listed {
-		b := blurryShape{ID: n.ID, Type: n.Type, Name: n.Name, X: r2(n.X), Y: r2(n.Y), W: r2(n.W), H: r2(n.H)}
-		if t, ok := canvas.PropText(n.Props["text"]); ok {
-			b.Text = truncUTF8(t, 80)
-		}
-		if n.UpdatedBy != "" && !strings.HasPrefix(n.UpdatedBy, "agent-") {
-			b.By = "human"
-		}
-		blurry = append(blurry, b)
-	}
+	blurry := blurryShapes(listed)
 	clusters := clusterShapes(rest)
 
 	sel := map[string]bool{}
 	for _, id := range in.Selection {
 		sel[id] = true
 	}
-	var selected []fullShape
+	selected := []fullShape{}
 	for _, n := range nodes {
 		if sel[n.ID] {
 			selected = append(selected, full(n))
 		}
 	}
-	// Full state, nearest first, within the byte limit.
-	limit := cfg.ShapeStateLimit
-	var state []json.RawMessage
-	bytes := 0
-	truncated := false
-	for _, n := range order {
-		if sel[n.ID] {
-			continue // already in full
-		}
-		b, err := json.Marshal(full(n))
-		if err != nil {
-			continue
-		}
-		if bytes+len(b) > limit {
-			truncated = true
-			break
-		}
-		bytes += len(b)
-		state = append(state, b)
-	}
+	state, bytes, truncated := shapeState(order, sel, cfg.ShapeStateLimit)
 	var transcript []client.TranscriptEntry
 	for _, e := range in.Transcript {
 		if cfg.TranscriptWindow > 0 && !in.Now.IsZero() && in.Now.Sub(e.TS) > cfg.TranscriptWindow {
@@ -179,15 +133,72 @@ func BuildContext(cfg Config, in ContextInput) PromptContext {
 		DocVersion: fmt.Sprint(in.Snapshot.HeadRev), Viewport: vp, Selection: selected, Shapes: blurry,
 		Peripheral: clusters, ShapeState: state, Transcript: transcript,
 	}
-	if doc.Selection == nil {
-		doc.Selection = []fullShape{}
-	}
-	if doc.ShapeState == nil {
-		doc.ShapeState = []json.RawMessage{}
-	}
 	doc.Stats = ShapeStateStats{Count: len(nodes), Listed: len(blurry), Clusters: len(clusters), Detailed: len(state), Bytes: bytes, Truncated: truncated}
 	b, _ := json.Marshal(doc)
 	return PromptContext{JSON: string(b), Stats: doc.Stats, DocVersion: doc.DocVersion, Viewport: vp}
+}
+
+// nearestFirst returns the nodes in the order the context lists them: those
+// in the viewport first, then by distance from its centre, then by id.
+func nearestFirst(nodes []*canvas.Node, vp Box) []*canvas.Node {
+	cx, cy := vp.X+vp.W/2, vp.Y+vp.H/2
+	order := make([]*canvas.Node, len(nodes))
+	copy(order, nodes)
+	inView := func(n *canvas.Node) bool {
+		return n.X+n.W >= vp.X && n.X <= vp.X+vp.W && n.Y+n.H >= vp.Y && n.Y <= vp.Y+vp.H
+	}
+	dist := func(n *canvas.Node) float64 { return math.Hypot(n.X+n.W/2-cx, n.Y+n.H/2-cy) }
+	sort.SliceStable(order, func(i, j int) bool {
+		a, b := inView(order[i]), inView(order[j])
+		if a != b {
+			return a
+		}
+		da, db := dist(order[i]), dist(order[j])
+		if da != db {
+			return da < db
+		}
+		return order[i].ID < order[j].ID
+	})
+	return order
+}
+
+// blurryShapes lists nodes by box, short text and whether a person last
+// changed them.
+func blurryShapes(nodes []*canvas.Node) []blurryShape {
+	blurry := make([]blurryShape, 0, len(nodes))
+	for _, n := range nodes {
+		b := blurryShape{ID: n.ID, Type: n.Type, Name: n.Name, X: r2(n.X), Y: r2(n.Y), W: r2(n.W), H: r2(n.H)}
+		if t, ok := canvas.PropText(n.Props["text"]); ok {
+			b.Text = truncUTF8(t, 80)
+		}
+		if n.UpdatedBy != "" && !strings.HasPrefix(n.UpdatedBy, "agent-") {
+			b.By = "human"
+		}
+		blurry = append(blurry, b)
+	}
+	return blurry
+}
+
+// shapeState encodes the full state of the nodes in order, but the selected
+// ones (listed in full already), until limit bytes: it returns them, their
+// bytes, and whether the limit left some out.
+func shapeState(order []*canvas.Node, selected map[string]bool, limit int) (state []json.RawMessage, bytes int, truncated bool) {
+	state = []json.RawMessage{}
+	for _, n := range order {
+		if selected[n.ID] {
+			continue
+		}
+		b, err := json.Marshal(full(n))
+		if err != nil {
+			continue
+		}
+		if bytes+len(b) > limit {
+			return state, bytes, true
+		}
+		bytes += len(b)
+		state = append(state, b)
+	}
+	return state, bytes, false
 }
 
 func defaultViewport(v *Box, nodes []*canvas.Node) Box {

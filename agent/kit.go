@@ -124,6 +124,11 @@ func (s *Sanitizer) fromKit(a Action) ([]Action, []string) {
 	return out, m.issues
 }
 
+// action maps one action of the agent kit (name, with its params) to the
+// catalog actions that do it, noting what it cannot map in m's issues.
+//
+// It stays over 100 lines because it is one switch with a short case per
+// kit verb, the whole mapping from the kit to the catalog in one table.
 func (m *kitMapper) action(name string, p map[string]any) []Action {
 	one := func(verb string, params map[string]any) []Action { return []Action{{Name: verb, Params: params}} }
 	switch name {

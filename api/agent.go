@@ -294,11 +294,12 @@ func (a AgentScreenshotter) Screenshot(ctx context.Context, canvasID string, req
 	}
 	_, hctx, cancel, err := a.Hub.WhileHost(ctx, canvasID)
 	if err != nil {
-		return agent.Screenshot{}, err
+		return agent.Screenshot{}, asAgentError(err)
 	}
 	defer cancel()
 	ans, err := a.Broker.Invoke(hctx, host.Target{CanvasID: canvasID}, canvas.InvokeAgentScreenshot, payload, timeout)
 	if err != nil {
+		err = asAgentError(err)
 		if cause := context.Cause(hctx); errors.Is(cause, hub.ErrHostLost) && ctx.Err() == nil {
 			return agent.Screenshot{}, cause
 		}

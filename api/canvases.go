@@ -53,7 +53,7 @@ func (s *Server) handleCreateCanvas(w http.ResponseWriter, r *http.Request) {
 		s.problem(w, r, canvas.Unprocessable("title", "is longer than 500 characters"))
 		return
 	}
-	c := canvas.Canvas{ID: req.CanvasID, Title: req.Title, CreatedAt: time.Now().UTC().Truncate(time.Microsecond),
+	c := canvas.Canvas{ID: req.CanvasID, Title: req.Title, CreatedAt: s.now().UTC().Truncate(time.Microsecond),
 		CreatedBy: principalFrom(r.Context()).ID}
 	if err := s.st.CreateCanvas(r.Context(), c); err != nil {
 		if errors.Is(err, canvas.ErrAlreadyExists) {

@@ -180,7 +180,7 @@ func (s *Server) handleGesture(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	actor := principalFrom(r.Context()).Actor
-	if !s.allowGesture(id+"\x00"+actor.ID, time.Now()) {
+	if !s.allowGesture(id+"\x00"+actor.ID, s.now()) {
 		s.cfg.Metrics.Gesture("throttled")
 		writeJSON(w, http.StatusAccepted, map[string]any{"ok": true, "delivered": false, "reason": "throttled"})
 		return

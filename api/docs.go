@@ -299,7 +299,7 @@ func (s *Server) createNamedSnapshot(ctx context.Context, canvasID string, actor
 	var b [16]byte
 	_, _ = rand.Read(b[:])
 	snap := store.NamedSnapshot{CanvasID: canvasID, ID: "snap_" + hex.EncodeToString(b[:]), Label: label,
-		Description: description, Rev: head, CreatedBy: actor.ID, CreatedAt: time.Now().UTC().Truncate(time.Microsecond)} // as the stores keep it
+		Description: description, Rev: head, CreatedBy: actor.ID, CreatedAt: s.now().UTC().Truncate(time.Microsecond)} // as the stores keep it
 	if err := s.st.CreateNamedSnapshot(ctx, snap); err != nil {
 		return store.NamedSnapshot{}, err
 	}

@@ -166,7 +166,6 @@ func newHost(t testing.TB, st store.Store, cfg host.Config) *host.Host {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { h.Close() })
 	return h
 }
 
@@ -407,13 +406,12 @@ func (m sseMsg) json(t testing.TB) map[string]any {
 // wireHub wires cfg.Hub to the engine, the agent service and the canvas
 // host, and starts it, as cmd/canvasd does.
 func wireHub(ctx context.Context, cfg Config) {
-	w := hub.Wiring{OnDeleted: cfg.Engine.Forget}
+	w := hub.Wiring{OnDeleted: cfg.Engine.Forget, Messages: RelayedMessages(cfg.Agent)}
 	w.Input, _ = cfg.Agent.(hub.BrowserInput)
-	w.Messages, _ = cfg.Agent.(hub.AgentMessages)
-	if cfg.Host.Host != nil {
-		w.Host = cfg.Host.Host.Hub()
-	}
 	cfg.Hub.Wire(w)
+	if cfg.Host.Host != nil {
+		cfg.Host.Host.SetStreams(cfg.Hub)
+	}
 	cfg.Engine.OnGone(func(id string) { cfg.Hub.EndLocal(id, hub.CanvasDeletedReason) })
 	cfg.Hub.Start(ctx)
 }

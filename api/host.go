@@ -9,7 +9,6 @@ import (
 	"net/url"
 	"path"
 	"strings"
-	"time"
 
 	"github.com/canvasd/canvasd/canvas"
 	"github.com/canvasd/canvasd/host"
@@ -50,7 +49,7 @@ func newHostAPI(s *Server, o HostOptions) *hostAPI {
 	}
 	h := &hostAPI{s: s, host: o.Host, broker: b}
 	if o.Inbox != nil {
-		h.inbox = s.hub.Inbox(o.Inbox)
+		h.inbox = forwardingInbox{next: o.Inbox, hub: s.hub}
 	}
 	return h
 }
@@ -348,7 +347,7 @@ func (h *hostAPI) handleDeleteFile(w http.ResponseWriter, r *http.Request) {
 // handleStream serves GET /sse/host/{session}: first the a2ui messages that
 // rebuild the current surfaces, then live reload, a2ui, present and invoke
 // events, published through this process or another one sharing the store
-// (host.Subscription.Admit keeps a2ui messages from being missed or doubled).
+// (hub.Hub.FollowHost keeps a2ui messages from being missed or doubled).
 // A subscriber that falls behind, or missed another process's push, gets
 // "reset" and the stream ends; the browser reconnects and receives the
 // surfaces again. Its slot counts against Config.MaxStreamsPerToken like a
@@ -358,24 +357,21 @@ func (h *hostAPI) handleStream(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	ended := make(chan string, 1) // why the server ends the stream (the token expired or was revoked)
-	slot, err := h.s.streams.acquire(principalFrom(r.Context()).Actor.ID, tokenExpiry(r.Context()), func(reason string) {
-		select {
-		case ended <- reason:
-		default:
-		}
-	})
+	// Register before reading the state (host.Host.Snapshot).
+	sub := h.s.hub.SubscribeHost(session)
+	slot, err := h.s.streams.acquire(principalFrom(r.Context()).Actor.ID, tokenExpiry(r.Context()), sub.End)
 	if err != nil {
+		h.s.hub.UnsubscribeHost(session, sub)
 		h.s.problem(w, r, err)
 		return
 	}
 	defer h.s.streams.release(slot)
-	sub, snapshot, err := h.host.Subscribe(r.Context(), session)
+	version, snapshot, err := h.host.Snapshot(r.Context(), session)
 	if err != nil {
+		h.s.hub.UnsubscribeHost(session, sub)
 		h.s.problem(w, r, err)
 		return
 	}
-	defer sub.Close()
 	out := openSSE(w)
 	defer out.close()
 	out.write([]byte("retry: 1000\n\n"))
@@ -383,60 +379,10 @@ func (h *hostAPI) handleStream(w http.ResponseWriter, r *http.Request) {
 		out.write(hub.EncodeFrame(ev.Name, "", ev.Data))
 	}
 	if !out.flush() {
+		h.s.hub.UnsubscribeHost(session, sub)
 		return
 	}
-	hb := time.NewTimer(h.s.cfg.Heartbeat)
-	defer hb.Stop()
-	for {
-		select {
-		case <-r.Context().Done():
-			return
-		case <-h.s.hub.Stopping():
-			return
-		case <-out.done():
-			return
-		case reason := <-ended:
-			out.write(hub.EncodeEvent("reset", "", map[string]string{"reason": reason}))
-			out.flush()
-			return
-		case <-hb.C:
-			out.write([]byte(hub.HeartbeatComment))
-			if !out.flush() {
-				return
-			}
-			hb.Reset(h.s.cfg.Heartbeat)
-		case evs, ok := <-sub.C:
-			if !ok {
-				reason := "the server is shutting down; reconnect"
-				if errors.Is(sub.Err(), host.ErrOverflow) {
-					reason = "this subscriber fell too far behind; reconnect to receive the current surfaces"
-				}
-				out.write(hub.EncodeEvent("reset", "", map[string]string{"reason": reason}))
-				return
-			}
-			for ok {
-				for _, ev := range evs {
-					send, err := sub.Admit(ev)
-					if err != nil {
-						out.write(hub.EncodeEvent("reset", "", map[string]string{"reason": "this stream missed surface updates made through another server; reconnect to receive the current surfaces"}))
-						return
-					}
-					if send {
-						out.write(hub.EncodeFrame(ev.Name, "", ev.Data))
-					}
-				}
-				select {
-				case evs, ok = <-sub.C:
-				default:
-					ok = false
-				}
-			}
-			if !out.flush() {
-				return
-			}
-			hb.Reset(h.s.cfg.Heartbeat)
-		}
-	}
+	h.s.hub.FollowHost(r.Context(), session, sub, sseConn{out}, version, h.s.cfg.Heartbeat)
 }
 
 func (h *hostAPI) handlePushA2UI(w http.ResponseWriter, r *http.Request) {
@@ -498,7 +444,7 @@ func (h *hostAPI) handleAction(w http.ResponseWriter, r *http.Request) {
 		}
 		m := host.Message{SessionID: session, HostSession: session, Principal: principalFrom(r.Context()),
 			Prompt: fmt.Sprintf("userAction %q from component %q on surface %q", a.Name, a.SourceComponentID, a.SurfaceID),
-			Source: "a2ui", Action: &a, ReceivedAt: time.Now().UTC()}
+			Source: "a2ui", Action: &a, ReceivedAt: h.s.now().UTC()}
 		if err := h.inbox.Deliver(r.Context(), m); err != nil {
 			h.s.problem(w, r, err)
 			return

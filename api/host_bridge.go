@@ -147,7 +147,7 @@ func (h *hostAPI) sessionCanvas(r *http.Request, session string) (string, error)
 	if cerr := canvas.ValidateID("canvas_id", session); cerr != nil {
 		return "", fmt.Errorf("host session %q has no canvas and cannot have one of its name: %w", session, cerr)
 	}
-	c := canvas.Canvas{ID: session, Title: "Pages of " + session, CreatedAt: time.Now().UTC().Truncate(time.Microsecond),
+	c := canvas.Canvas{ID: session, Title: "Pages of " + session, CreatedAt: h.s.now().UTC().Truncate(time.Microsecond),
 		CreatedBy: principalFrom(r.Context()).ID}
 	if err := h.s.st.CreateCanvas(r.Context(), c); err != nil && !errors.Is(err, canvas.ErrAlreadyExists) {
 		return "", err
@@ -197,7 +197,7 @@ func (h *hostAPI) handleHostMessage(w http.ResponseWriter, r *http.Request) {
 	}
 	out := hostMessageAccepted{OK: true, CanvasID: canvasID}
 	m := host.Message{HostSession: session, Principal: principalFrom(r.Context()), Prompt: req.Prompt,
-		Source: source, AppletSlug: req.AppletSlug, ReceivedAt: time.Now().UTC()}
+		Source: source, AppletSlug: req.AppletSlug, ReceivedAt: h.s.now().UTC()}
 	if img != nil {
 		stored, err := h.host.Images().Put(*img)
 		if err != nil {

@@ -42,7 +42,24 @@ func (d canvasDeliverer) DeliverInvoke(t host.Target, req host.InvokeRequest) (i
 }
 
 // BindBroker lets the hub's relay hand b the answers other processes receive.
-func (d canvasDeliverer) BindBroker(b *host.Broker) { d.hub.BindBroker(b) }
+func (d canvasDeliverer) BindBroker(b *host.Broker) { d.hub.BindBroker(brokerAnswers{b}) }
+
+// brokerAnswers is a broker as the hub's relay hands it answers
+// (hub.InvokeAnswers).
+type brokerAnswers struct{ b *host.Broker }
+
+func (a brokerAnswers) InvokeTarget(id string) (canvasID, hostSession string, err error) {
+	t, err := a.b.Target(id)
+	return t.CanvasID, t.HostSession, err
+}
+
+func (a brokerAnswers) AnswerInvoke(id string, answer json.RawMessage) (bool, error) {
+	var ans host.Answer
+	if err := json.Unmarshal(answer, &ans); err != nil {
+		return false, fmt.Errorf("%w: the relayed answer is not an invoke answer: %v", canvas.ErrInvalid, err)
+	}
+	return a.b.Answer(id, ans)
+}
 
 // invokeRequest is the body of POST /api/invoke.
 type invokeRequest struct {
@@ -157,7 +174,10 @@ func (h *hostAPI) handleAnswer(w http.ResponseWriter, r *http.Request) {
 	}
 	accepted, err := h.broker.Answer(id, a)
 	if h.s.hub.Relays() && errors.Is(err, canvas.ErrNotFound) {
-		accepted, err = h.s.hub.ForwardAnswer(r.Context(), id, a, principalFrom(r.Context()), onlyHost)
+		var raw []byte
+		if raw, err = json.Marshal(a); err == nil {
+			accepted, err = h.s.hub.ForwardAnswer(r.Context(), id, raw, principalFrom(r.Context()), onlyHost)
+		}
 	}
 	if err != nil {
 		h.s.problem(w, r, err)

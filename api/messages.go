@@ -3,7 +3,6 @@ package api
 import (
 	"fmt"
 	"net/http"
-	"time"
 
 	"github.com/canvasd/canvasd/canvas"
 	"github.com/canvasd/canvasd/host"
@@ -55,7 +54,7 @@ func (h *hostAPI) handleMessage(w http.ResponseWriter, r *http.Request) {
 	}
 	out := messageAccepted{OK: true, SessionID: id}
 	m := host.Message{SessionID: id, Principal: principalFrom(r.Context()), Prompt: req.Prompt,
-		Source: req.Source, AppletSlug: req.AppletSlug, ReceivedAt: time.Now().UTC()}
+		Source: req.Source, AppletSlug: req.AppletSlug, ReceivedAt: h.s.now().UTC()}
 	if img != nil {
 		stored, err := h.host.Images().Put(*img)
 		if err != nil {

@@ -44,6 +44,11 @@ type Config struct {
 	// minute; after that its requests that carry a token are refused with
 	// 429 until the minute since its first failure has passed. 0: no limit.
 	MaxAuthFailures int
+	// Now is the clock of the timestamps the server stores or compares:
+	// created_at of canvases, documents and tokens, a message's receipt,
+	// a token's expiry, gesture spacing, a browser's join time in the host
+	// election; nil: time.Now. Connection deadlines use the wall clock.
+	Now func() time.Time
 }
 
 // Server is canvasd's HTTP API.
@@ -85,9 +90,13 @@ func New(cfg Config) (*Server, error) {
 	if cfg.GestureInterval <= 0 {
 		cfg.GestureInterval = 30 * time.Millisecond
 	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
 	s := &Server{cfg: cfg, log: cfg.Logger, engine: cfg.Engine, st: cfg.Store, hub: cfg.Hub,
 		auth: newAuthenticator(cfg.Store, cfg.AdminToken, cfg.MaxAuthFailures), streams: newStreamSlots(cfg.MaxStreamsPerToken),
 		lastGesture: map[string]time.Time{}}
+	s.auth.now = cfg.Now
 	s.router = s.routes()
 	words, err := shadowingIDs(s.router, "canvas_id")
 	if err != nil {
@@ -96,6 +105,9 @@ func New(cfg Config) (*Server, error) {
 	s.routeWords = words
 	return s, nil
 }
+
+// now reads the server's clock (Config.Now).
+func (s *Server) now() time.Time { return s.cfg.Now() }
 
 // Handler returns the HTTP handler.
 func (s *Server) Handler() http.Handler { return s.router }

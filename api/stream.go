@@ -4,7 +4,6 @@ import (
 	"context"
 	"net/http"
 	"syscall"
-	"time"
 
 	"github.com/canvasd/canvasd/canvas"
 	"github.com/canvasd/canvasd/hub"
@@ -29,7 +28,7 @@ func (s *Server) handleCanvasStream(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx := r.Context()
 	actor := principalFrom(ctx).Actor.ID
-	browser, err := hub.ParseBrowser(r.URL.Query(), actor, time.Now())
+	browser, err := hub.ParseBrowser(r.URL.Query(), actor, s.now())
 	if err != nil {
 		s.problem(w, r, err)
 		return
@@ -47,28 +46,7 @@ func (s *Server) handleCanvasStream(w http.ResponseWriter, r *http.Request) {
 		s.problem(w, r, err)
 		return
 	}
-	// The head is read linearizably: on a process that cannot reach the
-	// database this is a 503, never a stream (or a reset) from a copy that
-	// may be behind what the client has seen.
-	head, headEvent, err := s.engine.Head(ctx, id)
-	// Resolve the Last-Event-ID before answering, so that a store error is
-	// a 503 too. The head is known now: the rest reads this process's copy.
-	local := store.LocalReads(ctx)
-	last, resetReason := head, ""
-	if err == nil && lastID != "" {
-		var rev int64
-		var ok bool
-		rev, ok, err = s.engine.ResolveEventID(local, id, lastID)
-		switch {
-		case err != nil:
-		case !ok:
-			resetReason = "Last-Event-ID " + hub.StripBreaks(lastID) + " cannot be resumed on this canvas (unknown, or ahead of the head); re-read the snapshot"
-		case head-rev > s.cfg.MaxReplay:
-			resetReason = "too many commits missed to replay; re-read the snapshot"
-		default:
-			last = rev
-		}
-	}
+	head, headEvent, last, resetReason, err := s.resumePoint(ctx, id, lastID)
 	if err != nil {
 		s.hub.Unsubscribe(id, sub)
 		s.streams.release(slot)
@@ -76,6 +54,7 @@ func (s *Server) handleCanvasStream(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	out := openSSE(w)
+	var ok bool
 	live := false // once the live loop owns sub, out and the slot, this handler must not release them
 	defer func() {
 		if !live {
@@ -92,21 +71,8 @@ func (s *Server) handleCanvasStream(w http.ResponseWriter, r *http.Request) {
 		out.flush()
 		return
 	}
-	for last < head {
-		commits, _, err := s.engine.CommitsAfter(local, id, last, 1000)
-		if err != nil || len(commits) == 0 {
-			// The log could not be read (the store went away): end the
-			// stream without a reset; the client reconnects with the last
-			// id it received and misses nothing.
-			return
-		}
-		for _, c := range commits {
-			out.write(hub.CommitFrame(c))
-			last = c.Rev
-		}
-		if !out.flush() {
-			return
-		}
+	if last, ok = s.replay(store.LocalReads(ctx), id, out, last, head); !ok {
+		return
 	}
 	out.write(hub.EncodeEvent(canvas.EventCaughtUp, "", map[string]int64{"head_rev": last}))
 	if !out.flush() {
@@ -120,6 +86,55 @@ func (s *Server) handleCanvasStream(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.streamLive(ctx, id, slot, sub, out, last)
+}
+
+// resumePoint reads the canvas's head and its event id, and resolves the
+// stream's Last-Event-ID (lastID, "": none): last is the revision to replay
+// from, or resetReason says why the stream is reset to the head instead.
+// The head is read linearizably: on a process that cannot reach the
+// database this is an error (a 503), never a stream (or a reset) from a
+// copy that may be behind what the client has seen. The Last-Event-ID is
+// resolved before answering, so that a store error is a 503 too; once the
+// head is known, it reads this process's copy.
+func (s *Server) resumePoint(ctx context.Context, id, lastID string) (head int64, headEvent string, last int64, resetReason string, err error) {
+	head, headEvent, err = s.engine.Head(ctx, id)
+	last = head
+	if err != nil || lastID == "" {
+		return head, headEvent, last, "", err
+	}
+	rev, ok, err := s.engine.ResolveEventID(store.LocalReads(ctx), id, lastID)
+	switch {
+	case err != nil:
+	case !ok:
+		resetReason = "Last-Event-ID " + hub.StripBreaks(lastID) + " cannot be resumed on this canvas (unknown, or ahead of the head); re-read the snapshot"
+	case head-rev > s.cfg.MaxReplay:
+		resetReason = "too many commits missed to replay; re-read the snapshot"
+	default:
+		last = rev
+	}
+	return head, headEvent, last, resetReason, err
+}
+
+// replay writes the commits after last up to head to out, from this
+// process's copy (local), and returns the last revision written; false:
+// the stream ends without a reset, the log could not be read (the store
+// went away) or the client left, and a reconnect with the last id it
+// received misses nothing.
+func (s *Server) replay(local context.Context, id string, out *sseOut, last, head int64) (int64, bool) {
+	for last < head {
+		commits, _, err := s.engine.CommitsAfter(local, id, last, 1000)
+		if err != nil || len(commits) == 0 {
+			return last, false
+		}
+		for _, c := range commits {
+			out.write(hub.CommitFrame(c))
+			last = c.Rev
+		}
+		if !out.flush() {
+			return last, false
+		}
+	}
+	return last, true
 }
 
 // streamLive follows the canvas from this process's copy, which its fan-out

@@ -111,7 +111,7 @@ func (s *Server) handleCreateToken(w http.ResponseWriter, r *http.Request) {
 		s.problem(w, r, err)
 		return
 	}
-	rec, resp, err := NewTokenRecord(req, time.Now())
+	rec, resp, err := NewTokenRecord(req, s.now())
 	if err == nil && !p.Covers(rec.Canvases) {
 		err = fmt.Errorf("%w: your token has %s, so it can mint tokens only for those canvases: list some of them in canvases "+
 			"(a token for every canvas needs an unscoped admin token)", canvas.ErrForbidden, p.DescribeScope())

@@ -313,3 +313,17 @@ type AgentEvent struct {
 
 // AgentEventToHost is the To of an AgentEvent for the canvas's host alone.
 const AgentEventToHost = "host"
+
+// HostEvent is one server-sent event of a canvas host session's stream
+// (GET /sse/host/{session}): the canvas host publishes it and the pub/sub
+// system carries it to the session's browsers, in this process and the
+// others sharing the store. Data is one line of JSON. Version, when not 0,
+// is the session state version the update that sent it produced (the a2ui
+// events of one push share it); a stream drops the versions its snapshot
+// already holds and is reset when it misses one. Version is not sent to
+// browsers.
+type HostEvent struct {
+	Name    string          `json:"name"`
+	Data    json.RawMessage `json:"data"`
+	Version int64           `json:"version,omitempty"`
+}

@@ -1,7 +1,6 @@
 package host
 
 import (
-	"encoding/json"
 	"strings"
 	"testing"
 )
@@ -43,18 +42,4 @@ func BenchmarkValidate100Components(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-}
-
-func BenchmarkHubPublish100Subscribers(b *testing.B) {
-	hub := NewHub(1 << 20)
-	for i := 0; i < 100; i++ {
-		hub.Subscribe("s")
-	}
-	ev := Event{Name: EventA2UI, Data: json.RawMessage(`{"deleteSurface":{"surfaceId":"x"}}`)}
-	b.ReportAllocs()
-	for b.Loop() {
-		hub.Publish("s", ev)
-	}
-	b.StopTimer()
-	hub.CloseAll()
 }

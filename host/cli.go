@@ -64,6 +64,10 @@ var cliVerbs = []string{"files list", "files put", "files delete", "show", "hide
 // is an error carrying the problem's detail (an A2UI push prints every bad
 // line to stderr first). Its signature is cmd/canvasd's subcommand
 // signature.
+//
+// It stays over 100 lines because it is the table of the verbs (cliVerbs),
+// one short case each mapping the parsed arguments to one request; the
+// table is meant to be read, and checked against cliVerbs, in one place.
 func Command(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	c, err := parseCLI(args, getenv)
 	if err != nil {

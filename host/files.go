@@ -286,7 +286,7 @@ func (h *Host) PutFile(ctx context.Context, session, rel string, body io.Reader)
 	if int64(len(data)) > h.cfg.MaxFileBytes {
 		return FileInfo{}, fmt.Errorf("file is larger than the limit of %d bytes; split it or raise the limit: %w", h.cfg.MaxFileBytes, canvas.ErrTooLarge)
 	}
-	now := time.Now().UTC()
+	now := h.cfg.Now().UTC()
 	created, err := h.store.PutHostFile(ctx, canvas.HostFile{Session: session, Path: clean, Data: data, Modified: now})
 	if errors.Is(err, canvas.ErrConflict) {
 		if dir, derr := h.store.HostDirExists(ctx, session, clean); derr == nil && dir {
@@ -371,5 +371,5 @@ func (h *Host) ListFiles(ctx context.Context, session string) ([]FileInfo, error
 }
 
 func (h *Host) publishReload(session, p, op string) {
-	h.hub.Publish(session, Event{Name: EventReload, Data: mustJSON(map[string]string{"path": p, "op": op})})
+	h.publish(session, Event{Name: EventReload, Data: mustJSON(map[string]string{"path": p, "op": op})})
 }

@@ -98,7 +98,7 @@ func openHost(t testing.TB, cfg Config) *Host {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { h.Close() })
+	h.SetStreams(&testStreams{})
 	return h
 }
 
@@ -306,7 +306,7 @@ func TestSessionNames(t *testing.T) {
 
 func TestFileAPI(t *testing.T) {
 	h, dir := newTestHost(t, Config{MaxFileBytes: 100})
-	sub := h.Hub().Subscribe("w")
+	sub := listen(h, "w")
 	defer sub.Close()
 
 	fi, err := h.PutFile(ctx, "w", "a/b/page.html", strings.NewReader("<p>hi</p>"))

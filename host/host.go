@@ -18,7 +18,6 @@ const (
 	DefaultMaxFileBytes  int64 = 10 << 20 // one file written through the file API
 	DefaultMaxImageBytes int64 = 10 << 20 // decoded bytes of one image message
 	DefaultMaxA2UIBytes  int64 = 1 << 20  // one JSONL push
-	DefaultQueueSize           = 256      // publishes (a push's messages count as one) buffered per SSE subscriber
 	DefaultMaxA2UILines        = 5000     // messages in one push
 	DefaultMaxComponents       = 10000    // components kept per surface
 	DefaultMaxSurfaces         = 256      // surfaces kept per session
@@ -59,7 +58,6 @@ type Config struct {
 	MaxComponents int
 	MaxSurfaces   int
 	MaxStateBytes int64
-	QueueSize     int
 	// ShellFS holds the built-in pages (web.ShellFS(): the viewer template
 	// index.html with viewer.js and viewer.css, the page runtime page.js, the
 	// A2UI page a2ui.html with a2ui.js). Nil, or without index.html: the host
@@ -72,23 +70,26 @@ type Config struct {
 	TicketKey []byte
 	// TicketTTL is how long a page ticket is valid; zero: DefaultTicketTTL.
 	TicketTTL time.Duration
-	// Now is the clock for ticket expiry; nil: time.Now.
+	// Now is the clock of ticket expiry and of the files' modification
+	// times (an imported directory's name too); nil: time.Now.
 	Now    func() time.Time
 	Logger *slog.Logger
 }
 
-// Host serves every session's files, keeps its surfaces and fans its events
-// out to subscribers. Files and surfaces live in Config.Store, so several
-// processes sharing one store serve the same sessions (their events cross
-// processes through the hub's Relay). It is safe for concurrent use. It
-// starts no goroutines, so it needs no Stop; Close ends the subscribers.
+// Host serves every session's files, keeps its surfaces and publishes its
+// events through the Streams it is given (SetStreams). Files and surfaces
+// live in Config.Store, so several processes sharing one store serve the
+// same sessions (their events cross processes through the Streams). It is
+// safe for concurrent use. It starts no goroutines and holds no stream, so
+// it needs no Stop or Close.
 type Host struct {
 	cfg    Config
 	log    *slog.Logger
 	store  Storage
 	images *ImageStore
-	hub    *Hub
 	shell  fs.FS
+
+	streams streamsRef // SetStreams
 
 	mu       sync.Mutex
 	sessions map[string]*sessionState
@@ -122,9 +123,6 @@ func New(ctx context.Context, cfg Config) (*Host, error) {
 	if cfg.MaxStateBytes <= 0 {
 		cfg.MaxStateBytes = DefaultMaxStateBytes
 	}
-	if cfg.QueueSize <= 0 {
-		cfg.QueueSize = DefaultQueueSize
-	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -153,7 +151,6 @@ func New(ctx context.Context, cfg Config) (*Host, error) {
 		log:      cfg.Logger,
 		store:    cfg.Store,
 		images:   images,
-		hub:      NewHub(cfg.QueueSize),
 		shell:    cfg.ShellFS,
 		sessions: make(map[string]*sessionState),
 	}, nil
@@ -165,15 +162,6 @@ type emptyFS struct{}
 func (emptyFS) Open(name string) (fs.File, error) {
 	return nil, &fs.PathError{Op: "open", Path: name, Err: fs.ErrNotExist}
 }
-
-// Close ends every subscription.
-func (h *Host) Close() error {
-	h.hub.CloseAll()
-	return nil
-}
-
-// Hub returns the per-session event broadcaster.
-func (h *Host) Hub() *Hub { return h.hub }
 
 // Images returns the content-addressed image store.
 func (h *Host) Images() *ImageStore { return h.images }

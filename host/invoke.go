@@ -163,7 +163,7 @@ type hostDeliverer struct {
 // and canvas invokes to canvasTargets.
 func (d hostDeliverer) DeliverInvoke(t Target, req InvokeRequest) (int, error) {
 	if t.HostSession != "" {
-		return d.h.hub.Publish(t.HostSession, Event{Name: EventInvoke, Data: mustJSON(req)}), nil
+		return d.h.publish(t.HostSession, Event{Name: EventInvoke, Data: mustJSON(req)}), nil
 	}
 	if d.canvasTargets == nil {
 		return 0, fmt.Errorf("invoke to canvas %q: canvas streams are not wired: %w", t.CanvasID, canvas.ErrNotFound)

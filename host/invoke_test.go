@@ -16,7 +16,7 @@ import (
 func TestInvokeFirstAnswerWins(t *testing.T) {
 	h, _ := newTestHost(t, Config{})
 	b := NewBroker(h.HostDeliverer(nil))
-	sub := h.Hub().Subscribe("inv")
+	sub := listen(h, "inv")
 	defer sub.Close()
 
 	var accepted atomic.Int32
@@ -77,7 +77,7 @@ func testInvokeTimeouts(t *testing.T) {
 	}
 
 	// A browser connected but silent.
-	sub := h.Hub().Subscribe("quiet")
+	sub := listen(h, "quiet")
 	defer sub.Close()
 	start := time.Now()
 	_, err = b.Invoke(context.Background(), Target{HostSession: "quiet"}, "snapshot", nil, 50*time.Millisecond)
@@ -145,48 +145,9 @@ func testInvokeTimeouts(t *testing.T) {
 	}
 }
 
-// TestHubOverflowNeverBlocks publishes past a subscriber that never reads
-// (a blocking Publish would hang the test) while another subscriber takes
-// each event before the next is published: the first is ended with
-// ErrOverflow after its queue, the second gets every event in order.
-func TestHubOverflowNeverBlocks(t *testing.T) {
-	hub := NewHub(4)
-	slow := hub.Subscribe("s")
-	fast := hub.Subscribe("s")
-	for i := 0; i < 1000; i++ {
-		hub.Publish("s", Event{Name: "x", Data: json.RawMessage(itoa(i))})
-		evs, ok := <-fast.C
-		if !ok {
-			t.Fatalf("fast subscriber ended at event %d: %v", i, fast.Err())
-		}
-		if len(evs) != 1 || string(evs[0].Data) != itoa(i) {
-			t.Fatalf("fast subscriber got %v, want %d", evs, i)
-		}
-	}
-	// The slow subscriber was ended with ErrOverflow; its channel is closed after its buffer.
-	n := 0
-	for range slow.C {
-		n++
-	}
-	if n != 4 || !errors.Is(slow.Err(), ErrOverflow) {
-		t.Fatalf("slow: %d buffered, err %v", n, slow.Err())
-	}
-	if c := hub.Count("s"); c != 1 {
-		t.Fatalf("count %d, want 1 (the fast subscriber)", c)
-	}
-	fast.Close()
-	if _, ok := <-fast.C; ok || fast.Err() != nil {
-		t.Fatalf("after Close: channel open %v, err %v", ok, fast.Err())
-	}
-	hub.CloseAll()
-	if s := hub.Subscribe("s"); !errors.Is(s.Err(), ErrHubClosed) {
-		t.Fatal("subscribe after CloseAll is live")
-	}
-}
-
 func TestPresentValidation(t *testing.T) {
 	h, _ := newTestHost(t, Config{})
-	sub := h.Hub().Subscribe("p")
+	sub := listen(h, "p")
 	defer sub.Close()
 	w := 300.0
 	if n, err := h.Present("p", Presentation{Action: PresentNavigate, Path: "yolo/", Placement: &Placement{Width: &w}}); err != nil || n != 1 {

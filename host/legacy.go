@@ -8,7 +8,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"time"
 
 	"github.com/canvasd/canvasd/canvas"
 )
@@ -68,7 +67,7 @@ func (h *Host) ImportLegacyDir(ctx context.Context) (ImportReport, error) {
 	}
 	rep.MovedTo = dir + importedSuffix
 	if _, err := os.Lstat(rep.MovedTo); err == nil {
-		rep.MovedTo = fmt.Sprintf("%s%s-%d", dir, importedSuffix, time.Now().Unix())
+		rep.MovedTo = fmt.Sprintf("%s%s-%d", dir, importedSuffix, h.cfg.Now().Unix())
 	}
 	if err := os.Rename(dir, rep.MovedTo); err != nil {
 		return rep, fmt.Errorf("host: imported %s, but renaming it failed (it would be imported again): %w", dir, err)

@@ -61,5 +61,5 @@ func (h *Host) Present(session string, p Presentation) (int, error) {
 	if err := p.Validate(); err != nil {
 		return 0, fmt.Errorf("present: %w", err)
 	}
-	return h.hub.Publish(session, Event{Name: EventPresent, Data: mustJSON(p)}), nil
+	return h.publish(session, Event{Name: EventPresent, Data: mustJSON(p)}), nil
 }

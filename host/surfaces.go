@@ -264,7 +264,7 @@ func (h *Host) publishPush(session string, version int64, msgs []A2UIMessage) Pu
 			res.Surfaces = append(res.Surfaces, m.SurfaceID)
 		}
 	}
-	res.Browsers = h.hub.Publish(session, evs...)
+	res.Browsers = h.publish(session, evs...)
 	sort.Strings(res.Surfaces)
 	return res
 }
@@ -497,7 +497,7 @@ func (h *Host) ResetA2UI(ctx context.Context, session string) (int, error) {
 		for i, id := range ids {
 			evs[i] = Event{Name: EventA2UI, Data: mustJSON(map[string]any{KindDeleteSurface: map[string]string{"surfaceId": id}}), Version: st.version}
 		}
-		h.hub.Publish(session, evs...)
+		h.publish(session, evs...)
 		return len(ids), nil
 	}
 }
@@ -572,28 +572,24 @@ func toContents(m map[string]any) []map[string]any {
 	return out
 }
 
-// Subscribe registers a browser for the session's events and returns the
-// "a2ui" events that rebuild the current surfaces. Send those first, then
-// the subscription's events that Subscription.Admit lets through: no push is
-// missed or sent twice, also when other processes push (their events may
-// arrive before or after the state was read).
-func (h *Host) Subscribe(ctx context.Context, session string) (*Subscription, []Event, error) {
+// Snapshot returns the "a2ui" events that rebuild the session's current
+// surfaces and the state version they hold. Register the browser for the
+// session's live events first (hub.Hub.SubscribeHost), then send these,
+// then the live events of later versions: an update committed in between
+// is then both in the snapshot and received, and the stream drops the copy
+// (canvas.HostEvent.Version), also when other processes push (their events
+// may arrive before or after the state was read).
+func (h *Host) Snapshot(ctx context.Context, session string) (version int64, evs []Event, err error) {
 	if err := ValidateSession(session); err != nil {
-		return nil, nil, err
+		return 0, nil, err
 	}
-	// Register before reading the state: a push committed in between is
-	// then both in the snapshot and received, and Admit drops the copy.
-	sub := h.hub.Subscribe(session)
 	st := h.lockState(session)
 	defer h.unlockState(st)
 	if err := h.loadLocked(ctx, session, st); err != nil {
-		sub.Close()
-		return nil, nil, err
+		return 0, nil, err
 	}
-	var evs []Event
 	for _, m := range snapshotLocked(st) {
 		evs = append(evs, Event{Name: EventA2UI, Data: m})
 	}
-	sub.seen = st.version
-	return sub, evs, nil
+	return st.version, evs, nil
 }

@@ -10,7 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/canvasd/canvasd/agent"
 	"github.com/canvasd/canvasd/canvas"
 )
 
@@ -208,7 +207,7 @@ func (h *Hub) HostWatch(canvasID string) (string, <-chan struct{}) {
 // ErrHostLost: the host's stream ended while a request to it was pending.
 // Both are 503 problems (retry when a browser is there).
 var (
-	ErrNoHost   = fmt.Errorf("%w: %w", agent.ErrNoHost, canvas.ErrUnavailable)
+	ErrNoHost   = fmt.Errorf("no host browser on the canvas: %w", canvas.ErrUnavailable)
 	ErrHostLost = fmt.Errorf("the host browser left: %w", canvas.ErrUnavailable)
 )
 
@@ -344,9 +343,6 @@ type BrowserInput interface {
 	Ack(sessionID string, a canvas.AgentAck) error
 	View(sessionID string, v canvas.AgentView) error
 }
-
-// *agent.Runner takes browser input.
-var _ BrowserInput = (*agent.Runner)(nil)
 
 // Kinds of browser input for a running agent session.
 const (

@@ -221,16 +221,17 @@ func (s *Subscription) wants(f *frame) bool {
 	return f.to == "" || (s.client != nil && s.client.id == f.to)
 }
 
-// enqueue queues f for the subscriber's goroutine. A commit that finds the
-// queue full is left out (the goroutine reads it from the engine); an
-// ephemeral event kicks the subscriber.
-func (s *Subscription) enqueue(f *frame) {
+// enqueue queues f for the subscriber's goroutine and reports whether it
+// did. A commit that finds the queue full is left out (the goroutine reads
+// it from the engine); an ephemeral event kicks the subscriber.
+func (s *Subscription) enqueue(f *frame) bool {
 	if !s.wants(f) {
-		return
+		return false
 	}
 	s.queued.Add(1)
 	select {
 	case s.ch <- f:
+		return true
 	default:
 		s.queued.Add(-1)
 		if f.rev > 0 {
@@ -238,6 +239,7 @@ func (s *Subscription) enqueue(f *frame) {
 		} else {
 			s.kick()
 		}
+		return false
 	}
 }
 

@@ -1,10 +1,14 @@
 // Package hub is canvasd's publish/subscribe system: the subscriptions of
-// canvas streams, their fan-out, the live stream's loop (Follow), the relay
-// that carries ephemeral events, presence and invoke answers between the
-// processes sharing a store, and the election of each canvas's host
-// browser. It speaks SSE frames but knows nothing of HTTP: package api
-// answers the requests and hands each stream's connection to the hub;
-// cmd/canvasd builds the hub, wires it (Wire) and runs it (Start, Stop).
+// canvas streams and of canvas host session streams (one Subscription
+// type), their fan-out, the live streams' loops (Follow, FollowHost), the
+// relay that carries ephemeral events, host session events, presence,
+// invoke answers and agent messages between the processes sharing a store,
+// and the election of each canvas's host browser. It speaks SSE frames but
+// knows nothing of HTTP: package api answers the requests and hands each
+// stream's connection to the hub. It imports neither the agent runner nor
+// the canvas host: what it needs of them it declares (BrowserInput,
+// AgentMessages, InvokeAnswers), and cmd/canvasd builds the hub, wires it
+// (Wire, and host.Host.SetStreams) and runs it (Start, Stop).
 package hub
 
 import (
@@ -17,7 +21,6 @@ import (
 	"time"
 
 	"github.com/canvasd/canvasd/canvas"
-	"github.com/canvasd/canvasd/host"
 	"github.com/canvasd/canvasd/store"
 )
 
@@ -41,21 +44,23 @@ type Hub struct {
 
 	mu       sync.RWMutex
 	subs     map[string]map[*Subscription]struct{}
-	browsers map[string]map[string][]*Browser // canvas id → client id → the declarations of its open streams in subs
-	fans     map[string]*fanout               // the subscribers of each canvas in subs, by fan-out shard
+	hostSubs map[string]map[*Subscription]struct{} // canvas host session → its streams (hoststream.go)
+	browsers map[string]map[string][]*Browser      // canvas id → client id → the declarations of its open streams in subs
+	fans     map[string]*fanout                    // the subscribers of each canvas in subs, by fan-out shard
 	fanStats fanStats
 
 	relay  *relay                 // nil: this process only
 	wiring atomic.Pointer[Wiring] // Wire
 
 	brokerMu sync.Mutex
-	brokers  []*host.Broker // bound through CanvasInvokeDeliverer, for answers relayed from other processes
+	brokers  []InvokeAnswers // bound through BindBroker, for answers relayed from other processes
 
 	electMu sync.Mutex // serializes elections (browsers.go)
 	hostMu  sync.Mutex
 	hosts   map[string]*hostState // canvas id → elected host; absent: none
 
 	problem func(err error) (status int, slug, detail string)
+	now     func() time.Time // Config.Now
 
 	lifeMu    sync.Mutex
 	stopped   bool           // guarded by lifeMu: Follow returns at once
@@ -81,6 +86,10 @@ type Config struct {
 	// agent service is answered to the sender (the HTTP status, the problem
 	// type's last path segment and the detail); nil: 500 "internal".
 	Problem func(err error) (status int, slug, detail string)
+	// Now is the clock of the presence the other processes report (it
+	// expires presenceTTL after it was last refreshed); nil: time.Now.
+	// Heartbeats and relay timeouts run on timers, on the wall clock.
+	Now func() time.Time
 }
 
 // Wiring is what a hub hands work to that is built after it (it needs the
@@ -95,22 +104,22 @@ type Wiring struct {
 	// the canvas's streams here end (the engine forgets it: its copy would
 	// otherwise go on serving it).
 	OnDeleted func(canvasID string)
-	// Host is the canvas host's hub: with a Broadcaster its events travel
-	// through the relay too, and Stop ends its streams. nil: no canvas host.
-	Host *host.Hub
 }
 
-// frame is one encoded SSE event; rev > 0 for commits.
+// frame is one encoded SSE event (or, on a host stream, the events of one
+// publish); rev > 0 for commits.
 type frame struct {
-	rev  int64
-	data []byte
-	to   string // a browser's client id: only its streams get the frame
-	rest bool   // the unwritten end of a frame a shard began (fanout.go)
+	rev     int64
+	data    []byte
+	to      string // a browser's client id: only its streams get the frame
+	rest    bool   // the unwritten end of a frame a shard began (fanout.go)
+	version int64  // a host stream's frame: its canvas.HostEvent.Version
 }
 
-// Subscription is one stream's place in the hub (Subscribe): its bounded
-// queue, and the connection the fan-out writes to directly once the stream
-// is live (Follow).
+// Subscription is one stream's place in the hub, a canvas stream's
+// (Subscribe) or a canvas host session's (SubscribeHost): its bounded
+// queue, and for a canvas stream the connection the fan-out writes to
+// directly once the stream is live (Follow).
 type Subscription struct {
 	ch     chan *frame
 	lagged chan struct{} // holds a signal while commits were left out of a full ch
@@ -188,8 +197,12 @@ func New(cfg Config) *Hub {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	h := &Hub{queueSize: cfg.QueueSize, onCount: cfg.OnCount, subs: map[string]map[*Subscription]struct{}{}, browsers: map[string]map[string][]*Browser{},
-		fans: map[string]*fanout{}, hosts: map[string]*hostState{}, problem: cfg.Problem, stopping: make(chan struct{})}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	h := &Hub{now: cfg.Now, queueSize: cfg.QueueSize, onCount: cfg.OnCount, subs: map[string]map[*Subscription]struct{}{}, hostSubs: map[string]map[*Subscription]struct{}{},
+		browsers: map[string]map[string][]*Browser{},
+		fans:     map[string]*fanout{}, hosts: map[string]*hostState{}, problem: cfg.Problem, stopping: make(chan struct{})}
 	if cfg.Broadcaster != nil {
 		h.relay = newRelay(h, cfg.Broadcaster, cfg.Logger)
 	}
@@ -201,9 +214,6 @@ func New(cfg Config) *Hub {
 // agent service).
 func (h *Hub) Wire(w Wiring) {
 	h.wiring.Store(&w)
-	if h.relay != nil && w.Host != nil {
-		w.Host.SetRelay(hostRelay{h.relay})
-	}
 }
 
 // wired returns the hub's wiring (zero before Wire).
@@ -226,8 +236,8 @@ func (h *Hub) Start(context.Context) {
 	})
 }
 
-// Stop ends every canvas stream that Follow serves (and, with Wiring.Host,
-// every canvas host stream), waits for them to end, then withdraws this
+// Stop ends every canvas stream that Follow serves and every canvas host
+// stream that FollowHost serves, waits for them to end, then withdraws this
 // process's subscriber counts from the other processes and stops the relay
 // (call it before closing the store). Events published afterwards stay in
 // this process. Stop is safe to call more than once and from several
@@ -238,19 +248,12 @@ func (h *Hub) Stop() {
 		h.stopped = true
 		close(h.stopping)
 		h.lifeMu.Unlock()
-		if hh := h.wired().Host; hh != nil {
-			hh.CloseAll()
-		}
 		h.followers.Wait()
 		if h.relay != nil {
 			h.relay.stop()
 		}
 	})
 }
-
-// Stopping is closed when Stop begins: streams served outside Follow (the
-// canvas host's) end then.
-func (h *Hub) Stopping() <-chan struct{} { return h.stopping }
 
 // Publish sends a commit to the canvas's subscribers (store.Publisher). It
 // encodes the commit once for all of them, and not at all when there are none

@@ -14,13 +14,12 @@ import (
 	"time"
 
 	"github.com/canvasd/canvasd/canvas"
-	"github.com/canvasd/canvasd/host"
 	"github.com/canvasd/canvasd/store"
 )
 
 // The relay carries a Hub's ephemeral events (gesture, agent:*, invoke), and
 // every event of the canvas host's sessions (reload, a2ui, present, invoke:
-// the host.Hub's, through host.Relay), to the other processes sharing the
+// PublishSession), to the other processes sharing the
 // store, through store.Broadcaster (PostgreSQL NOTIFY). Design:
 //
 //   - PublishEvent delivers locally at once and queues the event for the
@@ -35,7 +34,7 @@ import (
 //   - Presence: each process broadcasts its subscriber counts per canvas and
 //     per host session when they change (coalesced), all of them every
 //     presenceEvery, and when its listener (re)connects it asks the others
-//     for theirs ("hello"). Hub.Subscribers (and host.Hub.Publish) add the
+//     for theirs ("hello"). Hub.Subscribers (and Hub.PublishSession) add the
 //     counts the others last reported (each expires presenceTTL after it was
 //     last refreshed; a process that stops cleanly withdraws its counts at
 //     once). Invokes use it to tell "nobody is connected" from "a browser
@@ -106,18 +105,18 @@ const (
 	presenceChunk     = 6000 // bytes of canvas ids per presence message (stays inline in NOTIFY)
 )
 
-// relayEvent is one canvas event, or the events of one host.Hub publish
+// relayEvent is one canvas event, or the events of one PublishSession
 // (which travel together, so a push's a2ui messages stay contiguous), or a
 // browser's input for an agent session.
 type relayEvent struct {
-	CanvasID string          `json:"c,omitempty"`
-	Event    string          `json:"e,omitempty"`
-	Data     json.RawMessage `json:"d,omitempty"`
-	To       string          `json:"t,omitempty"` // a browser's client id: only its streams get the canvas event
-	Session  string          `json:"s,omitempty"`
-	Host     []host.Event    `json:"h,omitempty"`
-	Input    *inputMsg       `json:"i,omitempty"` // browser input for an agent session (browsers.go)
-	Deleted  bool            `json:"x,omitempty"` // canvas CanvasID was deleted: end its streams (Hub.CanvasDeleted)
+	CanvasID string             `json:"c,omitempty"`
+	Event    string             `json:"e,omitempty"`
+	Data     json.RawMessage    `json:"d,omitempty"`
+	To       string             `json:"t,omitempty"` // a browser's client id: only its streams get the canvas event
+	Session  string             `json:"s,omitempty"`
+	Host     []canvas.HostEvent `json:"h,omitempty"`
+	Input    *inputMsg          `json:"i,omitempty"` // browser input for an agent session (browsers.go)
+	Deleted  bool               `json:"x,omitempty"` // canvas CanvasID was deleted: end its streams (Hub.CanvasDeleted)
 }
 
 type presenceMsg struct {
@@ -138,7 +137,7 @@ type answerMsg struct {
 	From      string           `json:"from"`
 	Req       string           `json:"req"`
 	InvokeID  string           `json:"id"`
-	Answer    host.Answer      `json:"a"`
+	Answer    json.RawMessage  `json:"a"` // the browser's answer, as InvokeAnswers.AnswerInvoke takes it
 	Principal canvas.Principal `json:"p"`
 	// OnlyHost: the answer came with a host session's bridge capability,
 	// which may answer only invokes sent to that session.
@@ -194,22 +193,24 @@ func (r *relay) stop() {
 	r.wg.Wait()
 }
 
-// hostRelay is the host.Relay of a host.Hub: the canvas relay, keyed by session.
-type hostRelay struct{ r *relay }
-
-func (hr hostRelay) Forward(session string, evs []host.Event) {
-	hr.r.queue(relayEvent{Session: session, Host: evs})
+// InvokeAnswers is a broker of the invokes this process sent (package
+// host's Broker, bound by package api): the relay hands it the answers that
+// reached other processes.
+type InvokeAnswers interface {
+	// InvokeTarget returns where invoke id was sent: a canvas, or a canvas
+	// host session; an error wrapping canvas.ErrNotFound when the broker
+	// does not know id.
+	InvokeTarget(id string) (canvasID, hostSession string, err error)
+	// AnswerInvoke records a browser's answer (its JSON). accepted is true
+	// for the first answer to a pending invoke; an id the broker does not
+	// know is an error wrapping canvas.ErrNotFound, a malformed answer one
+	// wrapping canvas.ErrInvalid.
+	AnswerInvoke(id string, answer json.RawMessage) (accepted bool, err error)
 }
-
-func (hr hostRelay) Subscribers(session string) int {
-	return hr.r.remoteSubscribers(streamKey{host: true, id: session})
-}
-
-func (hr hostRelay) CountChanged(session string) { hr.r.touch(streamKey{host: true, id: session}) }
 
 // BindBroker remembers a broker whose invokes this hub delivers, so answers
-// relayed from other processes can reach it.
-func (h *Hub) BindBroker(b *host.Broker) {
+// relayed from other processes can reach it (again: a no-op).
+func (h *Hub) BindBroker(b InvokeAnswers) {
 	h.brokerMu.Lock()
 	defer h.brokerMu.Unlock()
 	for _, x := range h.brokers {
@@ -220,10 +221,10 @@ func (h *Hub) BindBroker(b *host.Broker) {
 	h.brokers = append(h.brokers, b)
 }
 
-func (h *Hub) boundBrokers() []*host.Broker {
+func (h *Hub) boundBrokers() []InvokeAnswers {
 	h.brokerMu.Lock()
 	defer h.brokerMu.Unlock()
-	return append([]*host.Broker(nil), h.brokers...)
+	return append([]InvokeAnswers(nil), h.brokers...)
 }
 
 func randomHex(n int) string {
@@ -294,7 +295,7 @@ func (r *relay) kickSender() {
 // remoteCandidate returns the first host candidate the other processes
 // reported fresh for a canvas.
 func (r *relay) remoteCandidate(canvasID string) hostCandidate {
-	cut := time.Now().Add(-presenceTTL)
+	cut := r.hub.now().Add(-presenceTTL)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var best hostCandidate
@@ -313,7 +314,7 @@ func (r *relay) remoteCandidate(canvasID string) hostCandidate {
 // remoteOwners returns the actors whose tokens declare clientID on the
 // canvas on the other processes, as their fresh presence reported.
 func (r *relay) remoteOwners(canvasID, clientID string) []string {
-	cut := time.Now().Add(-presenceTTL)
+	cut := r.hub.now().Add(-presenceTTL)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var out []string
@@ -331,7 +332,7 @@ func (r *relay) remoteOwners(canvasID, clientID string) []string {
 
 // remoteSubscribers sums the fresh counts the other processes reported.
 func (r *relay) remoteSubscribers(k streamKey) int {
-	cut := time.Now().Add(-presenceTTL)
+	cut := r.hub.now().Add(-presenceTTL)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	n := 0
@@ -348,10 +349,7 @@ func (r *relay) localSubscribers(k streamKey) int {
 	if !k.host {
 		return r.hub.LocalSubscribers(k.id)
 	}
-	if hh := r.hub.wired().Host; hh != nil {
-		return hh.Count(k.id)
-	}
-	return 0
+	return r.hub.localSessionSubscribers(k.id)
 }
 
 // send broadcasts one message, bounded by relaySendTimeout.
@@ -391,7 +389,7 @@ func (r *relay) runSender() {
 		case <-tick.C:
 			r.mu.Lock()
 			r.full = true
-			cut := time.Now().Add(-presenceTTL)
+			cut := r.hub.now().Add(-presenceTTL)
 			var reelect []string
 			for id, counts := range r.peers {
 				for c, pc := range counts {
@@ -432,12 +430,10 @@ func (r *relay) sendPresence() {
 		for c := range r.hub.subs {
 			dirty[streamKey{id: c}] = struct{}{}
 		}
-		r.hub.mu.RUnlock()
-		if hh := r.hub.wired().Host; hh != nil {
-			for _, s := range hh.Sessions() {
-				dirty[streamKey{host: true, id: s}] = struct{}{}
-			}
+		for s := range r.hub.hostSubs {
+			dirty[streamKey{host: true, id: s}] = struct{}{}
 		}
+		r.hub.mu.RUnlock()
 	}
 	if len(dirty) == 0 {
 		return
@@ -492,10 +488,8 @@ func (r *relay) receive(topic string, payload []byte) {
 			r.hub.deletedElsewhere(ev.CanvasID)
 		case err == nil && ev.CanvasID != "" && ev.Event != "":
 			r.hub.send(ev.CanvasID, &frame{data: EncodeFrame(ev.Event, "", ev.Data), to: ev.To})
-		case err == nil && host.ValidateSession(ev.Session) == nil && len(ev.Host) > 0:
-			if hh := r.hub.wired().Host; hh != nil {
-				hh.Deliver(ev.Session, ev.Host)
-			}
+		case err == nil && ev.Session != "" && len(ev.Host) > 0:
+			r.hub.deliverSession(ev.Session, ev.Host)
 		default:
 			r.log.Warn("relay: malformed event from another process", "err", err)
 		}
@@ -548,7 +542,7 @@ func (r *relay) receive(topic string, payload []byte) {
 // notePresence records another process's presence message and returns the
 // canvases whose host candidates it changed.
 func (r *relay) notePresence(m presenceMsg) (changed []string) {
-	now := time.Now()
+	now := r.hub.now()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	counts := r.peers[m.From]
@@ -581,7 +575,7 @@ func (r *relay) notePresence(m presenceMsg) (changed []string) {
 
 // resolveLocal gives an answer to whichever of the hub's brokers knows the
 // invoke; known is false when none does.
-func (r *relay) resolveLocal(id string, a host.Answer, p canvas.Principal, onlyHost string) (result, detail string, known bool) {
+func (r *relay) resolveLocal(id string, a json.RawMessage, p canvas.Principal, onlyHost string) (result, detail string, known bool) {
 	for _, b := range r.hub.boundBrokers() {
 		if result, detail, known = resolveWith(b, id, a, p, onlyHost); known {
 			return result, detail, true
@@ -594,20 +588,20 @@ func (r *relay) resolveLocal(id string, a host.Answer, p canvas.Principal, onlyH
 // role on the invoke's target (as POST /api/invoke/{id} requires locally);
 // an answer made with a host session's capability (onlyHost) resolves only
 // invokes sent to that session.
-func resolveWith(b *host.Broker, id string, a host.Answer, p canvas.Principal, onlyHost string) (result, detail string, known bool) {
-	if t, err := b.Target(id); err == nil {
-		if onlyHost != "" && t.HostSession != onlyHost {
+func resolveWith(b InvokeAnswers, id string, a json.RawMessage, p canvas.Principal, onlyHost string) (result, detail string, known bool) {
+	if canvasID, hostSession, err := b.InvokeTarget(id); err == nil {
+		if onlyHost != "" && hostSession != onlyHost {
 			return ackForbidden, fmt.Sprintf("a page's capability answers only the invokes sent to host session %q", onlyHost), true
 		}
-		scope := t.CanvasID
-		if t.HostSession != "" {
-			scope = t.HostSession
+		scope := canvasID
+		if hostSession != "" {
+			scope = hostSession
 		}
 		if !p.CanAccess(scope, canvas.RoleViewer) {
 			return ackForbidden, fmt.Sprintf("answering this invoke needs the viewer role on %q; your token has %s", scope, p.DescribeScope()), true
 		}
 	}
-	accepted, err := b.Answer(id, a)
+	accepted, err := b.AnswerInvoke(id, a)
 	switch {
 	case errors.Is(err, canvas.ErrNotFound):
 		return "", "", false
@@ -624,7 +618,7 @@ func resolveWith(b *host.Broker, id string, a host.Answer, p canvas.Principal, o
 func (h *Hub) Relays() bool { return h.relay != nil }
 
 // ForwardAnswer is forwardAnswer through the hub's relay (Relays must be true).
-func (h *Hub) ForwardAnswer(ctx context.Context, id string, a host.Answer, p canvas.Principal, onlyHost string) (accepted bool, err error) {
+func (h *Hub) ForwardAnswer(ctx context.Context, id string, a json.RawMessage, p canvas.Principal, onlyHost string) (accepted bool, err error) {
 	return h.relay.forwardAnswer(ctx, id, a, p, onlyHost)
 }
 
@@ -634,7 +628,7 @@ func (h *Hub) ForwardAnswer(ctx context.Context, id string, a host.Answer, p can
 // returns what the owning broker said, canvas.ErrForbidden when the
 // principal may not answer, or canvas.ErrNotFound when no process claimed
 // the id in time.
-func (r *relay) forwardAnswer(ctx context.Context, id string, a host.Answer, p canvas.Principal, onlyHost string) (accepted bool, err error) {
+func (r *relay) forwardAnswer(ctx context.Context, id string, a json.RawMessage, p canvas.Principal, onlyHost string) (accepted bool, err error) {
 	if res, detail, known := r.resolveLocal(id, a, p, onlyHost); known {
 		return ackToResult(id, relayAck{Result: res, Detail: detail})
 	}

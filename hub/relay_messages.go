@@ -3,33 +3,32 @@ package hub
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
 
-	"github.com/canvasd/canvasd/agent"
 	"github.com/canvasd/canvasd/canvas"
-	"github.com/canvasd/canvasd/host"
 )
 
 // Agent messages across processes. A message or userAction posted to a
 // process whose runner finds the session running in another process's
-// runner (agent.RunningElsewhereError) is relayed to the other processes;
-// the one running the session posts it there (agent.Runner.PostIfRunning)
+// runner is relayed to the other processes (ForwardMessage, which package
+// api calls); the one running the session posts it there (AgentMessages)
 // and acknowledges with the outcome, which the first process answers the
 // sender with. With no acknowledgement within messageForwardWait the first
 // process tries once more itself (the session may have ended meanwhile);
-// a session whose process died stays 409 (running on another server).
+// a session whose process died stays 409 (running on another server). The
+// hub carries a message as the JSON its sender encoded and its receiver
+// decodes (the agent's own type).
 
 // AgentMessages is implemented by agent services whose sessions run in this
-// process (*agent.Runner): they take messages relayed from other processes.
+// process (the agent runner, through package api): they take messages
+// relayed from other processes.
 type AgentMessages interface {
-	// PostIfRunning posts m to the session when it runs here; running is
-	// false when it does not (the message is then not this process's).
-	PostIfRunning(ctx context.Context, sessionID string, m agent.UserMessage) (running bool, err error)
+	// PostRelayed posts m (as ForwardMessage was given it) to the session
+	// when it runs here; running is false when it does not (the message is
+	// then not this process's).
+	PostRelayed(ctx context.Context, sessionID string, m json.RawMessage) (running bool, err error)
 }
-
-var _ AgentMessages = (*agent.Runner)(nil)
 
 const (
 	topicMessage = "canvasd.agent.message"
@@ -42,45 +41,25 @@ const (
 )
 
 type agentMessageMsg struct {
-	From      string            `json:"from"`
-	Req       string            `json:"req"`
-	SessionID string            `json:"s"`
-	Message   agent.UserMessage `json:"m"`
+	From      string          `json:"from"`
+	Req       string          `json:"req"`
+	SessionID string          `json:"s"`
+	Message   json.RawMessage `json:"m"`
 }
 
-// Inbox returns the host.Inbox the API delivers to: next, and when next
-// says the agent session runs in another process, that process (relayed).
-func (h *Hub) Inbox(next host.Inbox) host.Inbox { return forwardingInbox{next: next, hub: h} }
-
-type forwardingInbox struct {
-	next host.Inbox
-	hub  *Hub
+// ForwardMessage relays an agent message m for sessionID to the other
+// processes and waits for the answer of the one running the session:
+// running is false when none answered within messageForwardWait, or the
+// hub has no relay; err is that process's refusal (a TypedProblem).
+func (h *Hub) ForwardMessage(ctx context.Context, sessionID string, m json.RawMessage) (running bool, err error) {
+	if h.relay == nil {
+		return false, nil
+	}
+	return h.relay.forwardMessage(ctx, sessionID, m)
 }
 
-// Deliver implements host.Inbox.
-func (f forwardingInbox) Deliver(ctx context.Context, m host.Message) error {
-	err := f.next.Deliver(ctx, m)
-	var re *agent.RunningElsewhereError
-	if !errors.As(err, &re) {
-		return err
-	}
-	r := f.hub.relay
-	if r == nil {
-		return err
-	}
-	if running, ferr := r.forwardMessage(ctx, re.SessionID, re.Message); running {
-		return ferr
-	}
-	// No process runs it (any more): it may have ended meanwhile, so that
-	// this process can reopen it now; otherwise its process died (409 until
-	// the watchdog lets a process take it over).
-	return f.next.Deliver(ctx, m)
-}
-
-// forwardMessage relays m for sessionID to the other processes and waits
-// for the answer of the one running it; running is false when none answered
-// within messageForwardWait.
-func (r *relay) forwardMessage(ctx context.Context, sessionID string, m agent.UserMessage) (running bool, err error) {
+// forwardMessage is ForwardMessage through the relay.
+func (r *relay) forwardMessage(ctx context.Context, sessionID string, m json.RawMessage) (running bool, err error) {
 	ctx, cancel := context.WithTimeout(ctx, messageForwardWait)
 	defer cancel()
 	req, ch, done := r.awaitAck()
@@ -121,7 +100,7 @@ func (r *relay) receiveMessage(payload []byte) {
 		defer r.wg.Done()
 		ctx, cancel := context.WithTimeout(r.ctx, messagePostWait)
 		defer cancel()
-		running, err := am.PostIfRunning(ctx, m.SessionID, m.Message)
+		running, err := am.PostRelayed(ctx, m.SessionID, m.Message)
 		if !running {
 			return
 		}

@@ -44,6 +44,11 @@ type settled struct {
 // fix-ups delete becomes its delete), and the fix-ups of other entities follow
 // as ordinary changes. changes is not modified. A change that does not apply
 // to s is an Unprocessable error.
+//
+// It stays over 100 lines because its fix-ups (the list above) run over one
+// transaction (tx), each reading what the ones before it left, and the
+// adjusted changes are collected at its end; comments in its body mark the
+// steps.
 func settle(s *canvas.State, cmd *canvas.Command, changes []canvas.Change) (settled, error) {
 	t := &tx{s: s, cmd: cmd}
 	t.touched = make([]canvas.Ref, 0, len(changes)+4)

@@ -203,6 +203,11 @@ func SnapshotHeader(data []byte) (rev, base int64, records int, err error) {
 // whole one, then deltas each based on the one before: see MergeSnapshots).
 // Malformed data, a delta without its base, a duplicate or misordered id or
 // an unknown record kind is an error wrapping canvas.ErrInvalid.
+//
+// It stays one function over 100 lines because it reads the format's
+// sections in their order with one reader whose error and position every
+// step shares; split, each part would take and return that state, and the
+// format would no longer read top to bottom in one place.
 func DecodeState(chain ...[]byte) (*canvas.State, error) {
 	data, err := MergeSnapshots(chain...)
 	if err != nil {

@@ -27,6 +27,7 @@ type tokenKeeper struct {
 	st  store.Store
 	ttl time.Duration
 	log *slog.Logger
+	now func() time.Time // the clock of the tokens' creation, expiry and pruning
 
 	mu   sync.Mutex
 	kept map[string]*keptToken // by actor id
@@ -44,7 +45,7 @@ type keptToken struct {
 }
 
 func newTokenKeeper(st store.Store, ttl time.Duration, log *slog.Logger) *tokenKeeper {
-	return &tokenKeeper{st: st, ttl: ttl, log: log, kept: map[string]*keptToken{}}
+	return &tokenKeeper{st: st, ttl: ttl, log: log, now: time.Now, kept: map[string]*keptToken{}}
 }
 
 // Start runs the renew-and-prune loop until Stop.
@@ -89,7 +90,7 @@ func (k *tokenKeeper) Mint(ctx context.Context, req canvas.TokenRequest) (*keptT
 
 // store mints a secret for t and stores it with an expiry ttl from now.
 func (k *tokenKeeper) store(ctx context.Context, t *keptToken) (actorID string, err error) {
-	now := time.Now()
+	now := k.now()
 	rec, grant, err := api.NewTokenRecord(t.req, now)
 	if err != nil {
 		return "", err
@@ -122,7 +123,7 @@ func (k *tokenKeeper) tick(ctx context.Context) {
 	}
 	k.mu.Unlock()
 	for _, t := range kept {
-		err := k.st.RenewToken(ctx, t.req.ActorID, time.Now().Add(k.ttl))
+		err := k.st.RenewToken(ctx, t.req.ActorID, k.now().Add(k.ttl))
 		if errors.Is(err, canvas.ErrNotFound) {
 			k.log.Warn("a process token was revoked, or expired before it could be renewed; minting a new secret", "actor_id", t.req.ActorID)
 			_, err = k.store(ctx, t)
@@ -132,7 +133,7 @@ func (k *tokenKeeper) tick(ctx context.Context) {
 				"every", k.ttl/3)
 		}
 	}
-	n, err := k.st.PruneTokens(ctx, time.Now())
+	n, err := k.st.PruneTokens(ctx, k.now())
 	switch {
 	case err != nil && ctx.Err() == nil:
 		k.log.Warn("pruning expired tokens failed", "err", err)

@@ -52,6 +52,13 @@ func newLogger(c Config, w io.Writer) *slog.Logger {
 	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: c.LogLevel}))
 }
 
+// runServe runs `canvasd serve`: it opens the store, builds the engine, the
+// hub, the canvas host, the agent side and the HTTP API, wires them, and
+// serves until ctx ends, then stops them in reverse order.
+//
+// It stays over 100 lines because it is the server's wiring: every service
+// is built, wired and deferred to stop in the one order they depend on,
+// which reads, and is reviewed, best as one sequence.
 func runServe(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	c, rest, err := loadConfig("canvasd serve", args, getenv, stderr)
 	if err != nil {
@@ -94,7 +101,6 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	if err != nil {
 		return err
 	}
-	defer hostSrv.Close()
 	if err := importHostFiles(ctx, hostSrv, log); err != nil {
 		return err
 	}
@@ -123,10 +129,10 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	// a canvas another process deleted to the engine, and carries the canvas
 	// host's events; a canvas the engine found deleted itself (the notice
 	// was missed) ends its streams here as it would have.
-	w := hub.Wiring{OnDeleted: engine.Forget, Host: hostSrv.Hub()}
+	w := hub.Wiring{OnDeleted: engine.Forget, Messages: api.RelayedMessages(agents.svc)}
 	w.Input, _ = agents.svc.(hub.BrowserInput)
-	w.Messages, _ = agents.svc.(hub.AgentMessages)
 	events.Wire(w)
+	hostSrv.SetStreams(events)
 	engine.OnGone(func(id string) { events.EndLocal(id, hub.CanvasDeletedReason) })
 	events.Start(ctx)
 	// Stop ends the streams (they own their hijacked connections, so

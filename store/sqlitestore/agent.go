@@ -114,7 +114,7 @@ func (s *Store) ClaimAgentSession(ctx context.Context, actorID string) (canvas.A
 	err := s.write(ctx, func(w *writer) error {
 		err := w.conn.QueryRowContext(bg, `UPDATE canvas_agent_sessions SET state = ?, actor_id = ?, updated_at = ?
 			WHERE id = (SELECT id FROM canvas_agent_sessions WHERE state = ? ORDER BY created_at, id LIMIT 1)
-			RETURNING id`, canvas.AgentWaitingContext, actorID, micros(time.Now()), canvas.AgentQueued).Scan(&id)
+			RETURNING id`, canvas.AgentWaitingContext, actorID, micros(s.now()), canvas.AgentQueued).Scan(&id)
 		if errors.Is(err, sql.ErrNoRows) {
 			return fmt.Errorf("no queued agent session: %w", canvas.ErrNotFound)
 		}
@@ -135,7 +135,7 @@ func (s *Store) AgentSessionState(ctx context.Context, id string) (string, error
 // updates it in one write transaction.
 func (s *Store) CancelAgentSession(ctx context.Context, id string) (string, time.Time, error) {
 	var was string
-	at := micros(time.Now())
+	at := micros(s.now())
 	err := s.write(ctx, func(w *writer) error {
 		was = "" // a batch may run fn again
 		state, err := agentState(bg, w.conn, id)

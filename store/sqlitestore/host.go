@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"path"
 	"strings"
-	"time"
 
 	"github.com/canvasd/canvasd/canvas"
 )
@@ -181,7 +180,7 @@ func (s *Store) SharedSecret(ctx context.Context, name string, candidate []byte)
 	var v []byte
 	err := s.write(ctx, func(w *writer) error {
 		if _, err := w.conn.ExecContext(bg, `INSERT INTO shared_secrets (name, value, created_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING`,
-			name, candidate, time.Now().UnixMicro()); err != nil {
+			name, candidate, s.now().UnixMicro()); err != nil {
 			return mapErr("shared secret", err)
 		}
 		if err := w.conn.QueryRowContext(bg, `SELECT value FROM shared_secrets WHERE name = ?`, name).Scan(&v); err != nil {

@@ -68,6 +68,19 @@ type config struct {
 	cacheKiB    int
 	checkpoint  time.Duration
 	fullSync    bool
+	now         func() time.Time
+}
+
+// WithNow sets the clock of the timestamps the store writes itself (an
+// agent session's claim and cancellation, a shared secret's creation;
+// default time.Now). Commits, tokens and sessions carry the times their
+// callers give them.
+func WithNow(now func() time.Time) Option {
+	return func(c *config) {
+		if now != nil {
+			c.now = now
+		}
+	}
 }
 
 // WithLogger sets the logger (default: discard).
@@ -138,6 +151,7 @@ func WithCheckpointInterval(d time.Duration) Option {
 type Store struct {
 	log  *slog.Logger
 	path string
+	now  func() time.Time // WithNow
 
 	wdb  *sql.DB // exactly one connection, owned by the committer
 	rdb  *sql.DB // read-only pool
@@ -174,6 +188,7 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 		busyTimeout: 5 * time.Second,
 		cacheKiB:    32 << 10,
 		checkpoint:  250 * time.Millisecond,
+		now:         time.Now,
 	}
 	for _, o := range opts {
 		o(&cfg)
@@ -191,7 +206,7 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 	rdsn := path + "?" + common + "&_pragma=query_only(1)"
 	ckdsn := path + "?" + common + "&_pragma=synchronous(NORMAL)"
 
-	s := &Store{log: cfg.log, path: path, ckQuit: make(chan struct{}), ckDone: make(chan struct{})}
+	s := &Store{log: cfg.log, path: path, now: cfg.now, ckQuit: make(chan struct{}), ckDone: make(chan struct{})}
 	s.jobPool.New = func() any { return &job{} }
 
 	var err error

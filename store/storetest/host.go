@@ -51,6 +51,13 @@ func isHostDir(t *testing.T, h *harness, session, dir string) bool {
 	return ok
 }
 
+// testHostFiles checks a store's canvas host files: listing, reading and
+// writing them, byte for byte; the tree of implicit directories and its
+// conflicts; separate sessions; deleting; racing puts.
+//
+// It stays over 100 lines because it is one scenario on one session, each
+// step relying on the files the steps before it left; split, every part
+// would have to set up (and document) the state the previous one built.
 func testHostFiles(t *testing.T, h *harness) {
 	ctx := ctxT(t)
 	if got := hostPaths(t, h, "s", 100); len(got) != 0 {
