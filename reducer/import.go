@@ -97,7 +97,7 @@ func decideImportScene(t *tx, args json.RawMessage) error {
 		if in.W < 0 || in.H < 0 {
 			return canvas.Unprocessable(field+".w", "w and h must be ≥ 0; got %v×%v", in.W, in.H)
 		}
-		props, err := createPropsAt(in.Type, in.Props, field+".props")
+		props, err := ownedPropsAt(in.Type, in.Props, field+".props") // decoded for this import alone
 		if err != nil {
 			return err
 		}
@@ -152,7 +152,7 @@ func decideImportScene(t *tx, args json.RawMessage) error {
 		if checkEdgeType(typ) != nil {
 			return canvas.Unprocessable(field+".type", "must be at most %d characters on one line", maxEdgeTypeLen)
 		}
-		props, err := createPropsAt(canvas.EdgeKind, in.Props, field+".props")
+		props, err := ownedPropsAt(canvas.EdgeKind, in.Props, field+".props")
 		if err != nil {
 			return err
 		}
