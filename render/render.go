@@ -191,7 +191,10 @@ func nodeMayShow(n *canvas.Node, view rect) bool {
 	if n.Type == "group" {
 		return false
 	}
-	box := turnedBox(rect{0, 0, math.Max(n.W, 0), math.Max(n.H, 0)}, pt{n.X, n.Y}, n.Rotation)
+	box := rect{n.X, n.Y, math.Max(n.W, 0), math.Max(n.H, 0)}
+	if n.Rotation != 0 {
+		box = turnedBox(rect{0, 0, box.W, box.H}, pt{n.X, n.Y}, n.Rotation)
+	}
 	margin := 200 + math.Max(n.W, n.H)
 	if n.Type == "text" {
 		margin += 2000 // auto-sized text may run far past its box
@@ -231,7 +234,18 @@ func edgeMayShow(e *canvas.Edge, view rect) bool {
 	if len(list) < 2 {
 		return true
 	}
-	box := bboxOf(pointsOf(list))
+	box := noRect // the box of the points, as bboxOf(pointsOf(list)) without the list
+	for _, v := range list {
+		m, ok := v.(map[string]any)
+		if !ok {
+			continue
+		}
+		x, okx := props(m).num("x")
+		y, oky := props(m).num("y")
+		if okx && oky {
+			box = box.union(rect{x, y, 0, 0})
+		}
+	}
 	if box.W < 0 {
 		return true
 	}
