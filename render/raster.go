@@ -15,7 +15,10 @@ import (
 
 // raster draws items into an RGBA image with golang.org/x/image/vector,
 // the Go project's anti-aliasing rasterizer: fills directly, strokes as
-// the polygons a stroker (stroke.go) makes of them, text as glyph outlines.
+// the polygons a stroker (stroke.go) makes of them, text as glyph outlines
+// (an upright glyph's coverage is drawn once per size and quarter-pixel
+// offset and added where the glyph is: a label's glyphs are the same few
+// dozen shapes again and again).
 //
 // The picture may be drawn whole or in bands of rows: dst holds the rows
 // being drawn (its Rect is where they lie in the picture), and every item
@@ -29,13 +32,37 @@ type raster struct {
 	scale  float64
 	glyphs map[glyphKey]*glyphShape // flattened outlines at a size
 	pts    []pt                     // scratch
+
+	masks  map[maskKey]*glyphMask // upright glyphs' coverage at a size and offset
+	gz     vector.Rasterizer      // draws the masks
+	placed []placedMask           // the masks the pass being drawn adds to its coverage
+}
+
+// glyphMask is an upright glyph's coverage at a size and a quarter-pixel
+// offset: w×h bytes, its top-left x, y pixels from the pen's pixel.
+type glyphMask struct {
+	x, y, w, h int
+	pix        []uint8
+}
+
+// maskKey names a glyph's mask: the glyph at a size in device pixels,
+// offset by sx/4, sy/4 of a pixel.
+type maskKey struct {
+	glyphKey
+	sx, sy int8
+}
+
+// placedMask is a mask placed with its top-left at device pixel (x, y).
+type placedMask struct {
+	m    *glyphMask
+	x, y int
 }
 
 // glyphShape is a glyph's outline flattened at a size: contours in device
 // pixels from the pen, unturned, and how far they reach above and below it.
 type glyphShape struct {
-	contours   [][]pt
-	minY, maxY float64
+	contours               [][]pt
+	minX, minY, maxX, maxY float64
 }
 
 // glyphKey names a glyph's outline at a size in device pixels.
@@ -48,7 +75,7 @@ type glyphKey struct {
 // newRaster is a raster of a w×h picture of view at scale; dst is nil
 // until the caller gives it the rows to draw.
 func newRaster(w, h int, view rect, scale float64) *raster {
-	return &raster{full: image.Rect(0, 0, w, h), view: view, scale: scale, glyphs: map[glyphKey]*glyphShape{}}
+	return &raster{full: image.Rect(0, 0, w, h), view: view, scale: scale, glyphs: map[glyphKey]*glyphShape{}, masks: map[maskKey]*glyphMask{}}
 }
 
 // clear makes dst transparent, or white unless transparent.
@@ -198,6 +225,7 @@ func (r *raster) drawStep(items []item, s *step) {
 // points.
 func (r *raster) begin(whole, area image.Rectangle) *feeder {
 	r.z.Reset(area.Dx(), area.Dy())
+	r.placed = r.placed[:0]
 	return &feeder{z: &r.z, ox: float64(area.Min.X), oy: float64(area.Min.Y), w: float64(area.Dx()), h: float64(area.Dy()),
 		top: float64(whole.Min.Y - area.Min.Y), bottom: float64(whole.Max.Y - area.Min.Y)}
 }
@@ -211,7 +239,28 @@ func (r *raster) paint(area image.Rectangle, c color.NRGBA) {
 	r.mask.Pix, r.mask.Stride, r.mask.Rect = r.mask.Pix[:w*h], w, image.Rect(0, 0, w, h)
 	r.z.DrawOp = draw.Src
 	r.z.Draw(&r.mask, r.mask.Rect, image.Opaque, image.Point{})
+	for _, pm := range r.placed {
+		addMask(&r.mask, area.Min, pm)
+	}
+	r.placed = r.placed[:0]
 	composite(r.dst, area, r.mask.Pix, c)
+}
+
+// addMask adds a placed glyph mask to the coverage mask of the area whose
+// top-left is at device pixel o, saturating: where the glyph overlaps what
+// else the pass covers, the pixel is covered once, as when the glyph's
+// outline is rasterized with the rest (all wind the same way).
+func addMask(mask *image.Alpha, o image.Point, pm placedMask) {
+	m := pm.m
+	x0, y0 := max(pm.x, o.X), max(pm.y, o.Y)
+	x1, y1 := min(pm.x+m.w, o.X+mask.Rect.Dx()), min(pm.y+m.h, o.Y+mask.Rect.Dy())
+	for y := y0; y < y1; y++ {
+		dst := mask.Pix[(y-o.Y)*mask.Stride+x0-o.X : (y-o.Y)*mask.Stride+x1-o.X]
+		src := m.pix[(y-pm.y)*m.w+x0-pm.x:]
+		for i, v := range dst {
+			dst[i] = uint8(min(255, uint16(v)+uint16(src[i])))
+		}
+	}
 }
 
 // composite paints c over dst in area through mask (area's size, one byte
@@ -357,7 +406,8 @@ func (r *raster) feedText(f *feeder, it *item) {
 // coverage is the one colour an item paints when it is a stroke or text
 // alone (no fill, no background): such items of one owner, one after
 // another in one colour, are rasterized together (their polygons all wind
-// the same way, so overlaps count once) and composited once.
+// the same way, so overlaps count once; upright glyphs' masks are added to
+// the coverage saturating, to the same effect) and composited once.
 func coverage(it *item) (color.NRGBA, bool) {
 	if it.only == onlySVG {
 		return color.NRGBA{}, false
@@ -386,6 +436,22 @@ func (r *raster) glyph(f *feeder, g glyph, pen pt, k float64, sin, cos float64, 
 	if sin == 0 && (d.Y+shape.maxY <= f.oy || d.Y+shape.minY >= f.oy+f.h) {
 		return
 	}
+	if sin == 0 {
+		// Upright: its coverage, drawn once at the nearest quarter pixel.
+		qx, qy := int(math.Floor(d.X*4+0.5)), int(math.Floor(d.Y*4+0.5))
+		ix, iy := floorDiv4(qx), floorDiv4(qy)
+		mk := maskKey{key, int8(qx - 4*ix), int8(qy - 4*iy)}
+		m, ok := r.masks[mk]
+		if !ok {
+			m = r.drawMask(shape, float64(mk.sx)/4, float64(mk.sy)/4)
+			r.masks[mk] = m
+		}
+		x, y := ix+m.x, iy+m.y
+		if m.w > 0 && m.h > 0 && float64(x) < f.ox+f.w && float64(x+m.w) > f.ox && float64(y) < f.oy+f.h && float64(y+m.h) > f.oy {
+			r.placed = append(r.placed, placedMask{m, x, y})
+		}
+		return
+	}
 	for _, c := range shape.contours {
 		pts := r.pts[:0]
 		for _, q := range c {
@@ -397,6 +463,32 @@ func (r *raster) glyph(f *feeder, g glyph, pen pt, k float64, sin, cos float64, 
 		f.polygon(pts)
 		r.pts = pts
 	}
+}
+
+// floorDiv4 is ⌊q/4⌋.
+func floorDiv4(q int) int { return q >> 2 }
+
+// drawMask rasterizes a glyph's outline offset by (dx, dy) pixels.
+func (r *raster) drawMask(shape *glyphShape, dx, dy float64) *glyphMask {
+	m := &glyphMask{}
+	if len(shape.contours) == 0 {
+		return m
+	}
+	x0, y0 := int(math.Floor(shape.minX+dx)), int(math.Floor(shape.minY+dy))
+	x1, y1 := int(math.Ceil(shape.maxX+dx)), int(math.Ceil(shape.maxY+dy))
+	m.x, m.y, m.w, m.h = x0, y0, x1-x0, y1-y0
+	if m.w <= 0 || m.h <= 0 {
+		return m
+	}
+	r.gz.Reset(m.w, m.h)
+	f := &feeder{z: &r.gz, ox: float64(x0) - dx, oy: float64(y0) - dy, w: float64(m.w), h: float64(m.h), bottom: float64(m.h)}
+	for _, c := range shape.contours {
+		f.polygon(c)
+	}
+	m.pix = make([]uint8, m.w*m.h)
+	r.gz.DrawOp = draw.Src
+	r.gz.Draw(&image.Alpha{Pix: m.pix, Stride: m.w, Rect: image.Rect(0, 0, m.w, m.h)}, image.Rect(0, 0, m.w, m.h), image.Opaque, image.Point{})
+	return m
 }
 
 // flattenGlyph flattens a glyph outline scaled by k into contours.
@@ -429,9 +521,10 @@ func flattenGlyph(segs []outlineSeg, k float64) *glyphShape {
 	if len(pts) > 1 {
 		out = append(out, pts)
 	}
-	shape := &glyphShape{contours: out, minY: math.Inf(1), maxY: math.Inf(-1)}
+	shape := &glyphShape{contours: out, minX: math.Inf(1), minY: math.Inf(1), maxX: math.Inf(-1), maxY: math.Inf(-1)}
 	for _, c := range out {
 		for _, q := range c {
+			shape.minX, shape.maxX = math.Min(shape.minX, q.X), math.Max(shape.maxX, q.X)
 			shape.minY, shape.maxY = math.Min(shape.minY, q.Y), math.Max(shape.maxY, q.Y)
 		}
 	}
