@@ -876,101 +876,9 @@ func (x *exEncoder) node(n *canvas.Node) (obj, obj) {
 		el["autoResize"] = !ok || auto
 		el["containerId"] = nil
 	case "line", "draw":
-		typ := "line"
-		if n.Type == "draw" {
-			typ = "freedraw"
-		}
-		el = x.common(id, typ, n.Props, n.ParentID)
-		var pts []any
-		var pressures []any
-		if n.Type == "line" {
-			for _, q := range pointsOf(n.Props["points"]) {
-				pts = append(pts, []any{q[0], q[1]})
-			}
-			if closed, _ := n.Props["closed"].(bool); closed {
-				el["polygon"] = true
-			} else {
-				el["polygon"] = false
-			}
-			if p.str("routing") == "curved" {
-				el["roundness"] = obj{"type": 2.0}
-			}
-			el["startBinding"], el["endBinding"], el["startArrowhead"], el["endArrowhead"] = nil, nil, nil, nil
-		} else {
-			segs, _ := n.Props["segments"].([]any)
-			for _, s := range segs {
-				sm, _ := s.(map[string]any)
-				list, _ := sm["points"].([]any)
-				for _, q := range list {
-					qm, _ := q.(map[string]any)
-					px, _ := number(qm["x"])
-					py, _ := number(qm["y"])
-					pts = append(pts, []any{px, py})
-					if z, ok := number(qm["z"]); ok {
-						pressures = append(pressures, z)
-					}
-				}
-			}
-			if len(pressures) != len(pts) {
-				pressures = []any{}
-			}
-			el["pressures"] = pressures
-			el["simulatePressure"] = len(pressures) == 0
-		}
-		if pts == nil {
-			pts = []any{}
-		}
-		el["points"] = pts
-		el["lastCommittedPoint"] = nil
-		// canvasd turns the node about its corner (the first point's place),
-		// Excalidraw about the middle of the points' box.
-		var raw [][2]float64
-		for _, q := range pts {
-			a := q.([]any)
-			raw = append(raw, [2]float64{a[0].(float64), a[1].(float64)})
-		}
-		box := bboxOfPts(raw)
-		el["width"], el["height"] = box[2]-box[0], box[3]-box[1]
-		ex, ey := n.X, n.Y
-		if n.Rotation != 0 {
-			// The corner is where turning the middle back puts the origin.
-			mx, my := (box[0]+box[2])/2, (box[1]+box[3])/2
-			cx, cy := turnAbout(n.X+mx, n.Y+my, n.X, n.Y, n.Rotation)
-			ex, ey = cx-mx, cy-my
-		}
-		el["x"], el["y"], el["angle"] = ex, ey, n.Rotation
-		return el, nil
+		return x.lineElement(id, n, p), nil
 	case "image":
-		el = x.common(id, "image", n.Props, n.ParentID)
-		el["strokeColor"] = "transparent"
-		if _, ok := n.Props["color"]; ok {
-			el["strokeColor"] = exColorOut(n.Props["color"], false, "transparent")
-		}
-		el["status"] = "saved"
-		el["fileId"] = fileIDOf(n)
-		sx, sy := 1.0, 1.0
-		if f, _ := n.Props["flipX"].(bool); f {
-			sx = -1
-		}
-		if f, _ := n.Props["flipY"].(bool); f {
-			sy = -1
-		}
-		el["scale"] = []any{sx, sy}
-		el["crop"] = nil
-		if c, ok := n.Props["crop"].(map[string]any); ok {
-			nw, nh := 1000.0, 1000.0
-			if k, ok := metaOf(n.Props, exMeta); ok {
-				if kc, ok := k.Keep["crop"].(map[string]any); ok {
-					nw, _ = number(kc["naturalWidth"])
-					nh, _ = number(kc["naturalHeight"])
-				}
-			}
-			cx, _ := number(c["x"])
-			cy, _ := number(c["y"])
-			cw, _ := number(c["w"])
-			ch, _ := number(c["h"])
-			el["crop"] = obj{"x": cx * nw, "y": cy * nh, "width": cw * nw, "height": ch * nh, "naturalWidth": nw, "naturalHeight": nh}
-		}
+		el = x.imageElement(id, n)
 	case "frame":
 		el = x.common(id, "frame", n.Props, "")
 		el["name"] = n.Name
@@ -1004,6 +912,111 @@ func (x *exEncoder) node(n *canvas.Node) (obj, obj) {
 	}
 	x.boundTo(el, n.ID, label)
 	return el, label
+}
+
+// lineElement writes a line or drawing node as a line or freedraw element
+// (no label).
+func (x *exEncoder) lineElement(id string, n *canvas.Node, p propsOf) obj {
+	typ := "line"
+	if n.Type == "draw" {
+		typ = "freedraw"
+	}
+	el := x.common(id, typ, n.Props, n.ParentID)
+	var pts []any
+	var pressures []any
+	if n.Type == "line" {
+		for _, q := range pointsOf(n.Props["points"]) {
+			pts = append(pts, []any{q[0], q[1]})
+		}
+		if closed, _ := n.Props["closed"].(bool); closed {
+			el["polygon"] = true
+		} else {
+			el["polygon"] = false
+		}
+		if p.str("routing") == "curved" {
+			el["roundness"] = obj{"type": 2.0}
+		}
+		el["startBinding"], el["endBinding"], el["startArrowhead"], el["endArrowhead"] = nil, nil, nil, nil
+	} else {
+		segs, _ := n.Props["segments"].([]any)
+		for _, s := range segs {
+			sm, _ := s.(map[string]any)
+			list, _ := sm["points"].([]any)
+			for _, q := range list {
+				qm, _ := q.(map[string]any)
+				px, _ := number(qm["x"])
+				py, _ := number(qm["y"])
+				pts = append(pts, []any{px, py})
+				if z, ok := number(qm["z"]); ok {
+					pressures = append(pressures, z)
+				}
+			}
+		}
+		if len(pressures) != len(pts) {
+			pressures = []any{}
+		}
+		el["pressures"] = pressures
+		el["simulatePressure"] = len(pressures) == 0
+	}
+	if pts == nil {
+		pts = []any{}
+	}
+	el["points"] = pts
+	el["lastCommittedPoint"] = nil
+	// canvasd turns the node about its corner (the first point's place),
+	// Excalidraw about the middle of the points' box.
+	var raw [][2]float64
+	for _, q := range pts {
+		a := q.([]any)
+		raw = append(raw, [2]float64{a[0].(float64), a[1].(float64)})
+	}
+	box := bboxOfPts(raw)
+	el["width"], el["height"] = box[2]-box[0], box[3]-box[1]
+	ex, ey := n.X, n.Y
+	if n.Rotation != 0 {
+		// The corner is where turning the middle back puts the origin.
+		mx, my := (box[0]+box[2])/2, (box[1]+box[3])/2
+		cx, cy := turnAbout(n.X+mx, n.Y+my, n.X, n.Y, n.Rotation)
+		ex, ey = cx-mx, cy-my
+	}
+	el["x"], el["y"], el["angle"] = ex, ey, n.Rotation
+	return el
+}
+
+// imageElement writes an image node as an image element: its file, flips
+// and crop (in the pixels of the image as the file gave them).
+func (x *exEncoder) imageElement(id string, n *canvas.Node) obj {
+	el := x.common(id, "image", n.Props, n.ParentID)
+	el["strokeColor"] = "transparent"
+	if _, ok := n.Props["color"]; ok {
+		el["strokeColor"] = exColorOut(n.Props["color"], false, "transparent")
+	}
+	el["status"] = "saved"
+	el["fileId"] = fileIDOf(n)
+	sx, sy := 1.0, 1.0
+	if f, _ := n.Props["flipX"].(bool); f {
+		sx = -1
+	}
+	if f, _ := n.Props["flipY"].(bool); f {
+		sy = -1
+	}
+	el["scale"] = []any{sx, sy}
+	el["crop"] = nil
+	if c, ok := n.Props["crop"].(map[string]any); ok {
+		nw, nh := 1000.0, 1000.0
+		if k, ok := metaOf(n.Props, exMeta); ok {
+			if kc, ok := k.Keep["crop"].(map[string]any); ok {
+				nw, _ = number(kc["naturalWidth"])
+				nh, _ = number(kc["naturalHeight"])
+			}
+		}
+		cx, _ := number(c["x"])
+		cy, _ := number(c["y"])
+		cw, _ := number(c["w"])
+		ch, _ := number(c["h"])
+		el["crop"] = obj{"x": cx * nw, "y": cy * nh, "width": cw * nw, "height": ch * nh, "naturalWidth": nw, "naturalHeight": nh}
+	}
+	return el
 }
 
 // place sets an element's box from a node's.
