@@ -162,16 +162,8 @@ func (d *exDecoder) element(e obj, place string) error {
 	if c, _ := e["containerId"].(string); c != "" && typ == "text" && d.byID[c] != nil {
 		return nil
 	}
-	for _, k := range []string{"x", "y", "width", "height"} {
-		if _, ok := number(e[k]); !ok && e[k] != nil {
-			return fileError(place+"."+k, "must be a number")
-		}
-	}
-	if _, ok := number(e["x"]); !ok {
-		return fileError(place+".x", "is required: a number")
-	}
-	if _, ok := number(e["y"]); !ok {
-		return fileError(place+".y", "is required: a number")
+	if err := checkElementBox(e, place); err != nil {
+		return err
 	}
 	props := map[string]any{}
 	if err := d.style(e, place, props, typ); err != nil {
@@ -214,49 +206,8 @@ func (d *exDecoder) element(e obj, place string) error {
 			props["geo"] = geo
 		}
 	case "line", "freedraw":
-		pts, err := exPoints(e, place)
-		if err != nil {
+		if err := lineNode(n, e, place, x, y, w, h, angle); err != nil {
 			return err
-		}
-		// The corner of the node is the element's origin (its first point's
-		// place), turned as Excalidraw turns the element: about the middle of
-		// its points' box.
-		box := bboxOfPts(pts)
-		cx, cy := x+(box[0]+box[2])/2, y+(box[1]+box[3])/2
-		n.X, n.Y = turnAbout(x, y, cx, cy, angle)
-		if geo, _ := canvasdData(e)["geo"].(string); typ == "line" && geo != "" {
-			n.Type = "geo"
-			props["geo"] = geo
-			n.X, n.Y = toNodeXY(x+box[0], y+box[1], w, h, angle)
-			break
-		}
-		if typ == "line" {
-			n.Type = "line"
-			list := make([]any, len(pts))
-			for i, p := range pts {
-				list[i] = map[string]any{"x": p[0], "y": p[1]}
-			}
-			props["points"] = list
-			if poly, _ := e["polygon"].(bool); poly {
-				props["closed"] = true
-			}
-			if e["roundness"] != nil {
-				props["routing"] = "curved"
-			}
-		} else {
-			n.Type = "draw"
-			pressures, _ := e["pressures"].([]any)
-			list := make([]any, len(pts))
-			for i, p := range pts {
-				q := map[string]any{"x": p[0], "y": p[1]}
-				if i < len(pressures) {
-					if z, ok := number(pressures[i]); ok {
-						q["z"] = z
-					}
-				}
-				list[i] = q
-			}
-			props["segments"] = []any{map[string]any{"type": "free", "points": list}}
 		}
 	case "text":
 		n.Type = "text"
@@ -293,23 +244,98 @@ func (d *exDecoder) element(e obj, place string) error {
 	default:
 		return fileError(place+".type", "%q is not an element type canvasd reads: rectangle, ellipse, diamond, line, freedraw, text, arrow, image, frame, magicframe, embeddable or iframe", typ)
 	}
-	switch n.Type {
-	case "text", "image", "embed", "frame":
-		delete(props, "fill")
-		delete(props, "fillColor")
-	}
-	if n.Type != "geo" && n.Type != "line" {
-		delete(props, "roundness")
-	}
-	if n.Type == "text" || n.Type == "frame" {
-		for _, k := range []string{"dash", "strokeWidth", "roughness"} {
-			delete(props, k)
-		}
-	}
+	dropUnusedProps(n.Type, props)
 	n.ParentID = d.parentOf(e, place)
 	d.scene.addNode(n, place)
 	d.origs = append(d.origs, exOrig{node: n, el: e, label: label})
 	return nil
+}
+
+// checkElementBox refuses an element whose x or y is missing or whose x,
+// y, width or height is not a number.
+func checkElementBox(e obj, place string) error {
+	for _, k := range []string{"x", "y", "width", "height"} {
+		if _, ok := number(e[k]); !ok && e[k] != nil {
+			return fileError(place+"."+k, "must be a number")
+		}
+	}
+	if _, ok := number(e["x"]); !ok {
+		return fileError(place+".x", "is required: a number")
+	}
+	if _, ok := number(e["y"]); !ok {
+		return fileError(place+".y", "is required: a number")
+	}
+	return nil
+}
+
+// lineNode makes n (its props, its box already set from the element's)
+// the node of a line or freedraw element e at x, y, w×h turned by angle:
+// a line, a drawing, or the geo shape canvasd wrote as a line.
+func lineNode(n *canvas.Node, e obj, place string, x, y, w, h, angle float64) error {
+	pts, err := exPoints(e, place)
+	if err != nil {
+		return err
+	}
+	// The corner of the node is the element's origin (its first point's
+	// place), turned as Excalidraw turns the element: about the middle of
+	// its points' box.
+	box := bboxOfPts(pts)
+	cx, cy := x+(box[0]+box[2])/2, y+(box[1]+box[3])/2
+	n.X, n.Y = turnAbout(x, y, cx, cy, angle)
+	isLine := e["type"] == "line"
+	if geo, _ := canvasdData(e)["geo"].(string); isLine && geo != "" {
+		n.Type = "geo"
+		n.Props["geo"] = geo
+		n.X, n.Y = toNodeXY(x+box[0], y+box[1], w, h, angle)
+		return nil
+	}
+	if isLine {
+		n.Type = "line"
+		list := make([]any, len(pts))
+		for i, p := range pts {
+			list[i] = map[string]any{"x": p[0], "y": p[1]}
+		}
+		n.Props["points"] = list
+		if poly, _ := e["polygon"].(bool); poly {
+			n.Props["closed"] = true
+		}
+		if e["roundness"] != nil {
+			n.Props["routing"] = "curved"
+		}
+	} else {
+		n.Type = "draw"
+		pressures, _ := e["pressures"].([]any)
+		list := make([]any, len(pts))
+		for i, p := range pts {
+			q := map[string]any{"x": p[0], "y": p[1]}
+			if i < len(pressures) {
+				if z, ok := number(pressures[i]); ok {
+					q["z"] = z
+				}
+			}
+			list[i] = q
+		}
+		n.Props["segments"] = []any{map[string]any{"type": "free", "points": list}}
+	}
+	return nil
+}
+
+// dropUnusedProps deletes the style props a node of type typ has no use
+// for (a text has no fill, only geo shapes and lines have roundness, ...).
+func dropUnusedProps(typ string, props map[string]any) {
+	switch typ {
+	case "text", "image", "embed", "frame":
+		delete(props, "fill")
+		delete(props, "fillColor")
+	}
+	if typ != "geo" && typ != "line" {
+		delete(props, "roundness")
+	}
+	if typ == "text" || typ == "frame" {
+		for _, k := range []string{"dash", "strokeWidth", "roughness"} {
+			delete(props, k)
+		}
+	}
 }
 
 // canvasdData is customData.canvasd of an element: what canvasd wrote there.
