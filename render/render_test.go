@@ -488,3 +488,18 @@ func TestPNGIsTheImage(t *testing.T) {
 		}
 	}
 }
+
+// TestGlyphMaskAddsToTheCoverage: an upright glyph's cached coverage is
+// added to what the pass already covers (its label's border, say),
+// saturating, cut to the pass's area: a glyph's empty corners leave the
+// border there, and overlaps are covered once.
+func TestGlyphMaskAddsToTheCoverage(t *testing.T) {
+	mask := &image.Alpha{Pix: []uint8{0, 100, 200, 255, 7}, Stride: 5, Rect: image.Rect(0, 0, 5, 1)}
+	g := &glyphMask{w: 5, h: 2, pix: []uint8{0, 100, 100, 10, 9, 50, 50, 50, 50, 50}}
+	// The area's top-left is at device (10, 20); the glyph sits one pixel
+	// to the left and one row above, so its second row, shifted, lands.
+	addMask(mask, image.Point{10, 20}, placedMask{g, 9, 19})
+	if want := []uint8{50, 150, 250, 255, 7}; !slices.Equal(mask.Pix, want) {
+		t.Errorf("coverage %v, want %v", mask.Pix, want)
+	}
+}
