@@ -162,16 +162,8 @@ func (d *exDecoder) element(e obj, place string) error {
 	if c, _ := e["containerId"].(string); c != "" && typ == "text" && d.byID[c] != nil {
 		return nil
 	}
-	for _, k := range []string{"x", "y", "width", "height"} {
-		if _, ok := number(e[k]); !ok && e[k] != nil {
-			return fileError(place+"."+k, "must be a number")
-		}
-	}
-	if _, ok := number(e["x"]); !ok {
-		return fileError(place+".x", "is required: a number")
-	}
-	if _, ok := number(e["y"]); !ok {
-		return fileError(place+".y", "is required: a number")
+	if err := checkElementBox(e, place); err != nil {
+		return err
 	}
 	props := map[string]any{}
 	if err := d.style(e, place, props, typ); err != nil {
@@ -214,49 +206,8 @@ func (d *exDecoder) element(e obj, place string) error {
 			props["geo"] = geo
 		}
 	case "line", "freedraw":
-		pts, err := exPoints(e, place)
-		if err != nil {
+		if err := lineNode(n, e, place, x, y, w, h, angle); err != nil {
 			return err
-		}
-		// The corner of the node is the element's origin (its first point's
-		// place), turned as Excalidraw turns the element: about the middle of
-		// its points' box.
-		box := bboxOfPts(pts)
-		cx, cy := x+(box[0]+box[2])/2, y+(box[1]+box[3])/2
-		n.X, n.Y = turnAbout(x, y, cx, cy, angle)
-		if geo, _ := canvasdData(e)["geo"].(string); typ == "line" && geo != "" {
-			n.Type = "geo"
-			props["geo"] = geo
-			n.X, n.Y = toNodeXY(x+box[0], y+box[1], w, h, angle)
-			break
-		}
-		if typ == "line" {
-			n.Type = "line"
-			list := make([]any, len(pts))
-			for i, p := range pts {
-				list[i] = map[string]any{"x": p[0], "y": p[1]}
-			}
-			props["points"] = list
-			if poly, _ := e["polygon"].(bool); poly {
-				props["closed"] = true
-			}
-			if e["roundness"] != nil {
-				props["routing"] = "curved"
-			}
-		} else {
-			n.Type = "draw"
-			pressures, _ := e["pressures"].([]any)
-			list := make([]any, len(pts))
-			for i, p := range pts {
-				q := map[string]any{"x": p[0], "y": p[1]}
-				if i < len(pressures) {
-					if z, ok := number(pressures[i]); ok {
-						q["z"] = z
-					}
-				}
-				list[i] = q
-			}
-			props["segments"] = []any{map[string]any{"type": "free", "points": list}}
 		}
 	case "text":
 		n.Type = "text"
@@ -293,23 +244,98 @@ func (d *exDecoder) element(e obj, place string) error {
 	default:
 		return fileError(place+".type", "%q is not an element type canvasd reads: rectangle, ellipse, diamond, line, freedraw, text, arrow, image, frame, magicframe, embeddable or iframe", typ)
 	}
-	switch n.Type {
-	case "text", "image", "embed", "frame":
-		delete(props, "fill")
-		delete(props, "fillColor")
-	}
-	if n.Type != "geo" && n.Type != "line" {
-		delete(props, "roundness")
-	}
-	if n.Type == "text" || n.Type == "frame" {
-		for _, k := range []string{"dash", "strokeWidth", "roughness"} {
-			delete(props, k)
-		}
-	}
+	dropUnusedProps(n.Type, props)
 	n.ParentID = d.parentOf(e, place)
 	d.scene.addNode(n, place)
 	d.origs = append(d.origs, exOrig{node: n, el: e, label: label})
 	return nil
+}
+
+// checkElementBox refuses an element whose x or y is missing or whose x,
+// y, width or height is not a number.
+func checkElementBox(e obj, place string) error {
+	for _, k := range []string{"x", "y", "width", "height"} {
+		if _, ok := number(e[k]); !ok && e[k] != nil {
+			return fileError(place+"."+k, "must be a number")
+		}
+	}
+	if _, ok := number(e["x"]); !ok {
+		return fileError(place+".x", "is required: a number")
+	}
+	if _, ok := number(e["y"]); !ok {
+		return fileError(place+".y", "is required: a number")
+	}
+	return nil
+}
+
+// lineNode makes n (its props, its box already set from the element's)
+// the node of a line or freedraw element e at x, y, w×h turned by angle:
+// a line, a drawing, or the geo shape canvasd wrote as a line.
+func lineNode(n *canvas.Node, e obj, place string, x, y, w, h, angle float64) error {
+	pts, err := exPoints(e, place)
+	if err != nil {
+		return err
+	}
+	// The corner of the node is the element's origin (its first point's
+	// place), turned as Excalidraw turns the element: about the middle of
+	// its points' box.
+	box := bboxOfPts(pts)
+	cx, cy := x+(box[0]+box[2])/2, y+(box[1]+box[3])/2
+	n.X, n.Y = turnAbout(x, y, cx, cy, angle)
+	isLine := e["type"] == "line"
+	if geo, _ := canvasdData(e)["geo"].(string); isLine && geo != "" {
+		n.Type = "geo"
+		n.Props["geo"] = geo
+		n.X, n.Y = toNodeXY(x+box[0], y+box[1], w, h, angle)
+		return nil
+	}
+	if isLine {
+		n.Type = "line"
+		list := make([]any, len(pts))
+		for i, p := range pts {
+			list[i] = map[string]any{"x": p[0], "y": p[1]}
+		}
+		n.Props["points"] = list
+		if poly, _ := e["polygon"].(bool); poly {
+			n.Props["closed"] = true
+		}
+		if e["roundness"] != nil {
+			n.Props["routing"] = "curved"
+		}
+	} else {
+		n.Type = "draw"
+		pressures, _ := e["pressures"].([]any)
+		list := make([]any, len(pts))
+		for i, p := range pts {
+			q := map[string]any{"x": p[0], "y": p[1]}
+			if i < len(pressures) {
+				if z, ok := number(pressures[i]); ok {
+					q["z"] = z
+				}
+			}
+			list[i] = q
+		}
+		n.Props["segments"] = []any{map[string]any{"type": "free", "points": list}}
+	}
+	return nil
+}
+
+// dropUnusedProps deletes the style props a node of type typ has no use
+// for (a text has no fill, only geo shapes and lines have roundness, ...).
+func dropUnusedProps(typ string, props map[string]any) {
+	switch typ {
+	case "text", "image", "embed", "frame":
+		delete(props, "fill")
+		delete(props, "fillColor")
+	}
+	if typ != "geo" && typ != "line" {
+		delete(props, "roundness")
+	}
+	if typ == "text" || typ == "frame" {
+		for _, k := range []string{"dash", "strokeWidth", "roughness"} {
+			delete(props, k)
+		}
+	}
 }
 
 // canvasdData is customData.canvasd of an element: what canvasd wrote there.
@@ -876,101 +902,9 @@ func (x *exEncoder) node(n *canvas.Node) (obj, obj) {
 		el["autoResize"] = !ok || auto
 		el["containerId"] = nil
 	case "line", "draw":
-		typ := "line"
-		if n.Type == "draw" {
-			typ = "freedraw"
-		}
-		el = x.common(id, typ, n.Props, n.ParentID)
-		var pts []any
-		var pressures []any
-		if n.Type == "line" {
-			for _, q := range pointsOf(n.Props["points"]) {
-				pts = append(pts, []any{q[0], q[1]})
-			}
-			if closed, _ := n.Props["closed"].(bool); closed {
-				el["polygon"] = true
-			} else {
-				el["polygon"] = false
-			}
-			if p.str("routing") == "curved" {
-				el["roundness"] = obj{"type": 2.0}
-			}
-			el["startBinding"], el["endBinding"], el["startArrowhead"], el["endArrowhead"] = nil, nil, nil, nil
-		} else {
-			segs, _ := n.Props["segments"].([]any)
-			for _, s := range segs {
-				sm, _ := s.(map[string]any)
-				list, _ := sm["points"].([]any)
-				for _, q := range list {
-					qm, _ := q.(map[string]any)
-					px, _ := number(qm["x"])
-					py, _ := number(qm["y"])
-					pts = append(pts, []any{px, py})
-					if z, ok := number(qm["z"]); ok {
-						pressures = append(pressures, z)
-					}
-				}
-			}
-			if len(pressures) != len(pts) {
-				pressures = []any{}
-			}
-			el["pressures"] = pressures
-			el["simulatePressure"] = len(pressures) == 0
-		}
-		if pts == nil {
-			pts = []any{}
-		}
-		el["points"] = pts
-		el["lastCommittedPoint"] = nil
-		// canvasd turns the node about its corner (the first point's place),
-		// Excalidraw about the middle of the points' box.
-		var raw [][2]float64
-		for _, q := range pts {
-			a := q.([]any)
-			raw = append(raw, [2]float64{a[0].(float64), a[1].(float64)})
-		}
-		box := bboxOfPts(raw)
-		el["width"], el["height"] = box[2]-box[0], box[3]-box[1]
-		ex, ey := n.X, n.Y
-		if n.Rotation != 0 {
-			// The corner is where turning the middle back puts the origin.
-			mx, my := (box[0]+box[2])/2, (box[1]+box[3])/2
-			cx, cy := turnAbout(n.X+mx, n.Y+my, n.X, n.Y, n.Rotation)
-			ex, ey = cx-mx, cy-my
-		}
-		el["x"], el["y"], el["angle"] = ex, ey, n.Rotation
-		return el, nil
+		return x.lineElement(id, n, p), nil
 	case "image":
-		el = x.common(id, "image", n.Props, n.ParentID)
-		el["strokeColor"] = "transparent"
-		if _, ok := n.Props["color"]; ok {
-			el["strokeColor"] = exColorOut(n.Props["color"], false, "transparent")
-		}
-		el["status"] = "saved"
-		el["fileId"] = fileIDOf(n)
-		sx, sy := 1.0, 1.0
-		if f, _ := n.Props["flipX"].(bool); f {
-			sx = -1
-		}
-		if f, _ := n.Props["flipY"].(bool); f {
-			sy = -1
-		}
-		el["scale"] = []any{sx, sy}
-		el["crop"] = nil
-		if c, ok := n.Props["crop"].(map[string]any); ok {
-			nw, nh := 1000.0, 1000.0
-			if k, ok := metaOf(n.Props, exMeta); ok {
-				if kc, ok := k.Keep["crop"].(map[string]any); ok {
-					nw, _ = number(kc["naturalWidth"])
-					nh, _ = number(kc["naturalHeight"])
-				}
-			}
-			cx, _ := number(c["x"])
-			cy, _ := number(c["y"])
-			cw, _ := number(c["w"])
-			ch, _ := number(c["h"])
-			el["crop"] = obj{"x": cx * nw, "y": cy * nh, "width": cw * nw, "height": ch * nh, "naturalWidth": nw, "naturalHeight": nh}
-		}
+		el = x.imageElement(id, n)
 	case "frame":
 		el = x.common(id, "frame", n.Props, "")
 		el["name"] = n.Name
@@ -1004,6 +938,111 @@ func (x *exEncoder) node(n *canvas.Node) (obj, obj) {
 	}
 	x.boundTo(el, n.ID, label)
 	return el, label
+}
+
+// lineElement writes a line or drawing node as a line or freedraw element
+// (no label).
+func (x *exEncoder) lineElement(id string, n *canvas.Node, p propsOf) obj {
+	typ := "line"
+	if n.Type == "draw" {
+		typ = "freedraw"
+	}
+	el := x.common(id, typ, n.Props, n.ParentID)
+	var pts []any
+	var pressures []any
+	if n.Type == "line" {
+		for _, q := range pointsOf(n.Props["points"]) {
+			pts = append(pts, []any{q[0], q[1]})
+		}
+		if closed, _ := n.Props["closed"].(bool); closed {
+			el["polygon"] = true
+		} else {
+			el["polygon"] = false
+		}
+		if p.str("routing") == "curved" {
+			el["roundness"] = obj{"type": 2.0}
+		}
+		el["startBinding"], el["endBinding"], el["startArrowhead"], el["endArrowhead"] = nil, nil, nil, nil
+	} else {
+		segs, _ := n.Props["segments"].([]any)
+		for _, s := range segs {
+			sm, _ := s.(map[string]any)
+			list, _ := sm["points"].([]any)
+			for _, q := range list {
+				qm, _ := q.(map[string]any)
+				px, _ := number(qm["x"])
+				py, _ := number(qm["y"])
+				pts = append(pts, []any{px, py})
+				if z, ok := number(qm["z"]); ok {
+					pressures = append(pressures, z)
+				}
+			}
+		}
+		if len(pressures) != len(pts) {
+			pressures = []any{}
+		}
+		el["pressures"] = pressures
+		el["simulatePressure"] = len(pressures) == 0
+	}
+	if pts == nil {
+		pts = []any{}
+	}
+	el["points"] = pts
+	el["lastCommittedPoint"] = nil
+	// canvasd turns the node about its corner (the first point's place),
+	// Excalidraw about the middle of the points' box.
+	var raw [][2]float64
+	for _, q := range pts {
+		a := q.([]any)
+		raw = append(raw, [2]float64{a[0].(float64), a[1].(float64)})
+	}
+	box := bboxOfPts(raw)
+	el["width"], el["height"] = box[2]-box[0], box[3]-box[1]
+	ex, ey := n.X, n.Y
+	if n.Rotation != 0 {
+		// The corner is where turning the middle back puts the origin.
+		mx, my := (box[0]+box[2])/2, (box[1]+box[3])/2
+		cx, cy := turnAbout(n.X+mx, n.Y+my, n.X, n.Y, n.Rotation)
+		ex, ey = cx-mx, cy-my
+	}
+	el["x"], el["y"], el["angle"] = ex, ey, n.Rotation
+	return el
+}
+
+// imageElement writes an image node as an image element: its file, flips
+// and crop (in the pixels of the image as the file gave them).
+func (x *exEncoder) imageElement(id string, n *canvas.Node) obj {
+	el := x.common(id, "image", n.Props, n.ParentID)
+	el["strokeColor"] = "transparent"
+	if _, ok := n.Props["color"]; ok {
+		el["strokeColor"] = exColorOut(n.Props["color"], false, "transparent")
+	}
+	el["status"] = "saved"
+	el["fileId"] = fileIDOf(n)
+	sx, sy := 1.0, 1.0
+	if f, _ := n.Props["flipX"].(bool); f {
+		sx = -1
+	}
+	if f, _ := n.Props["flipY"].(bool); f {
+		sy = -1
+	}
+	el["scale"] = []any{sx, sy}
+	el["crop"] = nil
+	if c, ok := n.Props["crop"].(map[string]any); ok {
+		nw, nh := 1000.0, 1000.0
+		if k, ok := metaOf(n.Props, exMeta); ok {
+			if kc, ok := k.Keep["crop"].(map[string]any); ok {
+				nw, _ = number(kc["naturalWidth"])
+				nh, _ = number(kc["naturalHeight"])
+			}
+		}
+		cx, _ := number(c["x"])
+		cy, _ := number(c["y"])
+		cw, _ := number(c["w"])
+		ch, _ := number(c["h"])
+		el["crop"] = obj{"x": cx * nw, "y": cy * nh, "width": cw * nw, "height": ch * nh, "naturalWidth": nw, "naturalHeight": nh}
+	}
+	return el
 }
 
 // place sets an element's box from a node's.

@@ -231,10 +231,16 @@ func jcParents(nodes []*canvas.Node) {
 	inside := func(a, b *canvas.Node) bool {
 		return a.X >= b.X && a.Y >= b.Y && a.X+a.W <= b.X+b.W && a.Y+a.H <= b.Y+b.H
 	}
+	var frames []*canvas.Node // only frames hold: the pairs to try are nodes × frames
+	for _, g := range nodes {
+		if g.Type == "frame" {
+			frames = append(frames, g)
+		}
+	}
 	for _, n := range nodes {
 		var best *canvas.Node
-		for _, g := range nodes {
-			if g == n || g.Type != "frame" || !inside(n, g) || (n.Type == "frame" && inside(g, n)) {
+		for _, g := range frames {
+			if g == n || !inside(n, g) || (n.Type == "frame" && inside(g, n)) {
 				continue
 			}
 			if best == nil || g.W*g.H < best.W*best.H {

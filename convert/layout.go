@@ -241,30 +241,48 @@ func mermaidScene(g *mmGraph, boxes []mmBox, out *dotOut) (*Scene, error) {
 		return nil, fmt.Errorf("convert: Graphviz gave no bounding box")
 	}
 	top := bb[3]
-	flip := func(x, y float64) (float64, float64) { return x, top - y }
-	sc := &Scene{}
-	taken := map[string]bool{}
-	ids := map[string]string{}
-	meta := func(props map[string]any, v map[string]any) {
-		props["meta"] = map[string]any{mmMeta: v}
-	}
-	// Frames: outer before inner.
-	frameIDs := map[int]string{}
-	for i, s := range g.subs {
-		id, changed := validID(s.id, taken)
-		frameIDs[i] = id
-		ids["subgraph:"+s.id] = id
+	b := &mmBuilder{g: g, out: out, sc: &Scene{}, taken: map[string]bool{}, ids: map[string]string{}, frameIDs: map[int]string{},
+		flip: func(x, y float64) (float64, float64) { return x, top - y }}
+	b.frames()
+	b.nodes(boxes)
+	b.edges()
+	return b.sc, nil
+}
+
+// mmBuilder builds the scene of a laid-out Mermaid graph.
+type mmBuilder struct {
+	g        *mmGraph
+	out      *dotOut
+	sc       *Scene
+	taken    map[string]bool                       // the ids given so far
+	ids      map[string]string                     // Mermaid id (a subgraph's as "subgraph:id") → node id
+	frameIDs map[int]string                        // subgraph index → its frame's id
+	flip     func(x, y float64) (float64, float64) // dot's y-up points → the canvas's y-down
+}
+
+// mmMetaOf sets props.meta.mermaid to v.
+func mmMetaOf(props map[string]any, v map[string]any) {
+	props["meta"] = map[string]any{mmMeta: v}
+}
+
+// frames adds a frame for each subgraph, outer before inner, in the box
+// dot gave its cluster below the room left for its label.
+func (b *mmBuilder) frames() {
+	for i, s := range b.g.subs {
+		id, changed := validID(s.id, b.taken)
+		b.frameIDs[i] = id
+		b.ids["subgraph:"+s.id] = id
 		n := &canvas.Node{ID: id, Type: "frame", Name: s.title, Props: map[string]any{}}
 		m := map[string]any{"subgraph": s.id}
 		if changed {
 			m["id"] = s.id
 		}
-		meta(n.Props, m)
-		for _, o := range out.Objects {
+		mmMetaOf(n.Props, m)
+		for _, o := range b.out.Objects {
 			if o.Name == fmt.Sprintf("cluster_%d", i) {
 				r := parseFloats(o.BB)
 				if len(r) == 4 {
-					x0, y0 := flip(r[0], r[3])
+					x0, y0 := b.flip(r[0], r[3])
 					n.X, n.Y, n.W, n.H = x0, y0, r[2]-r[0], r[3]-r[1]
 					// The frame's name is drawn above its box: where dot
 					// left room for the cluster's label.
@@ -276,16 +294,21 @@ func mermaidScene(g *mmGraph, boxes []mmBox, out *dotOut) (*Scene, error) {
 				}
 			}
 		}
-		sc.addNode(n, fmt.Sprintf(" line %d", s.line))
+		b.sc.addNode(n, fmt.Sprintf(" line %d", s.line))
 	}
-	for i, s := range g.subs {
+	for i, s := range b.g.subs {
 		if s.parent != nil {
-			sc.Nodes[i].ParentID = frameIDs[subIdxOf(g, s.parent)]
+			b.sc.Nodes[i].ParentID = b.frameIDs[subIdxOf(b.g, s.parent)]
 		}
 	}
-	for j, mn := range g.nodes {
-		id, changed := validID(mn.id, taken)
-		ids[mn.id] = id
+}
+
+// nodes adds a geo shape for each Mermaid node, centred where dot put it,
+// in its subgraph's frame.
+func (b *mmBuilder) nodes(boxes []mmBox) {
+	for j, mn := range b.g.nodes {
+		id, changed := validID(mn.id, b.taken)
+		b.ids[mn.id] = id
 		box := boxes[j]
 		n := &canvas.Node{ID: id, Type: "geo", W: box.w, H: box.h, Props: map[string]any{
 			"geo": mmGeo[mn.shape], "text": mn.text, "size": "m"}}
@@ -296,33 +319,37 @@ func mermaidScene(g *mmGraph, boxes []mmBox, out *dotOut) (*Scene, error) {
 		if changed {
 			m["id"] = mn.id
 		}
-		meta(n.Props, m)
-		applyStyle(n.Props, g, mn)
-		for _, o := range out.Objects {
+		mmMetaOf(n.Props, m)
+		applyStyle(n.Props, b.g, mn)
+		for _, o := range b.out.Objects {
 			if o.Name == fmt.Sprintf("n%d", j) {
 				p := parseFloats(o.Pos)
 				if len(p) == 2 {
-					x, y := flip(p[0], p[1])
+					x, y := b.flip(p[0], p[1])
 					n.X, n.Y = x-box.w/2, y-box.h/2
 				}
 			}
 		}
 		if mn.sub != nil {
-			n.ParentID = frameIDs[subIdxOf(g, mn.sub)]
+			n.ParentID = b.frameIDs[subIdxOf(b.g, mn.sub)]
 		}
-		sc.addNode(n, fmt.Sprintf(" line %d", mn.line))
+		b.sc.addNode(n, fmt.Sprintf(" line %d", mn.line))
 	}
+}
+
+// edges adds an edge for each visible Mermaid link, along dot's spline.
+func (b *mmBuilder) edges() {
 	edgePos := map[string]string{}
-	for _, e := range out.Edges {
+	for _, e := range b.out.Edges {
 		edgePos[e.ID] = e.Pos
 	}
-	for k, me := range g.edges {
+	for k, me := range b.g.edges {
 		if me.stroke == "invisible" {
 			continue
 		}
-		id, _ := validID(fmt.Sprintf("%s-%s-%d", me.from, me.to, k+1), taken)
+		id, _ := validID(fmt.Sprintf("%s-%s-%d", me.from, me.to, k+1), b.taken)
 		id = strings.ReplaceAll(id, "subgraph:", "")
-		e := &canvas.Edge{ID: id, From: ids[me.from], To: ids[me.to], Type: "arrow", Props: map[string]any{
+		e := &canvas.Edge{ID: id, From: b.ids[me.from], To: b.ids[me.to], Type: "arrow", Props: map[string]any{
 			"arrowheadStart": mmHead[me.start], "arrowheadEnd": mmHead[me.end], "routing": "curved"}}
 		if me.text != "" {
 			e.Props["text"] = me.text
@@ -333,12 +360,11 @@ func mermaidScene(g *mmGraph, boxes []mmBox, out *dotOut) (*Scene, error) {
 		case "thick":
 			e.Props["strokeWidth"] = 4.0
 		}
-		if pts := splinePoints(edgePos[fmt.Sprintf("e%d", k)], flip); len(pts) >= 2 {
+		if pts := splinePoints(edgePos[fmt.Sprintf("e%d", k)], b.flip); len(pts) >= 2 {
 			e.Props["points"] = pts
 		}
-		sc.addEdge(e, fmt.Sprintf(" line %d", me.line))
+		b.sc.addEdge(e, fmt.Sprintf(" line %d", me.line))
 	}
-	return sc, nil
 }
 
 func subIdxOf(g *mmGraph, s *mmSub) int {

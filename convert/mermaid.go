@@ -509,26 +509,50 @@ func (sc *scanner) link() (*mmEdge, error) {
 	s := sc.s
 	e := &mmEdge{stroke: "normal"}
 	p := sc.pos
-	headAt := func(c byte) string {
-		switch c {
-		case '>':
-			return "arrow"
-		case 'o':
-			return "circle"
-		case 'x':
-			return "cross"
-		}
-		return ""
-	}
 	if p < len(s) && strings.ContainsRune("<ox", rune(s[p])) && p+1 < len(s) && strings.ContainsRune("-=.", rune(s[p+1])) {
 		if s[p] == '<' {
 			e.start = "arrow"
 		} else {
-			e.start = headAt(s[p])
+			e.start = mmHeadAt(s[p])
 		}
 		p++
 	}
-	count := func(c byte) int {
+	p, err := sc.linkLine(e, p)
+	if err != nil {
+		return nil, err
+	}
+	sc.pos = p
+	sc.skip()
+	if sc.pos < len(s) && s[sc.pos] == '|' {
+		j := strings.IndexByte(s[sc.pos+1:], '|')
+		if j < 0 {
+			return nil, mmError(sc.ln, "a link label `|text|` is not closed")
+		}
+		e.text = cleanLabel(strings.Trim(s[sc.pos+1:sc.pos+1+j], `"`))
+		sc.pos += j + 2
+	}
+	return e, nil
+}
+
+// mmHeadAt is the head a character draws at a link's end ("" for none).
+func mmHeadAt(c byte) string {
+	switch c {
+	case '>':
+		return "arrow"
+	case 'o':
+		return "circle"
+	case 'x':
+		return "cross"
+	}
+	return ""
+}
+
+// linkLine reads the line of a link from sc.s[p:] (after its start head):
+// its style, a label written inside it (-- text -->) and its end head. It
+// returns where the line ends.
+func (sc *scanner) linkLine(e *mmEdge, p int) (int, error) {
+	s := sc.s
+	count := func(c byte) int { // how many times c repeats at p
 		n := 0
 		for p+n < len(s) && s[p+n] == c {
 			n++
@@ -543,18 +567,18 @@ func (sc *scanner) link() (*mmEdge, error) {
 		e.stroke = "thick"
 		n := count('=')
 		p += n
-		if n == 2 && p < len(s) && headAt(s[p]) == "" && s[p] != '=' {
+		if n == 2 && p < len(s) && mmHeadAt(s[p]) == "" && s[p] != '=' {
 			// == text ==>
 			j := strings.Index(s[p:], "==")
 			if j < 0 {
-				return nil, mmError(sc.ln, "a link label `== text ==>` is not closed")
+				return 0, mmError(sc.ln, "a link label `== text ==>` is not closed")
 			}
 			e.text = cleanLabel(s[p : p+j])
 			p += j
 			p += count('=')
 		}
-		if p < len(s) && headAt(s[p]) != "" && (p+1 >= len(s) || !isIDRune(rune(s[p+1])) || s[p] == '>') {
-			e.end = headAt(s[p])
+		if p < len(s) && mmHeadAt(s[p]) != "" && (p+1 >= len(s) || !isIDRune(rune(s[p+1])) || s[p] == '>') {
+			e.end = mmHeadAt(s[p])
 			p++
 		}
 	case strings.HasPrefix(s[p:], "-."):
@@ -566,7 +590,7 @@ func (sc *scanner) link() (*mmEdge, error) {
 			// -. text .->
 			j := strings.Index(s[p:], ".-")
 			if j < 0 {
-				return nil, mmError(sc.ln, "a link label `-. text .->` is not closed")
+				return 0, mmError(sc.ln, "a link label `-. text .->` is not closed")
 			}
 			e.text = cleanLabel(s[p : p+j])
 			p += j
@@ -575,8 +599,8 @@ func (sc *scanner) link() (*mmEdge, error) {
 		if p < len(s) && s[p] == '-' {
 			p++
 		}
-		if p < len(s) && headAt(s[p]) != "" && (s[p] == '>' || p+1 >= len(s) || !isIDRune(rune(s[p+1]))) {
-			e.end = headAt(s[p])
+		if p < len(s) && mmHeadAt(s[p]) != "" && (s[p] == '>' || p+1 >= len(s) || !isIDRune(rune(s[p+1]))) {
+			e.end = mmHeadAt(s[p])
 			p++
 		}
 	case strings.HasPrefix(s[p:], "--"):
@@ -586,30 +610,20 @@ func (sc *scanner) link() (*mmEdge, error) {
 			// -- text -->
 			j := indexLinkEnd(s[p:])
 			if j < 0 {
-				return nil, mmError(sc.ln, "a link label `-- text -->` is not closed")
+				return 0, mmError(sc.ln, "a link label `-- text -->` is not closed")
 			}
 			e.text = cleanLabel(s[p : p+j])
 			p += j
 			p += count('-')
 		}
-		if p < len(s) && headAt(s[p]) != "" && (s[p] == '>' || p+1 >= len(s) || !isIDRune(rune(s[p+1]))) {
-			e.end = headAt(s[p])
+		if p < len(s) && mmHeadAt(s[p]) != "" && (s[p] == '>' || p+1 >= len(s) || !isIDRune(rune(s[p+1]))) {
+			e.end = mmHeadAt(s[p])
 			p++
 		}
 	default:
-		return nil, mmError(sc.ln, "expected a link (-->, ---, -.->, ==>, ~~~, ...) at %q", truncate(s[p:], 20))
+		return 0, mmError(sc.ln, "expected a link (-->, ---, -.->, ==>, ~~~, ...) at %q", truncate(s[p:], 20))
 	}
-	sc.pos = p
-	sc.skip()
-	if sc.pos < len(s) && s[sc.pos] == '|' {
-		j := strings.IndexByte(s[sc.pos+1:], '|')
-		if j < 0 {
-			return nil, mmError(sc.ln, "a link label `|text|` is not closed")
-		}
-		e.text = cleanLabel(strings.Trim(s[sc.pos+1:sc.pos+1+j], `"`))
-		sc.pos += j + 2
-	}
-	return e, nil
+	return p, nil
 }
 
 // indexLinkEnd finds where the closing part of `-- text -->` starts.

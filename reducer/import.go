@@ -30,8 +30,25 @@ func decideImportScene(t *tx, args json.RawMessage) error {
 	if n := len(a.Nodes) + len(a.Edges); n > canvas.MaxImportObjects {
 		return canvas.Unprocessable("args", "an import takes at most %d nodes and edges; got %d", canvas.MaxImportObjects, n)
 	}
-	// Ids first: unique, valid, touched (an import conflicts with a change
-	// to anything it writes).
+	if err := touchImportIDs(t, &a); err != nil {
+		return err
+	}
+	if a.Mode == "replace" {
+		deleteEverything(t)
+	}
+	if err := importNodes(t, a.Nodes); err != nil {
+		return err
+	}
+	if err := importParents(t, a.Nodes); err != nil {
+		return err
+	}
+	return importEdges(t, a.Edges)
+}
+
+// touchImportIDs checks that the import's ids are valid and unique among
+// its nodes and among its edges, and touches each (an import conflicts
+// with a change to anything it writes).
+func touchImportIDs(t *tx, a *canvas.ImportSceneArgs) error {
 	nodeIdx := make(map[string]int, len(a.Nodes))
 	for i, n := range a.Nodes {
 		field := fmt.Sprintf("args.nodes[%d]", i)
@@ -56,31 +73,39 @@ func decideImportScene(t *tx, args json.RawMessage) error {
 		edgeIdx[e.ID] = i
 		t.touch(edgeRef(e.ID))
 	}
-	if a.Mode == "replace" {
-		var nodes, edges []string
-		for id := range t.s.Nodes {
-			nodes = append(nodes, id)
-		}
-		for id := range t.s.Edges {
-			edges = append(edges, id)
-		}
-		slices.Sort(nodes)
-		slices.Sort(edges)
-		for _, id := range edges {
-			t.touch(edgeRef(id))
-			t.deleteEdge(id)
-		}
-		for _, id := range nodes {
-			t.touch(nodeRef(id))
-			t.deleteNode(id)
-		}
+	return nil
+}
+
+// deleteEverything deletes (and touches) every edge and node of the
+// canvas, for an import that replaces it, in id order.
+func deleteEverything(t *tx) {
+	var nodes, edges []string
+	for id := range t.s.Nodes {
+		nodes = append(nodes, id)
 	}
-	// Nodes, in front of the canvas in the order given.
-	keys, err := t.frontKeys(max(len(a.Nodes), 1))
+	for id := range t.s.Edges {
+		edges = append(edges, id)
+	}
+	slices.Sort(nodes)
+	slices.Sort(edges)
+	for _, id := range edges {
+		t.touch(edgeRef(id))
+		t.deleteEdge(id)
+	}
+	for _, id := range nodes {
+		t.touch(nodeRef(id))
+		t.deleteNode(id)
+	}
+}
+
+// importNodes checks and adds the import's nodes, in front of the canvas
+// in the order given; a node of the canvas with the same id is replaced.
+func importNodes(t *tx, nodes []canvas.ImportNode) error {
+	keys, err := t.frontKeys(max(len(nodes), 1))
 	if err != nil {
 		return canvas.Unprocessable("args.nodes", "cannot place the nodes in z-order: %v", err)
 	}
-	for i, in := range a.Nodes {
+	for i, in := range nodes {
 		field := fmt.Sprintf("args.nodes[%d]", i)
 		if !canvas.ValidNodeType(in.Type) {
 			if in.Type == "arrow" {
@@ -97,7 +122,7 @@ func decideImportScene(t *tx, args json.RawMessage) error {
 		if in.W < 0 || in.H < 0 {
 			return canvas.Unprocessable(field+".w", "w and h must be ≥ 0; got %v×%v", in.W, in.H)
 		}
-		props, err := createPropsAt(in.Type, in.Props, field+".props")
+		props, err := ownedPropsAt(in.Type, in.Props, field+".props") // decoded for this import alone
 		if err != nil {
 			return err
 		}
@@ -108,8 +133,14 @@ func decideImportScene(t *tx, args json.RawMessage) error {
 			X: in.X, Y: in.Y, W: in.W, H: in.H, Rotation: normRotation(in.Rotation), Index: keys[i], Props: props})
 		t.created = append(t.created, in.ID)
 	}
-	// Parents, once every node is there.
-	for i, in := range a.Nodes {
+	return nil
+}
+
+// importParents checks the imported nodes' parents once every node is
+// there (a frame or group of the import or of the canvas, not the node
+// itself nor inside it) and that every imported group holds something.
+func importParents(t *tx, nodes []canvas.ImportNode) error {
+	for i, in := range nodes {
 		if in.ParentID == "" {
 			continue
 		}
@@ -127,7 +158,7 @@ func decideImportScene(t *tx, args json.RawMessage) error {
 		}
 		t.markDirty(in.ParentID)
 	}
-	for i, in := range a.Nodes {
+	for i, in := range nodes {
 		if in.Type == "group" {
 			if len(t.children(in.ID)) == 0 {
 				return canvas.Unprocessable(fmt.Sprintf("args.nodes[%d]", i), "group %q holds nothing: a group needs members (nodes whose parent_id names it)", in.ID)
@@ -135,8 +166,13 @@ func decideImportScene(t *tx, args json.RawMessage) error {
 			t.markDirty(in.ID)
 		}
 	}
-	// Edges.
-	for i, in := range a.Edges {
+	return nil
+}
+
+// importEdges checks and adds the import's edges, their bound ends placed
+// on their nodes; an edge of the canvas with the same id is replaced.
+func importEdges(t *tx, edges []canvas.ImportEdge) error {
+	for i, in := range edges {
 		field := fmt.Sprintf("args.edges[%d]", i)
 		for _, end := range [...]struct{ field, id string }{{field + ".from", in.From}, {field + ".to", in.To}} {
 			if end.id != "" {
@@ -152,7 +188,7 @@ func decideImportScene(t *tx, args json.RawMessage) error {
 		if checkEdgeType(typ) != nil {
 			return canvas.Unprocessable(field+".type", "must be at most %d characters on one line", maxEdgeTypeLen)
 		}
-		props, err := createPropsAt(canvas.EdgeKind, in.Props, field+".props")
+		props, err := ownedPropsAt(canvas.EdgeKind, in.Props, field+".props")
 		if err != nil {
 			return err
 		}

@@ -48,6 +48,19 @@ func stripNulls(p map[string]any) map[string]any {
 	return out
 }
 
+// dropNulls removes the null members of every object in p, in place
+// (nulls inside arrays stay, as stripNulls leaves them).
+func dropNulls(p map[string]any) {
+	for k, v := range p {
+		switch t := v.(type) {
+		case nil:
+			delete(p, k)
+		case map[string]any:
+			dropNulls(t)
+		}
+	}
+}
+
 // mergeProps applies the JSON merge patch patch to old without modifying
 // either; the result shares unchanged values with old.
 func mergeProps(old, patch map[string]any) map[string]any {

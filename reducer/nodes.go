@@ -175,7 +175,23 @@ func createProps(kind string, props map[string]any) (map[string]any, error) {
 
 // createPropsAt is createProps with errors naming the props at field.
 func createPropsAt(kind string, props map[string]any, field string) (map[string]any, error) {
-	p := stripNulls(props)
+	return checkedProps(kind, stripNulls(props), field)
+}
+
+// ownedPropsAt is createPropsAt for props the command alone holds (decoded
+// for it, kept nowhere else, as an import's thousands are): their nulls
+// are dropped in place instead of in a deep copy, and p itself is returned.
+func ownedPropsAt(kind string, p map[string]any, field string) (map[string]any, error) {
+	if p == nil {
+		p = map[string]any{}
+	}
+	dropNulls(p)
+	return checkedProps(kind, p, field)
+}
+
+// checkedProps checks props p of an entity of kind to create (nulls
+// dropped) and fills text in from richText.
+func checkedProps(kind string, p map[string]any, field string) (map[string]any, error) {
 	if err := canvas.ValidateProps(kind, p, field); err != nil {
 		return nil, err
 	}

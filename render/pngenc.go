@@ -8,20 +8,13 @@ import (
 	"image"
 	"io"
 	"runtime"
-	"sync"
+	"sync/atomic"
 
 	"github.com/klauspost/compress/flate"
 )
 
-// encodePNG writes img as a PNG quickly: rows unfiltered (a canvas is mostly
-// flat colour, which deflate packs well as it is), compressed at deflate's
-// fastest level in bands of rows on every core, each band ending on a byte
-// boundary (a sync flush) so the bands join into one zlib stream. It
-// writes RGB when every pixel is opaque, else RGBA. Deflate is
-// klauspost/compress's (about twice as fast as compress/flate at its
-// fastest level, the same format). For the pictures the renderer makes
-// this is several times as fast as image/png at BestSpeed, at a similar
-// size.
+// encodePNG writes img as a PNG (see writeBandedPNG): RGB when every pixel
+// is opaque, else RGBA.
 func encodePNG(w io.Writer, img *image.RGBA) error {
 	width, height := img.Rect.Dx(), img.Rect.Dy()
 	opaque := true
@@ -34,36 +27,88 @@ func encodePNG(w io.Writer, img *image.RGBA) error {
 			}
 		}
 	}
+	copyRows := func() paintBand {
+		return func(dst *image.RGBA) {
+			for y := dst.Rect.Min.Y; y < dst.Rect.Max.Y; y++ {
+				copy(dst.Pix[dst.PixOffset(0, y):][:4*width], img.Pix[img.PixOffset(img.Rect.Min.X, img.Rect.Min.Y+y):][:4*width])
+			}
+		}
+	}
+	return writeBandedPNG(w, width, height, opaque, bandRowsFor(width, height), copyRows)
+}
+
+// paintBand draws the rows dst.Rect covers (x from 0) into dst.
+type paintBand func(dst *image.RGBA)
+
+// bandRowsFor is how many rows of a width×height picture a band holds:
+// about bandBytes of pixels (a band is drawn and compressed while it is in
+// the processor's cache), at least 16 rows, and small enough that a small
+// picture still has a band for every core to work on.
+func bandRowsFor(width, height int) int {
+	rows := bandBytes / (4 * max(1, width))
+	rows = min(rows, (height+4*runtime.GOMAXPROCS(0)-1)/(4*runtime.GOMAXPROCS(0)))
+	return max(16, rows)
+}
+
+// bandBytes is the size of a band's pixels (see bandRowsFor).
+const bandBytes = 512 << 10
+
+// writeBandedPNG writes a width×height PNG whose pixels (premultiplied
+// RGBA) are drawn in bands of bandRows rows: on every core, each worker
+// gets its painter from newPainter and, band after band, paints a band,
+// turns it into PNG rows and compresses them, so the whole picture is never
+// held in memory. Rows are unfiltered (a canvas is mostly flat colour,
+// which deflate packs well as it is) and compressed at deflate's fastest
+// level, each band ending on a byte boundary (a sync flush) so the bands
+// join into one zlib stream, written in order as they are done. It writes
+// RGB when opaque (the painters then paint only opaque pixels), else RGBA.
+// Deflate is klauspost/compress's (about twice as fast as compress/flate
+// at its fastest level, the same format); for the pictures the renderer
+// makes this is several times as fast as image/png at BestSpeed, at a
+// similar size.
+func writeBandedPNG(w io.Writer, width, height int, opaque bool, bandRows int, newPainter func() paintBand) error {
 	bpp := 4
 	if opaque {
 		bpp = 3
 	}
 	rowLen := 1 + bpp*width
-	bandRows := max(16, (1<<20)/rowLen) // about a MiB of raw rows a band
 	bands := (height + bandRows - 1) / bandRows
 	type band struct {
 		data  []byte
 		adler uint32
 		raw   int
 		err   error
+		done  chan struct{}
 	}
 	out := make([]band, bands)
-	work := make(chan int)
-	var wg sync.WaitGroup
+	for b := range out {
+		out[b].done = make(chan struct{})
+	}
+	var next atomic.Int64
+	var stop atomic.Bool
 	for range min(runtime.GOMAXPROCS(0), bands) {
-		wg.Add(1)
 		go func() {
-			defer wg.Done()
+			paint := newPainter()
 			var buf bytes.Buffer
 			zw, _ := flate.NewWriter(&buf, flate.BestSpeed)
+			pix := make([]byte, 4*width*bandRows)
 			raw := make([]byte, 0, rowLen*bandRows)
-			for b := range work {
+			for {
+				b := int(next.Add(1) - 1)
+				if b >= bands {
+					return
+				}
+				if stop.Load() {
+					close(out[b].done)
+					continue
+				}
 				y0, y1 := b*bandRows, min(height, (b+1)*bandRows)
+				img := &image.RGBA{Pix: pix[:4*width*(y1-y0)], Stride: 4 * width, Rect: image.Rect(0, y0, width, y1)}
+				paint(img)
 				raw = raw[:0]
 				for y := y0; y < y1; y++ {
 					raw = append(raw, 0) // filter: none
-					src := img.Pix[y*img.Stride : y*img.Stride+4*width]
-					raw = appendRow(raw, src, opaque)
+					raw = appendRow(raw, img.Pix[img.PixOffset(0, y):][:4*width], opaque)
 				}
 				buf.Reset()
 				zw.Reset(&buf)
@@ -75,16 +120,29 @@ func encodePNG(w io.Writer, img *image.RGBA) error {
 						err = zw.Flush()
 					}
 				}
-				out[b] = band{data: bytes.Clone(buf.Bytes()), adler: adler32.Checksum(raw), raw: len(raw), err: err}
+				out[b].data, out[b].adler, out[b].raw, out[b].err = bytes.Clone(buf.Bytes()), adler32.Checksum(raw), len(raw), err
+				close(out[b].done)
 			}
 		}()
 	}
-	for b := range bands {
-		work <- b
+	err := writeBandsInOrder(w, width, height, opaque, bands, func(b int) ([]byte, uint32, int, error) {
+		<-out[b].done
+		data := out[b].data
+		out[b].data = nil
+		return data, out[b].adler, out[b].raw, out[b].err
+	})
+	if err != nil {
+		stop.Store(true)
+		for b := range out { // let the workers finish before their painters' state goes
+			<-out[b].done
+		}
 	}
-	close(work)
-	wg.Wait()
+	return err
+}
 
+// writeBandsInOrder writes the PNG's chunks, taking each band's compressed
+// data, Adler-32 and raw length from band in order.
+func writeBandsInOrder(w io.Writer, width, height int, opaque bool, bands int, band func(b int) (data []byte, adler uint32, raw int, err error)) error {
 	var hdr [13]byte
 	binary.BigEndian.PutUint32(hdr[0:], uint32(width))
 	binary.BigEndian.PutUint32(hdr[4:], uint32(height))
@@ -103,14 +161,15 @@ func encodePNG(w io.Writer, img *image.RGBA) error {
 		return err
 	}
 	sum := uint32(1)
-	for _, b := range out {
-		if b.err != nil {
-			return b.err
-		}
-		if err := writeChunk(w, "IDAT", b.data); err != nil {
+	for b := range bands {
+		data, adler, raw, err := band(b)
+		if err != nil {
 			return err
 		}
-		sum = adler32Combine(sum, b.adler, b.raw)
+		if err := writeChunk(w, "IDAT", data); err != nil {
+			return err
+		}
+		sum = adler32Combine(sum, adler, raw)
 	}
 	var tail [4]byte
 	binary.BigEndian.PutUint32(tail[:], sum)

@@ -15,15 +15,54 @@ import (
 
 // raster draws items into an RGBA image with golang.org/x/image/vector,
 // the Go project's anti-aliasing rasterizer: fills directly, strokes as
-// the polygons a stroker (stroke.go) makes of them, text as glyph outlines.
+// the polygons a stroker (stroke.go) makes of them, text as glyph outlines
+// (an upright glyph's coverage is drawn once per size and quarter-pixel
+// offset and added where the glyph is: a label's glyphs are the same few
+// dozen shapes again and again).
+//
+// The picture may be drawn whole or in bands of rows: dst holds the rows
+// being drawn (its Rect is where they lie in the picture), and every item
+// is cut to them.
 type raster struct {
 	dst    *image.RGBA
+	full   image.Rectangle // the whole picture
 	z      vector.Rasterizer
 	mask   image.Alpha // the coverage of the item being drawn
 	view   rect
 	scale  float64
-	glyphs map[glyphKey][][]pt // flattened outlines at a size, device pixels from the pen
-	pts    []pt                // scratch
+	glyphs map[glyphKey]*glyphShape // flattened outlines at a size
+	pts    []pt                     // scratch
+
+	masks  map[maskKey]*glyphMask // upright glyphs' coverage at a size and offset
+	gz     vector.Rasterizer      // draws the masks
+	placed []placedMask           // the masks the pass being drawn adds to its coverage
+}
+
+// glyphMask is an upright glyph's coverage at a size and a quarter-pixel
+// offset: w×h bytes, its top-left x, y pixels from the pen's pixel.
+type glyphMask struct {
+	x, y, w, h int
+	pix        []uint8
+}
+
+// maskKey names a glyph's mask: the glyph at a size in device pixels,
+// offset by sx/4, sy/4 of a pixel.
+type maskKey struct {
+	glyphKey
+	sx, sy int8
+}
+
+// placedMask is a mask placed with its top-left at device pixel (x, y).
+type placedMask struct {
+	m    *glyphMask
+	x, y int
+}
+
+// glyphShape is a glyph's outline flattened at a size: contours in device
+// pixels from the pen, unturned, and how far they reach above and below it.
+type glyphShape struct {
+	contours               [][]pt
+	minX, minY, maxX, maxY float64
 }
 
 // glyphKey names a glyph's outline at a size in device pixels.
@@ -33,18 +72,33 @@ type glyphKey struct {
 	ppem float64
 }
 
+// newRaster is a raster of a w×h picture of view at scale; dst is nil
+// until the caller gives it the rows to draw.
 func newRaster(w, h int, view rect, scale float64) *raster {
-	return &raster{dst: image.NewRGBA(image.Rect(0, 0, w, h)), view: view, scale: scale, glyphs: map[glyphKey][][]pt{}}
+	return &raster{full: image.Rect(0, 0, w, h), view: view, scale: scale, glyphs: map[glyphKey]*glyphShape{}, masks: map[maskKey]*glyphMask{}}
 }
 
-func (r *raster) fillWhite() {
-	pix := r.dst.Pix
-	if len(pix) == 0 {
+// clear makes dst transparent, or white unless transparent.
+func (r *raster) clear(transparent bool) {
+	d := r.dst
+	n := 4 * d.Rect.Dx()
+	if n == 0 {
 		return
 	}
-	pix[0] = 0xff
-	for n := 1; n < len(pix); n *= 2 {
-		copy(pix[n:], pix[:n])
+	first := d.Pix[d.PixOffset(d.Rect.Min.X, d.Rect.Min.Y):][:n]
+	for y := d.Rect.Min.Y; y < d.Rect.Max.Y; y++ {
+		row := d.Pix[d.PixOffset(d.Rect.Min.X, y):][:n]
+		switch {
+		case transparent:
+			clear(row)
+		case y == d.Rect.Min.Y:
+			row[0] = 0xff
+			for k := 1; k < n; k *= 2 {
+				copy(row[k:], row[:k])
+			}
+		default:
+			copy(row, first)
+		}
 	}
 }
 
@@ -54,12 +108,12 @@ func (r *raster) dev(p pt) pt {
 }
 
 // area is the device rectangle to rasterize for a page box: the box's
-// pixels within the image and the item's clip.
+// pixels within the picture and the item's clip.
 func (r *raster) area(box rect, clip *rect) image.Rectangle {
 	a := r.dev(pt{box.X, box.Y})
 	z := r.dev(pt{box.X + box.W, box.Y + box.H})
 	out := image.Rect(int(math.Floor(a.X))-1, int(math.Floor(a.Y))-1, int(math.Ceil(z.X))+1, int(math.Ceil(z.Y))+1)
-	out = out.Intersect(r.dst.Rect)
+	out = out.Intersect(r.full)
 	if clip != nil {
 		ca := r.dev(pt{clip.X, clip.Y})
 		cz := r.dev(pt{clip.X + clip.W, clip.Y + clip.H})
@@ -68,31 +122,112 @@ func (r *raster) area(box rect, clip *rect) image.Rectangle {
 	return out
 }
 
-// draw draws one item.
-func (r *raster) draw(it *item) {
-	if it.only == onlySVG {
+// step is one pass of the rasterizer: one item, or a run of coverage
+// items (see coverage) rasterized together and composited once in colour
+// c. Its areas are device areas in the whole picture: area is what the
+// item (or run) covers, or for a path its fill; stroke is a path's stroke.
+type step struct {
+	first, end   int // the items
+	c            color.NRGBA
+	area, stroke image.Rectangle
+}
+
+// rows is the span of rows a step touches.
+func (s *step) rows() (y0, y1 int) {
+	u := s.area.Union(s.stroke)
+	return u.Min.Y, u.Max.Y
+}
+
+// plan makes the steps that draw items in order, batching runs of
+// coverage items; steps that draw nothing are left out.
+func (r *raster) plan(items []item) []step {
+	steps := make([]step, 0, len(items))
+	for i := 0; i < len(items); {
+		it := &items[i]
+		c, ok := coverage(it)
+		j := i + 1
+		for ok && j < len(items) && items[j].owner == it.owner && items[j].clip == it.clip {
+			if c2, ok2 := coverage(&items[j]); !ok2 || c2 != c {
+				break
+			}
+			j++
+		}
+		s := step{first: i, end: j}
+		switch {
+		case j > i+1:
+			s.c = c
+			for k := i; k < j; k++ {
+				if items[k].text != nil {
+					s.area = s.area.Union(r.textArea(&items[k]))
+				} else {
+					s.area = s.area.Union(r.strokeArea(&items[k]))
+				}
+			}
+		case it.only == onlySVG:
+		case it.text != nil:
+			s.area = r.textArea(it)
+		case it.pic != nil:
+			if it.pic.img != nil {
+				s.area = r.area(it.bounds(), it.clip)
+			}
+		case it.path != nil:
+			if it.fill.A > 0 {
+				s.area = r.area(it.path.bounds(), it.clip)
+			}
+			if it.stroke.A > 0 && it.width > 0 {
+				s.stroke = r.strokeArea(it)
+			}
+		}
+		if !s.area.Empty() || !s.stroke.Empty() {
+			steps = append(steps, s)
+		}
+		i = j
+	}
+	return steps
+}
+
+// drawStep draws a step, cut to the rows of dst.
+func (r *raster) drawStep(items []item, s *step) {
+	area, stroke := s.area.Intersect(r.dst.Rect), s.stroke.Intersect(r.dst.Rect)
+	if area.Empty() && stroke.Empty() {
 		return
 	}
+	if s.end > s.first+1 {
+		f := r.begin(s.area, area)
+		for k := s.first; k < s.end; k++ {
+			if items[k].text != nil {
+				r.feedText(f, &items[k])
+			} else {
+				r.feedStroke(f, &items[k])
+			}
+		}
+		r.paint(area, s.c)
+		return
+	}
+	it := &items[s.first]
 	switch {
 	case it.text != nil:
-		r.text(it)
+		r.text(it, s.area, area)
 	case it.pic != nil:
-		r.picture(it)
+		r.picture(it, area)
 	case it.path != nil:
-		if it.fill.A > 0 {
-			r.fillPath(it)
+		if !area.Empty() {
+			r.fillPath(it, s.area, area)
 		}
-		if it.stroke.A > 0 && it.width > 0 {
-			r.strokePath(it)
+		if !stroke.Empty() {
+			r.strokePath(it, s.stroke, stroke)
 		}
 	}
 }
 
-// begin resets the rasterizer to area; it returns a feeder that takes
-// device points.
-func (r *raster) begin(area image.Rectangle) *feeder {
+// begin resets the rasterizer to area, the rows of whole (an item's area
+// in the whole picture) being drawn; it returns a feeder that takes device
+// points.
+func (r *raster) begin(whole, area image.Rectangle) *feeder {
 	r.z.Reset(area.Dx(), area.Dy())
-	return &feeder{z: &r.z, ox: float64(area.Min.X), oy: float64(area.Min.Y), w: float64(area.Dx()), h: float64(area.Dy())}
+	r.placed = r.placed[:0]
+	return &feeder{z: &r.z, ox: float64(area.Min.X), oy: float64(area.Min.Y), w: float64(area.Dx()), h: float64(area.Dy()),
+		top: float64(whole.Min.Y - area.Min.Y), bottom: float64(whole.Max.Y - area.Min.Y)}
 }
 
 // paint composites the rasterized coverage over area in colour c.
@@ -104,7 +239,28 @@ func (r *raster) paint(area image.Rectangle, c color.NRGBA) {
 	r.mask.Pix, r.mask.Stride, r.mask.Rect = r.mask.Pix[:w*h], w, image.Rect(0, 0, w, h)
 	r.z.DrawOp = draw.Src
 	r.z.Draw(&r.mask, r.mask.Rect, image.Opaque, image.Point{})
+	for _, pm := range r.placed {
+		addMask(&r.mask, area.Min, pm)
+	}
+	r.placed = r.placed[:0]
 	composite(r.dst, area, r.mask.Pix, c)
+}
+
+// addMask adds a placed glyph mask to the coverage mask of the area whose
+// top-left is at device pixel o, saturating: where the glyph overlaps what
+// else the pass covers, the pixel is covered once, as when the glyph's
+// outline is rasterized with the rest (all wind the same way).
+func addMask(mask *image.Alpha, o image.Point, pm placedMask) {
+	m := pm.m
+	x0, y0 := max(pm.x, o.X), max(pm.y, o.Y)
+	x1, y1 := min(pm.x+m.w, o.X+mask.Rect.Dx()), min(pm.y+m.h, o.Y+mask.Rect.Dy())
+	for y := y0; y < y1; y++ {
+		dst := mask.Pix[(y-o.Y)*mask.Stride+x0-o.X : (y-o.Y)*mask.Stride+x1-o.X]
+		src := m.pix[(y-pm.y)*m.w+x0-pm.x:]
+		for i, v := range dst {
+			dst[i] = uint8(min(255, uint16(v)+uint16(src[i])))
+		}
+	}
 }
 
 // composite paints c over dst in area through mask (area's size, one byte
@@ -157,24 +313,16 @@ func composite(dst *image.RGBA, area image.Rectangle, mask []uint8, c color.NRGB
 	}
 }
 
-func (r *raster) fillPath(it *item) {
-	area := r.area(it.path.bounds(), it.clip)
-	if area.Empty() {
-		return
-	}
-	f := r.begin(area)
+func (r *raster) fillPath(it *item, whole, area image.Rectangle) {
+	f := r.begin(whole, area)
 	for _, pl := range it.path.flatten(r.dev, 0.2) {
 		f.polygon(pl.pts)
 	}
 	r.paint(area, it.fill)
 }
 
-func (r *raster) strokePath(it *item) {
-	area := r.strokeArea(it)
-	if area.Empty() {
-		return
-	}
-	r.feedStroke(r.begin(area), it)
+func (r *raster) strokePath(it *item, whole, area image.Rectangle) {
+	r.feedStroke(r.begin(whole, area), it)
 	r.paint(area, it.stroke)
 }
 
@@ -204,21 +352,17 @@ func (r *raster) feedStroke(f *feeder, it *item) {
 // turn rotates p by (sin, cos).
 func turn(p pt, sin, cos float64) pt { return pt{p.X*cos - p.Y*sin, p.X*sin + p.Y*cos} }
 
-func (r *raster) text(it *item) {
+func (r *raster) text(it *item, whole, area image.Rectangle) {
 	t := it.text
-	area := r.textArea(it)
-	if area.Empty() {
-		return
-	}
 	if t.bg.A > 0 {
 		sin, cos, o := r.textFrame(t)
 		toDev := func(p pt) pt { return o.add(turn(p.mul(r.scale), sin, cos)) }
 		b := t.bgBox
-		f := r.begin(area)
+		f := r.begin(whole, area)
 		f.polygon([]pt{toDev(pt{b.X, b.Y}), toDev(pt{b.X + b.W, b.Y}), toDev(pt{b.X + b.W, b.Y + b.H}), toDev(pt{b.X, b.Y + b.H})})
 		r.paint(area, t.bg)
 	}
-	r.feedText(r.begin(area), it)
+	r.feedText(r.begin(whole, area), it)
 	r.paint(area, t.color)
 }
 
@@ -262,7 +406,8 @@ func (r *raster) feedText(f *feeder, it *item) {
 // coverage is the one colour an item paints when it is a stroke or text
 // alone (no fill, no background): such items of one owner, one after
 // another in one colour, are rasterized together (their polygons all wind
-// the same way, so overlaps count once) and composited once.
+// the same way, so overlaps count once; upright glyphs' masks are added to
+// the coverage saturating, to the same effect) and composited once.
 func coverage(it *item) (color.NRGBA, bool) {
 	if it.only == onlySVG {
 		return color.NRGBA{}, false
@@ -276,58 +421,38 @@ func coverage(it *item) (color.NRGBA, bool) {
 	return color.NRGBA{}, false
 }
 
-// drawAll draws items in order, batching runs of coverage items.
-func (r *raster) drawAll(items []item) {
-	for i := 0; i < len(items); {
-		it := &items[i]
-		c, ok := coverage(it)
-		j := i + 1
-		for ok && j < len(items) && items[j].owner == it.owner && items[j].clip == it.clip {
-			if c2, ok2 := coverage(&items[j]); !ok2 || c2 != c {
-				break
-			}
-			j++
-		}
-		if j == i+1 {
-			r.draw(it)
-			i++
-			continue
-		}
-		area := image.Rectangle{}
-		for k := i; k < j; k++ {
-			if items[k].text != nil {
-				area = area.Union(r.textArea(&items[k]))
-			} else {
-				area = area.Union(r.strokeArea(&items[k]))
-			}
-		}
-		if !area.Empty() {
-			f := r.begin(area)
-			for k := i; k < j; k++ {
-				if items[k].text != nil {
-					r.feedText(f, &items[k])
-				} else {
-					r.feedStroke(f, &items[k])
-				}
-			}
-			r.paint(area, c)
-		}
-		i = j
-	}
-}
-
 // glyph adds one glyph's outline at pen (local coordinates), font units
 // scaled by k; its flattened outline is kept for the drawing's other
-// glyphs of the same size.
+// glyphs of the same size. An upright glyph wholly above or below the
+// feeder's rows adds nothing and is skipped.
 func (r *raster) glyph(f *feeder, g glyph, pen pt, k float64, sin, cos float64, o pt) {
 	key := glyphKey{g.face, g.idx, k * r.scale}
-	contours, ok := r.glyphs[key]
+	shape, ok := r.glyphs[key]
 	if !ok {
-		contours = flattenGlyph(g.face.outline(g.idx), k*r.scale)
-		r.glyphs[key] = contours
+		shape = flattenGlyph(g.face.outline(g.idx), k*r.scale)
+		r.glyphs[key] = shape
 	}
 	d := o.add(turn(pen.mul(r.scale), sin, cos))
-	for _, c := range contours {
+	if sin == 0 && (d.Y+shape.maxY <= f.oy || d.Y+shape.minY >= f.oy+f.h) {
+		return
+	}
+	if sin == 0 {
+		// Upright: its coverage, drawn once at the nearest quarter pixel.
+		qx, qy := int(math.Floor(d.X*4+0.5)), int(math.Floor(d.Y*4+0.5))
+		ix, iy := floorDiv4(qx), floorDiv4(qy)
+		mk := maskKey{key, int8(qx - 4*ix), int8(qy - 4*iy)}
+		m, ok := r.masks[mk]
+		if !ok {
+			m = r.drawMask(shape, float64(mk.sx)/4, float64(mk.sy)/4)
+			r.masks[mk] = m
+		}
+		x, y := ix+m.x, iy+m.y
+		if m.w > 0 && m.h > 0 && float64(x) < f.ox+f.w && float64(x+m.w) > f.ox && float64(y) < f.oy+f.h && float64(y+m.h) > f.oy {
+			r.placed = append(r.placed, placedMask{m, x, y})
+		}
+		return
+	}
+	for _, c := range shape.contours {
 		pts := r.pts[:0]
 		for _, q := range c {
 			if sin != 0 {
@@ -340,8 +465,34 @@ func (r *raster) glyph(f *feeder, g glyph, pen pt, k float64, sin, cos float64, 
 	}
 }
 
+// floorDiv4 is ⌊q/4⌋.
+func floorDiv4(q int) int { return q >> 2 }
+
+// drawMask rasterizes a glyph's outline offset by (dx, dy) pixels.
+func (r *raster) drawMask(shape *glyphShape, dx, dy float64) *glyphMask {
+	m := &glyphMask{}
+	if len(shape.contours) == 0 {
+		return m
+	}
+	x0, y0 := int(math.Floor(shape.minX+dx)), int(math.Floor(shape.minY+dy))
+	x1, y1 := int(math.Ceil(shape.maxX+dx)), int(math.Ceil(shape.maxY+dy))
+	m.x, m.y, m.w, m.h = x0, y0, x1-x0, y1-y0
+	if m.w <= 0 || m.h <= 0 {
+		return m
+	}
+	r.gz.Reset(m.w, m.h)
+	f := &feeder{z: &r.gz, ox: float64(x0) - dx, oy: float64(y0) - dy, w: float64(m.w), h: float64(m.h), bottom: float64(m.h)}
+	for _, c := range shape.contours {
+		f.polygon(c)
+	}
+	m.pix = make([]uint8, m.w*m.h)
+	r.gz.DrawOp = draw.Src
+	r.gz.Draw(&image.Alpha{Pix: m.pix, Stride: m.w, Rect: image.Rect(0, 0, m.w, m.h)}, image.Rect(0, 0, m.w, m.h), image.Opaque, image.Point{})
+	return m
+}
+
 // flattenGlyph flattens a glyph outline scaled by k into contours.
-func flattenGlyph(segs []outlineSeg, k float64) [][]pt {
+func flattenGlyph(segs []outlineSeg, k float64) *glyphShape {
 	var out [][]pt
 	var pts []pt
 	var cur pt
@@ -370,18 +521,24 @@ func flattenGlyph(segs []outlineSeg, k float64) [][]pt {
 	if len(pts) > 1 {
 		out = append(out, pts)
 	}
-	return out
+	shape := &glyphShape{contours: out, minX: math.Inf(1), minY: math.Inf(1), maxX: math.Inf(-1), maxY: math.Inf(-1)}
+	for _, c := range out {
+		for _, q := range c {
+			shape.minX, shape.maxX = math.Min(shape.minX, q.X), math.Max(shape.maxX, q.X)
+			shape.minY, shape.maxY = math.Min(shape.minY, q.Y), math.Max(shape.maxY, q.Y)
+		}
+	}
+	return shape
 }
 
 // picture draws an image node's picture, scaled, cropped, flipped and
 // turned, with its opacity.
-func (r *raster) picture(it *item) {
+func (r *raster) picture(it *item, area image.Rectangle) {
 	p := it.pic
 	if p.img == nil {
 		return
 	}
-	area := r.area(it.bounds(), it.clip)
-	if area.Empty() || p.w <= 0 || p.h <= 0 {
+	if p.w <= 0 || p.h <= 0 {
 		return
 	}
 	sb := p.img.Bounds()
@@ -422,12 +579,20 @@ func (r *raster) picture(it *item) {
 // what lies left or right of it runs along its side (the rasterizer
 // accumulates coverage along rows, so that is exactly what it would
 // count), which keeps the rasterizer's work to the area.
+//
+// When the area is a band of the rows of an item's whole area, edges are
+// cut where the whole area would cut them (top, bottom) and the
+// rasterizer steps through the rows above the band: it walks an edge row
+// by row from its start, rounding as it goes, so an edge that started at
+// the band's top instead would land on slightly different coverage, and
+// the band would not match the picture drawn whole.
 type feeder struct {
-	z        *vector.Rasterizer
-	ox, oy   float64
-	w, h     float64
-	pen      pt
-	penValid bool
+	z           *vector.Rasterizer
+	ox, oy      float64
+	w, h        float64
+	top, bottom float64 // where the whole area's rows end, relative to oy: top ≤ 0, bottom ≥ h
+	pen         pt
+	penValid    bool
 }
 
 // polygon adds a closed polygon.
@@ -451,21 +616,21 @@ func (f *feeder) seg(a, b pt) {
 	if (a.Y <= 0 && b.Y <= 0) || (a.Y >= f.h && b.Y >= f.h) {
 		return
 	}
-	if a.X >= 0 && b.X >= 0 && a.X <= f.w && b.X <= f.w && a.Y >= 0 && b.Y >= 0 && a.Y <= f.h && b.Y <= f.h {
+	if a.X >= 0 && b.X >= 0 && a.X <= f.w && b.X <= f.w && a.Y >= f.top && b.Y >= f.top && a.Y <= f.bottom && b.Y <= f.bottom {
 		f.line(a, b)
 		return
 	}
-	// Cut to 0 ≤ y ≤ h.
+	// Cut to top ≤ y ≤ bottom.
 	cutY := func(p, q pt, y float64) pt { return p.lerp(q, (y-p.Y)/(q.Y-p.Y)) }
-	if a.Y < 0 {
-		a = cutY(a, b, 0)
-	} else if a.Y > f.h {
-		a = cutY(a, b, f.h)
+	if a.Y < f.top {
+		a = cutY(a, b, f.top)
+	} else if a.Y > f.bottom {
+		a = cutY(a, b, f.bottom)
 	}
-	if b.Y < 0 {
-		b = cutY(b, a, 0)
-	} else if b.Y > f.h {
-		b = cutY(b, a, f.h)
+	if b.Y < f.top {
+		b = cutY(b, a, f.top)
+	} else if b.Y > f.bottom {
+		b = cutY(b, a, f.bottom)
 	}
 	// Split where the edge crosses x = 0 and x = w, and run the parts
 	// outside along those sides.

@@ -22,7 +22,10 @@ import (
 	"image/color"
 	"io"
 	"math"
+	"runtime"
 	"sort"
+	"sync"
+	"sync/atomic"
 
 	"github.com/canvasd/canvasd/canvas"
 )
@@ -188,7 +191,10 @@ func nodeMayShow(n *canvas.Node, view rect) bool {
 	if n.Type == "group" {
 		return false
 	}
-	box := turnedBox(rect{0, 0, math.Max(n.W, 0), math.Max(n.H, 0)}, pt{n.X, n.Y}, n.Rotation)
+	box := rect{n.X, n.Y, math.Max(n.W, 0), math.Max(n.H, 0)}
+	if n.Rotation != 0 {
+		box = turnedBox(rect{0, 0, box.W, box.H}, pt{n.X, n.Y}, n.Rotation)
+	}
 	margin := 200 + math.Max(n.W, n.H)
 	if n.Type == "text" {
 		margin += 2000 // auto-sized text may run far past its box
@@ -228,7 +234,18 @@ func edgeMayShow(e *canvas.Edge, view rect) bool {
 	if len(list) < 2 {
 		return true
 	}
-	box := bboxOf(pointsOf(list))
+	box := noRect // the box of the points, as bboxOf(pointsOf(list)) without the list
+	for _, v := range list {
+		m, ok := v.(map[string]any)
+		if !ok {
+			continue
+		}
+		x, okx := props(m).num("x")
+		y, oky := props(m).num("y")
+		if okx && oky {
+			box = box.union(rect{x, y, 0, 0})
+		}
+	}
 	if box.W < 0 {
 		return true
 	}
@@ -274,24 +291,72 @@ func Select(s *canvas.State, ids []string) ([]*canvas.Node, []*canvas.Edge) {
 	return keptNodes, keptEdges
 }
 
-// WritePNG writes the drawing as a PNG.
+// WritePNG writes the drawing as a PNG: the pixels of Image, drawn in
+// bands of rows on every core, each band compressed as soon as it is
+// drawn, so the whole picture is never held in memory.
 func (d *Drawing) WritePNG(w io.Writer) error {
+	p := d.bands()
 	bw := bufio.NewWriterSize(w, 64<<10)
-	if err := encodePNG(bw, d.Image()); err != nil {
+	if err := writeBandedPNG(bw, p.width, p.height, !d.transparent, p.rows, p.painter); err != nil {
 		return fmt.Errorf("render: writing the PNG: %w", err)
 	}
 	return bw.Flush()
 }
 
-// Image draws the drawing into a new RGBA image (premultiplied alpha).
+// Image draws the drawing into a new RGBA image (premultiplied alpha), in
+// bands of rows on every core.
 func (d *Drawing) Image() *image.RGBA {
-	w, h := d.PixelSize()
-	r := newRaster(w, h, d.view, d.scale)
-	if !d.transparent {
-		r.fillWhite()
+	p := d.bands()
+	img := image.NewRGBA(image.Rect(0, 0, p.width, p.height))
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), len(p.bands)) {
+		wg.Go(func() {
+			paint := p.painter()
+			for b := int(next.Add(1) - 1); b < len(p.bands); b = int(next.Add(1) - 1) {
+				paint(img.SubImage(image.Rect(0, b*p.rows, p.width, min(p.height, (b+1)*p.rows))).(*image.RGBA))
+			}
+		})
 	}
-	r.drawAll(d.items)
-	return r.dst
+	wg.Wait()
+	return img
+}
+
+// bandPlan is a drawing laid out to be drawn in bands of rows.
+type bandPlan struct {
+	d             *Drawing
+	width, height int
+	rows          int // in a band (the last may have fewer)
+	steps         []step
+	bands         [][]int32 // each band's steps, in drawing order
+}
+
+// bands plans the drawing's steps and the bands each touches.
+func (d *Drawing) bands() *bandPlan {
+	width, height := d.PixelSize()
+	p := &bandPlan{d: d, width: width, height: height, rows: bandRowsFor(width, height)}
+	p.steps = newRaster(width, height, d.view, d.scale).plan(d.items)
+	p.bands = make([][]int32, (height+p.rows-1)/p.rows)
+	for i := range p.steps {
+		y0, y1 := p.steps[i].rows()
+		for b := y0 / p.rows; b < len(p.bands) && b*p.rows < y1; b++ {
+			p.bands[b] = append(p.bands[b], int32(i))
+		}
+	}
+	return p
+}
+
+// painter returns a paintBand that draws whole bands of the plan (dst's
+// rows are one band's); each goroutine needs its own.
+func (p *bandPlan) painter() paintBand {
+	r := newRaster(p.width, p.height, p.d.view, p.d.scale)
+	return func(dst *image.RGBA) {
+		r.dst = dst
+		r.clear(p.d.transparent)
+		for _, i := range p.bands[dst.Rect.Min.Y/p.rows] {
+			r.drawStep(p.d.items, &p.steps[i])
+		}
+	}
 }
 
 // ownersOf lists the distinct owners of the items in drawing order, for tests.

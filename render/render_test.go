@@ -430,3 +430,76 @@ func TestPNGLabelOverItsBorderKeepsBoth(t *testing.T) {
 		t.Errorf("%d samples of the top border under the label are not red: the label's glyphs and the border cancel out", holes)
 	}
 }
+
+// TestPNGIsTheImage: WritePNG draws the picture band by band, each band
+// compressed as soon as it is drawn; what it writes is exactly what Image
+// draws, opaque (RGB) and transparent (RGBA), at scales that put band edges
+// through shapes, text, turned text and pictures.
+func TestPNGIsTheImage(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		s    *canvas.State
+		o    Options
+	}{
+		{"every kind", everyKind(), Options{Scale: 1.7}},
+		{"every kind transparent", everyKind(), Options{Scale: 0.9, Transparent: true}},
+		{"grid", gridCanvas(400, 20, 60, 30, 12), Options{}},
+		{"grid region", gridCanvas(400, 20, 60, 30, 12), Options{Bounds: &Rect{100, 50, 900, 500}, Scale: 2.3}},
+	} {
+		d, err := New(tc.s, tc.o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		img := d.Image()
+		if w, h := d.PixelSize(); h < 3*bandRowsFor(w, h) {
+			t.Fatalf("%s: %d rows are fewer than three bands", tc.name, h)
+		}
+		var b bytes.Buffer
+		if err := d.WritePNG(&b); err != nil {
+			t.Fatal(err)
+		}
+		got, err := png.Decode(&b)
+		if err != nil {
+			t.Fatalf("%s: the PNG does not decode: %v", tc.name, err)
+		}
+		if got.Bounds() != img.Rect {
+			t.Fatalf("%s: wrote %v, drew %v", tc.name, got.Bounds(), img.Rect)
+		}
+		var want, pix []byte
+		switch g := got.(type) {
+		case *image.RGBA: // RGB in the file
+			want, pix = img.Pix, g.Pix
+		case *image.NRGBA:
+			want, pix = appendRow(nil, img.Pix, false), g.Pix
+		default:
+			t.Fatalf("%s: decoded a %T", tc.name, got)
+		}
+		if (got.ColorModel() == color.RGBAModel) == tc.o.Transparent {
+			t.Errorf("%s: decoded a %T, transparent %v", tc.name, got, tc.o.Transparent)
+		}
+		if off := slices.Compare(want, pix); off != 0 {
+			n := 0
+			for i := range want {
+				if want[i] != pix[i] {
+					n++
+				}
+			}
+			t.Errorf("%s: %d of %d bytes differ from the image", tc.name, n, len(want))
+		}
+	}
+}
+
+// TestGlyphMaskAddsToTheCoverage: an upright glyph's cached coverage is
+// added to what the pass already covers (its label's border, say),
+// saturating, cut to the pass's area: a glyph's empty corners leave the
+// border there, and overlaps are covered once.
+func TestGlyphMaskAddsToTheCoverage(t *testing.T) {
+	mask := &image.Alpha{Pix: []uint8{0, 100, 200, 255, 7}, Stride: 5, Rect: image.Rect(0, 0, 5, 1)}
+	g := &glyphMask{w: 5, h: 2, pix: []uint8{0, 100, 100, 10, 9, 50, 50, 50, 50, 50}}
+	// The area's top-left is at device (10, 20); the glyph sits one pixel
+	// to the left and one row above, so its second row, shifted, lands.
+	addMask(mask, image.Point{10, 20}, placedMask{g, 9, 19})
+	if want := []uint8{50, 150, 250, 255, 7}; !slices.Equal(mask.Pix, want) {
+		t.Errorf("coverage %v, want %v", mask.Pix, want)
+	}
+}
