@@ -376,7 +376,7 @@ func (h *hostAPI) handleStream(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer sub.Close()
-	out := openSSE(w)
+	out := openSSE(w, h.s.cfg.SSEWriteTimeout)
 	defer out.close()
 	out.write([]byte("retry: 1000\n\n"))
 	for _, ev := range snapshot {
