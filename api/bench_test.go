@@ -311,12 +311,14 @@ func measureDelivery(b *testing.B, t fanTarget, subscribers, commits int, every 
 		onReady(true)
 	}
 	cpu0 := childCPU(b, t.pid)
+	pace := time.NewTicker(every) // the rate of the commits, not a synchronisation
+	defer pace.Stop()
 	for i := 1; i <= commits; i++ {
 		sent[i].Store(int64(time.Since(start)))
 		if err := t.publish(c, i); err != nil {
 			b.Fatalf("publish %d: %v", i, err)
 		}
-		time.Sleep(every)
+		<-pace.C
 	}
 	done.Wait()
 	cpu := childCPU(b, t.pid) - cpu0
