@@ -119,6 +119,7 @@ var layers = map[string][]string{
 	"client":                   {"canvas"},
 	"agent":                    {"canvas", "client"},
 	"agent/providertest":       {},
+	"internal/testwait":        {},
 	"host":                     {"canvas"},
 	"render":                   {"canvas"},
 	"convert":                  {"canvas", "render"},
