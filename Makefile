@@ -55,9 +55,17 @@ test: deps ui ## run every test suite (each to its end, then a summary): go vet,
 	@$(PG_NOTE)
 	@PYTHON=$(PYTHON) scripts/test-suites.sh; status=$$?; $(PG_NOTE); exit $$status
 
+# The TypeScript client's npm packages: npm ci when the lockfile is newer
+# than node_modules (as for web/ui). The tests' canvasd is built once here
+# (CANVASD_BIN), not by each test file's process.
+clients/js/node_modules/.package-lock.json: clients/js/package-lock.json
+	cd clients/js && npm ci --no-audit --no-fund --loglevel=error
+	@touch $@
+
 .PHONY: js-test
-js-test: ## the TypeScript client: npm ci, generated types current, build, tests (Node and Chromium against canvasd)
-	cd clients/js && npm ci --no-audit --no-fund && npm run check-generated && npm run build && npm test
+js-test: clients/js/node_modules/.package-lock.json ## the TypeScript client: npm ci (when the lockfile changed), generated types current, build, tests (Node and Chromium against canvasd)
+	$(GO) build -o clients/js/.test-bin/canvasd ./cmd/canvasd
+	cd clients/js && npm run check-generated && npm run build && CANVASD_BIN="$(CURDIR)/clients/js/.test-bin/canvasd" npm test
 
 .PHONY: bench
 bench: deps ui ## run the benchmarks of the performance targets (docs/architecture.md) and print their figures (a failing one is reported and the rest still run)

@@ -23,6 +23,7 @@ import (
 	"github.com/canvasd/canvasd/canvas"
 	"github.com/canvasd/canvasd/client"
 	"github.com/canvasd/canvasd/hub"
+	"github.com/canvasd/canvasd/internal/testwait"
 	"github.com/canvasd/canvasd/store"
 	"github.com/canvasd/canvasd/store/sqlitestore"
 )
@@ -119,6 +120,8 @@ func (e *inboxEnv) canvas(id string) {
 func (e *inboxEnv) wait(id string) client.AgentSession {
 	e.t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
+	pl := testwait.NewPoller(time.Until(deadline), 10*time.Millisecond)
+	defer pl.Stop()
 	for {
 		if ch := e.runner.Done(id); ch != nil {
 			select {
@@ -135,10 +138,10 @@ func (e *inboxEnv) wait(id string) client.AgentSession {
 		if client.AgentTerminal(s.State) && e.runner.Done(id) == nil {
 			return s
 		}
-		if time.Now().After(deadline) {
+		if pl.Expired() {
 			e.t.Fatalf("session %s still %q", id, s.State)
 		}
-		time.Sleep(10 * time.Millisecond)
+		pl.Wait()
 	}
 }
 

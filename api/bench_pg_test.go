@@ -256,6 +256,8 @@ func benchPGSSE(b *testing.B, crossProcess bool, subscribers, commits int) {
 	ready.Wait()
 	acks := make([]time.Duration, 0, commits)
 	url0 := a.srv.URL + "/canvas_commands/fan/command"
+	pace := time.NewTicker(5 * time.Millisecond) // the rate of the commits, not a synchronisation
+	defer pace.Stop()
 	for i := 1; i <= commits; i++ {
 		body := fmt.Appendf(nil, `{"type":"create_node","base_rev":%d,"args":{"name":"n"}}`, i-1)
 		mu.Lock()
@@ -266,7 +268,7 @@ func benchPGSSE(b *testing.B, crossProcess bool, subscribers, commits int) {
 			b.Fatalf("command %d: %d %v", i, code, err)
 		}
 		acks = append(acks, time.Since(s))
-		time.Sleep(5 * time.Millisecond)
+		<-pace.C
 	}
 	finished := make(chan struct{})
 	go func() { done.Wait(); close(finished) }()

@@ -25,6 +25,7 @@ import (
 	"github.com/canvasd/canvasd/canvas"
 	"github.com/canvasd/canvasd/host"
 	"github.com/canvasd/canvasd/hub"
+	"github.com/canvasd/canvasd/internal/testwait"
 	"github.com/canvasd/canvasd/store"
 	_ "github.com/canvasd/canvasd/store/pgstore"     // store.Open's postgres:// URLs
 	_ "github.com/canvasd/canvasd/store/sqlitestore" // store.Open's sqlite: URLs
@@ -295,15 +296,7 @@ func (e *testEnv) snapshot(canvasID string) map[string]any {
 // under test gives a signal (an event, a channel), wait on that instead.
 func waitUntil(t testing.TB, within time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %v", what, within)
-		}
-		<-tick.C
-	}
+	testwait.Until(t, within, what, cond)
 }
 
 func env(typ string, base int64, args map[string]any) map[string]any {
@@ -425,19 +418,16 @@ func randomHex(n int) string {
 
 // poller paces a loop that polls a condition (instead of sleeping): wait
 // returns at the next tick, expired reports whether the time allowed has
-// passed.
+// passed (testwait.Poller).
 //
 //	for pl := newPoller(10*time.Second, 50*time.Millisecond); !cond(); pl.wait() {
 //		if pl.expired() { t.Fatalf(...) }
 //	}
-type poller struct {
-	deadline time.Time
-	tick     *time.Ticker
+type poller struct{ *testwait.Poller }
+
+func newPoller(within, every time.Duration) poller {
+	return poller{testwait.NewPoller(within, every)}
 }
 
-func newPoller(within, every time.Duration) *poller {
-	return &poller{deadline: time.Now().Add(within), tick: time.NewTicker(every)}
-}
-
-func (p *poller) wait()         { <-p.tick.C }
-func (p *poller) expired() bool { return time.Now().After(p.deadline) }
+func (p poller) wait()         { p.Wait() }
+func (p poller) expired() bool { return p.Expired() }

@@ -372,7 +372,7 @@ func (h *hostAPI) handleStream(w http.ResponseWriter, r *http.Request) {
 		h.s.problem(w, r, err)
 		return
 	}
-	out := openSSE(w)
+	out := openSSE(w, h.s.cfg.SSEWriteTimeout)
 	defer out.close()
 	out.write([]byte("retry: 1000\n\n"))
 	for _, ev := range snapshot {

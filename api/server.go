@@ -30,11 +30,14 @@ type Config struct {
 	AdminToken      string              // accepted as an admin token in addition to stored tokens
 	MaxCommandBytes int64               // body limit for commands (default 1 MiB)
 	Heartbeat       time.Duration       // SSE heartbeat interval (default 15 s)
-	MaxReplay       int64               // most commits replayed on resume before a reset (default 10000)
-	GestureInterval time.Duration       // minimum spacing of one actor's gestures (default 30 ms)
-	OpenAPISpec     []byte              // served at /openapi.yaml
-	Host            HostOptions         // canvas host, image messages and invoke (host.go); zero: not served
-	Agent           AgentService        // the agent runner or queue (agent.go); nil: catalog and event relay only
+	// SSEWriteTimeout bounds one flush to a stream's client that stopped
+	// reading (default sseWriteTimeout, 10 s); tests shorten it.
+	SSEWriteTimeout time.Duration
+	MaxReplay       int64         // most commits replayed on resume before a reset (default 10000)
+	GestureInterval time.Duration // minimum spacing of one actor's gestures (default 30 ms)
+	OpenAPISpec     []byte        // served at /openapi.yaml
+	Host            HostOptions   // canvas host, image messages and invoke (host.go); zero: not served
+	Agent           AgentService  // the agent runner or queue (agent.go); nil: catalog and event relay only
 	// MaxStreamsPerToken caps the streams (/sse/canvas/..., /sse/host/...)
 	// one token, by its actor id, holds open at once in this process; more
 	// are refused with 429. 0: no cap.
@@ -80,6 +83,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.MaxCommandBytes <= 0 {
 		cfg.MaxCommandBytes = 1 << 20
+	}
+	if cfg.SSEWriteTimeout <= 0 {
+		cfg.SSEWriteTimeout = sseWriteTimeout
 	}
 	if cfg.Heartbeat <= 0 {
 		cfg.Heartbeat = 15 * time.Second

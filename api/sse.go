@@ -19,6 +19,8 @@ type sseOut struct {
 	conn    net.Conn      // hijacked connection, or nil
 	pending net.Buffers   // frames for conn, written with one writev; frames are shared and never modified
 	gone    chan struct{} // closed when the hijacked connection's client hangs up
+	// writeTimeout bounds one flush (Config.SSEWriteTimeout).
+	writeTimeout time.Duration
 
 	w  http.ResponseWriter
 	rc *http.ResponseController
@@ -27,10 +29,12 @@ type sseOut struct {
 // sseHeaders are the stream's response headers.
 const sseHeaders = "Content-Type: text/event-stream\r\nCache-Control: no-cache\r\nX-Accel-Buffering: no\r\n"
 
-// sseWriteTimeout bounds one flush to a subscriber that stopped reading.
+// sseWriteTimeout bounds one flush to a subscriber that stopped reading
+// (the default of Config.SSEWriteTimeout).
 const sseWriteTimeout = 10 * time.Second
 
-func openSSE(w http.ResponseWriter) *sseOut {
+// openSSE starts the stream's response on w; writeTimeout bounds each flush.
+func openSSE(w http.ResponseWriter, writeTimeout time.Duration) *sseOut {
 	rc := http.NewResponseController(w)
 	conn, rw, err := rc.Hijack()
 	if err != nil {
@@ -44,7 +48,7 @@ func openSSE(w http.ResponseWriter) *sseOut {
 	}
 	_ = rw // a GET stream has no body to read; the server's buffers are dropped
 	_ = conn.SetDeadline(time.Time{})
-	o := &sseOut{conn: conn, gone: make(chan struct{})}
+	o := &sseOut{conn: conn, gone: make(chan struct{}), writeTimeout: writeTimeout}
 	go func() {
 		// An SSE client never sends more on this connection: any read
 		// result means it hung up (or closed is closing the connection).
@@ -77,7 +81,7 @@ func (o *sseOut) flush() bool {
 	}
 	// The deadline bounds this write only: the fan-out's direct writes
 	// (hub/fanout.go) would fail once a deadline left behind had passed.
-	_ = o.conn.SetWriteDeadline(time.Now().Add(sseWriteTimeout))
+	_ = o.conn.SetWriteDeadline(time.Now().Add(o.writeTimeout))
 	bufs := o.pending // WriteTo consumes its receiver
 	_, err := bufs.WriteTo(o.conn)
 	_ = o.conn.SetWriteDeadline(time.Time{})

@@ -53,7 +53,7 @@ func (s *Server) handleCanvasStream(w http.ResponseWriter, r *http.Request) {
 		s.problem(w, r, err)
 		return
 	}
-	out := openSSE(w)
+	out := openSSE(w, s.cfg.SSEWriteTimeout)
 	var ok bool
 	live := false // once the live loop owns sub, out and the slot, this handler must not release them
 	defer func() {

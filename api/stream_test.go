@@ -259,15 +259,17 @@ func TestStreamDirectWritesThroughFullSocket(t *testing.T) {
 // timeout of its own flushes still gets the next commit written straight
 // to its socket by the fan-out (a write deadline left behind by the
 // caught_up flush once made every later direct write fail, and the frame was
-// lost). It waits out sseWriteTimeout.
+// lost). It waits out the write timeout, shortened to a second (long
+// enough for the caught_up flush itself on a loaded machine).
 func TestStreamDirectWritesAfterIdle(t *testing.T) {
-	e := newTestEnv(t)
+	const writeTimeout = time.Second
+	e := newTestEnv(t, func(c *Config) { c.SSEWriteTimeout = writeTimeout })
 	id := e.canvas("c_idle")
 	s := e.stream("/sse/canvas/"+id, testAdmin, nil)
 	if m := s.next(); m.Event != "caught_up" {
 		t.Fatalf("first event %+v", m)
 	}
-	time.Sleep(sseWriteTimeout + time.Second)
+	time.Sleep(writeTimeout + 500*time.Millisecond) // the stream idle past a deadline its flush would have left behind
 	direct0 := e.api.hub.Stats().Direct
 	e.must(200, "POST", "/canvas_commands/"+id+"/command", testAdmin, env("create_node", 0, nil))
 	if m := s.next(); m.Event != "canvas_commit" || m.json(t)["rev"] != 1.0 {
@@ -277,6 +279,6 @@ func TestStreamDirectWritesAfterIdle(t *testing.T) {
 	for pl := newPoller(2*time.Second, 5*time.Millisecond); e.api.hub.Stats().Direct == direct0 && !pl.expired(); pl.wait() {
 	}
 	if e.api.hub.Stats().Direct == direct0 {
-		t.Fatalf("the commit after %v idle was not written directly (queued %d)", sseWriteTimeout, e.api.hub.Stats().Queued)
+		t.Fatalf("the commit after %v idle was not written directly (queued %d)", writeTimeout, e.api.hub.Stats().Queued)
 	}
 }

@@ -483,7 +483,7 @@ func TestWebUIAgent(t *testing.T) {
 	p.poll("run accepted", `document.getElementById('agent-review').textContent === 'Accepted.' && !new URLSearchParams(location.search).has('agent')`)
 	p.do(chromedp.KeyEvent(kb.Escape))
 	p.eval(`canvasd.view.fit(true)`, nil)
-	time.Sleep(300 * time.Millisecond)
+	p.painted()
 	p.screenshot("agent-poster")
 
 	// "Send canvas": the canvas as an image message into the session.

@@ -123,6 +123,8 @@ func benchWebUI(b *testing.B, shapes int) {
 	sent := map[int]float64{} // k → wall ms just before sending
 	xs := map[int]float64{}
 	rng := rand.New(rand.NewPCG(1, 2))
+	pace := time.NewTicker(50 * time.Millisecond) // the rate of the commits, not a synchronisation
+	defer pace.Stop()
 	for k := 0; k < commits; k++ {
 		j := inView[rng.IntN(len(inView))]
 		if _, ok := xs[j]; !ok {
@@ -134,7 +136,7 @@ func benchWebUI(b *testing.B, shapes int) {
 		m := e.must(200, "POST", "/canvas_commands/"+cid+"/command", agent, env("move", head, map[string]any{"ids": []string{fmt.Sprintf("s%d", j)}, "dx": 2, "dy": 1}))
 		head = int64(m["current_rev"].(float64))
 		sent[k] = before
-		time.Sleep(50 * time.Millisecond) // the pace of the commits, not a synchronisation
+		<-pace.C
 	}
 	p.poll("all shown", fmt.Sprintf(`Object.keys(__bench.shown).length === %d`, commits))
 	var seen struct{ Drawn, Shown map[string]float64 }

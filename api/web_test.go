@@ -267,6 +267,13 @@ func (p *uiPage) do(actions ...chromedp.Action[chromedp.Void]) {
 	}
 }
 
+// painted returns once the page has painted twice since the call: what it
+// changed before is on screen (for a screenshot).
+func (p *uiPage) painted() {
+	p.t.Helper()
+	p.eval(`new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(() => r(true))))`, nil)
+}
+
 // screenshot keeps a picture of the page's viewport (the app fills it) in
 // the artifact directory. Not a full-page capture: capturing beyond the
 // viewport resizes it for a moment, and Excalidraw, measuring itself then,
@@ -443,11 +450,12 @@ func (e *testEnv) waitNodesFor(d time.Duration, cid, what string, ok func(nodes 
 // holdStreamScript is test instrumentation (not the app): while
 // window.__holdSSE is true, the bytes of the page's /sse/ responses are held
 // back, as a slow network would, so a test can make the page's base_rev
-// stale on purpose; window.__dropSSE() fails the open ones as a dropped
-// connection would (what they held is lost).
+// stale on purpose (window.__heldReads counts the reads held back);
+// window.__dropSSE() fails the open ones as a dropped connection would
+// (what they held is lost).
 const holdStreamScript = `(() => {
   const f = window.fetch;
-  window.__held = [];
+  window.__heldReads = 0;
   let drops = [];
   window.__dropSSE = () => { const d = drops; drops = []; d.forEach((drop) => drop()); };
   window.fetch = async (...args) => {
@@ -462,6 +470,7 @@ const holdStreamScript = `(() => {
       async pull(ctl) {
         const { value, done } = await reader.read();
         if (done) { ctl.close(); return; }
+        if (window.__holdSSE) window.__heldReads++;
         while (window.__holdSSE) await new Promise((r) => setTimeout(r, 20));
         ctl.enqueue(value);
       },
@@ -1026,6 +1035,18 @@ func TestWebUIDocumentSync(t *testing.T) {
 
 	p := open(e.srv.URL+"/?canvas="+cid+"&doc=d:crlf#access_token="+editor, holdStreamScript)
 	e.diag = p.state
+	// sentAll checks that the page has sent everything it had to: once its
+	// model has the head's commit and no edit is on its way, the panel's
+	// send (what its typing pause runs) is run at once, and the head stays.
+	sentAll := func(what string) {
+		t.Helper()
+		rev := head()
+		p.poll(what+": the page has the head", fmt.Sprintf(`canvasd.model.rev >= %d && !canvasd.doc.inflight`, rev))
+		p.eval(`canvasd.doc.flush().then(() => true)`, nil)
+		if h := head(); h != rev {
+			t.Errorf("%s: the page sent more: head %d → %d", what, rev, h)
+		}
+	}
 	p.poll("document open", `!document.getElementById('doc-panel').hidden && document.querySelector('#doc-panel .cm-content').textContent.includes('c') && document.getElementById('conn').textContent === 'live'`)
 	editorText := func() string {
 		var s string
@@ -1037,11 +1058,7 @@ func TestWebUIDocumentSync(t *testing.T) {
 	p.clickCSS(`#doc-panel .cm-line:nth-child(2)`)
 	p.do(chromedp.KeyEvent(kb.End), chromedp.KeyEvent("!"))
 	waitText("d:crlf", "a\r\nb!\r\nc\r\n")
-	rev := head()
-	time.Sleep(time.Second)
-	if h := head(); h != rev {
-		t.Errorf("the page kept sending after its edit of a CRLF document: head %d → %d, text %q", rev, h, text("d:crlf"))
-	}
+	sentAll("after its edit of a CRLF document")
 	if got := editorText(); got != "a\nb!\nc\n" {
 		t.Errorf("editor after the CRLF edit: %q", got)
 	}
@@ -1062,10 +1079,10 @@ func TestWebUIDocumentSync(t *testing.T) {
 	p.do(chromedp.KeyEvent(kb.End), chromedp.KeyEvent("1"))
 	waitText("d:notes", "# Notes1\nhello\nx")
 	p.do(chromedp.KeyEvent("2"))
-	time.Sleep(700 * time.Millisecond) // past the panel's 350 ms of typing pause
+	p.eval(`canvasd.doc.flush().then(() => true)`, nil) // what the panel's typing pause runs, with the first edit's commit held back
 	p.eval(`window.__holdSSE = false`, nil)
 	waitText("d:notes", "# Notes12\nhello\nx")
-	time.Sleep(time.Second)
+	sentAll("after the held commit")
 	if got := text("d:notes"); got != "# Notes12\nhello\nx" {
 		t.Errorf("after the held commit the server has %q", got)
 	}
@@ -1078,7 +1095,7 @@ func TestWebUIDocumentSync(t *testing.T) {
 	apply(agent, "replace_lines", map[string]any{"node_id": "d:crlf", "start_line": 1, "end_line": 1, "new_content": "A"})
 	apply(agent, "insert_lines", map[string]any{"node_id": "d:notes", "insert_after_line": 0, "content": "top"})
 	apply(agent, "replace_lines", map[string]any{"node_id": "d:crlf", "start_line": 3, "end_line": 3, "new_content": "C"})
-	time.Sleep(300 * time.Millisecond) // the page has read the first and holds it
+	p.poll("the page has read the first and holds it", `window.__heldReads > 0`)
 	p.eval(`window.__dropSSE(); window.__holdSSE = false`, nil)
 	p.poll("snapshot read anew", `canvasd.live.model !== window.__model`)
 	p.poll("missed commit shown", `canvasd.doc.text() === "top\n# Notes12\nhello\nx"`)
@@ -1107,9 +1124,10 @@ func TestWebUINoCanvasOpen(t *testing.T) {
 
 // TestWebUISignIn: when the server refuses the page's token (revoked), the
 // page stops using it and asks for another; what the user types in the
-// dialog stays; signing in reconnects the canvas that was open; and a token
-// handed over in the fragment of an address the page already shows is
-// taken, and leaves the address bar.
+// dialog stays, also when another request is refused meanwhile; signing in
+// reconnects the canvas that was open; and a token handed over in the
+// fragment of an address the page already shows is taken, and leaves the
+// address bar.
 func TestWebUISignIn(t *testing.T) {
 	open := uiBrowser(t, 90*time.Second)
 	e := newTestEnv(t)
@@ -1132,13 +1150,22 @@ func TestWebUISignIn(t *testing.T) {
 
 	e.must(204, "DELETE", "/api/tokens/"+url.PathEscape(aliceID), testAdmin, nil)
 	p.pollFor(20*time.Second, "asked for a token", `document.getElementById('token-dialog').open`)
+	var token string
+	p.eval(`canvasd.token`, &token)
+	if token != "" {
+		t.Errorf("the page kept the refused token")
+	}
 	p.do(chromedp.SendKeys(chromedp.CSS(`#token-input`), bob[:8]))
-	time.Sleep(9 * time.Second) // two of the page's 4-second list refreshes
+	// Another request refused while the user types (the canvas list's
+	// refresh, had it gone on with the revoked token): the dialog asks again,
+	// with what was typed kept.
+	p.eval(`canvasd.token = '`+alice+`'; canvasd.refreshCanvases()`, nil)
 	var typed string
 	p.eval(`document.getElementById('token-input').value`, &typed)
 	if typed != bob[:8] {
 		t.Errorf("the dialog lost what the user typed: %q", typed)
 	}
+	p.poll("the token refused again", `canvasd.token === '' && document.getElementById('token-dialog').open`)
 	p.do(chromedp.SendKeys(chromedp.CSS(`#token-input`), bob[8:]+"\r"))
 	p.poll("signed in and live again", `!document.getElementById('token-dialog').open && document.getElementById('conn').textContent === 'live'`)
 	shape("s:after")
@@ -1213,7 +1240,8 @@ func TestWebUITwoBrowsers(t *testing.T) {
 	a.do(chromedp.MouseEvent(chromedp.MouseMoved, ax, ay), chromedp.Sleep(100*time.Millisecond), chromedp.MouseEvent(chromedp.MouseMoved, ax+10, ay+10))
 	b.poll("alice's cursor at bob", `canvasd.view.people().includes('`+aliceID+`') && !canvasd.view.people().includes('`+bobID+`')`)
 	a.poll("alice does not see herself", `!canvasd.view.people().includes('`+aliceID+`')`)
-	time.Sleep(200 * time.Millisecond)
+	a.painted()
+	b.painted()
 	a.screenshot("two-browsers-alice")
 	b.screenshot("two-browsers-bob")
 

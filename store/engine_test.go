@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/canvasd/canvasd/canvas"
+	"github.com/canvasd/canvasd/internal/testwait"
 	"github.com/canvasd/canvasd/reducer"
 	"github.com/canvasd/canvasd/store"
 	"github.com/canvasd/canvasd/store/sqlitestore"
@@ -254,13 +255,7 @@ func TestIdleCanvasesUnload(t *testing.T) {
 		}(w)
 	}
 	wg.Wait()
-	deadline := time.Now().Add(5 * time.Second)
-	for e.LiveCanvases() != 1 && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
-	if n := e.LiveCanvases(); n != 1 {
-		t.Fatalf("%d canvases loaded, want only the pinned one", n)
-	}
+	testwait.Until(t, 5*time.Second, "only the pinned canvas loaded", func() bool { return e.LiveCanvases() == 1 })
 	head, _, err := e.Head(ctx, "a")
 	if err != nil || head != 200 {
 		t.Fatalf("after reloading: head %d, %v; want 200", head, err)

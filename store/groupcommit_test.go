@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/canvasd/canvasd/canvas"
@@ -15,7 +16,9 @@ import (
 // TestGroupCommitterBatches holds the loop in a first batch, queues a full
 // batch of jobs meanwhile, and checks that they then run together, in queue
 // order, and that Do returns only after its batch ran.
-func TestGroupCommitterBatches(t *testing.T) {
+func TestGroupCommitterBatches(t *testing.T) { synctest.Test(t, testGroupCommitterBatches) }
+
+func testGroupCommitterBatches(t *testing.T) {
 	type job struct{ n, batch int }
 	hold, held := make(chan struct{}), make(chan struct{})
 	var batches [][]int
@@ -50,10 +53,9 @@ func TestGroupCommitterBatches(t *testing.T) {
 			<-held
 			continue
 		}
-		for deadline := time.Now().Add(10 * time.Second); g.Queued() < i; time.Sleep(time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatalf("job %d was not queued", i)
-			}
+		synctest.Wait() // job i is queued: its Do waits for its batch
+		if q := g.Queued(); q != i {
+			t.Fatalf("%d jobs queued, want %d", q, i)
 		}
 	}
 	close(hold)
@@ -77,7 +79,9 @@ func TestGroupCommitterBatches(t *testing.T) {
 // TestGroupCommitterClose checks that Close runs the jobs already queued,
 // that Do afterwards fails as unavailable without running its job, and that
 // a Do whose context ends before its job is queued does not run it.
-func TestGroupCommitterClose(t *testing.T) {
+func TestGroupCommitterClose(t *testing.T) { synctest.Test(t, testGroupCommitterClose) }
+
+func testGroupCommitterClose(t *testing.T) {
 	hold, held := make(chan struct{}), make(chan struct{})
 	var mu sync.Mutex
 	ran := map[string]bool{}
@@ -94,10 +98,9 @@ func TestGroupCommitterClose(t *testing.T) {
 	wg.Go(func() { _ = g.Do(context.Background(), "holder") })
 	<-held
 	wg.Go(func() { _ = g.Do(context.Background(), "queued") }) // fills the queue (1)
-	for deadline := time.Now().Add(10 * time.Second); g.Queued() < 1; time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("job not queued")
-		}
+	synctest.Wait()                                            // the job is queued: its Do waits for its batch
+	if q := g.Queued(); q != 1 {
+		t.Fatalf("%d jobs queued, want 1", q)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
@@ -118,65 +121,72 @@ func TestGroupCommitterClose(t *testing.T) {
 // TestGroupCommitterStallGuard: with two loops, a batch runs beside a
 // running one only once that one has run for stallAfter. While the first
 // batch is quick the jobs queued meanwhile wait and then share one batch;
-// when it stalls, the second loop takes them after stallAfter.
+// when it stalls, the second loop takes them after stallAfter. It runs in a
+// synctest bubble: stallAfter passes on the bubble's clock, and "the jobs
+// wait" means every goroutine is blocked with them still queued.
 func TestGroupCommitterStallGuard(t *testing.T) {
 	for _, tc := range []struct {
 		name       string
 		stallAfter time.Duration
 	}{{"quick", time.Hour}, {"stalled", 20 * time.Millisecond}} {
 		t.Run(tc.name, func(t *testing.T) {
-			hold, held := make(chan struct{}), make(chan struct{})
-			var mu sync.Mutex
-			var batches [][]int
-			ranBeside := make(chan struct{}, 1)
-			g := store.NewGroupCommitter(2, 8, tc.stallAfter, func(batch []int) {
-				if batch[0] == 0 {
-					close(held)
-					<-hold
-				} else {
-					select {
-					case <-hold:
-					default: // the holder still runs
+			synctest.Test(t, func(t *testing.T) {
+				hold, held := make(chan struct{}), make(chan struct{})
+				var mu sync.Mutex
+				var batches [][]int
+				ranBeside := make(chan struct{}, 1)
+				g := store.NewGroupCommitter(2, 8, tc.stallAfter, func(batch []int) {
+					if batch[0] == 0 {
+						close(held)
+						<-hold
+					} else {
 						select {
-						case ranBeside <- struct{}{}:
-						default: // signalled already
+						case <-hold:
+						default: // the holder still runs
+							select {
+							case ranBeside <- struct{}{}:
+							default: // signalled already
+							}
 						}
 					}
+					mu.Lock()
+					batches = append(batches, slices.Clone(batch)) // the committer reuses batch
+					mu.Unlock()
+				})
+				var wg sync.WaitGroup
+				wg.Go(func() { _ = g.Do(context.Background(), 0) })
+				<-held
+				for i := 1; i <= 3; i++ {
+					wg.Go(func() { _ = g.Do(context.Background(), i) })
 				}
+				if tc.name == "stalled" {
+					select {
+					case <-ranBeside:
+					case <-time.After(10 * time.Second):
+						t.Fatal("no batch ran beside the stalled one")
+					}
+				} else {
+					synctest.Wait() // the other loop would have taken the queued jobs by now
+					if q := g.Queued(); q != 3 {
+						t.Fatalf("%d jobs queued, want 3", q)
+					}
+				}
+				close(hold)
+				wg.Wait()
+				g.Close()
 				mu.Lock()
-				batches = append(batches, slices.Clone(batch)) // the committer reuses batch
-				mu.Unlock()
+				defer mu.Unlock()
+				if tc.name == "quick" {
+					if len(batches) != 2 || len(batches[1]) != 3 {
+						t.Fatalf("batches %v, want the holder's and one of the three queued jobs", batches)
+					}
+					select {
+					case <-ranBeside:
+						t.Fatal("a batch ran beside a batch that had not stalled")
+					default:
+					}
+				}
 			})
-			var wg sync.WaitGroup
-			wg.Go(func() { _ = g.Do(context.Background(), 0) })
-			<-held
-			for i := 1; i <= 3; i++ {
-				wg.Go(func() { _ = g.Do(context.Background(), i) })
-			}
-			if tc.name == "stalled" {
-				select {
-				case <-ranBeside:
-				case <-time.After(10 * time.Second):
-					t.Fatal("no batch ran beside the stalled one")
-				}
-			} else {
-				time.Sleep(50 * time.Millisecond) // the other loop would have run the queued jobs by now
-			}
-			close(hold)
-			wg.Wait()
-			g.Close()
-			mu.Lock()
-			defer mu.Unlock()
-			if tc.name == "quick" {
-				if len(batches) != 2 || len(batches[1]) != 3 {
-					t.Fatalf("batches %v, want the holder's and one of the three queued jobs", batches)
-				}
-				select {
-				case <-ranBeside:
-					t.Fatal("a batch ran beside a batch that had not stalled")
-				default:
-				}
-			}
 		})
 	}
 }

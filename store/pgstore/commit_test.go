@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/canvasd/canvasd/canvas"
+	"github.com/canvasd/canvasd/internal/testwait"
 	"github.com/canvasd/canvasd/store"
 )
 
@@ -267,20 +268,13 @@ func TestBatchConcurrentKeyInsertFailsAlone(t *testing.T) {
 	}
 	done := make(chan struct{})
 	go func() { defer close(done); s.runBatch(batch) }()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	testwait.Until(t, 5*time.Second, "the batch waits on the concurrent insert", func() bool {
 		var waiting bool
 		if err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE $1::int = ANY (pg_blocking_pids(pid)))`, pid).Scan(&waiting); err != nil {
 			t.Fatal(err)
 		}
-		if waiting {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the batch never waited on the concurrent insert")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return waiting
+	})
 	if err := tx.Commit(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/canvasd/canvasd/canvas"
+	"github.com/canvasd/canvasd/internal/testwait"
 	"github.com/canvasd/canvasd/store/pgstore/faultproxy"
 )
 
@@ -129,13 +130,7 @@ func TestOutageFailsFastAndRecovers(t *testing.T) {
 	}
 	recovered := func(phase string) {
 		t.Helper()
-		deadline := time.Now().Add(10 * time.Second)
-		for s.Ping(ctx) != nil {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: store did not recover within 10 s of the database returning", phase)
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
+		testwait.Until(t, 10*time.Second, phase+": store recovered after the database returned", func() bool { return s.Ping(ctx) == nil })
 		ackOne()
 	}
 

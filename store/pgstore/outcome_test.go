@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/canvasd/canvasd/canvas"
+	"github.com/canvasd/canvasd/internal/testwait"
 	"github.com/canvasd/canvasd/store"
 )
 
@@ -76,23 +77,13 @@ func TestAppendOutcomeKnownOrUnknown(t *testing.T) {
 	}
 	waitWakes := func(n int32, what string) {
 		t.Helper()
-		for deadline := time.Now().Add(10 * time.Second); wakes.Load() < n; time.Sleep(20 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s was not announced: %d wake-ups", what, wakes.Load())
-			}
-		}
+		testwait.Until(t, 10*time.Second, what+" announced (wake-ups "+fmt.Sprint(n)+")", func() bool { return wakes.Load() >= n })
 	}
 	waitWakes(1, "the first append") // before the cut, which would hold it back
 	recover := func() {
 		t.Helper()
 		p.Restore()
-		deadline := time.Now().Add(10 * time.Second)
-		for s.Ping(ctx) != nil {
-			if time.Now().After(deadline) {
-				t.Fatal("store did not recover within 10 s")
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
+		testwait.Until(t, 10*time.Second, "store recovered", func() bool { return s.Ping(ctx) == nil })
 	}
 
 	p.Cut()
@@ -215,13 +206,8 @@ func TestEngineWriteBoundedByOpTimeout(t *testing.T) {
 
 	// The answer is lost, the commit is not.
 	waitPing := func() {
-		deadline := time.Now().Add(10 * time.Second)
-		for s.Ping(ctx) != nil {
-			if time.Now().After(deadline) {
-				t.Fatal("store did not recover within 10 s")
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
+		t.Helper()
+		testwait.Until(t, 10*time.Second, "store recovered", func() bool { return s.Ping(ctx) == nil })
 	}
 	waitPing()
 	// A command that gets through: the engine has caught up with whatever
@@ -309,17 +295,10 @@ func TestUnknownOutcomeStillNotified(t *testing.T) {
 	t.Cleanup(eb.Stop)
 	headOf := func(want int64, what string) {
 		t.Helper()
-		deadline := time.Now().Add(10 * time.Second)
-		for {
+		testwait.Until(t, 10*time.Second, fmt.Sprintf("%s: the other process's head %d", what, want), func() bool {
 			h, _, err := eb.Head(ctx, "c1")
-			if err == nil && h == want {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: the other process's head is %d (%v), want %d", what, h, err, want)
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
+			return err == nil && h == want
+		})
 	}
 	headOf(1, "loaded")
 	// B's listener is up once a commit reaches it by NOTIFY.

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/canvasd/canvasd/canvas"
+	"github.com/canvasd/canvasd/internal/testwait"
 	"github.com/canvasd/canvasd/store"
 )
 
@@ -34,12 +35,7 @@ func queueInOneBatch(t *testing.T, s *Store, wantReruns int64, calls []func() er
 	for i, call := range calls {
 		wg.Add(1)
 		go func() { defer wg.Done(); errs[i] = call() }()
-		for deadline := time.Now().Add(10 * time.Second); s.commits.Queued() < i+1; {
-			if time.Now().After(deadline) {
-				t.Fatalf("call %d was not queued", i)
-			}
-			time.Sleep(100 * time.Microsecond)
-		}
+		testwait.Until(t, 10*time.Second, fmt.Sprintf("call %d queued", i), func() bool { return s.commits.Queued() >= i+1 })
 	}
 	close(hold)
 	wg.Wait()
