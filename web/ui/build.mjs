@@ -1,5 +1,7 @@
 // Builds canvasd's browser UI into ../dist (embedded in the binary by
-// web.go): one ESM bundle with code-split chunks, its CSS, index.html and
+// web.go): one ESM bundle with code-split chunks (a small entry that asks
+// for the canvas's snapshot, then imports the application, whose modules
+// index.html preloads), its CSS, index.html and
 // Excalidraw's fonts (served from /ui/fonts, never from a CDN); and the
 // canvas host's pages into ../dist/shell (served under
 // /host/{session}/__canvas__/): the viewer, the runtime injected into every
@@ -7,7 +9,7 @@
 // `node build.mjs --watch` rebuilds on change.
 import * as esbuild from "esbuild";
 import { cpSync, mkdirSync, rmSync, readFileSync, writeFileSync, readdirSync } from "node:fs";
-import { dirname, join } from "node:path";
+import { dirname, join, relative, resolve, sep } from "node:path";
 import { fileURLToPath } from "node:url";
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -66,7 +68,7 @@ const options = {
   plugins: [patchExcalidraw],
   // @canvasd/client (a file: dependency on clients/js) is bundled from its TypeScript source.
   alias: { "@canvasd/client": join(here, "..", "..", "clients", "js", "src", "index.ts") },
-  entryPoints: { app: join(here, "src/main.ts") },
+  entryPoints: { app: join(here, "src/entry.ts") },
   bundle: true,
   splitting: true,
   format: "esm",
@@ -75,7 +77,10 @@ const options = {
   entryNames: "[name]",
   chunkNames: "chunks/[name]-[hash]",
   assetNames: "assets/[name]-[hash]",
-  minify: !watch,
+  // CANVASD_UI_NAMES=1 keeps the names of functions, for CPU profiles of the page.
+  minify: !watch && !process.env.CANVASD_UI_NAMES,
+  minifySyntax: !watch,
+  minifyWhitespace: !watch,
   sourcemap: watch ? "inline" : false,
   legalComments: "linked",
   define: { "process.env.NODE_ENV": JSON.stringify(watch ? "development" : "production") },
@@ -112,6 +117,23 @@ if (watch) {
   await shellCtx.watch();
 } else {
   const res = await esbuild.build({ ...options, metafile: true });
+  // The entry loads the application with import(): index.html names its
+  // modules for the browser to fetch and compile while the entry runs.
+  const outs = res.metafile.outputs;
+  const key = (f) => Object.keys(outs).find((k) => resolve(k) === resolve(f));
+  const entry = key(join(out, "app.js"));
+  const preload = new Set();
+  const todo = outs[entry].imports.filter((i) => i.kind === "dynamic-import").map((i) => i.path);
+  while (todo.length) {
+    const f = key(todo.pop());
+    if (!f || preload.has(f)) continue;
+    preload.add(f);
+    for (const i of outs[f].imports) if (i.kind === "import-statement") todo.push(i.path);
+  }
+  const links = [...preload].map((f) => `<link rel="modulepreload" href="/ui/${relative(out, resolve(f)).split(sep).join("/")}">`).join("\n");
+  const index = readFileSync(join(here, "index.html"), "utf8");
+  if (!index.includes("<!-- modulepreload -->")) throw new Error("index.html lacks its <!-- modulepreload --> mark");
+  writeFileSync(join(out, "index.html"), index.replace("<!-- modulepreload -->", links));
   const bytes = Object.values(res.metafile.outputs).reduce((n, o) => n + o.bytes, 0);
   console.log(`web UI built into ${out} (${(bytes / 1e6).toFixed(1)} MB of scripts and styles)`);
   const sh = await esbuild.build({ ...shellOptions, metafile: true });

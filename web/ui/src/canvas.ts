@@ -11,7 +11,6 @@
 import { createElement } from "react";
 import { createRoot, type Root } from "react-dom/client";
 import { Excalidraw, CaptureUpdateAction, FONT_FAMILY, exportToCanvas, getCommonBounds, mutateElement, restoreElements } from "@excalidraw/excalidraw";
-import "@excalidraw/excalidraw/index.css";
 import { ConflictError, type CanvasClient, type CanvasModel, type Commit, type ConflictResult, type Node as CanvasNode } from "@canvasd/client";
 import { actorColor, h, toast, why } from "./dom";
 import { newCmdId, type Outbox } from "./outbox";
