@@ -109,13 +109,16 @@ export class CanvasView {
       // Embedded pages are shown as their link: the page's Content-Security-Policy frames only its own origin.
       validateEmbeddable: () => false,
     }, menu() as any));
-    // A double-click on a document card opens the document instead of editing its label.
+    // A double-click on a document card opens the document instead of editing
+    // its label; the card its first click selected is let go (no property
+    // panel over the canvas for it).
     window.addEventListener("dblclick", (ev) => {
       if (!this.ex || !(ev.target as HTMLElement)?.closest?.("#excalidraw canvas")) return;
       const id = this.docAt(ev.clientX, ev.clientY);
       if (id) {
         ev.stopPropagation();
         ev.preventDefault();
+        this.ex.updateScene({ appState: { selectedElementIds: {}, selectedGroupIds: {} }, captureUpdate: CaptureUpdateAction.NEVER });
         this.onOpenDoc(id);
       }
     }, true);

@@ -261,6 +261,7 @@ export class DocPanel {
         doc: this.server,
         extensions: [lineNumbers(), highlightActiveLineGutter(), highlightActiveLine(), drawSelection(), bracketMatching(), indentOnInput(),
           syntaxHighlighting(defaultHighlightStyle, { fallback: true }), this.language.of([]), recentField, autoMarker, typedMarker,
+          EditorView.lineWrapping, // a long line wraps in the panel: no sideways scrolling to read it
           keymap.of([{ key: "Mod-z", run: () => { this.history("undo"); return true; } }, { key: "Mod-y", run: () => { this.history("redo"); return true; } },
             { key: "Mod-Shift-z", run: () => { this.history("redo"); return true; } }, ...defaultKeymap]),
           EditorView.updateListener.of((u) => { if (u.docChanged && u.transactions.some((t) => t.isUserEvent("input") || t.isUserEvent("delete") || t.isUserEvent("undo") || t.isUserEvent("move") || t.isUserEvent("paste"))) this.schedule(); }),
