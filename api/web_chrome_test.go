@@ -383,17 +383,25 @@ func TestWebUIScreenshotForREADME(t *testing.T) {
 
 // TestWebUIDocumentOpenedByDoubleClick: a document card opened by a
 // double-click is let go (no selection, so no property panel over the
-// canvas), and its long line wraps in the editor instead of running off the
-// panel's side.
+// canvas), its long name is shown whole in the panel's bar, and its long line
+// wraps in the editor instead of running off the panel's side.
 func TestWebUIDocumentOpenedByDoubleClick(t *testing.T) {
 	long := strings.Repeat("a long line of prose that goes on ", 12) + "END"
 	c := openCanvasUI(t, "ui-doc-dblclick", []map[string]any{
-		{"id": "d:long", "type": "doc", "name": "long.txt", "x": 200, "y": 100, "w": 300, "h": 200, "props": map[string]any{"text": "first\n" + long + "\n"}},
+		{"id": "d:long", "type": "doc", "name": "notes-of-the-design-review-2026-12.txt", "x": 200, "y": 100, "w": 300, "h": 200, "props": map[string]any{"text": "first\n" + long + "\n"}},
 	})
 	p := c.p
 	p.dblclick(350, 200)
 	p.poll("the document open", `document.getElementById('doc-panel').dataset.nodeId === 'd:long' && document.querySelectorAll('#doc-panel .cm-line').length >= 2`)
 	p.screenshot("doc-opened-by-dblclick")
+	var title struct {
+		Text             string
+		ScrollW, ClientW float64
+	}
+	p.eval(`(() => { const t = document.querySelector('#doc-panel .doc-title'); return {text: t.textContent, scrollW: t.scrollWidth, clientW: t.clientWidth}; })()`, &title)
+	if !strings.HasPrefix(title.Text, "notes-of-the-design-review-2026-12.txt") || title.ScrollW > title.ClientW+1 {
+		t.Errorf("the document's title %q is cut short: %v px of it shown in %v", title.Text, title.ClientW, title.ScrollW)
+	}
 	var lay struct{ ScrollW, ClientW, LongH, FirstH float64 }
 	p.eval(`(() => { const s = document.querySelector('#doc-panel .cm-scroller'), l = document.querySelectorAll('#doc-panel .cm-line');
 		return {scrollW: s.scrollWidth, clientW: s.clientWidth, longH: l[1].getBoundingClientRect().height, firstH: l[0].getBoundingClientRect().height}; })()`, &lay)

@@ -250,6 +250,7 @@ export class DocPanel {
     this.raw = String(n.props?.text ?? "");
     this.inflight = null;
     this.title.textContent = `${n.name || id}${n.props?.language ? " · " + n.props?.language : ""}`;
+    this.title.title = this.title.textContent; // the whole of it, should the panel be narrower still
     this.el.hidden = false;
     this.el.dataset.nodeId = id;
     this.side.replaceChildren();
