@@ -380,3 +380,46 @@ func TestWebUIScreenshotForREADME(t *testing.T) {
 	}
 	t.Logf("%s: %d bytes", out, len(shot))
 }
+
+// TestWebUIDocumentOpenedByDoubleClick: a document card opened by a
+// double-click is let go (no selection, so no property panel over the
+// canvas), its long name is shown whole in the panel's bar, and its long line
+// wraps in the editor instead of running off the panel's side.
+func TestWebUIDocumentOpenedByDoubleClick(t *testing.T) {
+	long := strings.Repeat("a long line of prose that goes on ", 12) + "END"
+	c := openCanvasUI(t, "ui-doc-dblclick", []map[string]any{
+		{"id": "d:long", "type": "doc", "name": "notes-of-the-design-review-2026-12.txt", "x": 200, "y": 100, "w": 300, "h": 200, "props": map[string]any{"text": "first\n" + long + "\n"}},
+	})
+	p := c.p
+	p.dblclick(350, 200)
+	p.poll("the document open", `document.getElementById('doc-panel').dataset.nodeId === 'd:long' && document.querySelectorAll('#doc-panel .cm-line').length >= 2`)
+	p.screenshot("doc-opened-by-dblclick")
+	var title struct {
+		Text             string
+		ScrollW, ClientW float64
+	}
+	p.eval(`(() => { const t = document.querySelector('#doc-panel .doc-title'); return {text: t.textContent, scrollW: t.scrollWidth, clientW: t.clientWidth}; })()`, &title)
+	if !strings.HasPrefix(title.Text, "notes-of-the-design-review-2026-12.txt") || title.ScrollW > title.ClientW+1 {
+		t.Errorf("the document's title %q is cut short: %v px of it shown in %v", title.Text, title.ClientW, title.ScrollW)
+	}
+	var lay struct{ ScrollW, ClientW, LongH, FirstH float64 }
+	p.eval(`(() => { const s = document.querySelector('#doc-panel .cm-scroller'), l = document.querySelectorAll('#doc-panel .cm-line');
+		return {scrollW: s.scrollWidth, clientW: s.clientWidth, longH: l[1].getBoundingClientRect().height, firstH: l[0].getBoundingClientRect().height}; })()`, &lay)
+	if lay.ScrollW > lay.ClientW+1 || lay.LongH < 2*lay.FirstH {
+		t.Errorf("the long line does not wrap: the editor scrolls %v px wide in %v, the line is %v px high (one line %v)", lay.ScrollW, lay.ClientW, lay.LongH, lay.FirstH)
+	}
+	var panel bool
+	p.eval(`document.getElementById('stage').classList.contains('shape-props')`, &panel)
+	if panel {
+		t.Errorf("the property panel shows for the card opened by a double-click")
+	}
+	p.pollSelection("the card let go after the double-click")
+	// Typed on the wrapped line, the text lands on that line.
+	p.clickCSS(`#doc-panel .cm-line:nth-child(2)`)
+	p.do(chromedp.KeyEvent(kb.End), chromedp.KeyEvent("!"))
+	c.e.waitNodes(c.cid, "the typing on the server", func(n map[string]map[string]any) bool {
+		got, _ := n["d:long"]["props"].(map[string]any)["text"].(string)
+		lines := strings.Split(got, "\n")
+		return len(lines) > 1 && strings.Contains(lines[1], "!")
+	})
+}

@@ -52,7 +52,7 @@ func TestWebUIRoutes(t *testing.T) {
 		b, _ := io.ReadAll(resp.Body)
 		return resp, string(b)
 	}
-	for path, ctype := range map[string]string{"/ui/app.js": "text/javascript", "/ui/boot.js": "text/javascript", "/ui/app.css": "text/css",
+	for path, ctype := range map[string]string{"/ui/main.js": "text/javascript", "/ui/boot.js": "text/javascript", "/ui/app.css": "text/css",
 		"/ui/fonts/Excalifont/Excalifont-Regular-a88b72a24fb54c9f94e3b5fdaa7481c9.woff2": "font/woff2"} {
 		resp, body := get(path)
 		if resp.StatusCode != 200 || !strings.HasPrefix(resp.Header.Get("Content-Type"), ctype) || len(body) < 100 ||

@@ -1,5 +1,7 @@
 // Builds canvasd's browser UI into ../dist (embedded in the binary by
-// web.go): one ESM bundle with code-split chunks, its CSS, index.html and
+// web.go): one ESM bundle with code-split chunks (two entries: app.js, small,
+// asks for the canvas's snapshot, then main.js, the application, whose
+// modules index.html preloads), its CSS, index.html and
 // Excalidraw's fonts (served from /ui/fonts, never from a CDN); and the
 // canvas host's pages into ../dist/shell (served under
 // /host/{session}/__canvas__/): the viewer, the runtime injected into every
@@ -7,7 +9,7 @@
 // `node build.mjs --watch` rebuilds on change.
 import * as esbuild from "esbuild";
 import { cpSync, mkdirSync, rmSync, readFileSync, writeFileSync, readdirSync } from "node:fs";
-import { dirname, join } from "node:path";
+import { dirname, join, relative, resolve, sep } from "node:path";
 import { fileURLToPath } from "node:url";
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -27,7 +29,7 @@ for (const f of readdirSync(fonts)) {
 }
 for (const f of ["index.html", "boot.js"]) writeFileSync(join(out, f), readFileSync(join(here, f)));
 
-// Two patches of Excalidraw's production build:
+// Three patches of Excalidraw's production build:
 // - it lists a CDN as the fallback source of every font; the page's CSP
 //   refuses it (and logs each refusal), so the fallback becomes our own path;
 // - it never caches the bounds of a text bound to a container (a shape's
@@ -39,24 +41,32 @@ const BOUNDS = /static getBounds\((\w+),(\w+)\)\{let (\w+)=([\w$]+)\.boundsCache
 const BOUNDS_CACHED = "static getBounds($1,$2){let $3=$4.boundsCache.get($1),cv=$5($1)?$2?.get($1.containerId)?.version??-1:0;" +
   "if($3?.version&&$3.version===$1.version&&$3.cv===cv)return $3.bounds;let $6=$4.calculateBounds($1,$2);" +
   "return $4.boundsCache.set($1,{version:$1.version,cv,bounds:$6}),$6}";
-const patched = { cdn: 0, bounds: 0 };
+// - its renderer copies every element of the scene into a new map on each
+//   redraw (to leave out one being drawn or typed); with none such, the
+//   scene's own map of its elements is the same: 20,000 map entries less per
+//   remote commit on screen.
+const RENDERABLE = /(\w+)=(\w+)\(\{elements:(\w+),editingTextElement:(\w+),newElementId:(\w+),pendingImageElementId:(\w+)\}\)/g;
+const RENDERABLE_SHARED = "$1=$4||$5||$6?$2({elements:$3,editingTextElement:$4,newElementId:$5,pendingImageElementId:$6}):this.scene.getNonDeletedElementsMap()";
+const patched = { cdn: 0, bounds: 0, renderable: 0 };
 const patchExcalidraw = {
   name: "excalidraw-patches",
   setup(build) {
-    build.onLoad({ filter: /@excalidraw[\\/]excalidraw[\\/]dist[\\/]prod[\\/]chunk-[^\\/]*\.js$/ }, (args) => {
+    build.onLoad({ filter: /@excalidraw[\\/]excalidraw[\\/]dist[\\/]prod[\\/](chunk-[^\\/]*|index)\.js$/ }, (args) => {
       let src = readFileSync(args.path, "utf8");
       const cdn = (src.match(CDN) || []).length;
       const bounds = (src.match(BOUNDS) || []).length;
-      if (!cdn && !bounds) return undefined;
+      const renderable = (src.match(RENDERABLE) || []).length;
+      if (!cdn && !bounds && !renderable) return undefined;
       patched.cdn += cdn;
       patched.bounds += bounds;
-      src = src.replace(CDN, 'location.origin+"/ui/"').replace(BOUNDS, BOUNDS_CACHED);
+      patched.renderable += renderable;
+      src = src.replace(CDN, 'location.origin+"/ui/"').replace(BOUNDS, BOUNDS_CACHED).replace(RENDERABLE, RENDERABLE_SHARED);
       return { contents: src, loader: "js" };
     });
     build.onEnd(() => {
       // Production builds only (watch mode uses Excalidraw's development build).
-      if (!watch && (patched.cdn !== 1 || patched.bounds !== 1)) {
-        throw new Error(`Excalidraw patches: expected one font CDN URL and one getBounds, found ${patched.cdn} and ${patched.bounds} (a new Excalidraw version? see build.mjs)`);
+      if (!watch && (patched.cdn !== 1 || patched.bounds !== 1 || patched.renderable !== 1)) {
+        throw new Error(`Excalidraw patches: expected one font CDN URL, one getBounds and one renderable map, found ${patched.cdn}, ${patched.bounds} and ${patched.renderable} (a new Excalidraw version? see build.mjs)`);
       }
     });
   },
@@ -66,7 +76,7 @@ const options = {
   plugins: [patchExcalidraw],
   // @canvasd/client (a file: dependency on clients/js) is bundled from its TypeScript source.
   alias: { "@canvasd/client": join(here, "..", "..", "clients", "js", "src", "index.ts") },
-  entryPoints: { app: join(here, "src/main.ts") },
+  entryPoints: { app: join(here, "src/entry.ts"), main: join(here, "src/main.ts") },
   bundle: true,
   splitting: true,
   format: "esm",
@@ -75,7 +85,10 @@ const options = {
   entryNames: "[name]",
   chunkNames: "chunks/[name]-[hash]",
   assetNames: "assets/[name]-[hash]",
-  minify: !watch,
+  // CANVASD_UI_NAMES=1 keeps the names of functions, for CPU profiles of the page.
+  minify: !watch && !process.env.CANVASD_UI_NAMES,
+  minifySyntax: !watch,
+  minifyWhitespace: !watch,
   sourcemap: watch ? "inline" : false,
   legalComments: "linked",
   define: { "process.env.NODE_ENV": JSON.stringify(watch ? "development" : "production") },
@@ -112,6 +125,22 @@ if (watch) {
   await shellCtx.watch();
 } else {
   const res = await esbuild.build({ ...options, metafile: true });
+  // index.html names the application's modules (main.js imports them) for
+  // the browser to fetch and compile at once, while the entry runs.
+  const outs = res.metafile.outputs;
+  const key = (f) => Object.keys(outs).find((k) => resolve(k) === resolve(f));
+  const preload = new Set();
+  const todo = outs[key(join(out, "main.js"))].imports.filter((i) => i.kind === "import-statement").map((i) => i.path);
+  while (todo.length) {
+    const f = key(todo.pop());
+    if (!f || preload.has(f)) continue;
+    preload.add(f);
+    for (const i of outs[f].imports) if (i.kind === "import-statement") todo.push(i.path);
+  }
+  const links = [...preload].map((f) => `<link rel="modulepreload" href="/ui/${relative(out, resolve(f)).split(sep).join("/")}">`).join("\n");
+  const index = readFileSync(join(here, "index.html"), "utf8");
+  if (!index.includes("<!-- modulepreload -->")) throw new Error("index.html lacks its <!-- modulepreload --> mark");
+  writeFileSync(join(out, "index.html"), index.replace("<!-- modulepreload -->", links));
   const bytes = Object.values(res.metafile.outputs).reduce((n, o) => n + o.bytes, 0);
   console.log(`web UI built into ${out} (${(bytes / 1e6).toFixed(1)} MB of scripts and styles)`);
   const sh = await esbuild.build({ ...shellOptions, metafile: true });

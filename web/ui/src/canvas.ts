@@ -11,7 +11,6 @@
 import { createElement } from "react";
 import { createRoot, type Root } from "react-dom/client";
 import { Excalidraw, CaptureUpdateAction, FONT_FAMILY, exportToCanvas, getCommonBounds, mutateElement, restoreElements } from "@excalidraw/excalidraw";
-import "@excalidraw/excalidraw/index.css";
 import { ConflictError, type CanvasClient, type CanvasModel, type Commit, type ConflictResult, type Node as CanvasNode } from "@canvasd/client";
 import { actorColor, h, toast, why } from "./dom";
 import { newCmdId, type Outbox } from "./outbox";
@@ -110,13 +109,16 @@ export class CanvasView {
       // Embedded pages are shown as their link: the page's Content-Security-Policy frames only its own origin.
       validateEmbeddable: () => false,
     }, menu() as any));
-    // A double-click on a document card opens the document instead of editing its label.
+    // A double-click on a document card opens the document instead of editing
+    // its label; the card its first click selected is let go (no property
+    // panel over the canvas for it).
     window.addEventListener("dblclick", (ev) => {
       if (!this.ex || !(ev.target as HTMLElement)?.closest?.("#excalidraw canvas")) return;
       const id = this.docAt(ev.clientX, ev.clientY);
       if (id) {
         ev.stopPropagation();
         ev.preventDefault();
+        this.ex.updateScene({ appState: { selectedElementIds: {}, selectedGroupIds: {} }, captureUpdate: CaptureUpdateAction.NEVER });
         this.onOpenDoc(id);
       }
     }, true);
@@ -1254,6 +1256,14 @@ function fitLabel(t: El, box: El): boolean {
 
 const FAMILY_NAMES = new Map(Object.entries(FONT_FAMILY).map(([name, n]) => [n as number, name]));
 const loadedFamilies = new Set<string>(); // font families seen loaded (a loaded font stays loaded)
+// The font faces are looked over again only after a load finished (the
+// page registers hundreds of them: once per label, a 20,000-shape canvas
+// spent seconds in it). This listener is added before any view's refit.
+let fontsChanged = true;
+/** Widths measured, by font and line (a canvas repeats its labels); cleared when full or when a font loaded (a face of more glyphs). */
+const measured = new Map<string, number>();
+const MEASURED_MAX = 50000;
+document.fonts?.addEventListener?.("loadingdone", () => { fontsChanged = true; measured.clear(); });
 let measureCtx: CanvasRenderingContext2D | null | undefined;
 
 /**
@@ -1267,15 +1277,23 @@ function textMeasure(size: number, family: number): { width: (line: string) => n
   const name = FAMILY_NAMES.get(family) || "Excalifont";
   const ctx = measureCtx;
   // fonts.check() is also true for a family no font face is registered for yet.
-  if (!loadedFamilies.has(name)) {
+  if (!loadedFamilies.has(name) && fontsChanged) {
+    fontsChanged = false;
     document.fonts?.forEach((f) => { if (f.status === "loaded") loadedFamilies.add(f.family.replace(/"/g, "")); });
   }
   if (!ctx || !loadedFamilies.has(name)) return { width: (line) => line.length * size * 0.65, exact: false };
   const font = `${size}px "${name}"`;
   return {
     width: (line) => {
-      ctx.font = font;
-      return Math.ceil(ctx.measureText(line).width);
+      const key = font + "\n" + line;
+      let w = measured.get(key);
+      if (w === undefined) {
+        ctx.font = font;
+        w = Math.ceil(ctx.measureText(line).width);
+        if (measured.size >= MEASURED_MAX) measured.clear();
+        measured.set(key, w);
+      }
+      return w;
     },
     exact: true,
   };

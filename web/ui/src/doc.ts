@@ -250,6 +250,7 @@ export class DocPanel {
     this.raw = String(n.props?.text ?? "");
     this.inflight = null;
     this.title.textContent = `${n.name || id}${n.props?.language ? " · " + n.props?.language : ""}`;
+    this.title.title = this.title.textContent; // the whole of it, should the panel be narrower still
     this.el.hidden = false;
     this.el.dataset.nodeId = id;
     this.side.replaceChildren();
@@ -261,6 +262,7 @@ export class DocPanel {
         doc: this.server,
         extensions: [lineNumbers(), highlightActiveLineGutter(), highlightActiveLine(), drawSelection(), bracketMatching(), indentOnInput(),
           syntaxHighlighting(defaultHighlightStyle, { fallback: true }), this.language.of([]), recentField, autoMarker, typedMarker,
+          EditorView.lineWrapping, // a long line wraps in the panel: no sideways scrolling to read it
           keymap.of([{ key: "Mod-z", run: () => { this.history("undo"); return true; } }, { key: "Mod-y", run: () => { this.history("redo"); return true; } },
             { key: "Mod-Shift-z", run: () => { this.history("redo"); return true; } }, ...defaultKeymap]),
           EditorView.updateListener.of((u) => { if (u.docChanged && u.transactions.some((t) => t.isUserEvent("input") || t.isUserEvent("delete") || t.isUserEvent("undo") || t.isUserEvent("move") || t.isUserEvent("paste"))) this.schedule(); }),

@@ -4,7 +4,6 @@
 // opens a document; a token handed over once as #access_token=... is kept
 // like one typed at sign-in and removed from the address bar.
 
-import "./app.css";
 import { CanvasClient, SCREENSHOT_ACTION, viewportBox, type ApplyResult, type CanvasModel, type Commit, type Gesture, type LiveCanvas, type ScreenshotRequest, type Screenshot } from "@canvasd/client";
 import { $, h, toast, why } from "./dom";
 import { CanvasView, touched } from "./canvas";
@@ -13,14 +12,13 @@ import { AgentPanel } from "./agent";
 import { Files } from "./files";
 import { Outbox, sendCommand } from "./outbox";
 import { askNewDoc, confirmSignOut, starterText } from "./newdoc";
-
-const TOKEN_KEY = "canvasd.token";
+import { earlyFetch, tokenInAddress, TOKEN_KEY } from "./early";
 
 interface CanvasInfo { canvas_id: string; title?: string; head_rev?: number }
 
 class App {
   token = "";
-  client = new CanvasClient({ baseUrl: location.origin, token: () => this.token });
+  client = new CanvasClient({ baseUrl: location.origin, token: () => this.token, fetch: earlyFetch });
   canvasId = "";
   model: CanvasModel | null = null;
   live: LiveCanvas | null = null;
@@ -165,14 +163,9 @@ class App {
 
   /** The token handed over in the address's fragment (#access_token=...), taken off the address bar and history; "" when none. */
   private tokenFromHash(): string {
-    const m = /(?:^#|&)access_token=([^&]+)/.exec(location.hash);
-    if (!m) return "";
-    history.replaceState(null, "", location.pathname + location.search);
-    try {
-      return decodeURIComponent(m[1]);
-    } catch {
-      return m[1];
-    }
+    const tok = tokenInAddress();
+    if (tok) history.replaceState(null, "", location.pathname + location.search);
+    return tok;
   }
 
   /** Shows the sign-in dialog with msg; what the user is typing in it stays. */
