@@ -111,6 +111,8 @@ export interface StreamOptions {
   maxReconnects?: number;
   /** Called after each connect with whether it succeeded (for a connection indicator). */
   onConnection?: (state: "open" | "reconnecting") => void;
+  /** Called with the delay the stream waits before it reconnects, after a `reset` ("reset") or a failure ("error"); not called when it reconnects at once. */
+  onBackoff?: (delayMs: number, after: "reset" | "error") => void;
 }
 
 /** Options of exportCanvas. */
@@ -968,6 +970,7 @@ class FetchStream implements CanvasStream {
         // A refusal with Retry-After (429: the token holds too many streams; 503) waits at least that long.
         if (lastError instanceof CanvasError && lastError.retryAfterMs !== undefined) d = Math.max(d, Math.min(lastError.retryAfterMs, maxDelay));
       }
+      o.onBackoff?.(d, reset ? "reset" : "error");
       try {
         await sleep(d, this.ctl.signal);
       } catch {

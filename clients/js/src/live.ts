@@ -92,6 +92,8 @@ export interface LiveCanvasEvents {
   "host:present": [p: HostPresentNotice];
   /** Something failed in the background (a snapshot read, an ack, a hook). */
   error: [err: unknown];
+  /** After a failure of the stream: how long it waits before it reads the canvas and follows it again. */
+  backoff: [delayMs: number];
 }
 
 type Listener<K extends keyof LiveCanvasEvents> = (...args: LiveCanvasEvents[K]) => void;
@@ -345,6 +347,7 @@ export class LiveCanvas {
         if (caughtUpAt && Date.now() - caughtUpAt >= HEALTHY_MS) failures = 0;
         failures++;
         const d = backoff(BACKOFF_MS, failures - 1, MAX_BACKOFF_MS);
+        this.emit("backoff", d);
         try {
           await sleep(d, this.ctl.signal);
         } catch {

@@ -131,20 +131,21 @@ test("a server answering every connect with reset is reconnected to with a growi
   });
   try {
     const c = new CanvasClient({ baseUrl: srv.url, token: "t" });
-    const s = c.stream("c1", { reconnectDelayMs: 50, maxReconnectDelayMs: 5000 });
-    const until = Date.now() + 1000;
+    const delays = [];
+    const s = c.stream("c1", { reconnectDelayMs: 50, maxReconnectDelayMs: 5000, onBackoff: (d, after) => delays.push([d, after]) });
     let resets = 0;
     for await (const ev of s) {
       assert.equal(ev.event, "reset");
       assert.equal(s.lastEventId, "7");
-      resets++;
-      if (Date.now() >= until) break;
+      if (++resets === 6) break;
     }
-    // The first reset reconnects at once; then 25..50, 50..100, 100..200, ... ms.
-    assert.ok(resets >= 3 && resets <= 12, `${resets} resets in a second`);
+    // The first reset reconnects at once; then 25..50, 50..100, 100..200, 200..400 ms (the
+    // delays the stream chose, not the wall clock's gaps, which a loaded machine stretches).
+    assert.equal(srv.connects.length, 6);
+    assert.deepEqual(delays.map(([, after]) => after), ["reset", "reset", "reset", "reset"], `backoffs ${JSON.stringify(delays)} after 6 resets`);
+    delays.forEach(([d], i) => assert.ok(d >= 25 * 2 ** i && d <= 50 * 2 ** i, `backoff ${i + 1} after a reset: ${d} ms, want ${25 * 2 ** i}..${50 * 2 ** i}`));
     const g = gaps(srv.connects);
-    assert.ok(g[0] < 50, `the first reconnect after a reset waited ${g[0]} ms`);
-    assert.ok(g.at(-1) > g[1], `delays ${g} do not grow`);
+    delays.forEach(([d], i) => assert.ok(g[i + 1] >= d - 5, `reconnected ${g[i + 1]} ms after a reset, before its backoff of ${d} ms`));
   } finally {
     await srv.close();
   }
@@ -169,18 +170,21 @@ test("LiveCanvas backs off more and more when a revision gap follows every caugh
   const c = new CanvasClient({ baseUrl: srv.url, token: "t" });
   const live = c.live("c1");
   let errors = 0;
+  const backoffs = [];
   live.on("error", () => errors++);
+  live.on("backoff", (d) => backoffs.push(d));
   try {
-    await new Promise((r) => setTimeout(r, 3500));
+    await waitFor(() => backoffs.length >= 4, "four backoffs", 15000);
   } finally {
     live.close();
     await srv.close();
   }
-  // Reloads after 250..500, 500..1000, 1000..2000, 2000..4000 ms: at most 4 in 3.5 s.
-  assert.ok(loads.length >= 3 && loads.length <= 5, `${loads.length} snapshot reads in 3.5 s`);
-  assert.ok(errors >= loads.length - 1);
+  // The delays it chose (not the wall clock's gaps, which a loaded machine stretches):
+  // 250..500, 500..1000, 1000..2000, 2000..4000 ms.
+  backoffs.slice(0, 4).forEach((d, i) => assert.ok(d >= 250 * 2 ** i && d <= 500 * 2 ** i, `backoff ${i + 1}: ${d} ms, want ${250 * 2 ** i}..${500 * 2 ** i}`));
+  assert.ok(errors >= 4, `${errors} errors for ${backoffs.length} backoffs`);
   const g = gaps(loads);
-  assert.ok(g[2] > g[0], `delays ${g} do not grow`);
+  g.slice(1, 4).forEach((gap, i) => assert.ok(gap >= backoffs[i] - 5, `read again ${gap} ms after a failure, before its backoff of ${backoffs[i]} ms`));
 });
 
 test("LiveCanvas starts its backoff over once the stream stayed caught up for 5 s", async () => {
@@ -208,13 +212,16 @@ test("LiveCanvas starts its backoff over once the stream stayed caught up for 5 
   });
   const c = new CanvasClient({ baseUrl: srv.url, token: "t" });
   const live = c.live("c1");
+  const backoffs = [];
+  live.on("backoff", (d) => backoffs.push(d));
   try {
-    await waitFor(() => loads.length >= 4, "the fourth snapshot read", 15000);
+    await waitFor(() => backoffs.length >= 3, "the third backoff", 15000);
   } finally {
     live.close();
     await srv.close();
   }
-  // Without the restart the third failure would wait 1000..2000 ms.
-  const waited = loads[3] - failedAt;
-  assert.ok(waited < 900, `reloaded ${waited} ms after a failure that followed 5.5 s of health`);
+  // 250..500 and 500..1000 ms after the two failures at once; without the restart the third
+  // (after 5.5 s of health) would wait 1000..2000 ms, with it 250..500 again.
+  assert.ok(backoffs[1] >= 500, `the second backoff: ${backoffs[1]} ms`);
+  assert.ok(backoffs[2] <= 500, `backed off ${backoffs[2]} ms after a failure that followed 5.5 s of health (failed at ${failedAt})`);
 });
