@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -153,4 +154,22 @@ func AgentSessionEnded(id, state string) error {
 // reopening a session that is running on another server.
 func AgentSessionRunning(id, state string) error {
 	return fmt.Errorf("agent session %q is running on another server (state %s); retry when it has finished: %w", id, state, canvas.ErrConflict)
+}
+
+// SessionsByID reads the sessions ids name, in that order, with get (a
+// store's GetAgentSession), leaving out any deleted meanwhile (with its
+// canvas): how the stores' ListAgentSessions read what their query listed.
+func SessionsByID(ctx context.Context, ids []string, get func(context.Context, string) (canvas.AgentSession, error)) ([]canvas.AgentSession, error) {
+	out := make([]canvas.AgentSession, 0, len(ids))
+	for _, id := range ids {
+		a, err := get(ctx, id)
+		if errors.Is(err, canvas.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, a)
+	}
+	return out, nil
 }

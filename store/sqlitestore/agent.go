@@ -257,18 +257,7 @@ func (s *Store) ListAgentSessions(ctx context.Context, canvasID string, limit in
 	if err := rows.Err(); err != nil {
 		return nil, agentErr("list agent sessions", err)
 	}
-	out := make([]canvas.AgentSession, 0, len(ids))
-	for _, id := range ids {
-		a, err := s.GetAgentSession(ctx, id)
-		if errors.Is(err, canvas.ErrNotFound) {
-			continue // deleted meanwhile, with its canvas
-		}
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, a)
-	}
-	return out, nil
+	return store.SessionsByID(ctx, ids, s.GetAgentSession)
 }
 
 // SaveAgentTurn implements store.AgentStore.
