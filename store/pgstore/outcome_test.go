@@ -160,9 +160,15 @@ func TestEngineWriteBoundedByOpTimeout(t *testing.T) {
 		args, _ := json.Marshal(map[string]any{"id": fmt.Sprintf("n%d", i), "name": "x"})
 		return canvas.Envelope{Type: "create_node", BaseRev: &base, Args: args, IdempotencyKey: fmt.Sprintf("k%d", i)}
 	}
-	if _, err := e.Execute(ctx, "c1", actor, env(0)); err != nil {
-		t.Fatal(err)
-	}
+	// Before any fault the machine's speed must not matter: the statements
+	// are prepared without the op timeout, and the first command is retried
+	// with its key until it is answered (a loaded machine may take longer
+	// than the op timeout on a fresh connection).
+	prepareAppend(t, s)
+	testwait.Until(t, 30*time.Second, "a first command committed", func() bool {
+		_, err := e.Execute(ctx, "c1", actor, env(0))
+		return err == nil
+	})
 	drain := func() {
 		select {
 		case <-p.Held:
