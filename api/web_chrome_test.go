@@ -117,6 +117,48 @@ func TestWebUINewDocument(t *testing.T) {
 	}
 }
 
+// TestWebUIDocumentBesideCanvasList: with a document open, a person clicks
+// Canvases in the top bar: the list comes back beside the canvas, which
+// keeps at least Excalidraw's 730 px (narrower, Excalidraw turns to its phone
+// layout); the panel gives up the room. Canvases again puts the list aside.
+func TestWebUIDocumentBesideCanvasList(t *testing.T) {
+	c := openCanvasUI(t, "ui-doc-list", []map[string]any{
+		{"id": "d:plan", "type": "doc", "name": "plan.md", "x": 200, "y": 100, "w": 300, "h": 200, "props": map[string]any{"language": "markdown", "text": "# Plan\n"}},
+	})
+	p := c.p
+	p.dblclick(350, 200)
+	p.poll("the document open", `document.getElementById('doc-panel').dataset.nodeId === 'd:plan' && !document.getElementById('doc-panel').hidden`)
+	p.poll("the list aside", `document.getElementById('sidebar').getBoundingClientRect().width === 0`)
+	withDoc := stageBox(p)
+	const phone = `!!document.querySelector('#excalidraw .excalidraw--mobile')`
+
+	p.clickCSS(`#toggle-sidebar`)
+	p.poll("the list shown", `document.getElementById('sidebar').getBoundingClientRect().width > 0 &&
+		[...document.querySelectorAll('#canvas-list li')].some(li => li.dataset.canvasId === 'ui-doc-list')`)
+	p.painted()
+	p.screenshot("doc-beside-canvas-list")
+	st := stageBox(p)
+	var right float64
+	p.eval(`document.getElementById('right').getBoundingClientRect().width`, &right)
+	if st[2] < 730 {
+		t.Errorf("with the list and a document shown the canvas is %.0f px wide (%.0f before the list), below Excalidraw's 730", st[2], withDoc[2])
+	}
+	if right < 380 {
+		t.Errorf("the document panel is %.0f px wide beside the list", right)
+	}
+	var mobile bool
+	p.eval(phone, &mobile)
+	if mobile {
+		t.Errorf("Excalidraw turned to its phone layout with the list shown")
+	}
+
+	p.clickCSS(`#toggle-sidebar`)
+	p.poll("the list aside again", `document.getElementById('sidebar').getBoundingClientRect().width === 0`)
+	if st := stageBox(p); st[2] < withDoc[2]-1 {
+		t.Errorf("the list put aside, the canvas is %.0f px wide, %.0f before", st[2], withDoc[2])
+	}
+}
+
 // TestWebUIDocumentHistoryFollows: the history shown follows the document
 // (another actor's edit, a restore) without History being clicked again; the
 // unified diff names the document, not its node; the side-by-side diff in
