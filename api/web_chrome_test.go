@@ -117,6 +117,48 @@ func TestWebUINewDocument(t *testing.T) {
 	}
 }
 
+// TestWebUIDocumentBesideCanvasList: with a document open, a person clicks
+// Canvases in the top bar: the list comes back beside the canvas, which
+// keeps at least Excalidraw's 730 px (narrower, Excalidraw turns to its phone
+// layout); the panel gives up the room. Canvases again puts the list aside.
+func TestWebUIDocumentBesideCanvasList(t *testing.T) {
+	c := openCanvasUI(t, "ui-doc-list", []map[string]any{
+		{"id": "d:plan", "type": "doc", "name": "plan.md", "x": 200, "y": 100, "w": 300, "h": 200, "props": map[string]any{"language": "markdown", "text": "# Plan\n"}},
+	})
+	p := c.p
+	p.dblclick(350, 200)
+	p.poll("the document open", `document.getElementById('doc-panel').dataset.nodeId === 'd:plan' && !document.getElementById('doc-panel').hidden`)
+	p.poll("the list aside", `document.getElementById('sidebar').getBoundingClientRect().width === 0`)
+	withDoc := stageBox(p)
+	const phone = `!!document.querySelector('#excalidraw .excalidraw--mobile')`
+
+	p.clickCSS(`#toggle-sidebar`)
+	p.poll("the list shown", `document.getElementById('sidebar').getBoundingClientRect().width > 0 &&
+		[...document.querySelectorAll('#canvas-list li')].some(li => li.dataset.canvasId === 'ui-doc-list')`)
+	p.painted()
+	p.screenshot("doc-beside-canvas-list")
+	st := stageBox(p)
+	var right float64
+	p.eval(`document.getElementById('right').getBoundingClientRect().width`, &right)
+	if st[2] < 730 {
+		t.Errorf("with the list and a document shown the canvas is %.0f px wide (%.0f before the list), below Excalidraw's 730", st[2], withDoc[2])
+	}
+	if right < 380 {
+		t.Errorf("the document panel is %.0f px wide beside the list", right)
+	}
+	var mobile bool
+	p.eval(phone, &mobile)
+	if mobile {
+		t.Errorf("Excalidraw turned to its phone layout with the list shown")
+	}
+
+	p.clickCSS(`#toggle-sidebar`)
+	p.poll("the list aside again", `document.getElementById('sidebar').getBoundingClientRect().width === 0`)
+	if st := stageBox(p); st[2] < withDoc[2]-1 {
+		t.Errorf("the list put aside, the canvas is %.0f px wide, %.0f before", st[2], withDoc[2])
+	}
+}
+
 // TestWebUIDocumentHistoryFollows: the history shown follows the document
 // (another actor's edit, a restore) without History being clicked again; the
 // unified diff names the document, not its node; the side-by-side diff in
@@ -262,7 +304,7 @@ func TestWebUIExcalidrawChrome(t *testing.T) {
 		}
 		return false
 	})
-	p.poll("the panel shown for the selection", `(`+visibleIn+`)('#excalidraw .App-menu__left').length > 0`)
+	p.poll("the Style button shown for the selection, the panel collapsed", `(`+visibleIn+`)('#props-toggle').length === 1 && (`+visibleIn+`)('#excalidraw .App-menu__left').length === 0`)
 	p.screenshot("chrome-drawn")
 
 	// Ctrl+Z, then Ctrl+Shift+Z and Ctrl+Y: the server's undo and redo.
@@ -316,6 +358,65 @@ func TestWebUIExcalidrawChrome(t *testing.T) {
 	p.poll("asked again", `document.getElementById('signout-dialog')?.open`)
 	p.clickCSS(`#signout-confirm`)
 	p.poll("signed out", `!localStorage.getItem('canvasd.token') && document.getElementById('token-dialog').open`)
+}
+
+// TestWebUIExcalidrawChromeStylePanel: with a shape selected, Excalidraw's
+// property panel is collapsed to a Style button beside the main menu, so a
+// click or a drag at the canvas's left (where the panel was) reaches the
+// canvas; a click on Style opens the panel (a swatch recolours the
+// selection), another closes it; S opens it with the stroke colour picker,
+// Escape closes both.
+func TestWebUIExcalidrawChromeStylePanel(t *testing.T) {
+	c := openCanvasUI(t, "ui-style-panel", []map[string]any{
+		{"id": "s:mid", "type": "geo", "x": 600, "y": 300, "w": 120, "h": 80, "props": map[string]any{"geo": "rectangle", "fill": "solid"}},
+		// On screen at the canvas's left, 50 to 130 px in, 200 to 260 px down: under the panel when it was open.
+		{"id": "s:left", "type": "geo", "x": 200, "y": 200, "w": 80, "h": 60, "props": map[string]any{"geo": "rectangle", "fill": "solid"}},
+	})
+	p := c.p
+	const visibleIn = `(sel) => [...document.querySelectorAll(sel)].filter(el => { const r = el.getBoundingClientRect(), s = getComputedStyle(el);
+		return r.width > 0 && r.height > 0 && s.visibility === 'visible' && s.display !== 'none'; })`
+	panelShown := `(` + visibleIn + `)('#excalidraw .App-menu__left').length > 0`
+	p.click(660, 340)
+	p.pollSelection("the middle shape selected", "s:mid")
+	// The shape at the left, where the panel was: a click selects it, the first drag moves it.
+	p.click(240, 230)
+	p.pollSelection("the left shape selected by a click where the panel was", "s:left")
+	p.drag(240, 230, 340, 330)
+	c.e.waitNodes(c.cid, "the first drag moved the left shape", func(n map[string]map[string]any) bool {
+		return n["s:left"]["x"].(float64) > 250
+	})
+
+	p.poll("the Style button shown", `(`+visibleIn+`)('#props-toggle').length === 1`)
+	var box [2]float64
+	p.eval(`(() => { const r = document.getElementById('props-toggle').getBoundingClientRect(); return [r.width, r.height]; })()`, &box)
+	if box[0]*box[1] > 100*40 {
+		t.Errorf("the Style button is %.0f×%.0f px", box[0], box[1])
+	}
+	var shown bool
+	p.eval(panelShown, &shown)
+	if shown {
+		t.Errorf("the property panel covers the canvas as soon as a shape is selected")
+	}
+	p.screenshot("style-collapsed")
+
+	// Style opens the panel; a swatch recolours; Style again closes it.
+	p.clickCSS(`#props-toggle`)
+	p.poll("the panel open", panelShown+` && document.getElementById('props-toggle').getAttribute('aria-expanded') === 'true'`)
+	p.screenshot("style-open")
+	p.clickCSS(`[data-testid="color-top-pick-#e03131"]`)
+	c.e.waitNodes(c.cid, "recoloured by the panel", func(n map[string]map[string]any) bool {
+		return n["s:left"]["props"].(map[string]any)["color"] == "red"
+	})
+	p.clickCSS(`#props-toggle`)
+	p.poll("the panel closed", `!(`+panelShown+`) && document.getElementById('props-toggle').getAttribute('aria-expanded') === 'false'`)
+
+	// The keyboard: Excalidraw's S opens the stroke colour picker, the panel with it; Escape closes them.
+	p.do(chromedp.KeyEvent("s"))
+	p.poll("S opened the stroke picker and the panel", panelShown+` && canvasd.view.ex.getAppState().openPopup === 'elementStroke'`)
+	p.painted()
+	p.screenshot("style-stroke-key")
+	p.do(chromedp.KeyEvent(kb.Escape))
+	p.poll("Escape closed the picker and the panel", `!(`+panelShown+`) && !canvasd.view.ex.getAppState().openPopup`)
 }
 
 // TestWebUINoCanvasChrome: with no canvas open, none of Excalidraw's

@@ -358,6 +358,7 @@ func TestWebUIEditKeepsWhatExcalidrawCannotDraw(t *testing.T) {
 	rev := c.head()
 	p.click(520, 290)
 	p.pollSelection("the cloud selected", "s:cloud")
+	p.clickCSS(`#props-toggle`) // the property panel opened (it stays open for the next selection)
 	p.clickCSS(`[data-testid="color-top-pick-#e03131"]`)
 	nodes := c.e.waitNodes(c.cid, "recoloured", func(n map[string]map[string]any) bool {
 		return n["s:cloud"]["props"].(map[string]any)["color"] == "red"

@@ -86,6 +86,9 @@ export class CanvasView {
   /** Shown beside the canvas: the unresolved conflicts. */
   conflictBox: HTMLElement;
   private lastSel = "";
+  private propsToggle: HTMLButtonElement;
+  private propsOpen = false; // the property panel opened (it shows while something is selected or drawn)
+  private propsByKey = false; // opened by S or G: it closes with the colour picker
 
   constructor(private host: HTMLElement, private client: CanvasClient, private canvasId: () => string, private outbox: Outbox,
     menu: () => unknown = () => null) { // Excalidraw's main menu (files.ts)
@@ -109,6 +112,18 @@ export class CanvasView {
       // Embedded pages are shown as their link: the page's Content-Security-Policy frames only its own origin.
       validateEmbeddable: () => false,
     }, menu() as any));
+    // Excalidraw's property panel starts collapsed to this Style button beside its main menu (app.css): a
+    // click opens it and another closes it; S and G (Excalidraw's colour-picker keys) open it too.
+    this.propsToggle = h("button", { type: "button", id: "props-toggle", "aria-expanded": "false", text: "Style",
+      title: "Style of the selection: stroke, background, fill, stroke width and style, sloppiness, edges, opacity, layers, actions (S and G open the colour pickers)",
+      onmousedown: (ev: MouseEvent) => ev.preventDefault(),
+      onclick: (ev: MouseEvent) => {
+        this.showProps(!this.propsOpen, false);
+        // Clicked, the keyboard focus goes back to Excalidraw (not to a button of the panel just hidden), so that its shortcuts keep
+        // working; Enter or Space on the button (a click of detail 0) leaves it on the button.
+        if (ev.detail > 0) host.querySelector<HTMLElement>(".excalidraw-container")?.focus({ preventScroll: true });
+      } });
+    host.append(this.propsToggle);
     // A double-click on a document card opens the document instead of editing
     // its label; the card its first click selected is let go (no property
     // panel over the canvas for it).
@@ -124,6 +139,14 @@ export class CanvasView {
     }, true);
     // Labels sized before their font had loaded are sized again once it has.
     document.fonts?.addEventListener?.("loadingdone", () => this.refit());
+  }
+
+  /** Opens or closes Excalidraw's property panel; one opened by a key closes with the colour picker it opened. */
+  private showProps(open: boolean, byKey: boolean): void {
+    this.propsOpen = open;
+    this.propsByKey = open && byKey;
+    this.host.classList.toggle("props-open", open);
+    this.propsToggle.setAttribute("aria-expanded", String(open));
   }
 
   whenReady(): Promise<void> {
@@ -505,6 +528,10 @@ export class CanvasView {
     }
     // Excalidraw's property panel shows only for a selection or a shape being drawn or typed (app.css): picking a tool leaves the canvas free.
     this.host.classList.toggle("shape-props", !!(sel || app.newElement || app.editingTextElement || app.multiElement));
+    // S and G open a colour picker of the panel: the panel opens for it (and closes after, if the key opened it).
+    const picker = app.openPopup === "elementStroke" || app.openPopup === "elementBackground";
+    if (picker && !this.propsOpen) this.showProps(true, true);
+    else if (!picker && this.propsByKey) this.showProps(false, false);
     if (app.cursorButton === "down" || app.newElement || app.resizingElement || app.editingTextElement || app.multiElement ||
       app.selectedElementsAreBeingDragged || app.isResizing || app.isRotating) return;
     const v = sceneVersion(els);
