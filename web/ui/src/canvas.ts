@@ -491,12 +491,24 @@ export class CanvasView {
 
   private isDirty(el: El): boolean {
     const r = this.rendered.get(el.id);
-    return r === undefined ? !el.isDeleted : r !== el.version;
+    return r === undefined ? !el.isDeleted || this.deletedFromServer(el) : r !== el.version;
   }
 
   /** An edit of the user's that plan() has not seen. */
   private isUnplanned(el: El): boolean {
-    return this.isDirty(el) && this.sent.get(el.id) !== stamp(el) && !(el.isDeleted && this.rendered.get(el.id) === undefined);
+    return this.isDirty(el) && this.sent.get(el.id) !== stamp(el) && !(el.isDeleted && this.rendered.get(el.id) === undefined && !this.deletedFromServer(el));
+  }
+
+  /**
+   * A shape or arrow deleted on the page that the server has, although the
+   * page never drew the server's version of it: one the person drew and
+   * deleted before the page took their commit on stage. Its delete is sent
+   * like any other (it came back after a reload otherwise).
+   */
+  private deletedFromServer(el: El): boolean {
+    if (!el.isDeleted || partOf(el.id).part || !this.model) return false;
+    const id = nodeOf(el);
+    return this.model.nodes.has(id) || this.model.edges.has(id);
   }
 
   /**
