@@ -23,6 +23,14 @@ func (d deafListener) Listen(ctx context.Context, _ func(string)) error {
 	return ctx.Err()
 }
 
+// Capabilities names d, not the store inside it, as the engine's Notifier
+// (else the engine would listen through the store and hear everything).
+func (d deafListener) Capabilities() store.Capabilities {
+	c := d.Store.Capabilities()
+	c.Notifier = d
+	return c
+}
+
 func startEngine(t *testing.T, st store.Store, cfg store.EngineConfig) *store.Engine {
 	t.Helper()
 	cfg.Logger = quietLogger()
