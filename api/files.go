@@ -10,7 +10,6 @@ package api
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -285,7 +284,7 @@ func (s *Server) importFile(ctx context.Context, canvasID string, in importReque
 	for i, e := range sc.Edges {
 		args.Edges[i] = canvas.ImportEdge{ID: e.ID, From: e.From, To: e.To, Type: e.Type, Props: e.Props}
 	}
-	raw, err := json.Marshal(args)
+	raw, err := args.AppendJSON(make([]byte, 0, 2*len(file)))
 	if err != nil {
 		return store.Answer{}, fmt.Errorf("encoding the import: %w", err)
 	}

@@ -34,7 +34,8 @@ type Node struct {
 }
 
 // AppendJSON appends the node's JSON, byte for byte what json.Marshal
-// writes, with reflection only for props. A coordinate or size that is
+// writes, without reflection (but for props values of types JSON does not
+// decode to). A coordinate or size that is
 // not finite is an error, as it is to json.Marshal.
 func (n *Node) AppendJSON(b []byte) ([]byte, error) {
 	b = appendJSONString(append(b, `{"id":`...), n.ID)
@@ -55,11 +56,9 @@ func (n *Node) AppendJSON(b []byte) ([]byte, error) {
 	if n.Props == nil {
 		b = append(b, "null"...)
 	} else {
-		p, err := json.Marshal(n.Props)
-		if err != nil {
+		if b, err = appendJSONObject(b, n.Props); err != nil {
 			return nil, err
 		}
-		b = append(b, p...)
 	}
 	b = appendJSONString(append(b, `,"created_by":`...), n.CreatedBy)
 	b = appendJSONString(append(b, `,"updated_by":`...), n.UpdatedBy)

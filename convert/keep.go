@@ -277,6 +277,11 @@ func decodeJSON(data []byte) (obj, error) {
 	if err := checkDepth(data); err != nil {
 		return nil, err
 	}
+	if v, ok := canvas.ParseJSONFast(data); ok { // as below, without reflection
+		if o, ok := v.(obj); ok {
+			return o, nil
+		}
+	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
 	var v any

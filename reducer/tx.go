@@ -501,7 +501,7 @@ func (t *tx) edgeChange(id string) (canvas.Change, any, bool, error) {
 		v := *nw
 		v.CreatedRev, v.UpdatedRev = t.cmd.Rev, t.cmd.Rev
 		v.CreatedBy = t.cmd.Actor.ID
-		b, err := json.Marshal(&v)
+		b, err := v.AppendJSON(make([]byte, 0, 256))
 		if err != nil {
 			return canvas.Change{}, nil, false, canvas.Unprocessable("args", "edge %q cannot be encoded: %v", id, err)
 		}
