@@ -410,11 +410,7 @@ type encodedAt struct{ args, argsEnd, changes int }
 // encode writes the commit's JSON object: the same members as
 // json.Marshal would write (args compacted), without reflection.
 func (c *Commit) encode() (b []byte, at encodedAt, err error) {
-	changes, err := c.ChangesJSON()
-	if err != nil {
-		return nil, at, err
-	}
-	b = make([]byte, 0, 192+len(c.CanvasID)+len(c.EventID)+len(c.CmdID)+len(c.Type)+len(c.Args)+len(c.ActorID)+len(changes))
+	b = make([]byte, 0, 192+len(c.CanvasID)+len(c.EventID)+len(c.CmdID)+len(c.Type)+len(c.Args)+len(c.ActorID)+changesSize(c.Changes))
 	b = appendJSONString(append(b, `{"canvas_id":`...), c.CanvasID)
 	b = appendJSONString(append(b, `,"event_id":`...), c.EventID)
 	b = strconv.AppendInt(append(b, `,"rev":`...), c.Rev, 10)
@@ -440,8 +436,10 @@ func (c *Commit) encode() (b []byte, at encodedAt, err error) {
 	b = c.TS.AppendFormat(append(b, `,"ts":`...), `"`+time.RFC3339Nano+`"`)
 	b = append(b, `,"changes":`...)
 	at.changes = len(b)
-	b = append(append(b, changes...), '}')
-	return b, at, nil
+	if b, err = appendChanges(b, c.Changes); err != nil { // in place: an import's are megabytes
+		return nil, at, fmt.Errorf("encoding the changes of commit %d: %w", c.Rev, err)
+	}
+	return append(b, '}'), at, nil
 }
 
 // appendJSONString appends s as a JSON string: as is when it holds nothing
@@ -474,11 +472,24 @@ func (c *Commit) ChangesJSON() ([]byte, error) {
 	if c.encoded != nil {
 		return c.encoded[c.changesAt : len(c.encoded)-1], nil
 	}
-	b, err := appendChanges(make([]byte, 0, 64+256*len(c.Changes)), c.Changes)
+	b, err := appendChanges(make([]byte, 0, changesSize(c.Changes)), c.Changes)
 	if err != nil {
 		return nil, fmt.Errorf("encoding the changes of commit %d: %w", c.Rev, err)
 	}
 	return b, nil
+}
+
+// changesSize is about the length of the changes' JSON (exactly, for puts
+// of compact values).
+func changesSize(changes []Change) int {
+	n := 2
+	for i := range changes {
+		n += len(`{"op":"","kind":"","id":"","value":},`) + len(changes[i].Op) + len(changes[i].Kind) + len(changes[i].ID) + len(changes[i].Value)
+		if len(changes[i].Value) == 0 {
+			n += 64 // a patch or an edit
+		}
+	}
+	return n
 }
 
 // appendChanges appends changes as a JSON array (an empty one for none),

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/canvasd/canvasd/canvas"
@@ -57,7 +58,7 @@ func decodeJSONCanvas(data []byte) (*Scene, error) {
 	ids := map[string]string{} // file id → node id
 	origs := map[*canvas.Node]obj{}
 	for i, v := range nodesA {
-		place := fmt.Sprintf(".nodes[%d]", i)
+		place := ".nodes[" + strconv.Itoa(i) + "]"
 		o, ok := v.(obj)
 		if !ok {
 			return nil, fileError(place, "must be an object")
@@ -82,7 +83,7 @@ func decodeJSONCanvas(data []byte) (*Scene, error) {
 	jcParents(sc.Nodes)
 	edgeOrigs := map[*canvas.Edge]obj{}
 	for i, v := range edgesA {
-		place := fmt.Sprintf(".edges[%d]", i)
+		place := ".edges[" + strconv.Itoa(i) + "]"
 		o, ok := v.(obj)
 		if !ok {
 			return nil, fileError(place, "must be an object")

@@ -2,8 +2,9 @@ package convert
 
 import (
 	"bytes"
+	"encoding/binary"
+	"encoding/hex"
 	"encoding/json"
-	"fmt"
 	"hash/fnv"
 	"sort"
 	"strconv"
@@ -83,7 +84,7 @@ func signature(o obj, carry map[string]bool) string {
 		b = append(b, ';')
 		h.Write(b)
 	}
-	return fmt.Sprintf("%016x", h.Sum64())
+	return hex.EncodeToString(binary.BigEndian.AppendUint64(b[:0], h.Sum64())) // as %016x
 }
 
 // appendCanon appends a canonical text of a JSON value (numbers as

@@ -49,7 +49,7 @@ func apply(s *canvas.State, c *canvas.Commit, values []any) error {
 	if s.Bound == nil {
 		s.IndexEdges()
 	}
-	a := applier{s: s, c: c, values: values}
+	a := applier{s: s, c: c, values: values, undo: make([]saved, 0, len(c.Changes))}
 	hist := CaptureHistory(s, c) // docs: per-actor undo/redo stacks (doc_history.go)
 	for i := range c.Changes {
 		if err := a.change(i, &c.Changes[i]); err != nil {

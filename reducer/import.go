@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strconv"
 
 	"github.com/canvasd/canvasd/canvas"
 )
@@ -47,30 +48,34 @@ func decideImportScene(t *tx, args json.RawMessage) error {
 	return importEdges(t, a.Edges)
 }
 
+// importField names the i-th node or edge (list "nodes" or "edges") of
+// the args.
+func importField(list string, i int) string {
+	return "args." + list + "[" + strconv.Itoa(i) + "]"
+}
+
 // touchImportIDs checks that the import's ids are valid and unique among
 // its nodes and among its edges, and touches each (an import conflicts
 // with a change to anything it writes).
 func touchImportIDs(t *tx, a *canvas.ImportSceneArgs) error {
 	nodeIdx := make(map[string]int, len(a.Nodes))
 	for i, n := range a.Nodes {
-		field := fmt.Sprintf("args.nodes[%d]", i)
-		if err := canvas.ValidateID(field+".id", n.ID); err != nil {
-			return err
+		if err := canvas.ValidateID("id", n.ID); err != nil {
+			return canvas.ValidateID(importField("nodes", i)+".id", n.ID)
 		}
 		if j, dup := nodeIdx[n.ID]; dup {
-			return canvas.Unprocessable(field+".id", "%q is also the id of args.nodes[%d]; ids must be unique", n.ID, j)
+			return canvas.Unprocessable(importField("nodes", i)+".id", "%q is also the id of args.nodes[%d]; ids must be unique", n.ID, j)
 		}
 		nodeIdx[n.ID] = i
 		t.touch(nodeRef(n.ID))
 	}
 	edgeIdx := make(map[string]int, len(a.Edges))
 	for i, e := range a.Edges {
-		field := fmt.Sprintf("args.edges[%d]", i)
-		if err := canvas.ValidateID(field+".id", e.ID); err != nil {
-			return err
+		if err := canvas.ValidateID("id", e.ID); err != nil {
+			return canvas.ValidateID(importField("edges", i)+".id", e.ID)
 		}
 		if j, dup := edgeIdx[e.ID]; dup {
-			return canvas.Unprocessable(field+".id", "%q is also the id of args.edges[%d]; ids must be unique", e.ID, j)
+			return canvas.Unprocessable(importField("edges", i)+".id", "%q is also the id of args.edges[%d]; ids must be unique", e.ID, j)
 		}
 		edgeIdx[e.ID] = i
 		t.touch(edgeRef(e.ID))
@@ -108,7 +113,7 @@ func importNodes(t *tx, nodes []canvas.ImportNode) error {
 		return canvas.Unprocessable("args.nodes", "cannot place the nodes in z-order: %v", err)
 	}
 	for i, in := range nodes {
-		field := fmt.Sprintf("args.nodes[%d]", i)
+		field := importField("nodes", i)
 		if !canvas.ValidNodeType(in.Type) {
 			if in.Type == "arrow" {
 				return canvas.Unprocessable(field+".type", "arrows are edges, not nodes: list them under edges")
@@ -175,7 +180,7 @@ func importParents(t *tx, nodes []canvas.ImportNode) error {
 // on their nodes; an edge of the canvas with the same id is replaced.
 func importEdges(t *tx, edges []canvas.ImportEdge) error {
 	for i, in := range edges {
-		field := fmt.Sprintf("args.edges[%d]", i)
+		field := importField("edges", i)
 		for _, end := range [...]struct{ field, id string }{{field + ".from", in.From}, {field + ".to", in.To}} {
 			if end.id != "" {
 				if _, err := t.needNode(end.field, end.id); err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -325,6 +326,7 @@ func (j *journal) reset() {
 // entities (and the History map) rather than editing them in place, so the
 // old pointers are the old values.
 func (j *journal) record(s *canvas.State, c *canvas.Commit) {
+	j.entries = slices.Grow(j.entries, 1+len(c.Changes)) // an import's thousands at once
 	j.entries = append(j.entries, journalEntry{rev: s.Rev, hist: s.History, isRev: true})
 	for _, ch := range c.Changes {
 		ref := canvas.Ref{Kind: ch.Kind, ID: ch.ID}
