@@ -136,7 +136,7 @@ func jcNode(o obj, place string) (*canvas.Node, error) {
 	if !ok {
 		return nil, fileError(place+".type", "must be a string")
 	}
-	n := &canvas.Node{ID: id, Props: map[string]any{}}
+	n := &canvas.Node{ID: id, Props: make(map[string]any, 10)} // a text node has 9 props
 	for _, f := range []struct {
 		key string
 		dst *float64

@@ -96,7 +96,7 @@ func appendCanon(b []byte, v any) []byte {
 	case bool:
 		return strconv.AppendBool(b, t)
 	case string:
-		return strconv.AppendQuote(b, t)
+		return appendQuote(b, t)
 	case json.Number:
 		if f, err := t.Float64(); err == nil {
 			return append(b, canvas.Num(f)...)
@@ -126,12 +126,23 @@ func appendCanon(b []byte, v any) []byte {
 			if i > 0 {
 				b = append(b, ',')
 			}
-			b = appendCanon(append(strconv.AppendQuote(b, k), ':'), t[k])
+			b = appendCanon(append(appendQuote(b, k), ':'), t[k])
 		}
 		return append(b, '}')
 	}
 	j, _ := json.Marshal(v)
 	return append(b, j...)
+}
+
+// appendQuote is strconv.AppendQuote, quick for printable ASCII (which it
+// leaves as it is).
+func appendQuote(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' {
+			return strconv.AppendQuote(b, s)
+		}
+	}
+	return append(append(append(b, '"'), s...), '"')
 }
 
 // sameJSON reports whether a and b are the same JSON value written the
