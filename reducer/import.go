@@ -19,8 +19,11 @@ const CmdImportScene = "import_scene"
 // fails refuses the whole import with a field error naming it
 // (args.nodes[3].props.fill). The created ids are every id imported.
 func decideImportScene(t *tx, args json.RawMessage) error {
-	a, ok := canvas.DecodeImportSceneArgsFast(args) // an import's own args: no reflection
+	a, ok := canvas.DecodeImportSceneArgsFast(args) // an import's own args: no reflection; valid JSON
 	if !ok {
+		if !json.Valid(args) { // as Decide checks other commands' args
+			return canvas.Unprocessable("args", "is not a single valid JSON object")
+		}
 		if err := decodeArgs(args, &a); err != nil {
 			return err
 		}
@@ -54,10 +57,34 @@ func importField(list string, i int) string {
 	return "args." + list + "[" + strconv.Itoa(i) + "]"
 }
 
+// expect sizes the working set of t for about nodes and edges written and
+// touched at once (an import's thousands), sparing the growth steps.
+func (t *tx) expect(nodes, edges int) {
+	if nodes+edges < 64 {
+		return
+	}
+	n := nodes + edges + len(t.touched)
+	if t.touchedSet == nil {
+		t.touchedSet = make(map[canvas.Ref]struct{}, n+nodes/8)
+		for _, r := range t.touched {
+			t.touchedSet[r] = struct{}{}
+		}
+	}
+	t.touched = slices.Grow(t.touched, n)
+	t.order = slices.Grow(t.order, n)
+	if t.nodes == nil {
+		t.nodes = make(map[string]*canvas.Node, nodes)
+	}
+	if t.edges == nil {
+		t.edges = make(map[string]*canvas.Edge, edges)
+	}
+}
+
 // touchImportIDs checks that the import's ids are valid and unique among
 // its nodes and among its edges, and touches each (an import conflicts
 // with a change to anything it writes).
 func touchImportIDs(t *tx, a *canvas.ImportSceneArgs) error {
+	t.expect(len(a.Nodes), len(a.Edges))
 	nodeIdx := make(map[string]int, len(a.Nodes))
 	for i, n := range a.Nodes {
 		if err := canvas.ValidateID("id", n.ID); err != nil {

@@ -112,3 +112,29 @@ func TestImportSceneIsAllOrNothing(t *testing.T) {
 		}
 	}
 }
+
+// TestImportSceneArgsReadBothWays: args the fast decoder reads and args
+// only encoding/json reads (other spacing and spelling) import the same
+// nodes; args that are not one JSON object are refused as for any command.
+func TestImportSceneArgsReadBothWays(t *testing.T) {
+	fast, slow := newRH(t), newRH(t)
+	if _, ok := canvas.DecodeImportSceneArgsFast([]byte(fmt.Sprintf(importArgs, "merge"))); !ok {
+		t.Fatal("the fast decoder refused the import's args")
+	}
+	fast.do(CmdImportScene, fmt.Sprintf(importArgs, "merge"))
+	other := strings.Replace(fmt.Sprintf(importArgs, "merge"), `"mode"`, `"Mode"`, 1) // encoding/json matches names case-insensitively
+	if _, ok := canvas.DecodeImportSceneArgsFast([]byte(other)); ok {
+		t.Fatal("the fast decoder read a name spelled otherwise")
+	}
+	slow.do(CmdImportScene, other)
+	if jsonOf(fast.s.Scene()) != jsonOf(slow.s.Scene()) {
+		t.Errorf("the two decoders imported different scenes")
+	}
+	for _, bad := range []string{`{"nodes":[]}}`, `{"nodes":[]}]`, `{"nodes":[}`, `{"nodes":[]} {}`} {
+		_, err := newRH(t).try(CmdImportScene, bad)
+		var fe *canvas.FieldError
+		if !errors.As(err, &fe) || fe.Field != "args" || !strings.Contains(fe.Reason, "not a single valid JSON object") {
+			t.Errorf("%s: %v, want args refused as not one JSON object", bad, err)
+		}
+	}
+}

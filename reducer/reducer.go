@@ -79,7 +79,7 @@ func Decide(s *canvas.State, cmd canvas.Command) (Decision, error) {
 	}
 	if len(cmd.Args) == 0 {
 		cmd.Args = []byte("{}")
-	} else if !json.Valid(cmd.Args) {
+	} else if cmd.Type != CmdImportScene && !json.Valid(cmd.Args) { // an import's megabytes: its decoder checks them
 		// canvas.DecodeStrict alone lets a stray closing '}' or ']' through.
 		return Decision{}, canvas.Unprocessable("args", "is not a single valid JSON object")
 	}
