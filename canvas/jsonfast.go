@@ -467,3 +467,11 @@ func (e *Edge) AppendJSON(b []byte) ([]byte, error) {
 	b = strconv.AppendInt(append(b, `,"updated_rev":`...), e.UpdatedRev, 10)
 	return append(b, '}'), nil
 }
+
+// AppendNum appends Num(f) without allocating it.
+func AppendNum(b []byte, f float64) []byte {
+	if out, err := appendJSONFloat(b, f); err == nil {
+		return out
+	}
+	return append(b, '0')
+}

@@ -196,3 +196,12 @@ func TestEdgeAppendJSON(t *testing.T) {
 		t.Error("AppendJSON of a NaN prop: no error")
 	}
 }
+
+// TestAppendNumIsNum: AppendNum appends what Num returns.
+func TestAppendNumIsNum(t *testing.T) {
+	for _, f := range []float64{0, math.Copysign(0, -1), 1, -2.5, 1e21, 1e-7, 123456789.125, 5e-324, math.Inf(1), math.NaN()} {
+		if got, want := string(AppendNum([]byte("x"), f)), "x"+string(Num(f)); got != want {
+			t.Errorf("AppendNum(%v) = %s, want %s", f, got, want)
+		}
+	}
+}

@@ -5,7 +5,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
-	"hash/fnv"
+	"slices"
 	"sort"
 	"strconv"
 
@@ -68,23 +68,33 @@ func (k kept) apply(fresh obj, carry, known map[string]bool) obj {
 	return fresh
 }
 
+// The FNV-1a 64-bit constants.
+const (
+	fnvOffset = 14695981039346656037
+	fnvPrime  = 1099511628211
+)
+
 // signature hashes the members of o but those in carry.
 func signature(o obj, carry map[string]bool) string {
-	keys := make([]string, 0, len(o))
+	var small [16]string
+	keys := small[:0]
 	for k := range o {
 		if !carry[k] {
 			keys = append(keys, k)
 		}
 	}
-	sort.Strings(keys)
-	h := fnv.New64a()
-	var b []byte
+	slices.Sort(keys)
+	h := uint64(fnvOffset) // FNV-1a, 64 bits (hash/fnv's New64a, without its allocation)
+	var buf [256]byte
+	b := buf[:0]
 	for _, k := range keys {
 		b = appendCanon(append(append(b[:0], k...), '='), o[k])
 		b = append(b, ';')
-		h.Write(b)
+		for _, c := range b {
+			h = (h ^ uint64(c)) * fnvPrime
+		}
 	}
-	return hex.EncodeToString(binary.BigEndian.AppendUint64(b[:0], h.Sum64())) // as %016x
+	return hex.EncodeToString(binary.BigEndian.AppendUint64(b[:0], h)) // as %016x
 }
 
 // appendCanon appends a canonical text of a JSON value (numbers as
@@ -99,11 +109,11 @@ func appendCanon(b []byte, v any) []byte {
 		return appendQuote(b, t)
 	case json.Number:
 		if f, err := t.Float64(); err == nil {
-			return append(b, canvas.Num(f)...)
+			return canvas.AppendNum(b, f)
 		}
 		return append(b, t...)
 	case float64:
-		return append(b, canvas.Num(t)...)
+		return canvas.AppendNum(b, t)
 	case int:
 		return strconv.AppendInt(b, int64(t), 10)
 	case []any:
@@ -162,7 +172,8 @@ func sameJSON(a, b any) bool {
 		case json.Number:
 			return x == y
 		case float64:
-			return string(x) == string(canvas.Num(y))
+			var buf [32]byte
+			return string(x) == string(canvas.AppendNum(buf[:0], y))
 		}
 		return false
 	case float64:
@@ -170,7 +181,8 @@ func sameJSON(a, b any) bool {
 		case float64:
 			return x == y
 		case json.Number:
-			return string(canvas.Num(x)) == string(y)
+			var buf [32]byte
+			return string(canvas.AppendNum(buf[:0], x)) == string(y)
 		}
 		return false
 	case []any:
