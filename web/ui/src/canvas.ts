@@ -17,7 +17,7 @@ import { ConflictError, type CanvasClient, type CanvasModel, type Commit, type C
 import { actorColor, h, toast, why } from "./dom";
 import { newCmdId, type Outbox } from "./outbox";
 import { edgeElements, elementId, IMAGE_DATA_URL, imageFileId, nodeElements, partOf, type El } from "./mapping";
-import { clashOf, isDirty, isUnplanned, lostConflict, nodeOf, planGesture, stamp, subtree, type Files, type Planned } from "./plan";
+import { clashOf, gestureUnderWay, isDirty, isUnplanned, lostConflict, nodeOf, planGesture, selectedIds, stamp, subtree, type Files, type Planned } from "./plan";
 
 /** What a commit touched, by kind. */
 export interface Applied {
@@ -522,13 +522,11 @@ export class CanvasView {
     const picker = app.openPopup === "elementStroke" || app.openPopup === "elementBackground";
     if (picker && !this.propsOpen) this.showProps(true, true);
     else if (!picker && this.propsByKey) this.showProps(false, false);
-    if (app.cursorButton === "down" || app.newElement || app.resizingElement || app.editingTextElement || app.multiElement ||
-      app.selectedElementsAreBeingDragged || app.isResizing || app.isRotating) return;
+    if (gestureUnderWay(app)) return;
     const v = sceneVersion(els);
     if (v === this.lastSceneVersion) return;
     this.lastSceneVersion = v;
-    const selected = new Set(Object.keys(app.selectedElementIds || {}).filter((k) => app.selectedElementIds[k]));
-    const cmds = this.plan(els, files, selected);
+    const cmds = this.plan(els, files, selectedIds(app));
     if (cmds.length) this.send(cmds);
   }
 

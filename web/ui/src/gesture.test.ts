@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import { CanvasModel, type Commit, type Edge as CanvasEdge, type Node as CanvasNode } from "@canvasd/client";
 import { edgeElements, elementId, nodeElements, type El } from "./mapping";
-import { clashOf, deletedFromServer, isUnplanned, lostConflict, planGesture, stamp, type GesturePlan, type PageState, type Planned } from "./plan";
+import { clashOf, deletedFromServer, gestureUnderWay, isUnplanned, selectedIds, lostConflict, planGesture, stamp, type GesturePlan, type PageState, type Planned } from "./plan";
 
 const node = (id: string, type: string, x: number, y: number, over: Partial<CanvasNode> = {}): CanvasNode =>
   ({ id, type, x, y, w: 100, h: 60, rotation: 0, name: "", parent_id: "", index: "a" + id, props: type === "geo" ? { geo: "rectangle" } : {},
@@ -269,4 +269,16 @@ test("a 409 of others' changes to other fields is sent again; to the same fields
   // A create (no fields) always lets the person choose; changes to nodes not in conflict do not count.
   assert.equal(clashOf([], ["a"], body(restyled)).overlap, true);
   assert.deepEqual(clashOf(["x"], ["z"], { recovery_ops: [moved] } as never).both, []);
+});
+
+test("a gesture is planned when it ends: not while a button is down, a shape drawn, resized, turned or dragged, or a text typed", () => {
+  const idle = { cursorButton: "up", newElement: null, resizingElement: null, editingTextElement: null, multiElement: null,
+    selectedElementsAreBeingDragged: false, isResizing: false, isRotating: false, selectedElementIds: { a: true, b: false } };
+  assert.equal(gestureUnderWay(idle), false);
+  for (const busy of [{ cursorButton: "down" }, { newElement: {} }, { resizingElement: {} }, { editingTextElement: {} }, { multiElement: {} },
+    { selectedElementsAreBeingDragged: true }, { isResizing: true }, { isRotating: true }]) {
+    assert.equal(gestureUnderWay({ ...idle, ...busy }), true, JSON.stringify(busy));
+  }
+  assert.deepEqual([...selectedIds(idle)], ["a"]);
+  assert.deepEqual([...selectedIds({})], []);
 });

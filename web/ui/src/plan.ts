@@ -330,6 +330,35 @@ export function lostConflict(lost: readonly Lost[], m: Pick<ServerCanvas, "rev">
   } as unknown as ConflictResult;
 }
 
+/** What the planner reads of Excalidraw's app state (fields of its AppState). */
+export interface GestureApp {
+  cursorButton?: string;
+  newElement?: unknown;
+  resizingElement?: unknown;
+  editingTextElement?: unknown;
+  multiElement?: unknown;
+  selectedElementsAreBeingDragged?: boolean;
+  isResizing?: boolean;
+  isRotating?: boolean;
+  selectedElementIds?: Readonly<Record<string, boolean>>;
+}
+
+/**
+ * Whether the person is in the middle of a gesture (a button down, a shape
+ * being drawn, resized, turned or dragged, a text being typed, a line's
+ * points being placed): its commands are planned when it ends.
+ */
+export function gestureUnderWay(app: GestureApp): boolean {
+  return !!(app.cursorButton === "down" || app.newElement || app.resizingElement || app.editingTextElement || app.multiElement ||
+    app.selectedElementsAreBeingDragged || app.isResizing || app.isRotating);
+}
+
+/** The ids of the elements selected. */
+export function selectedIds(app: GestureApp): Set<string> {
+  const sel = app.selectedElementIds || {};
+  return new Set(Object.keys(sel).filter((k) => sel[k]));
+}
+
 /** How the others' commits of a 409 met a gesture's commands (clashOf). */
 export interface Clash {
   /** The actors whose commits touched the commands' nodes. */
