@@ -93,10 +93,10 @@ func (s *Store) ClaimAgentSession(ctx context.Context, actorID string) (canvas.A
 	octx, cancel := s.opCtx(ctx)
 	defer cancel()
 	var id string
-	err := s.pool.QueryRow(octx, `UPDATE canvas_agent_sessions SET state = $1, actor_id = $2, updated_at = now()
+	err := s.pool.QueryRow(octx, `UPDATE canvas_agent_sessions SET state = $1, actor_id = $2, updated_at = $4
 		WHERE id = (SELECT id FROM canvas_agent_sessions WHERE state = $3 ORDER BY created_at, id LIMIT 1 FOR UPDATE SKIP LOCKED)
 		  AND state = $3
-		RETURNING id`, canvas.AgentWaitingContext, actorID, canvas.AgentQueued).Scan(&id)
+		RETURNING id`, canvas.AgentWaitingContext, actorID, canvas.AgentQueued, s.now()).Scan(&id)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return canvas.AgentSession{}, fmt.Errorf("no queued agent session: %w", canvas.ErrNotFound)
 	}
@@ -125,10 +125,10 @@ func (s *Store) CancelAgentSession(ctx context.Context, id string) (string, time
 	defer cancel()
 	var was string
 	var at time.Time
-	err := s.pool.QueryRow(octx, `UPDATE canvas_agent_sessions n SET state = 'canceled', updated_at = now()
+	err := s.pool.QueryRow(octx, `UPDATE canvas_agent_sessions n SET state = 'canceled', updated_at = $2
 		FROM (SELECT id, state FROM canvas_agent_sessions WHERE id = $1 FOR UPDATE) o
 		WHERE n.id = o.id AND o.state NOT IN `+terminalStates+`
-		RETURNING o.state, n.updated_at`, id).Scan(&was, &at)
+		RETURNING o.state, n.updated_at`, id, s.now()).Scan(&was, &at)
 	if errors.Is(err, pgx.ErrNoRows) {
 		_, err = s.AgentSessionState(ctx, id)
 		return "", time.Time{}, err

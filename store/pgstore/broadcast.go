@@ -42,6 +42,11 @@ const (
 // broadcastTable is created on first use (CREATE UNLOGGED TABLE IF NOT
 // EXISTS, under the migration lock): it is scratch space, not part of the
 // versioned schema, and losing it in a database crash loses nothing durable.
+// Its created_at, and the age pruneBroadcasts compares it with, are the
+// database's now(), not the store's clock: the rows come from every process
+// on the database, and its clock is the one they all share, so a process
+// whose clock runs ahead cannot prune another's broadcasts before they were
+// read.
 const broadcastTableDDL = `
 CREATE UNLOGGED TABLE IF NOT EXISTS canvasd_broadcasts (
 	id         bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
@@ -143,11 +148,12 @@ func (s *Store) Broadcast(ctx context.Context, topic string, payload []byte) err
 // once per broadcastPruneGap unless force.
 func (s *Store) pruneBroadcasts(ctx context.Context, force bool) {
 	s.bc.mu.Lock()
-	if !force && time.Since(s.bc.lastPrune) < broadcastPruneGap {
+	now := s.now()
+	if !force && now.Sub(s.bc.lastPrune) < broadcastPruneGap {
 		s.bc.mu.Unlock()
 		return
 	}
-	s.bc.lastPrune = time.Now()
+	s.bc.lastPrune = now
 	s.bc.mu.Unlock()
 	ctx, cancel := s.opCtx(ctx)
 	defer cancel()

@@ -12,7 +12,7 @@ import (
 
 // CreateCanvas stores a new canvas with head 0 (c.HeadRev is ignored). An
 // existing id is canvas.ErrAlreadyExists; an empty id canvas.ErrInvalid. A
-// zero CreatedAt is stored as the database's now().
+// zero CreatedAt is stored as the store's clock's now (WithNow).
 func (s *Store) CreateCanvas(ctx context.Context, c canvas.Canvas) error {
 	if c.ID == "" {
 		return fmt.Errorf("pgstore: create canvas: %w", canvas.Invalid("canvas_id", "must not be empty"))
@@ -21,8 +21,8 @@ func (s *Store) CreateCanvas(ctx context.Context, c canvas.Canvas) error {
 	defer cancel()
 	_, err := s.pool.Exec(ctx,
 		`INSERT INTO canvases (id, title, head_rev, created_at, created_by)
-		 VALUES ($1, $2, 0, COALESCE($3, now()), $4)`,
-		c.ID, c.Title, nullTime(c.CreatedAt), c.CreatedBy)
+		 VALUES ($1, $2, 0, $3, $4)`,
+		c.ID, c.Title, s.orNow(c.CreatedAt), c.CreatedBy)
 	if _, ok := uniqueViolation(err); ok {
 		return fmt.Errorf("canvas %q: %w", c.ID, canvas.ErrAlreadyExists)
 	}

@@ -388,7 +388,9 @@ func (s *Store) batchCtx(jobs []*appendJob) (context.Context, context.CancelFunc
 	return context.WithDeadline(context.Background(), dl)
 }
 
-// opDeadline is the deadline opCtx would give an operation starting now.
+// opDeadline is the deadline opCtx would give an operation starting now. It
+// reads time.Now, not the store's clock: it is compared with context
+// deadlines, which run on the wall clock.
 func (s *Store) opDeadline(ctx context.Context) time.Time {
 	dl, ok := ctx.Deadline()
 	if s.cfg.opTimeout <= 0 {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"path"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -203,7 +202,7 @@ func (s *Store) SharedSecret(ctx context.Context, name string, candidate []byte)
 			INSERT INTO shared_secrets (name, value, created_at) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING RETURNING value
 		)
 		SELECT value FROM ins UNION ALL SELECT value FROM shared_secrets WHERE name = $1 LIMIT 1`,
-		name, candidate, time.Now().UTC()).Scan(&v)
+		name, candidate, s.now()).Scan(&v)
 	if errors.Is(err, pgx.ErrNoRows) {
 		// Another process inserted it after this statement's snapshot was
 		// taken: read it with a new one.

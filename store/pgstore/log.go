@@ -119,7 +119,7 @@ func (s *Store) newAppendJob(ctx context.Context, canvasID string, expectedHead 
 	}
 	j := s.commit.jobPool.Get().(*appendJob)
 	j.ctx, j.deadline, j.canvasID, j.head = ctx, s.opDeadline(ctx), canvasID, expectedHead
-	if err := j.cols.add(canvasID, expectedHead, commits, idem); err != nil {
+	if err := j.cols.add(canvasID, expectedHead, commits, idem, s.now); err != nil {
 		s.commit.put(j)
 		return nil, err
 	}
@@ -140,8 +140,9 @@ type appendCols struct {
 	created                    []time.Time
 }
 
-// add appends the rows of one Append, checking them.
-func (a *appendCols) add(canvasID string, expectedHead int64, commits []canvas.Commit, idem []store.IdempotencyRecord) error {
+// add appends the rows of one Append, checking them; an idempotency record
+// without a CreatedAt gets now().
+func (a *appendCols) add(canvasID string, expectedHead int64, commits []canvas.Commit, idem []store.IdempotencyRecord, now func() time.Time) error {
 	for i := range commits {
 		c := &commits[i]
 		if c.Rev != expectedHead+int64(i)+1 {
@@ -174,7 +175,7 @@ func (a *appendCols) add(canvasID string, expectedHead int64, commits []canvas.C
 		}
 		created := r.CreatedAt
 		if created.IsZero() {
-			created = time.Now()
+			created = now()
 		}
 		a.idemCanvas, a.keys, a.fps = append(a.idemCanvas, canvasID), append(a.keys, r.Key), append(a.fps, []byte(r.Fingerprint))
 		a.outcomes, a.results, a.irevs, a.created = append(a.outcomes, string(r.Outcome)), append(a.results, result), append(a.irevs, r.Rev), append(a.created, created)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -50,7 +49,7 @@ func (s *Store) migrate(ctx context.Context) error {
 			}
 			if _, err := tx.Exec(ctx,
 				`INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)`,
-				m.Version, m.Name, time.Now().UnixMicro()); err != nil {
+				m.Version, m.Name, s.now().UnixMicro()); err != nil {
 				return fmt.Errorf("record migration %d: %w", m.Version, err)
 			}
 			s.log.Info("pgstore: applied migration", "version", m.Version, "name", m.Name)

@@ -79,6 +79,7 @@ type config struct {
 	connectTimeout time.Duration
 	opTimeout      time.Duration
 	channel        string
+	now            func() time.Time
 }
 
 // Option configures Open.
@@ -111,6 +112,21 @@ func WithConnectTimeout(d time.Duration) Option { return func(c *config) { c.con
 // with canvas.ErrUnavailable instead of hanging them.
 func WithOpTimeout(d time.Duration) Option { return func(c *config) { c.opTimeout = d } }
 
+// WithNow sets the clock of the timestamps the store writes or decides on
+// itself (default time.Now): the creation time of a canvas, token, named
+// snapshot or idempotency record given without one, a state snapshot's and a
+// shared secret's creation, an agent session's claim and cancellation, a
+// migration's application, the pacing of broadcast pruning. Commits carry
+// the times their callers give them. As in sqlitestore, tests drive time
+// through it.
+func WithNow(now func() time.Time) Option {
+	return func(c *config) {
+		if now != nil {
+			c.now = now
+		}
+	}
+}
+
 // WithChannel overrides the NOTIFY channel name (names over 63 bytes are
 // replaced by a hash of them).
 func WithChannel(name string) Option { return func(c *config) { c.channel = name } }
@@ -121,7 +137,7 @@ func WithChannel(name string) Option { return func(c *config) { c.channel = name
 // advisory lock, so processes starting together apply them exactly once.
 // An unreachable database is an error wrapping canvas.ErrUnavailable.
 func Open(ctx context.Context, databaseURL string, opts ...Option) (*Store, error) {
-	cfg := config{connectTimeout: DefaultConnectTimeout, opTimeout: DefaultOpTimeout}
+	cfg := config{connectTimeout: DefaultConnectTimeout, opTimeout: DefaultOpTimeout, now: time.Now}
 	for _, o := range opts {
 		o(&cfg)
 	}
@@ -193,6 +209,17 @@ func Open(ctx context.Context, databaseURL string, opts ...Option) (*Store, erro
 // OpTimeout is the operation timeout (WithOpTimeout): the engine bounds a
 // whole write by it (store.Capabilities.OpTimeout).
 func (s *Store) OpTimeout() time.Duration { return s.cfg.opTimeout }
+
+// now reads the store's clock (WithNow) in UTC at the database's precision.
+func (s *Store) now() time.Time { return s.cfg.now().UTC().Truncate(time.Microsecond) }
+
+// orNow is t, or the store's clock's now when t is zero.
+func (s *Store) orNow(t time.Time) time.Time {
+	if t.IsZero() {
+		return s.now()
+	}
+	return t
+}
 
 // Channel returns the NOTIFY channel this store announces appends on.
 func (s *Store) Channel() string { return s.channel }

@@ -26,8 +26,8 @@ func (s *Store) SaveStateSnapshot(ctx context.Context, canvasID string, snap sto
 		`INSERT INTO state_snapshots (canvas_id, rev, schema, data)
 		 SELECT $1, $2, $3, $4
 		 WHERE $5 = '' OR EXISTS (SELECT 1 FROM commits WHERE canvas_id = $1 AND rev = $2 AND event_id = $5)
-		 ON CONFLICT (canvas_id, rev) DO UPDATE SET schema = excluded.schema, data = excluded.data, created_at = now()`,
-		canvasID, snap.Rev, snap.Schema, data, snap.EventID)
+		 ON CONFLICT (canvas_id, rev) DO UPDATE SET schema = excluded.schema, data = excluded.data, created_at = $6`,
+		canvasID, snap.Rev, snap.Schema, data, snap.EventID, s.now())
 	if fkViolation(err) {
 		return fmt.Errorf("canvas %q: %w", canvasID, canvas.ErrNotFound)
 	}
@@ -89,14 +89,14 @@ func (s *Store) PruneIdempotency(ctx context.Context, cutoff time.Time) (int64, 
 
 // CreateNamedSnapshot stores a snapshot marker. An existing (canvas, id) is
 // canvas.ErrAlreadyExists; a missing canvas canvas.ErrNotFound. A zero
-// CreatedAt is stored as the database's now().
+// CreatedAt is stored as the store's clock's now (WithNow).
 func (s *Store) CreateNamedSnapshot(ctx context.Context, ns store.NamedSnapshot) error {
 	ctx, cancel := s.opCtx(ctx)
 	defer cancel()
 	_, err := s.pool.Exec(ctx,
 		`INSERT INTO named_snapshots (canvas_id, id, label, description, rev, created_by, created_at)
-		 VALUES ($1, $2, $3, $4, $5, $6, COALESCE($7, now()))`,
-		ns.CanvasID, ns.ID, ns.Label, ns.Description, ns.Rev, ns.CreatedBy, nullTime(ns.CreatedAt))
+		 VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+		ns.CanvasID, ns.ID, ns.Label, ns.Description, ns.Rev, ns.CreatedBy, s.orNow(ns.CreatedAt))
 	if _, ok := uniqueViolation(err); ok {
 		return fmt.Errorf("snapshot %q of canvas %q: %w", ns.ID, ns.CanvasID, canvas.ErrAlreadyExists)
 	}
@@ -156,7 +156,8 @@ func (s *Store) ListNamedSnapshots(ctx context.Context, canvasID string) ([]stor
 }
 
 // CreateToken stores a token by its hash. An existing actor id (or hash) is
-// canvas.ErrAlreadyExists. A zero CreatedAt is stored as now(), a zero
+// canvas.ErrAlreadyExists. A zero CreatedAt is stored as the store's clock's
+// now (WithNow), a zero
 // ExpiresAt as NULL (never).
 func (s *Store) CreateToken(ctx context.Context, t store.TokenRecord) error {
 	ctx, cancel := s.opCtx(ctx)
@@ -167,8 +168,8 @@ func (s *Store) CreateToken(ctx context.Context, t store.TokenRecord) error {
 	}
 	_, err := s.pool.Exec(ctx,
 		`INSERT INTO tokens (hash, actor_id, actor_type, role, canvases, name, created_at, expires_at)
-		 VALUES ($1, $2, $3, $4, $5, $6, COALESCE($7, now()), $8)`,
-		t.Hash, t.ActorID, string(t.ActorType), string(t.Role), cs, t.Name, nullTime(t.CreatedAt), nullTime(t.ExpiresAt))
+		 VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+		t.Hash, t.ActorID, string(t.ActorType), string(t.Role), cs, t.Name, s.orNow(t.CreatedAt), nullTime(t.ExpiresAt))
 	if _, ok := uniqueViolation(err); ok {
 		return fmt.Errorf("token of actor %q: %w", t.ActorID, canvas.ErrAlreadyExists)
 	}

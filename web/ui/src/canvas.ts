@@ -1,9 +1,10 @@
 // The canvas on Excalidraw. Remote commits re-render only the elements of
 // the nodes they touched; the user's edits become canvasd commands with
 // base_rev (create_shape, move, resize, rotate, update_shape, delete_shape,
-// group, ungroup; arrows: create_edge, update_edge, delete_edge, planned in
-// plan.ts), sent as one batch per gesture; props only as the person changed
-// them (mapping.ts).
+// group, ungroup; arrows: create_edge, update_edge, delete_edge), planned by
+// plan.ts (pure: this view reads the scene, calls planGesture, sends), sent
+// as one batch per gesture; props only as the person changed them
+// (mapping.ts).
 // A 409 whose conflicting changes touch other fields than the user's is
 // re-sent at the new head; otherwise the user's change stays on screen with
 // the conflict explained until they keep it or take the other version.
@@ -11,11 +12,12 @@
 import { createElement } from "react";
 import { createRoot, type Root } from "react-dom/client";
 import { Excalidraw, CaptureUpdateAction, FONT_FAMILY, exportToCanvas, getCommonBounds, mutateElement, restoreElements } from "@excalidraw/excalidraw";
+import type { AppState, BinaryFiles } from "@excalidraw/excalidraw/types";
 import { ConflictError, type CanvasClient, type CanvasModel, type Commit, type ConflictResult, type Node as CanvasNode } from "@canvasd/client";
 import { actorColor, h, toast, why } from "./dom";
 import { newCmdId, type Outbox } from "./outbox";
-import { edgeElements, elementId, IMAGE_DATA_URL, imageFileId, nodeDraft, nodeElements, partOf, type El, type NodeDraft } from "./mapping";
-import { planArrow, type ArrowContext } from "./plan";
+import { edgeElements, elementId, IMAGE_DATA_URL, imageFileId, nodeElements, partOf, type El } from "./mapping";
+import { clashOf, gestureUnderWay, isDirty, isUnplanned, lostConflict, nodeOf, planGesture, selectedIds, stamp, subtree, type Files, type Planned } from "./plan";
 
 /** What a commit touched, by kind. */
 export interface Applied {
@@ -30,17 +32,10 @@ export function touched(c: Commit): Applied {
 }
 
 /** A planned command; carries: the gesture's elements (id → stamp) that its commands send. */
-type Cmd = { id: string; type: string; args: any; nodes: string[]; fields: string[]; carries?: Map<string, string> };
+type Cmd = { id: string; type: string; args: Record<string, unknown>; nodes: string[]; fields: string[]; carries?: Map<string, string> };
 /** The canvas a gesture was made on: its id, and the model the page had of it. */
 type Target = { cid: string; m: CanvasModel };
 export interface Box { x: number; y: number; w: number; h: number }
-/** A shape moved: by (dx, dy), to (x, y). */
-type Move = { id: string; dx: number; dy: number; x: number; y: number };
-/** A shape turned by deg degrees about (ox, oy). */
-type Turn = { id: string; deg: number; ox: number; oy: number };
-
-const GEOMETRY = ["x", "y", "w", "h", "rotation"];
-
 export class CanvasView {
   private root: Root | null = null;
   private ex: any = null; // ExcalidrawImperativeAPI
@@ -324,7 +319,7 @@ export class CanvasView {
     for (const id of this.pendingNodes) {
       const n = m.nodes.get(id);
       // Children show their groups and frames (and move with them).
-      if (n && (n.type === "group" || n.type === "frame")) this.subtree(id, nodes);
+      if (n && (n.type === "group" || n.type === "frame")) subtree(id, this.children, nodes);
       else nodes.add(id);
       this.index(id);
     }
@@ -475,7 +470,7 @@ export class CanvasView {
     let unplanned = false;
     for (const el of now) {
       if (!fresh.has(el.id)) {
-        unplanned ||= this.isUnplanned(el);
+        unplanned ||= isUnplanned(el, this.rendered, this.sent, this.model);
         continue;
       }
       this.rendered.set(el.id, el.version);
@@ -489,26 +484,9 @@ export class CanvasView {
     this.lastSceneVersion = unplanned ? -1 : sceneVersion(now);
   }
 
+  /** Whether el is the user's version (see plan.ts). */
   private isDirty(el: El): boolean {
-    const r = this.rendered.get(el.id);
-    return r === undefined ? !el.isDeleted || this.deletedFromServer(el) : r !== el.version;
-  }
-
-  /** An edit of the user's that plan() has not seen. */
-  private isUnplanned(el: El): boolean {
-    return this.isDirty(el) && this.sent.get(el.id) !== stamp(el) && !(el.isDeleted && this.rendered.get(el.id) === undefined && !this.deletedFromServer(el));
-  }
-
-  /**
-   * A shape or arrow deleted on the page that the server has, although the
-   * page never drew the server's version of it: one the person drew and
-   * deleted before the page took their commit on stage. Its delete is sent
-   * like any other (it came back after a reload otherwise).
-   */
-  private deletedFromServer(el: El): boolean {
-    if (!el.isDeleted || partOf(el.id).part || !this.model) return false;
-    const id = nodeOf(el);
-    return this.model.nodes.has(id) || this.model.edges.has(id);
+    return isDirty(el, this.rendered, this.model);
   }
 
   /**
@@ -529,7 +507,7 @@ export class CanvasView {
 
   // ------------------------------------------------------------ user edits
 
-  private changed(els: readonly El[], app: any, files: any): void {
+  private changed(els: readonly El[], app: AppState, files: BinaryFiles): void {
     // Excalidraw initialises its scene asynchronously: only then may the canvas be put on stage.
     if (this.ex && !app.isLoading) this.resolveReady();
     if (!this.model) return;
@@ -544,241 +522,44 @@ export class CanvasView {
     const picker = app.openPopup === "elementStroke" || app.openPopup === "elementBackground";
     if (picker && !this.propsOpen) this.showProps(true, true);
     else if (!picker && this.propsByKey) this.showProps(false, false);
-    if (app.cursorButton === "down" || app.newElement || app.resizingElement || app.editingTextElement || app.multiElement ||
-      app.selectedElementsAreBeingDragged || app.isResizing || app.isRotating) return;
+    if (gestureUnderWay(app)) return;
     const v = sceneVersion(els);
     if (v === this.lastSceneVersion) return;
     this.lastSceneVersion = v;
-    const selected = new Set(Object.keys(app.selectedElementIds || {}).filter((k) => app.selectedElementIds[k]));
-    const cmds = this.plan(els, files, selected);
+    const cmds = this.plan(els, files, selectedIds(app));
     if (cmds.length) this.send(cmds);
   }
 
-  /** The commands that bring the server to what the user sees (selected: the ids of the elements selected). */
-  private plan(els: readonly El[], files: any, selected: Set<string> = new Set()): Cmd[] {
+  /**
+   * The commands that bring the server to what the user sees (planGesture),
+   * marked as sent; an edit of shapes others deleted meanwhile is shown as a
+   * conflict instead. selected: the ids of the elements selected.
+   */
+  private plan(els: readonly El[], files: Files, selected: ReadonlySet<string> = new Set()): Cmd[] {
     const m = this.model!;
-    const byId = new Map<string, El>();
-    const labels = new Map<string, El>();
-    for (const el of els) {
-      byId.set(el.id, el);
-      if (this.stage.get(el.id) !== el) this.stage.set(el.id, el); // an edit's copy: updates in place go to it
-      if (el.type === "text" && el.containerId && !el.isDeleted) labels.set(el.containerId, el);
-    }
-    for (const [cid, t] of labels) byId.set(cid + "::text", t);
-    const dirtyNodes = new Set<string>();
-    const dirtyEdges = new Set<string>();
-    for (const el of els) {
-      if (!this.isUnplanned(el)) continue;
-      const node = nodeOf(el);
-      // Every arrow is an edge (its label too).
-      if (m.edges.has(node) || (!m.nodes.has(node) && byId.get(elementId(node))?.type === "arrow")) dirtyEdges.add(node);
-      else dirtyNodes.add(node);
-    }
-    if (!dirtyNodes.size && !dirtyEdges.size) return [];
-    const cmds: Cmd[] = [];
-    const cmd = (type: string, args: any, nodes: string[], fields: string[]) => cmds.push({ id: newCmdId(), type, args, nodes, fields });
-    const deleted: string[] = [];
-    const moves: Move[] = [];
-    const turns: Turn[] = [];
-    const groups = new Map<string, { members: Set<string>; depth: number }>(); // new group id → what it holds (ids may start with "-": Excalidraw's nanoids)
-    const ungroups = new Set<string>();
-    // Frames first: a new shape in a new frame is created after it.
-    const order = [...dirtyNodes].sort((a, b) => +(byId.get(elementId(b))?.type === "frame") - +(byId.get(elementId(a))?.type === "frame"));
-    const created = new Set<string>();
-    const reframed = new Set<string>();
-    const lost: { cmd: Cmd; by: Commit }[] = [];
-    for (const id of order) {
-      const el = byId.get(elementId(id));
-      const prev = m.nodes.get(id);
-      if (!el) continue;
-      if (el.isDeleted) {
-        if (prev) deleted.push(id);
-        else if (partOf(el.id).part === "text" || el.containerId) { /* a label removed: handled with its node */ }
-        continue;
-      }
-      if (prev?.type === "doc" && partOf(el.id).part) continue;
-      const d = nodeDraft(el, byId, prev, files, prev ? undefined : m.nodes.get(String(el.customData?.node ?? "")));
-      if (!d) continue;
-      // A dropped or picked image is on stage before its file is read: it is
-      // created once its data URL is there (the next change), not empty first.
-      if (!prev && d.type === "image" && !d.props.url) continue;
-      // Excalidraw's groupIds run from the innermost group out; the ones the server lacks are new.
-      const want: string[] = (el.groupIds || []).filter((g: string) => !g.includes("::")).map((g: string) => partOf(g).node);
-      if (!prev) {
-        const args: any = { id, type: d.type, x: d.x, y: d.y, w: d.w, h: d.h, props: d.props };
-        if (d.rotation) args.rotation = d.rotation;
-        if (d.name) args.name = d.name;
-        // In the innermost group the server has (new inner ones are made below), else in its frame.
-        const frame = el.frameId ? partOf(el.frameId).node : "";
-        const parent = want.find((g) => m.nodes.has(g)) || (m.nodes.has(frame) || created.has(frame) ? frame : "");
-        if (parent) args.parent_id = parent;
-        if (d.type === "draw" || d.type === "line") { args.w = Math.max(1, d.w); args.h = Math.max(1, d.h); }
-        for (const k of Object.keys(d.props)) if (d.props[k] === null) delete d.props[k];
-        const by = this.deletedByOthers.get(id);
-        if (by) { // someone deleted it while the user changed it: a conflict, not a new shape
-          lost.push({ cmd: { id: newCmdId(), type: "create_shape", args, nodes: [id], fields: GEOMETRY }, by });
-          continue;
-        }
-        cmd("create_shape", args, [id], []);
-        created.add(id);
-      } else {
-        this.planUpdate(id, d, prev, cmd, moves, turns);
-        const chain = groupChain(prev, m.nodes);
-        for (const g of chain) if (!want.includes(g)) ungroups.add(g);
-        // Dragged into or out of a frame: the shape, or the outermost group
-        // it stays in, changes parent (frames do not nest on screen).
-        const frame = el.frameId ? partOf(el.frameId).node : "";
-        let top = prev;
-        for (let p = m.nodes.get(top.parent_id || ""), d = 0; p?.type === "group" && d < 64; p = m.nodes.get(p.parent_id || ""), d++) top = p;
-        if (prev.type !== "frame" && chain.every((g) => want.includes(g)) && (top.parent_id || "") !== frame &&
-          (!frame || m.nodes.has(frame) || created.has(frame)) && !reframed.has(top.id)) {
-          reframed.add(top.id);
-          cmd("update_shape", { id: top.id, parent_id: frame }, [top.id], ["parent_id"]);
-        }
-      }
-      // A new group holds the next inner group, or the shape.
-      want.forEach((g, k) => {
-        if (m.nodes.has(g)) return;
-        const gr = groups.get(g) || { members: new Set<string>(), depth: k };
-        gr.members.add(k ? want[k - 1] : id);
-        groups.set(g, gr);
-      });
-    }
-    if (deleted.length) cmd("delete_shape", { ids: deleted }, deleted, GEOMETRY);
-    for (const [op, ids] of this.planOrder(els, dirtyNodes)) cmd("reorder", { ids, op }, ids, ["index"]);
-    // One relative move for shapes dragged together, absolute otherwise.
-    const byDelta = new Map<string, Move[]>();
-    for (const mv of moves) {
-      const k = `${mv.dx},${mv.dy}`;
-      byDelta.set(k, [...(byDelta.get(k) || []), mv]);
-    }
-    for (const group of byDelta.values()) {
-      if (group.length > 1) cmd("move", { ids: group.map((g) => g.id), dx: group[0].dx, dy: group[0].dy }, group.map((g) => g.id), ["x", "y"]);
-      else cmd("move", { id: group[0].id, x: group[0].x, y: group[0].y }, [group[0].id], ["x", "y"]);
-    }
-    // One rotate for shapes turned together (about the same point).
-    const byTurn = new Map<string, Turn[]>();
-    for (const tu of turns) {
-      const k = `${tu.deg},${Math.round(tu.ox)},${Math.round(tu.oy)}`;
-      byTurn.set(k, [...(byTurn.get(k) || []), tu]);
-    }
-    for (const group of byTurn.values()) {
-      const ids = group.map((g) => g.id);
-      cmd("rotate", { ids, degrees: group[0].deg, origin_x: group[0].ox, origin_y: group[0].oy }, ids, ["rotation", "x", "y"]);
-    }
-    for (const gid of ungroups) cmd("ungroup", { id: gid }, [gid], ["parent_id"]);
-    for (const [gid, gr] of [...groups].sort((a, b) => a[1].depth - b[1].depth)) {
-      const ids = [...gr.members];
-      if (ids.length > 1) cmd("group", { ids, group_id: gid }, ids, ["parent_id"]);
-    }
-    // An edge at a deleted shape goes with it.
-    const gone = new Set<string>();
-    for (const id of deleted) this.subtree(id, gone);
-    // Arrows (edges): what the person changed of them (plan.ts).
-    const arrows: ArrowContext = { nodes: m.nodes, edges: m.edges, gone, created, moved: dirtyNodes, selected };
-    for (const id of dirtyEdges) {
-      const c = planArrow(id, byId.get(elementId(id)), byId, arrows);
-      if (c) cmd(c.type, c.args, c.ids, c.fields);
-    }
-    // (An arrow that only followed a shape sends nothing: it settles with that shape's command, plan() counts it as carried.)
-    if (lost.length) {
-      // Shown as the 409 of a command that met the delete would be: held, with Keep mine (recreate) or Take theirs.
-      const body = { status: "conflict", current_rev: m.rev, base_rev: Math.min(...lost.map((l) => l.by.rev)) - 1,
-        conflicting_ids: lost.map((l) => l.cmd.nodes[0]!), recovery_ops: [...new Set(lost.map((l) => l.by))], suggestion: "" } as unknown as ConflictResult;
-      void this.conflict(lost.map((l) => l.cmd), body, Infinity, { cid: this.canvasId(), m });
-    }
+    for (const el of els) if (this.stage.get(el.id) !== el) this.stage.set(el.id, el); // an edit's copy: updates in place go to it
+    const p = planGesture(m, { rendered: this.rendered, sent: this.sent, children: this.children, deletedByOthers: this.deletedByOthers }, { els, files, selected });
+    const cmds: Cmd[] = p.cmds.map(asCmd);
+    if (p.lost.length) void this.conflict(p.lost.map((l) => asCmd(l.cmd)), lostConflict(p.lost, m), Infinity, { cid: this.canvasId(), m });
     if (!cmds.length) {
       // Nothing the server keeps changed (a lock, say): the scene's version
       // counts as shown, so that the server's later versions replace it.
       for (const el of els) {
         const n = nodeOf(el);
-        if ((dirtyNodes.has(n) || dirtyEdges.has(n)) && !this.held.has(n)) this.rendered.set(el.id, el.version);
+        if (p.dirty.has(n) && !this.held.has(n)) this.rendered.set(el.id, el.version);
       }
       return [];
     }
     // Mark what was planned as sent.
     const carries = new Map<string, string>();
     for (const el of els) {
-      const node = nodeOf(el);
-      if (dirtyNodes.has(node) || dirtyEdges.has(node)) {
+      if (p.dirty.has(nodeOf(el))) {
         this.sent.set(el.id, stamp(el));
         carries.set(el.id, stamp(el));
       }
     }
     for (const c of cmds) c.carries = carries;
     return cmds;
-  }
-
-  /**
-   * The z-order changes among dirty (existing) nodes: each one whose rank
-   * among the nodes on screen differs from its rank on the server, as the
-   * reorder op that makes it (to the front or back when it is there now,
-   * else one step forward or backward), by op.
-   */
-  private planOrder(els: readonly El[], dirty: Set<string>): Map<string, string[]> {
-    const m = this.model!;
-    const out = new Map<string, string[]>();
-    if (![...dirty].some((n) => m.nodes.has(n))) return out;
-    const scene = els.filter((el) => !el.isDeleted && !partOf(el.id).part && m.nodes.has(nodeOf(el))).map(nodeOf);
-    const shown = new Set(scene);
-    const server = m.sorted().map((n) => n.id).filter((id) => shown.has(id));
-    const rank = new Map(server.map((id, i) => [id, i]));
-    scene.forEach((id, i) => {
-      const was = rank.get(id);
-      if (!dirty.has(id) || was === undefined || was === i) return;
-      const op = i === scene.length - 1 ? "bring_to_front" : i === 0 ? "send_to_back" : i > was ? "bring_forward" : "send_backward";
-      out.set(op, [...(out.get(op) || []), id]);
-    });
-    return out;
-  }
-
-  /**
-   * Plans bringing node prev to draft d: props and size as commands, a move
-   * or a turn into moves or turns (plan() sends those of shapes that went
-   * together as one command).
-   */
-  private planUpdate(id: string, d: NodeDraft, prev: CanvasNode, cmd: (t: string, a: any, n: string[], f: string[]) => void,
-    moves: Move[], turns: Turn[]): void {
-    const near = (a: number, b: number) => Math.abs(a - b) < 0.01;
-    // A text whose width follows its text is drawn at its lines' size (fitText): no resize of the person's.
-    const autoSize = prev.type === "text" && (d.props.autoSize === undefined ? prev.props?.autoSize !== false : d.props.autoSize !== false);
-    const sized = !autoSize && (!near(d.w, prev.w) || !near(d.h, prev.h));
-    // The turn in degrees, in [-180, 180), rounded as sent (a smaller one is none).
-    const raw = ((d.rotation - (prev.rotation || 0)) * 180) / Math.PI;
-    const deg = Math.round((((raw % 360) + 540) % 360 - 180) * 1000) / 1000;
-    const moved = !near(d.x, prev.x) || !near(d.y, prev.y);
-    const linear = prev.type === "line" || prev.type === "draw";
-    if (deg) {
-      // About the point that takes the corner where the user sees it: the
-      // centre Excalidraw turned the selection about (not the server's default, the nodes' centre).
-      const a = (deg * Math.PI) / 180, s = Math.sin(a), c = Math.cos(a);
-      const vx = d.x - (prev.x * c - prev.y * s), vy = d.y - (prev.x * s + prev.y * c), det = 2 - 2 * c;
-      turns.push({ id, deg, ox: ((1 - c) * vx - s * vy) / det, oy: (s * vx + (1 - c) * vy) / det });
-    }
-    if (sized && !linear) cmd("resize", { id, w: d.w, h: d.h }, [id], ["w", "h"]);
-    if (moved && !deg) { // (a turned shape is placed by its rotate's origin)
-      if (sized && !linear) {
-        cmd("move", { id, x: d.x, y: d.y }, [id], ["x", "y"]);
-        // A frame's move moves its children; Excalidraw's resize leaves them where they are.
-        const kids = prev.type === "frame" ? [...(this.children.get(id) || [])] : [];
-        if (kids.length) cmd("move", { ids: kids, dx: prev.x - d.x, dy: prev.y - d.y }, kids, ["x", "y"]);
-      } else {
-        moves.push({ id, dx: Math.round((d.x - prev.x) * 100) / 100, dy: Math.round((d.y - prev.y) * 100) / 100, x: d.x, y: d.y });
-      }
-    }
-    const patch = Object.keys(d.props).length ? d.props : null; // only what the person changed
-    const nameChanged = d.name !== undefined && d.name !== (prev.name || "");
-    if (linear && (sized || patch)) {
-      // Points and their box change together.
-      const args: any = { id, w: Math.max(1, d.w), h: Math.max(1, d.h) };
-      if (patch) args.props = patch;
-      cmd("update_shape", args, [id], ["w", "h", ...Object.keys(patch || {}).map((k) => "props." + k)]);
-    } else if (patch || nameChanged) {
-      const args: any = { id };
-      if (patch) args.props = patch;
-      if (nameChanged) args.name = d.name;
-      cmd("update_shape", args, [id], [...Object.keys(patch || {}).map((k) => "props." + k), ...(nameChanged ? ["name"] : [])]);
-    }
   }
 
   /**
@@ -826,12 +607,6 @@ export class CanvasView {
     }
   }
 
-  /** Adds node id and its descendants (64 levels at most) to into. */
-  private subtree(id: string, into: Set<string>, depth = 0): void {
-    into.add(id);
-    if (depth < 64) for (const k of this.children.get(id) || []) this.subtree(k, into, depth + 1);
-  }
-
   /**
    * The server holds what the user did: once the model has the commit, the
    * user's elements it carried that the user has not changed since are the
@@ -857,37 +632,19 @@ export class CanvasView {
    * the user's version stays on screen, held, with the conflict explained.
    */
   private async conflict(cmds: Cmd[], body: ConflictResult, attempt: number, at: Target): Promise<void> {
-    const mine = new Set(cmds.flatMap((c) => c.fields));
-    const ids = new Set<string>(body?.conflicting_ids || cmds.flatMap((c) => c.nodes));
-    const theirs = new Set<string>();
-    const who = new Set<string>();
-    let deleted = false;
-    for (const op of (body?.recovery_ops || []) as Commit[]) {
-      for (const ch of (op.changes || []) as any[]) {
-        if (!ids.has(ch.id)) continue;
-        who.add(op.actor_id);
-        if (ch.op === "delete") deleted = true;
-        if (ch.op === "put") GEOMETRY.forEach((f) => theirs.add(f));
-        for (const k of Object.keys(ch.patch || {})) {
-          if (k === "props") for (const p of Object.keys(ch.patch.props || {})) theirs.add("props." + p);
-          else theirs.add(k);
-        }
-        if (ch.op === "edit") theirs.add("props." + ch.edit?.prop);
-      }
-    }
-    const overlap = deleted || mine.size === 0 || [...mine].some((f) => theirs.has(f));
+    const { who, deleted, overlap, both } = clashOf(cmds.flatMap((c) => c.fields), cmds.flatMap((c) => c.nodes), body);
     const fresh = cmds.map((c) => ({ ...c, id: newCmdId() }));
     if (!overlap && attempt < 3) {
       await this.caughtUp(body?.current_rev || 0);
-      toast(`re-applied your change on top of ${[...who].join(", ") || "another"}'s edit`, "ok", 3000);
+      toast(`re-applied your change on top of ${who.join(", ") || "another"}'s edit`, "ok", 3000);
       return this.sendNow(fresh, attempt + 1, at);
     }
     const nodes = [...new Set(cmds.flatMap((c) => c.nodes))];
     for (const n of nodes) this.held.add(n);
-    const fields = [...mine].filter((f) => theirs.has(f)).join(", ") || "the same shapes";
+    const fields = both.join(", ") || "the same shapes";
     const box = h("div", { class: "conflict", "data-nodes": nodes.join(" ") },
       h("b", { text: "Conflict: " }),
-      `${[...who].join(", ") || "someone"} changed ${fields} of ${nodes.join(", ")} after your view (rev ${body?.base_rev}). ` +
+      `${who.join(", ") || "someone"} changed ${fields} of ${nodes.join(", ")} after your view (rev ${body?.base_rev}). ` +
       `Your change (${cmds.map((c) => c.type).join(", ")}) is still shown here, not saved.`,
       h("button", { type: "button", class: "keep", text: deleted ? "Keep mine (recreate)" : "Keep mine", onclick: async () => {
         box.remove();
@@ -1194,26 +951,17 @@ function keepIndices(els: El[], prev: El[] | undefined): void {
   }
 }
 
+/** A planned command with a new id. */
+function asCmd(p: Planned): Cmd {
+  return { id: newCmdId(), type: p.type, args: p.args, nodes: p.ids, fields: p.fields };
+}
+
 /** Element fields an in-place update leaves alone (Excalidraw's bookkeeping and the arrows bound to a shape). */
 const IN_PLACE_SKIP = new Set(["id", "type", "version", "versionNonce", "updated", "index", "seed", "boundElements", "isDeleted"]);
-
-/**
- * What tells one version of an element from another: its version and its
- * nonce (a version number alone comes back: the server's version of a shape
- * may go on stage with a lower number than the person's edit had).
- */
-function stamp(el: El): string {
-  return `${el.version}:${el.versionNonce}`;
-}
 
 /** An element's part of sceneVersion. */
 function contribution(el: El): number {
   return (el.version * 31 + (el.versionNonce & 1023)) | 0;
-}
-
-/** The node (or edge) that element el shows: a bound label's is its container's. */
-function nodeOf(el: El): string {
-  return partOf(el.containerId || el.id).node;
 }
 
 /** Fits the bound labels among els to their containers; true when one was sized before its font loaded. */
@@ -1240,17 +988,6 @@ function fitText(t: El): boolean {
   t.width = Math.max(1, ...lines.map(width));
   t.height = lines.length * t.fontSize * (t.lineHeight || 1.25);
   return exact;
-}
-
-/** The groups a node is in, innermost first. */
-function groupChain(n: CanvasNode, nodes: Map<string, CanvasNode>): string[] {
-  const out: string[] = [];
-  let p = n.parent_id ? nodes.get(n.parent_id) : undefined;
-  for (let d = 0; p && d < 64; d++) {
-    if (p.type === "group") out.push(p.id);
-    p = p.parent_id ? nodes.get(p.parent_id) : undefined;
-  }
-  return out;
 }
 
 /**
