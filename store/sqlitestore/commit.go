@@ -9,6 +9,9 @@ import (
 	"fmt"
 	"strings"
 
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+
 	"github.com/canvasd/canvasd/canvas"
 	"github.com/canvasd/canvasd/store"
 )
@@ -32,10 +35,15 @@ type job struct {
 	args         []any    // commits[i]'s args as text (nil: none), sharing the commit's encoding
 	changes      []string // commits[i].Changes as JSON, sharing the commit's encoding
 	idem         []store.IdempotencyRecord
+
+	// unchecked: an Append without idempotency records, alone in its run
+	// of Appends, whose head check flush folds into the INSERT of its
+	// first commit (insGuarded) instead of querying the head first.
+	unchecked bool
 }
 
 func (s *Store) putJob(j *job) {
-	j.ctx, j.fn, j.err, j.commits, j.idem = nil, nil, nil, nil, nil
+	j.ctx, j.fn, j.err, j.commits, j.idem, j.unchecked = nil, nil, nil, nil, nil, false
 	clear(j.args)
 	clear(j.changes)
 	j.args, j.changes = j.args[:0], j.changes[:0]
@@ -72,6 +80,7 @@ type writer struct {
 	begin, commit, rollback        *sql.Stmt
 	savepoint, release, rollbackTo *sql.Stmt
 	headOf, has                    *sql.Stmt
+	insGuarded                     *sql.Stmt // insGuardedSQL
 
 	// Multi-row statements, prepared on first use: insCommits[k] inserts
 	// k+1 rows, readHeads[k] reads k+1 heads, and so on. One statement per
@@ -127,6 +136,18 @@ const (
 	findKeysEnd  = `) AS v JOIN idempotency AS i ON i.canvas_id = v.column1 AND i.key = v.column2`
 )
 
+// insGuardedSQL inserts one commit row only if its canvas exists and its
+// head is the expected one (the last parameter): an Append's check and
+// its write in one statement, for the common Append without idempotency
+// records (its other commits follow in a plain multi-row INSERT).
+// Otherwise its rev is NULL, which the column's NOT NULL refuses
+// (SQLITE_CONSTRAINT_NOTNULL: nothing inserted, the transaction goes on),
+// and checkAppend then says why. (A WHERE on an INSERT ... SELECT would
+// say it without an error, but SQLite would first copy the row to a
+// temporary table, as the SELECT reads the table it inserts into.)
+const insGuardedSQL = `INSERT OR FAIL INTO commits (canvas_id, rev, event_id, cmd_id, type, args, actor_id, actor_type, ts, changes) ` +
+	`VALUES (?1, CASE WHEN (SELECT ` + headOfC + ` FROM canvases AS c WHERE c.id = ?1) = ?11 THEN ?2 END, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)`
+
 // headOfC is the head of canvas c (a canvases row): the last revision in its
 // log, 0 for none, read from the end of the unique (canvas_id, rev) index.
 // An Append moves it by inserting its commits and writes no canvases row,
@@ -172,6 +193,7 @@ func newWriter(ctx context.Context, conn *sql.Conn) (*writer, error) {
 		{&w.rollbackTo, `ROLLBACK TO job`},
 		{&w.headOf, `SELECT ` + headOfC + ` FROM canvases AS c WHERE id = ?`},
 		{&w.has, `SELECT 1 FROM canvases WHERE id = ?`},
+		{&w.insGuarded, insGuardedSQL},
 	} {
 		st, err := conn.PrepareContext(ctx, p.q)
 		if err != nil {
@@ -184,7 +206,7 @@ func newWriter(ctx context.Context, conn *sql.Conn) (*writer, error) {
 }
 
 func (w *writer) close() {
-	sts := []*sql.Stmt{w.begin, w.commit, w.rollback, w.savepoint, w.release, w.rollbackTo, w.headOf, w.has}
+	sts := []*sql.Stmt{w.begin, w.commit, w.rollback, w.savepoint, w.release, w.rollbackTo, w.headOf, w.has, w.insGuarded}
 	for _, c := range []*[maxRows]*sql.Stmt{&w.insCommits, &w.insIdems, &w.readHeads, &w.findKeys} {
 		sts = append(sts, c[:]...)
 	}
@@ -234,8 +256,10 @@ func (s *Store) commitBatch(batch []*job) {
 // (per chunk of up to maxRows), and each Append is then decided in memory,
 // in batch order. The rows of the Appends that passed are inserted (which
 // moves their heads) together at the end of the run: a few multi-row
-// statements for the whole batch. Any other write runs in its own savepoint, after the
-// pending rows are flushed.
+// statements for the whole batch. A lone Append (its run holds no other)
+// without idempotency records is checked by the INSERT of its first commit
+// itself (insertGuarded), which saves the head query. Any other write runs
+// in its own savepoint, after the pending rows are flushed.
 //
 // If that fast path meets an unexpected error (say a row that violates a
 // constraint the checks cannot see), the transaction is rolled back and the
@@ -268,6 +292,7 @@ func (s *Store) tryBatch(w *writer, batch []*job, isolated bool) (retry bool) {
 	w.seg.reset()
 	single := len(batch) == 1
 	for i, j := range batch {
+		j.unchecked = false
 		if err := j.ctx.Err(); err != nil {
 			j.err = fmt.Errorf("sqlitestore: write canceled before it ran: %w", err)
 			continue
@@ -280,9 +305,12 @@ func (s *Store) tryBatch(w *writer, batch []*job, isolated bool) (retry bool) {
 				}
 			}
 			var fatal error
-			if w.seg.batched {
+			switch {
+			case w.seg.batched:
 				j.err, fatal = w.checkInSegment(j)
-			} else {
+			case len(j.idem) == 0 && len(j.commits) > 0:
+				j.unchecked = true // flush checks it as it inserts (insGuarded)
+			default:
 				j.err, fatal = w.checkAppend(j)
 			}
 			if fatal != nil {
@@ -550,15 +578,49 @@ func (w *writer) checkAppend(j *job) (err, fatal error) {
 	return nil, nil
 }
 
+// insertGuarded inserts the first commit of the unchecked Append j if its
+// canvas exists and its head is j's expected head, in one statement, and
+// reports whether it did. If not, checkAppend finds j's own failure (j.err;
+// nothing was written); a failure it cannot find breaks the transaction.
+func (w *writer) insertGuarded(j *job) (bool, error) {
+	c := &j.commits[0]
+	_, err := w.insGuarded.ExecContext(bg, j.canvasID, c.Rev, c.EventID, c.CmdID, c.Type, j.args[0],
+		c.ActorID, string(c.ActorType), c.TS.UnixMicro(), j.changes[0], j.expectedHead)
+	if err == nil {
+		return true, nil
+	}
+	if se := (*sqlite.Error)(nil); !errors.As(err, &se) || se.Code() != sqlite3.SQLITE_CONSTRAINT_NOTNULL {
+		return false, mapErr("append", err)
+	}
+	own, fatal := w.checkAppend(j)
+	if fatal != nil {
+		return false, fatal
+	}
+	if own == nil {
+		return false, fmt.Errorf("sqlitestore: append to canvas %q: the guarded insert wrote nothing, yet head %d is as expected", j.canvasID, j.expectedHead)
+	}
+	j.err = own
+	return false, nil
+}
+
 // flush writes what the pending (checked) Appends decided: the idempotency
 // records, then the commits (which move the heads), up to maxRows rows per
 // statement. It ends the segment. An error here is
 // unexpected (the checks passed) and breaks the transaction.
+// An unchecked Append (alone in pending) is checked as its first commit is
+// inserted (insertGuarded).
 func (w *writer) flush() error {
 	defer func() {
 		w.pending = w.pending[:0]
 		w.seg.reset()
 	}()
+	skip := 0 // commits of pending[0] inserted already
+	if len(w.pending) == 1 && w.pending[0].unchecked {
+		if ok, err := w.insertGuarded(w.pending[0]); err != nil || !ok {
+			return err
+		}
+		skip = 1
+	}
 	args, rows := w.args[:0], 0
 	exec := func(st *sql.Stmt) (int64, error) {
 		res, err := st.ExecContext(bg, args...)
@@ -598,7 +660,7 @@ func (w *writer) flush() error {
 		}
 	}
 	for _, j := range w.pending {
-		for i := range j.commits {
+		for i := skip; i < len(j.commits); i++ {
 			c := &j.commits[i]
 			args = append(args, j.canvasID, c.Rev, c.EventID, c.CmdID, c.Type, j.args[i],
 				c.ActorID, string(c.ActorType), c.TS.UnixMicro(), j.changes[i])

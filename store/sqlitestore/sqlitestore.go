@@ -12,7 +12,9 @@
 // transaction, commits once, and only then answers every caller. Each call
 // keeps its own outcome: an Append is checked before it writes anything
 // (idempotency keys, then the head; for a run of Appends, with one query
-// for all their heads and one for all their keys), so one that fails (head
+// for all their heads and one for all their keys; a lone one without keys
+// with the INSERT of its first commit, which inserts nothing on the wrong
+// head), so one that fails (head
 // mismatch, duplicate key, missing canvas) leaves the others untouched, and
 // the heads and rows of the Appends that passed are written together with
 // multi-row statements; any other write runs in its own SAVEPOINT.

@@ -472,7 +472,11 @@ func testAppendHeadMismatch(t *testing.T, h *harness) {
 		if _, err := s.GetIdempotency(ctx, "c1", fmt.Sprintf("k%d", head)); !errors.Is(err, canvas.ErrNotFound) {
 			t.Fatalf("a failed Append stored its idempotency record (err %v)", err)
 		}
+		// The common Append of one command, without a key, too.
+		err = s.Append(ctx, "c1", head, commitsFrom("c1", head+1, 1), nil)
+		wantErr(t, fmt.Sprintf("Append of one commit with expected head %d at head 3", head), err, canvas.ErrHeadMismatch)
 	}
+	wantErr(t, "Append of one commit to a missing canvas", s.Append(ctx, "nope", 0, commitsFrom("nope", 1, 1), nil), canvas.ErrNotFound)
 	got := checkLog(t, s, "c1", 3)
 	for i, c := range got {
 		checkCommit(t, c, commitAt("c1", int64(i+1)))
