@@ -277,7 +277,10 @@ func TestWebUIArrowEndUnboundAndBound(t *testing.T) {
 	}
 	o := c.observer()
 	o.poll("another page draws the end free", `(() => { const a = canvasd.view.ex.getSceneElements().find(el => el.id === 'e:1'); return a && !a.endBinding && a.startBinding?.elementId === 's:a'; })()`)
-	// Onto s:c.
+	// Onto s:c, once this page has drawn the server's version of the freed
+	// end and still has the arrow selected: a drag that starts beside the
+	// handle (where the end was before the server's echo) selects nothing.
+	p.poll("the freed end drawn at (660, 420), the arrow selected", `(() => { const a = canvasd.view.ex.getSceneElements().find(el => el.id === 'e:1'); if (!a || a.endBinding) return false; const l = a.points[a.points.length - 1]; return Math.abs(a.x + l[0] - 660) <= 3 && Math.abs(a.y + l[1] - 420) <= 3 && canvasd.view.ex.getAppState().selectedElementIds['e:1'] === true; })()`)
 	x1, y1 = arrowEnd(p, "e:1")
 	p.drag(x1, y1, 800, 480)
 	waitEdgeOnServer(c, "the end bound to s:c", "e:1", func(e map[string]any) bool { return e["to"] == "s:c" && e["from"] == "s:a" })
