@@ -1,7 +1,8 @@
 // Builds canvasd's browser UI into ../dist (embedded in the binary by
-// web.go): one ESM bundle with code-split chunks (two entries: app.js, small,
-// asks for the canvas's snapshot, then main.js, the application, whose
-// modules index.html preloads), its CSS, index.html and
+// web.go): boot.js, a classic script that asks for the canvas's snapshot
+// first; one ESM bundle with code-split chunks (two entries: app.js, the
+// styles, then main.js, the application, whose modules index.html
+// preloads), its CSS, index.html and
 // Excalidraw's fonts (served from /ui/fonts, never from a CDN); and the
 // canvas host's pages into ../dist/shell (served under
 // /host/{session}/__canvas__/): the viewer, the runtime injected into every
@@ -27,9 +28,9 @@ const fonts = join(here, "node_modules/@excalidraw/excalidraw/dist/prod/fonts");
 for (const f of readdirSync(fonts)) {
   if (f !== "Xiaolai") cpSync(join(fonts, f), join(out, "fonts", f), { recursive: true });
 }
-for (const f of ["index.html", "boot.js"]) writeFileSync(join(out, f), readFileSync(join(here, f)));
+writeFileSync(join(out, "index.html"), readFileSync(join(here, "index.html")));
 
-// Three patches of Excalidraw's production build:
+// Patches of Excalidraw's production build:
 // - it lists a CDN as the fallback source of every font; the page's CSP
 //   refuses it (and logs each refusal), so the fallback becomes our own path;
 // - it never caches the bounds of a text bound to a container (a shape's
@@ -47,7 +48,15 @@ const BOUNDS_CACHED = "static getBounds($1,$2){let $3=$4.boundsCache.get($1),cv=
 //   remote commit on screen.
 const RENDERABLE = /(\w+)=(\w+)\(\{elements:(\w+),editingTextElement:(\w+),newElementId:(\w+),pendingImageElementId:(\w+)\}\)/g;
 const RENDERABLE_SHARED = "$1=$4||$5||$6?$2({elements:$3,editingTextElement:$4,newElementId:$5,pendingImageElementId:$6}):this.scene.getNonDeletedElementsMap()";
-const patched = { cdn: 0, bounds: 0, renderable: 0 };
+// - it registers every font face it knows when it starts, among them the
+//   CJK family's ~200 (Xiaolai, which the build leaves out: they point to
+//   files the server does not have): a FontFace object and a document font
+//   each, a tenth of a big canvas's open on a loaded machine. The family is
+//   registered with no faces (its metrics stay; CJK text falls back to the
+//   browser's fonts, as it did when those files were asked for and missing).
+const XIAOLAI = /(\w+)\("Virgil",\.\.\.(\w+)\),\1\((\w+),\.\.\.(\w+)\),/g;
+const XIAOLAI_NONE = '$1("Virgil",...$2),$1($3),';
+const patched = { cdn: 0, bounds: 0, renderable: 0, xiaolai: 0 };
 const patchExcalidraw = {
   name: "excalidraw-patches",
   setup(build) {
@@ -56,17 +65,19 @@ const patchExcalidraw = {
       const cdn = (src.match(CDN) || []).length;
       const bounds = (src.match(BOUNDS) || []).length;
       const renderable = (src.match(RENDERABLE) || []).length;
-      if (!cdn && !bounds && !renderable) return undefined;
+      const xiaolai = (src.match(XIAOLAI) || []).length;
+      if (!cdn && !bounds && !renderable && !xiaolai) return undefined;
       patched.cdn += cdn;
       patched.bounds += bounds;
       patched.renderable += renderable;
-      src = src.replace(CDN, 'location.origin+"/ui/"').replace(BOUNDS, BOUNDS_CACHED).replace(RENDERABLE, RENDERABLE_SHARED);
+      patched.xiaolai += xiaolai;
+      src = src.replace(CDN, 'location.origin+"/ui/"').replace(BOUNDS, BOUNDS_CACHED).replace(RENDERABLE, RENDERABLE_SHARED).replace(XIAOLAI, XIAOLAI_NONE);
       return { contents: src, loader: "js" };
     });
     build.onEnd(() => {
       // Production builds only (watch mode uses Excalidraw's development build).
-      if (!watch && (patched.cdn !== 1 || patched.bounds !== 1 || patched.renderable !== 1)) {
-        throw new Error(`Excalidraw patches: expected one font CDN URL, one getBounds and one renderable map, found ${patched.cdn}, ${patched.bounds} and ${patched.renderable} (a new Excalidraw version? see build.mjs)`);
+      if (!watch && (patched.cdn !== 1 || patched.bounds !== 1 || patched.renderable !== 1 || patched.xiaolai !== 1)) {
+        throw new Error(`Excalidraw patches: expected one font CDN URL, one getBounds, one renderable map and one CJK font registration, found ${patched.cdn}, ${patched.bounds}, ${patched.renderable} and ${patched.xiaolai} (a new Excalidraw version? see build.mjs)`);
       }
     });
   },
@@ -96,6 +107,18 @@ const options = {
   conditions: [watch ? "development" : "production"],
   logLevel: "warning",
 };
+// boot.js: the page's first script, a classic one (it runs before the
+// styles and modules are loaded), asks for the canvas's snapshot.
+const bootOptions = {
+  entryPoints: { boot: join(here, "src/boot.ts") },
+  bundle: true,
+  format: "iife",
+  target: "es2022",
+  outdir: out,
+  minify: !watch,
+  sourcemap: watch ? "inline" : false,
+  logLevel: "warning",
+};
 // The host pages: classic scripts (the runtime is injected into agent
 // pages as one), no chunks; the A2UI page's icons are SVG text.
 const shellOut = join(out, "shell");
@@ -123,7 +146,10 @@ if (watch) {
   await ctx.watch();
   const shellCtx = await esbuild.context(shellOptions);
   await shellCtx.watch();
+  const bootCtx = await esbuild.context(bootOptions);
+  await bootCtx.watch();
 } else {
+  await esbuild.build(bootOptions);
   const res = await esbuild.build({ ...options, metafile: true });
   // index.html names the application's modules (main.js imports them) for
   // the browser to fetch and compile at once, while the entry runs.

@@ -14,7 +14,7 @@ import { Excalidraw, CaptureUpdateAction, FONT_FAMILY, exportToCanvas, getCommon
 import { ConflictError, type CanvasClient, type CanvasModel, type Commit, type ConflictResult, type Node as CanvasNode } from "@canvasd/client";
 import { actorColor, h, toast, why } from "./dom";
 import { newCmdId, type Outbox } from "./outbox";
-import { edgeElements, elementId, IMAGE_DATA_URL, imageFileId, nodeDraft, nodeElements, partOf, type El, type NodeDraft } from "./mapping";
+import { edgeElements, elementId, IMAGE_DATA_URL, imageFileId, nodeDraft, nodeElements, orderKey, partOf, type El, type NodeDraft } from "./mapping";
 import { planArrow, type ArrowContext } from "./plan";
 
 /** What a commit touched, by kind. */
@@ -193,9 +193,12 @@ export class CanvasView {
     for (const e of model.edges.values()) {
       for (const el of edgeElements(e, model.nodes, 2 + (e.updated_rev || 0))) { raw.push(el); owner.push(e.id); }
     }
-    // One restore for all: the fractional indices come out valid, in z-order.
+    // One restore for all, with the fractional indices of the z-order given (orderKey).
     const ownerOf = new Map<string, string>();
-    raw.forEach((el, i) => ownerOf.set(el.id, owner[i]));
+    raw.forEach((el, i) => {
+      ownerOf.set(el.id, owner[i]);
+      el.index = orderKey(i);
+    });
     const els = restoreElements(raw as any, null, { refreshDimensions: false, repairBindings: false }) as unknown as El[];
     const built = new Map<string, El[]>();
     for (const el of els) {
