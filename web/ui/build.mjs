@@ -9,7 +9,7 @@
 // served page, and the A2UI page with the A2UI project's Lit renderer.
 // `node build.mjs --watch` rebuilds on change.
 import * as esbuild from "esbuild";
-import { cpSync, mkdirSync, rmSync, readFileSync, writeFileSync, readdirSync } from "node:fs";
+import { cpSync, existsSync, mkdirSync, rmSync, readFileSync, writeFileSync, readdirSync } from "node:fs";
 import { dirname, join, relative, resolve, sep } from "node:path";
 import { fileURLToPath } from "node:url";
 
@@ -108,9 +108,22 @@ const options = {
   logLevel: "warning",
 };
 // boot.js: the page's first script, a classic one (it runs before the
-// styles and modules are loaded), asks for the canvas's snapshot.
+// styles and modules are loaded), asks for the canvas's snapshot and loads
+// the Latin face of Excalifont, Excalidraw's default font (its file and
+// unicode-range as Excalidraw registers them, found in its build).
+function excalifontLatin() {
+  const dir = join(here, "node_modules/@excalidraw/excalidraw/dist/prod");
+  const src = readdirSync(dir).filter((f) => f.endsWith(".js")).map((f) => readFileSync(join(dir, f), "utf8")).join("\n");
+  const esc = (s) => s.replace(/\$/g, "\\$");
+  const faces = /\("Excalifont",\.\.\.([\w$]+)\)/.exec(src)?.[1];
+  const face = faces && new RegExp(`[,\\s]${esc(faces)}=\\[\\{uri:([\\w$]+),descriptors:\\{unicodeRange:"(U\\+20-7e,[^"]+)"`).exec(src);
+  const file = face && new RegExp(`[,\\s]${esc(face[1])}="\\./(fonts/Excalifont/[^"]+\\.woff2)"`).exec(src)?.[1];
+  if (!file || !existsSync(join(out, file))) throw new Error("Excalidraw's Latin face of Excalifont not found in its build (a new Excalidraw version? see build.mjs)");
+  return { url: "/ui/" + file, range: face[2] };
+}
 const bootOptions = {
   entryPoints: { boot: join(here, "src/boot.ts") },
+  define: { EXCALIFONT: JSON.stringify(excalifontLatin()) },
   bundle: true,
   format: "iife",
   target: "es2022",

@@ -526,7 +526,22 @@ export class CanvasView {
       this.ex.scrollToContent(els, { fitToContent: true, animate: false });
       return;
     }
-    const [x1, y1] = getCommonBounds(els);
+    // The top-left of the content: an unturned shape's is its (x, y); the
+    // others' (turned, or drawn through points) Excalidraw's bounds.
+    let x1 = Infinity, y1 = Infinity;
+    const others: El[] = [];
+    for (const el of els) {
+      if (el.angle || el.points) others.push(el);
+      else {
+        x1 = Math.min(x1, el.x);
+        y1 = Math.min(y1, el.y);
+      }
+    }
+    if (others.length) {
+      const [ox, oy] = getCommonBounds(others as any);
+      x1 = Math.min(x1, ox);
+      y1 = Math.min(y1, oy);
+    }
     this.ex.updateScene({ appState: { scrollX: -x1 + 40, scrollY: -y1 + 40, zoom: { value: 1 } }, captureUpdate: CaptureUpdateAction.NEVER });
   }
 
