@@ -56,7 +56,18 @@ const RENDERABLE_SHARED = "$1=$4||$5||$6?$2({elements:$3,editingTextElement:$4,n
 //   browser's fonts, as it did when those files were asked for and missing).
 const XIAOLAI = /(\w+)\("Virgil",\.\.\.(\w+)\),\1\((\w+),\.\.\.(\w+)\),/g;
 const XIAOLAI_NONE = '$1("Virgil",...$2),$1($3),';
-const patched = { cdn: 0, bounds: 0, renderable: 0, xiaolai: 0 };
+// - each redraw tests every element of the scene against the view: the
+//   view's two corners were converted to scene coordinates again for each
+//   (two conversions and three objects per element: 20,000 of each for a
+//   remote commit on a big canvas). The renderer passes one view for all,
+//   and the test keeps its corners by view (a WeakMap on the function).
+const VISIBLE = /let ([\w$]+)=\[\];for\(let ([\w$]+) of ([\w$]+)\.values\(\)\)([\w$]+)\(\2,([\w$]+),([\w$]+),(\{zoom:[\w$]+,offsetLeft:[\w$]+,offsetTop:[\w$]+,scrollX:[\w$]+,scrollY:[\w$]+\}),\3\)&&\1\.push\(\2\);return \1/g;
+const VISIBLE_ONE_VIEW = "let $1=[],vw=$7;for(let $2 of $3.values())$4($2,$5,$6,vw,$3)&&$1.push($2);return $1";
+const INVIEW = /([\w$]+)=\(([\w$]+),([\w$]+),([\w$]+),([\w$]+),([\w$]+)\)=>\{let\[([\w$]+),([\w$]+),([\w$]+),([\w$]+)\]=([\w$]+)\(\2,\6\),([\w$]+)=([\w$]+)\(\{clientX:\5\.offsetLeft,clientY:\5\.offsetTop\},\5\),([\w$]+)=\13\(\{clientX:\5\.offsetLeft\+\3,clientY:\5\.offsetTop\+\4\},\5\);return /g;
+const INVIEW_KEPT = "$1=($2,$3,$4,$5,$6)=>{let[$7,$8,$9,$10]=$11($2,$6),vc=$1.corners??=new WeakMap,vp=vc.get($5);" +
+  "if(!vp||vp.w!==$3||vp.h!==$4)vc.set($5,vp={w:$3,h:$4,a:$13({clientX:$5.offsetLeft,clientY:$5.offsetTop},$5),b:$13({clientX:$5.offsetLeft+$3,clientY:$5.offsetTop+$4},$5)});" +
+  "let $12=vp.a,$14=vp.b;return ";
+const patched = { cdn: 0, bounds: 0, renderable: 0, xiaolai: 0, visible: 0, inview: 0 };
 const patchExcalidraw = {
   name: "excalidraw-patches",
   setup(build) {
@@ -66,18 +77,23 @@ const patchExcalidraw = {
       const bounds = (src.match(BOUNDS) || []).length;
       const renderable = (src.match(RENDERABLE) || []).length;
       const xiaolai = (src.match(XIAOLAI) || []).length;
-      if (!cdn && !bounds && !renderable && !xiaolai) return undefined;
+      const visible = (src.match(VISIBLE) || []).length;
+      const inview = (src.match(INVIEW) || []).length;
+      if (!cdn && !bounds && !renderable && !xiaolai && !visible && !inview) return undefined;
       patched.cdn += cdn;
       patched.bounds += bounds;
       patched.renderable += renderable;
       patched.xiaolai += xiaolai;
-      src = src.replace(CDN, 'location.origin+"/ui/"').replace(BOUNDS, BOUNDS_CACHED).replace(RENDERABLE, RENDERABLE_SHARED).replace(XIAOLAI, XIAOLAI_NONE);
+      patched.visible += visible;
+      patched.inview += inview;
+      src = src.replace(CDN, 'location.origin+"/ui/"').replace(BOUNDS, BOUNDS_CACHED).replace(RENDERABLE, RENDERABLE_SHARED).replace(XIAOLAI, XIAOLAI_NONE)
+        .replace(VISIBLE, VISIBLE_ONE_VIEW).replace(INVIEW, INVIEW_KEPT);
       return { contents: src, loader: "js" };
     });
     build.onEnd(() => {
       // Production builds only (watch mode uses Excalidraw's development build).
-      if (!watch && (patched.cdn !== 1 || patched.bounds !== 1 || patched.renderable !== 1 || patched.xiaolai !== 1)) {
-        throw new Error(`Excalidraw patches: expected one font CDN URL, one getBounds, one renderable map and one CJK font registration, found ${patched.cdn}, ${patched.bounds}, ${patched.renderable} and ${patched.xiaolai} (a new Excalidraw version? see build.mjs)`);
+      if (!watch && Object.values(patched).some((n) => n !== 1)) {
+        throw new Error(`Excalidraw patches: expected one place for each (font CDN URL, getBounds, renderable map, CJK font registration, visible elements, view test), found ${JSON.stringify(patched)} (a new Excalidraw version? see build.mjs)`);
       }
     });
   },
