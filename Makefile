@@ -24,7 +24,7 @@ build: ui ## build bin/canvasd with the web UI embedded
 # The web UI (web/ui, TypeScript) is bundled into web/dist, which the binary
 # embeds. npm ci runs when the lockfile is newer than node_modules; the
 # bundle is rebuilt when a source file is newer than it.
-UI_SRC := $(filter-out %.test.ts,$(wildcard web/ui/src/* web/ui/shell/* clients/js/src/*.ts)) web/ui/build.mjs web/ui/index.html web/ui/boot.js web/ui/package-lock.json
+UI_SRC := $(filter-out %.test.ts,$(wildcard web/ui/src/* web/ui/shell/* clients/js/src/*.ts)) web/ui/build.mjs web/ui/index.html web/ui/package-lock.json
 .PHONY: ui
 ui: web/dist/index.html ## build the web UI bundle (Node 20 + npm) into web/dist
 

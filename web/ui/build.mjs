@@ -1,14 +1,15 @@
 // Builds canvasd's browser UI into ../dist (embedded in the binary by
-// web.go): one ESM bundle with code-split chunks (two entries: app.js, small,
-// asks for the canvas's snapshot, then main.js, the application, whose
-// modules index.html preloads), its CSS, index.html and
+// web.go): boot.js, a classic script that asks for the canvas's snapshot
+// first; one ESM bundle with code-split chunks (two entries: app.js, the
+// styles, then main.js, the application, whose modules index.html
+// preloads), its CSS, index.html and
 // Excalidraw's fonts (served from /ui/fonts, never from a CDN); and the
 // canvas host's pages into ../dist/shell (served under
 // /host/{session}/__canvas__/): the viewer, the runtime injected into every
 // served page, and the A2UI page with the A2UI project's Lit renderer.
 // `node build.mjs --watch` rebuilds on change.
 import * as esbuild from "esbuild";
-import { cpSync, mkdirSync, rmSync, readFileSync, writeFileSync, readdirSync } from "node:fs";
+import { cpSync, existsSync, mkdirSync, rmSync, readFileSync, writeFileSync, readdirSync } from "node:fs";
 import { dirname, join, relative, resolve, sep } from "node:path";
 import { fileURLToPath } from "node:url";
 
@@ -27,9 +28,9 @@ const fonts = join(here, "node_modules/@excalidraw/excalidraw/dist/prod/fonts");
 for (const f of readdirSync(fonts)) {
   if (f !== "Xiaolai") cpSync(join(fonts, f), join(out, "fonts", f), { recursive: true });
 }
-for (const f of ["index.html", "boot.js"]) writeFileSync(join(out, f), readFileSync(join(here, f)));
+writeFileSync(join(out, "index.html"), readFileSync(join(here, "index.html")));
 
-// Three patches of Excalidraw's production build:
+// Patches of Excalidraw's production build:
 // - it lists a CDN as the fallback source of every font; the page's CSP
 //   refuses it (and logs each refusal), so the fallback becomes our own path;
 // - it never caches the bounds of a text bound to a container (a shape's
@@ -47,7 +48,26 @@ const BOUNDS_CACHED = "static getBounds($1,$2){let $3=$4.boundsCache.get($1),cv=
 //   remote commit on screen.
 const RENDERABLE = /(\w+)=(\w+)\(\{elements:(\w+),editingTextElement:(\w+),newElementId:(\w+),pendingImageElementId:(\w+)\}\)/g;
 const RENDERABLE_SHARED = "$1=$4||$5||$6?$2({elements:$3,editingTextElement:$4,newElementId:$5,pendingImageElementId:$6}):this.scene.getNonDeletedElementsMap()";
-const patched = { cdn: 0, bounds: 0, renderable: 0 };
+// - it registers every font face it knows when it starts, among them the
+//   CJK family's ~200 (Xiaolai, which the build leaves out: they point to
+//   files the server does not have): a FontFace object and a document font
+//   each, a tenth of a big canvas's open on a loaded machine. The family is
+//   registered with no faces (its metrics stay; CJK text falls back to the
+//   browser's fonts, as it did when those files were asked for and missing).
+const XIAOLAI = /(\w+)\("Virgil",\.\.\.(\w+)\),\1\((\w+),\.\.\.(\w+)\),/g;
+const XIAOLAI_NONE = '$1("Virgil",...$2),$1($3),';
+// - each redraw tests every element of the scene against the view: the
+//   view's two corners were converted to scene coordinates again for each
+//   (two conversions and three objects per element: 20,000 of each for a
+//   remote commit on a big canvas). The renderer passes one view for all,
+//   and the test keeps its corners by view (a WeakMap on the function).
+const VISIBLE = /let ([\w$]+)=\[\];for\(let ([\w$]+) of ([\w$]+)\.values\(\)\)([\w$]+)\(\2,([\w$]+),([\w$]+),(\{zoom:[\w$]+,offsetLeft:[\w$]+,offsetTop:[\w$]+,scrollX:[\w$]+,scrollY:[\w$]+\}),\3\)&&\1\.push\(\2\);return \1/g;
+const VISIBLE_ONE_VIEW = "let $1=[],vw=$7;for(let $2 of $3.values())$4($2,$5,$6,vw,$3)&&$1.push($2);return $1";
+const INVIEW = /([\w$]+)=\(([\w$]+),([\w$]+),([\w$]+),([\w$]+),([\w$]+)\)=>\{let\[([\w$]+),([\w$]+),([\w$]+),([\w$]+)\]=([\w$]+)\(\2,\6\),([\w$]+)=([\w$]+)\(\{clientX:\5\.offsetLeft,clientY:\5\.offsetTop\},\5\),([\w$]+)=\13\(\{clientX:\5\.offsetLeft\+\3,clientY:\5\.offsetTop\+\4\},\5\);return /g;
+const INVIEW_KEPT = "$1=($2,$3,$4,$5,$6)=>{let[$7,$8,$9,$10]=$11($2,$6),vc=$1.corners??=new WeakMap,vp=vc.get($5);" +
+  "if(!vp||vp.w!==$3||vp.h!==$4)vc.set($5,vp={w:$3,h:$4,a:$13({clientX:$5.offsetLeft,clientY:$5.offsetTop},$5),b:$13({clientX:$5.offsetLeft+$3,clientY:$5.offsetTop+$4},$5)});" +
+  "let $12=vp.a,$14=vp.b;return ";
+const patched = { cdn: 0, bounds: 0, renderable: 0, xiaolai: 0, visible: 0, inview: 0 };
 const patchExcalidraw = {
   name: "excalidraw-patches",
   setup(build) {
@@ -56,17 +76,24 @@ const patchExcalidraw = {
       const cdn = (src.match(CDN) || []).length;
       const bounds = (src.match(BOUNDS) || []).length;
       const renderable = (src.match(RENDERABLE) || []).length;
-      if (!cdn && !bounds && !renderable) return undefined;
+      const xiaolai = (src.match(XIAOLAI) || []).length;
+      const visible = (src.match(VISIBLE) || []).length;
+      const inview = (src.match(INVIEW) || []).length;
+      if (!cdn && !bounds && !renderable && !xiaolai && !visible && !inview) return undefined;
       patched.cdn += cdn;
       patched.bounds += bounds;
       patched.renderable += renderable;
-      src = src.replace(CDN, 'location.origin+"/ui/"').replace(BOUNDS, BOUNDS_CACHED).replace(RENDERABLE, RENDERABLE_SHARED);
+      patched.xiaolai += xiaolai;
+      patched.visible += visible;
+      patched.inview += inview;
+      src = src.replace(CDN, 'location.origin+"/ui/"').replace(BOUNDS, BOUNDS_CACHED).replace(RENDERABLE, RENDERABLE_SHARED).replace(XIAOLAI, XIAOLAI_NONE)
+        .replace(VISIBLE, VISIBLE_ONE_VIEW).replace(INVIEW, INVIEW_KEPT);
       return { contents: src, loader: "js" };
     });
     build.onEnd(() => {
       // Production builds only (watch mode uses Excalidraw's development build).
-      if (!watch && (patched.cdn !== 1 || patched.bounds !== 1 || patched.renderable !== 1)) {
-        throw new Error(`Excalidraw patches: expected one font CDN URL, one getBounds and one renderable map, found ${patched.cdn}, ${patched.bounds} and ${patched.renderable} (a new Excalidraw version? see build.mjs)`);
+      if (!watch && Object.values(patched).some((n) => n !== 1)) {
+        throw new Error(`Excalidraw patches: expected one place for each (font CDN URL, getBounds, renderable map, CJK font registration, visible elements, view test), found ${JSON.stringify(patched)} (a new Excalidraw version? see build.mjs)`);
       }
     });
   },
@@ -96,6 +123,31 @@ const options = {
   conditions: [watch ? "development" : "production"],
   logLevel: "warning",
 };
+// boot.js: the page's first script, a classic one (it runs before the
+// styles and modules are loaded), asks for the canvas's snapshot and loads
+// the Latin face of Excalifont, Excalidraw's default font (its file and
+// unicode-range as Excalidraw registers them, found in its build).
+function excalifontLatin() {
+  const dir = join(here, "node_modules/@excalidraw/excalidraw/dist/prod");
+  const src = readdirSync(dir).filter((f) => f.endsWith(".js")).map((f) => readFileSync(join(dir, f), "utf8")).join("\n");
+  const esc = (s) => s.replace(/\$/g, "\\$");
+  const faces = /\("Excalifont",\.\.\.([\w$]+)\)/.exec(src)?.[1];
+  const face = faces && new RegExp(`[,\\s]${esc(faces)}=\\[\\{uri:([\\w$]+),descriptors:\\{unicodeRange:"(U\\+20-7e,[^"]+)"`).exec(src);
+  const file = face && new RegExp(`[,\\s]${esc(face[1])}="\\./(fonts/Excalifont/[^"]+\\.woff2)"`).exec(src)?.[1];
+  if (!file || !existsSync(join(out, file))) throw new Error("Excalidraw's Latin face of Excalifont not found in its build (a new Excalidraw version? see build.mjs)");
+  return { url: "/ui/" + file, range: face[2] };
+}
+const bootOptions = {
+  entryPoints: { boot: join(here, "src/boot.ts") },
+  define: { EXCALIFONT: JSON.stringify(excalifontLatin()) },
+  bundle: true,
+  format: "iife",
+  target: "es2022",
+  outdir: out,
+  minify: !watch,
+  sourcemap: watch ? "inline" : false,
+  logLevel: "warning",
+};
 // The host pages: classic scripts (the runtime is injected into agent
 // pages as one), no chunks; the A2UI page's icons are SVG text.
 const shellOut = join(out, "shell");
@@ -123,7 +175,10 @@ if (watch) {
   await ctx.watch();
   const shellCtx = await esbuild.context(shellOptions);
   await shellCtx.watch();
+  const bootCtx = await esbuild.context(bootOptions);
+  await bootCtx.watch();
 } else {
+  await esbuild.build(bootOptions);
   const res = await esbuild.build({ ...options, metafile: true });
   // index.html names the application's modules (main.js imports them) for
   // the browser to fetch and compile at once, while the entry runs.

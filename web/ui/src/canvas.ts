@@ -16,7 +16,7 @@ import type { AppState, BinaryFiles } from "@excalidraw/excalidraw/types";
 import { ConflictError, type CanvasClient, type CanvasModel, type Commit, type ConflictResult, type Node as CanvasNode } from "@canvasd/client";
 import { actorColor, h, toast, why } from "./dom";
 import { newCmdId, type Outbox } from "./outbox";
-import { edgeElements, elementId, IMAGE_DATA_URL, imageFileId, nodeElements, partOf, type El } from "./mapping";
+import { edgeElements, elementId, IMAGE_DATA_URL, imageFileId, nodeElements, orderKey, partOf, type El } from "./mapping";
 import { clashOf, gestureUnderWay, isDirty, isUnplanned, lostConflict, nodeOf, planGesture, selectedIds, stamp, subtree, type Files, type Planned } from "./plan";
 
 /** What a commit touched, by kind. */
@@ -188,9 +188,12 @@ export class CanvasView {
     for (const e of model.edges.values()) {
       for (const el of edgeElements(e, model.nodes, 2 + (e.updated_rev || 0))) { raw.push(el); owner.push(e.id); }
     }
-    // One restore for all: the fractional indices come out valid, in z-order.
+    // One restore for all, with the fractional indices of the z-order given (orderKey).
     const ownerOf = new Map<string, string>();
-    raw.forEach((el, i) => ownerOf.set(el.id, owner[i]));
+    raw.forEach((el, i) => {
+      ownerOf.set(el.id, owner[i]);
+      el.index = orderKey(i);
+    });
     const els = restoreElements(raw as any, null, { refreshDimensions: false, repairBindings: false }) as unknown as El[];
     const built = new Map<string, El[]>();
     for (const el of els) {
@@ -501,7 +504,22 @@ export class CanvasView {
       this.ex.scrollToContent(els, { fitToContent: true, animate: false });
       return;
     }
-    const [x1, y1] = getCommonBounds(els);
+    // The top-left of the content: an unturned shape's is its (x, y); the
+    // others' (turned, or drawn through points) Excalidraw's bounds.
+    let x1 = Infinity, y1 = Infinity;
+    const others: El[] = [];
+    for (const el of els) {
+      if (el.angle || el.points) others.push(el);
+      else {
+        x1 = Math.min(x1, el.x);
+        y1 = Math.min(y1, el.y);
+      }
+    }
+    if (others.length) {
+      const [ox, oy] = getCommonBounds(others as any);
+      x1 = Math.min(x1, ox);
+      y1 = Math.min(y1, oy);
+    }
     this.ex.updateScene({ appState: { scrollX: -x1 + 40, scrollY: -y1 + 40, zoom: { value: 1 } }, captureUpdate: CaptureUpdateAction.NEVER });
   }
 

@@ -1,8 +1,9 @@
 // What the page asks the server for before its application has loaded: the
 // snapshot of the canvas in its address, read while the browser loads and
-// starts Excalidraw (about 2 MB of scripts), instead of after. The
-// application's client takes it (earlyFetch) as its first read of that
-// snapshot.
+// starts Excalidraw (about 2 MB of scripts), instead of after. boot.ts (a
+// classic script, the page's first) asks; the application's client takes it
+// (earlyFetch) as its first read of that snapshot. The two are separate
+// bundles: the read in flight is kept on window.
 
 /** Where the browser keeps the token (localStorage). */
 export const TOKEN_KEY = "canvasd.token";
@@ -19,7 +20,8 @@ export function tokenInAddress(): string {
 }
 
 const SNAPSHOT = "/canvas_commands/snapshot/";
-let early: { canvasId: string; auth: string; res: Promise<Response> } | null = null;
+type Early = { canvasId: string; auth: string; res: Promise<Response> };
+const held = window as unknown as { canvasdEarly?: Early | null };
 
 /**
  * Asks for the snapshot of the canvas the address opens (?canvas=), with the
@@ -27,6 +29,7 @@ let early: { canvasId: string; auth: string; res: Promise<Response> } | null = n
  * nothing without both.
  */
 export function readSnapshotEarly(): void {
+  if (held.canvasdEarly !== undefined) return; // asked already (or taken)
   const canvasId = new URLSearchParams(location.search).get("canvas") || "";
   let tok = tokenInAddress();
   try {
@@ -36,7 +39,7 @@ export function readSnapshotEarly(): void {
   const auth = "Bearer " + tok;
   const res = fetch(location.origin + SNAPSHOT + encodeURIComponent(canvasId), { headers: { Accept: "application/json", Authorization: auth } });
   res.catch(() => {}); // a failure is the client's to see, when it takes the answer
-  early = { canvasId, auth, res };
+  held.canvasdEarly = { canvasId, auth, res };
 }
 
 /**
@@ -46,10 +49,10 @@ export function readSnapshotEarly(): void {
  * snapshot drops the early read, so that it is never used late.
  */
 export const earlyFetch: typeof fetch = (input, init) => {
-  const e = early;
+  const e = held.canvasdEarly;
   const url = typeof input === "string" ? input : input instanceof URL ? input.href : input.url;
   if (e && url.includes(SNAPSHOT)) {
-    early = null;
+    held.canvasdEarly = null;
     const u = new URL(url, location.origin);
     const headers = new Headers(init?.headers);
     if ((init?.method ?? "GET") === "GET" && u.origin === location.origin && !u.search &&

@@ -8,9 +8,10 @@ import assert from "node:assert/strict";
 import { existsSync, readFileSync } from "node:fs";
 import { test } from "node:test";
 import type { Edge as CanvasEdge, Node as CanvasNode } from "@canvasd/client";
+import { generateNKeysBetween } from "fractional-indexing";
 import {
   arrowParts, colorOf, differences, edgeDraft, edgeElements, edgePatch, elementId, hexOf, imageFileId, imageSize, newEdgeProps,
-  nodeDraft, nodeElements, nodePatch, partsOf, plainText, styleOf, type El, type Parts, type Props,
+  nodeDraft, nodeElements, nodePatch, orderKey, partsOf, plainText, styleOf, type El, type Parts, type Props,
 } from "./mapping";
 
 /** Excalidraw clipboard elements with every property a person sets (also pasted by api/web_props_test.go). */
@@ -341,4 +342,11 @@ test("the .excalidraw codec's corpus: its nodes draw as its elements, its elemen
     checked++;
   }
   assert.equal(checked, entries.length);
+});
+
+test("orderKey is the fractional index Excalidraw gives a scene's elements in order", () => {
+  const keys = generateNKeysBetween(null, null, 5000); // across "a…", "b…" and "c…"
+  for (let i = 0; i < keys.length; i++) assert.equal(orderKey(i), keys[i], `key ${i}`);
+  for (let i = 5000; i < 300000; i += 997) assert.ok(orderKey(i - 1) < orderKey(i) && orderKey(i) < orderKey(i + 1), `order at ${i}`);
+  assert.equal(orderKey(62 + 3844 + 238328), "d0000");
 });
