@@ -51,7 +51,7 @@ PG_NOTE = if [ -z "$$CANVASD_TEST_DATABASE_URL" ]; then echo "note: CANVASD_TEST
   "to run them: export CANVASD_TEST_DATABASE_URL='postgres://USER@127.0.0.1:5432/DB?sslmode=disable' (the tests make and drop their own schemas)"; fi
 
 .PHONY: test
-test: deps ui ## run every test suite (each to its end, then a summary): go vet, Go with the race detector (SQLite, PostgreSQL when CANVASD_TEST_DATABASE_URL is set, Chromium), Python, TypeScript and the web UI's unit tests
+test: deps ui ## run every test suite (each to its end, then a summary): go vet, Go with the race detector (SQLite, PostgreSQL when CANVASD_TEST_DATABASE_URL is set, the host pages in Chromium), the web UI in Chromium (without it: see scripts/test-suites.sh), Python, TypeScript and the web UI's unit tests
 	@$(PG_NOTE)
 	@PYTHON=$(PYTHON) scripts/test-suites.sh; status=$$?; $(PG_NOTE); exit $$status
 

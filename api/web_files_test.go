@@ -35,7 +35,7 @@ func TestWebUIExportAndImport(t *testing.T) {
 	// Export as PNG from the main menu: a download of the server's drawing.
 	dir := t.TempDir()
 	p.do(chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
-		_, err := cdp.Call(ctx, tg, browser.SetDownloadBehavior, browser.SetDownloadBehaviorParams{Behavior: "allow", DownloadPath: dir})
+		_, err := cdp.Call(ctx, tg, browser.SetDownloadBehavior, browser.SetDownloadBehaviorParams{Behavior: "allow", DownloadPath: dir, BrowserContextID: p.browserContext()})
 		return err
 	}))
 	p.clickCSS(`[data-testid="main-menu-trigger"]`)

@@ -142,7 +142,7 @@ func (p *uiPage) allowClipboard(origin string) {
 		}
 		for _, name := range []string{"clipboard-read", "clipboard-write"} {
 			if _, err := cdp.Call(ctx, tg, browser.SetPermission, browser.SetPermissionParams{
-				Permission: &browser.PermissionDescriptor{Name: name, AllowWithoutSanitization: true}, Setting: browser.PermissionSettingGranted, Origin: origin}); err != nil {
+				Permission: &browser.PermissionDescriptor{Name: name, AllowWithoutSanitization: true}, Setting: browser.PermissionSettingGranted, Origin: origin, BrowserContextID: p.browserContext()}); err != nil {
 				return err
 			}
 		}

@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -98,11 +99,68 @@ type uiPage struct {
 	errs []string
 }
 
-// uiBrowser starts headless Chromium (Debian's /usr/bin/chromium, skipped
-// without it unless CI is set) and returns a function opening a tab at a
-// URL, with init scripts run before the page's own. Script exceptions,
-// console errors and CSP violations of every tab fail the test at cleanup.
-// Each tab's actions run under timeout.
+// sharedChromium is the test binary's one headless Chromium (Debian's
+// /usr/bin/chromium), started by the first uiBrowser and stopped by
+// TestMain: starting a browser costs about 2 CPU-seconds, and each test gets
+// a browser context of its own instead (its own cookies, storage and cache,
+// like a fresh profile), so tests share nothing but the process.
+var sharedChromium struct {
+	mu      sync.Mutex
+	browser context.Context // nil until started, or after it stopped
+	stop    func()
+}
+
+// chromiumBrowser returns the shared browser, starting it (again, when it
+// died) if need be.
+func chromiumBrowser(t testing.TB) context.Context {
+	t.Helper()
+	sharedChromium.mu.Lock()
+	defer sharedChromium.mu.Unlock()
+	if b := sharedChromium.browser; b != nil {
+		if c := chromedp.FromContext(b); b.Err() == nil && c.Browser != nil && c.Browser.Process() != nil && c.Browser.Process().Signal(syscall.Signal(0)) == nil {
+			return b
+		}
+		sharedChromium.stop()
+	}
+	dir, err := os.MkdirTemp("", "canvasd-chromium-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(),
+		chromedp.ExecPath(chromiumPath), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU,
+		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-quic", true),
+		chromedp.NoFirstRun, chromedp.NoDefaultBrowserCheck, chromedp.WindowSize(1400, 860),
+		chromedp.UserDataDir(dir))
+	browser, cancelBrowser := chromedp.NewContext(alloc)
+	stop := func() {
+		cancelBrowser()
+		cancelAlloc()
+		_ = os.RemoveAll(dir)
+		sharedChromium.browser, sharedChromium.stop = nil, nil
+	}
+	if err := chromedp.Do(browser); err != nil { // starts the browser, not under a timeout
+		stop()
+		t.Fatalf("start chromium: %v", err)
+	}
+	sharedChromium.browser, sharedChromium.stop = browser, stop
+	return browser
+}
+
+// stopSharedChromium stops the shared browser, if it was started.
+func stopSharedChromium() {
+	sharedChromium.mu.Lock()
+	defer sharedChromium.mu.Unlock()
+	if sharedChromium.stop != nil {
+		sharedChromium.stop()
+	}
+}
+
+// uiBrowser opens a browser context of its own in the shared headless
+// Chromium (skipped without /usr/bin/chromium unless CI is set) and returns
+// a function opening a tab of that context at a URL, with init scripts run
+// before the page's own. Script exceptions, console errors and CSP
+// violations of every tab fail the test at cleanup, which closes the
+// context. Each tab's actions run under timeout.
 func uiBrowser(t testing.TB, timeout time.Duration) func(url string, init ...string) *uiPage {
 	t.Helper()
 	if _, err := os.Stat(chromiumPath); err != nil {
@@ -111,16 +169,9 @@ func uiBrowser(t testing.TB, timeout time.Duration) func(url string, init ...str
 		}
 		t.Skipf("no %s (apt-get install chromium): %v", chromiumPath, err)
 	}
-	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(),
-		chromedp.ExecPath(chromiumPath), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU,
-		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-quic", true),
-		chromedp.NoFirstRun, chromedp.NoDefaultBrowserCheck, chromedp.WindowSize(1400, 860),
-		chromedp.UserDataDir(t.TempDir()))
-	browser, cancelBrowser := chromedp.NewContext(alloc)
-	if err := chromedp.Do(browser); err != nil { // starts the browser, not under a timeout
-		t.Fatalf("start chromium: %v", err)
-	}
+	browser, cancelBrowser := chromedp.NewContext(chromiumBrowser(t), chromedp.WithNewBrowserContext())
 	var pages []*uiPage
+	var closeTabs []func()
 	t.Cleanup(func() {
 		for _, p := range pages {
 			p.mu.Lock()
@@ -129,15 +180,19 @@ func uiBrowser(t testing.TB, timeout time.Duration) func(url string, init ...str
 			}
 			p.mu.Unlock()
 		}
-		cancelBrowser()
-		cancelAlloc()
+		for _, c := range closeTabs {
+			c()
+		}
+		cancelBrowser() // closes its first tab and disposes of the context
 	})
 	first := true
 	return func(url string, init ...string) *uiPage {
 		t.Helper()
 		tab := browser
 		if !first {
-			tab, _ = chromedp.NewContext(browser)
+			var closeTab func()
+			tab, closeTab = chromedp.NewContext(browser)
+			closeTabs = append(closeTabs, closeTab)
 		}
 		first = false
 		p := &uiPage{t: t}
@@ -189,6 +244,13 @@ func uiBrowser(t testing.TB, timeout time.Duration) func(url string, init ...str
 		p.poll, p.eval = pageHelpers(t, ctx, 20*time.Second) // generous: make test runs packages in parallel under the race detector
 		return p
 	}
+}
+
+// browserContext is the browser context of p's test (see uiBrowser): the
+// Browser domain's commands (permissions, downloads) must name it, or they
+// change the shared browser's default context instead.
+func (p *uiPage) browserContext() cdp.BrowserContextID {
+	return chromedp.FromContext(p.ctx).BrowserContextID
 }
 
 // pageHelpers returns poll (wait until a JS expression is true, or fail) and

@@ -886,9 +886,15 @@ class FetchStream implements CanvasStream {
     const path = "/sse/canvas/" + encodeURIComponent(this.canvasId);
     while (!this.ctl.signal.aborted) {
       const conn = new AbortController();
-      const onClose = () => conn.abort(this.ctl.signal.reason);
-      this.ctl.signal.addEventListener("abort", onClose, { once: true });
       let idleTimer: ReturnType<typeof setTimeout> | undefined;
+      // close() while the caller holds an event (the generator waits at its
+      // yield, so finally below has not run) must not leave the idle timer:
+      // it would keep a Node program alive for idleTimeoutMs.
+      const onClose = () => {
+        if (idleTimer) clearTimeout(idleTimer);
+        conn.abort(this.ctl.signal.reason);
+      };
+      this.ctl.signal.addEventListener("abort", onClose, { once: true });
       const armIdle = () => {
         if (idleTimer) clearTimeout(idleTimer);
         idleTimer = setTimeout(() => conn.abort(new Error(`no event or heartbeat for ${idle} ms`)), idle);

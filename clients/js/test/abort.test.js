@@ -164,6 +164,33 @@ test("LiveCanvas.close() ends the backoff after a failure at once", { timeout: 6
   assert.equal(timers, 0, "timers left running after close()");
 });
 
+test("a stream closed while its reader holds an event leaves no timer behind", { timeout: 60_000 }, async () => {
+  // A child process reads a stream by hand up to caught_up, then closes it
+  // without asking for the next event (the stream waits at that event), and
+  // lists the timers still holding the process. The idle timer (45 s) once
+  // stayed, and kept the program (and this test suite's files) alive.
+  const id = await newCanvas();
+  const script = `
+    const { CanvasClient } = await import(${JSON.stringify(pathToFileURL(join(pkgDir, "dist/index.js")).href)});
+    const c = new CanvasClient({ baseUrl: ${JSON.stringify(env.srv.url)}, token: ${JSON.stringify(env.srv.adminToken)} });
+    const s = c.stream(${JSON.stringify(id)});
+    const it = s[Symbol.asyncIterator]();
+    let ev, timers = -1;
+    do ev = (await it.next()).value; while (ev.event !== "caught_up");
+    s.close();
+    setImmediate(() => (timers = process.getActiveResourcesInfo().filter((r) => r === "Timeout").length));
+    process.on("exit", () => console.log(JSON.stringify({ last: ev.event, timers })));
+  `;
+  const child = spawn(process.execPath, ["--input-type=module", "-e", script], { stdio: ["ignore", "pipe", "inherit"] });
+  let out = "";
+  child.stdout.on("data", (b) => (out += b));
+  const code = await new Promise((r) => child.on("exit", r));
+  assert.equal(code, 0);
+  const { last, timers } = JSON.parse(out);
+  assert.equal(last, "caught_up");
+  assert.equal(timers, 0, "timers left running after close()");
+});
+
 test("invoke waits up to its timeout_ms, beyond the client's per-request timeout", async () => {
   const id = await newCanvas();
   const live = env.c.live(id);
