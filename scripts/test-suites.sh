@@ -5,9 +5,9 @@
 # and the exit status is 1 when any failed.
 #
 # To use both cores of a small machine, the suites run side by side: the Go
-# tests in two processes (the web UI's Chromium tests of package api, and
-# everything else), and the Python, TypeScript and web UI unit suites one
-# after another beside them. Each suite's output is kept in its own file and
+# tests in four processes (the web UI's Chromium tests of package api, the
+# rest of api's tests in two halves, and every other package), and the
+# Python, TypeScript and web UI unit suites one after another beside them. Each suite's output is kept in its own file and
 # printed whole when it ends, so outputs never interleave.
 #
 # The web UI's Chromium tests (TestWebUI*) run without the race detector:
@@ -53,6 +53,15 @@ report() {
 gotest() { go test -race -count=1 -timeout 30m "$@"; }
 webuitest() { go test -count=1 -timeout 30m -run '^TestWebUI' ./api; }
 
+# Package api holds most of the Go tests' time, so its race tests run in
+# two processes (alternate tests of its list each), beside the other
+# packages': otherwise one core idles while api's tests finish alone.
+# apihalf N prints the -run pattern of half N (0 or 1).
+apihalf() {
+  go test -race -list '^Test' ./api | grep '^Test' | grep -v '^TestWebUI' |
+    awk -v n="$1" 'NR % 2 == n' | paste -sd'|' | sed 's/^/^(/; s/$/)$/'
+}
+
 run vet go vet ./...
 report vet "go vet"
 # Compile every test binary once, so the two Go processes below do not
@@ -69,10 +78,18 @@ clients &
 clients_pid=$!
 run go-webui webuitest &
 webui_pid=$!
-run go gotest -skip '^TestWebUI' ./...
-wait "$webui_pid" "$clients_pid"
+api0=$(apihalf 0)
+api1=$(apihalf 1)
+run go-api0 gotest -run "$api0" ./api &
+api0_pid=$!
+run go-api1 gotest -run "$api1" ./api &
+api1_pid=$!
+run go gotest $(go list ./... | grep -v '/api$')
+wait "$webui_pid" "$clients_pid" "$api0_pid" "$api1_pid"
 
-report go "Go tests, race detector (SQLite, PostgreSQL when CANVASD_TEST_DATABASE_URL is set)"
+report go "Go tests, race detector, every package but api (SQLite, PostgreSQL when CANVASD_TEST_DATABASE_URL is set)"
+report go-api0 "Go tests of package api, race detector, first half"
+report go-api1 "Go tests of package api, race detector, second half"
 report go-webui "Go tests of the web UI in Chromium (package api, TestWebUI*; no race detector, see above)"
 report python "Python client"
 report ts "TypeScript client"
@@ -81,9 +98,9 @@ report ui "web UI unit tests"
 echo
 echo "== make test: summary"
 printf '  %s\n' "${results[@]}"
-if grep -qE '^(--- FAIL|FAIL)' "$dir/go.log" "$dir/go-webui.log"; then
+if grep -qE '^(--- FAIL|FAIL)' "$dir"/go*.log; then
   echo "  failed Go tests and packages:"
-  grep -hE '^(--- FAIL|FAIL)' "$dir/go.log" "$dir/go-webui.log" | sed 's/^/    /'
+  grep -hE '^(--- FAIL|FAIL)' "$dir"/go*.log | sed 's/^/    /'
 fi
 echo "  browser test screenshots: $PWD/test-artifacts/web/"
 exit $failed
