@@ -105,7 +105,8 @@ const (
 //
 // pre, when not nil, is the host's screenshot asked for before the turn
 // read the canvas (prefetchShot): when it is of the turn's viewport, it
-// is the first attempt (its time counts from when it was asked for).
+// is the first attempt (its time counts from when it was asked for to
+// when its answer came, which may be before the turn wanted it).
 func (r *Runner) screenshot(s *session, pc PromptContext, pre *shotPrefetch) (Screenshot, error) {
 	cfg := r.d.Config
 	vp := pc.Viewport
@@ -132,12 +133,12 @@ func (r *Runner) screenshot(s *session, pc PromptContext, pre *shotPrefetch) (Sc
 		}
 		var shot Screenshot
 		var err error
-		var start time.Time
+		var start, end time.Time
 		if attempt == 0 && pre != nil && *pre.req.Bounds == vp {
 			start = pre.start
 			select {
 			case <-pre.done:
-				shot, err = pre.shot, pre.err
+				shot, err, end = pre.shot, pre.err, pre.end
 			case <-s.ctx.Done():
 				return Screenshot{}, s.ctx.Err()
 			}
@@ -146,9 +147,10 @@ func (r *Runner) screenshot(s *session, pc PromptContext, pre *shotPrefetch) (Sc
 			r.d.Events.PublishToHost(s.rec.CanvasID, client.EventScreenshotRequest, req)
 			start = r.d.Now()
 			shot, err = r.d.Screenshots.Screenshot(s.ctx, s.rec.CanvasID, req, cfg.ScreenshotTimeout)
+			end = r.d.Now()
 		}
 		if err == nil {
-			d := r.d.Now().Sub(start)
+			d := end.Sub(start)
 			r.d.Metrics.observeScreenshot(d)
 			r.d.Metrics.screenshotOutcome("taken")
 			s.stats(func(st *client.AgentStats) {
@@ -204,7 +206,8 @@ func shotRequest(s *session, vp Box) ScreenshotRequest {
 type shotPrefetch struct {
 	req    ScreenshotRequest
 	start  time.Time
-	done   chan struct{} // closed when shot and err are set
+	done   chan struct{} // closed when shot, err and end are set
+	end    time.Time     // when the answer (or the error) came
 	shot   Screenshot
 	err    error
 	cancel context.CancelFunc
@@ -233,6 +236,7 @@ func (r *Runner) prefetchShot(s *session) *shotPrefetch {
 	go func() {
 		defer close(p.done)
 		p.shot, p.err = r.d.Screenshots.Screenshot(ctx, s.rec.CanvasID, p.req, r.d.Config.ScreenshotTimeout)
+		p.end = r.d.Now()
 	}()
 	return p
 }

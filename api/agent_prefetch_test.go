@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"net/http"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -94,5 +96,99 @@ func TestAgentAsksForTheScreenshotBeforeReadingTheCanvas(t *testing.T) {
 	sess, _ := r.Session(context.Background(), id)
 	if _, img := model.requests()[0].last(); img != "data:image/png;base64,iVBORw0KGgo=" || sess.Stats.ScreenshotSource != agent.ShotFromBrowser || sess.Stats.Screenshots != 1 {
 		t.Fatalf("the model got image %q; stats %+v", img, sess.Stats)
+	}
+}
+
+// shotSignal is a Screenshotter that closes returned when its first
+// screenshot returns.
+type shotSignal struct {
+	agent.Screenshotter
+	returned chan struct{}
+	once     sync.Once
+}
+
+func (s *shotSignal) Screenshot(ctx context.Context, canvasID string, req agent.ScreenshotRequest, timeout time.Duration) (agent.Screenshot, error) {
+	shot, err := s.Screenshotter.Screenshot(ctx, canvasID, req, timeout)
+	s.once.Do(func() { close(s.returned) })
+	return shot, err
+}
+
+// clockAfterShot is the runner's HTTP transport: a read of the canvas waits
+// for the host's screenshot, then moves the runner's clock on by an hour
+// once the server answered it (the read outlasts the screenshot by that).
+type clockAfterShot struct {
+	returned <-chan struct{}
+	skew     *atomic.Int64
+}
+
+func (c clockAfterShot) RoundTrip(r *http.Request) (*http.Response, error) {
+	snapshot := strings.HasPrefix(r.URL.Path, "/canvas_commands/snapshot/")
+	if snapshot {
+		<-c.returned
+	}
+	res, err := http.DefaultTransport.RoundTrip(r)
+	if snapshot {
+		c.skew.Add(int64(time.Hour))
+	}
+	return res, err
+}
+
+// A prefetched screenshot's time (screenshot_ms) is from the request to
+// the host's answer, also when the turn wanted it only later (its read of
+// the canvas took longer).
+func TestAgentPrefetchedScreenshotTimeIsItsRoundTrip(t *testing.T) {
+	model := newFakeOpenAI(t, scriptedReply{chunks: []string{actionsJSON(`{"name":"think","params":{"text":"seen"}}`)}})
+	e := newAgentEnv(t, model, nil)
+	e.runner.Stop()
+	broker := host.NewBroker(CanvasInvokeDeliverer(e.hub))
+	tok, _ := e.admin.CreateToken(context.Background(), canvas.TokenRequest{Role: canvas.RoleEditor, ActorType: canvas.ActorAgent})
+	shots := &shotSignal{Screenshotter: AgentScreenshotter{Hub: e.hub, Broker: broker}, returned: make(chan struct{})}
+	var skew atomic.Int64
+	ac, _ := client.New(e.srv.URL, tok.Token, client.WithHTTPClient(&http.Client{Transport: clockAfterShot{returned: shots.returned, skew: &skew}}))
+	cfg := agent.DefaultConfig()
+	cfg.Model, cfg.OpenAIAPIKey, cfg.OpenAIBaseURL, cfg.LowActionThreshold = "openai:gpt-vision", "sk-test", model.srv.URL+"/v1", 0
+	r, err := agent.NewRunner(agent.Deps{Config: cfg, Client: ac, Events: e.hub, Store: e.sessions, Screenshots: shots,
+		Now: func() time.Time { return time.Now().Add(time.Duration(skew.Load())) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Start(context.Background())
+	defer r.Stop()
+	e.newCanvas("p")
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	st := e.human.Stream(ctx, "p", client.StreamOptions{ClientID: "b1", Capabilities: []string{hub.CapScreenshot}})
+	defer st.Close()
+	subscribed := make(chan struct{})
+	go func() {
+		for {
+			ev, err := st.Recv()
+			if err != nil {
+				return
+			}
+			if ev.Event == client.EventCaughtUp {
+				close(subscribed)
+			}
+			if ev.Event != "invoke" {
+				continue
+			}
+			var inv host.InvokeRequest
+			_ = ev.Decode(&inv)
+			var req agent.ScreenshotRequest
+			_ = json.Unmarshal(inv.Payload, &req)
+			res, _ := json.Marshal(agent.Screenshot{DataURL: "data:image/png;base64,iVBORw0KGgo=", Bounds: *req.Bounds, DocVersion: "0"})
+			_, _ = broker.Answer(inv.InvokeID, host.Answer{OK: true, Result: res})
+		}
+	}()
+	<-subscribed
+	id, err := r.Run(context.Background(), client.AgentRunRequest{RoomID: "p", Message: "look", Viewport: &client.Box{X: 1, Y: 2, W: 300, H: 200}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitRunner(t, r, id)
+	sess, _ := r.Session(context.Background(), id)
+	if st := sess.Stats; st.ScreenshotSource != agent.ShotFromBrowser || st.Screenshots != 1 || st.ScreenshotMS >= float64(time.Hour.Milliseconds()) {
+		t.Fatalf("stats %+v: want one screenshot from the browser, its time under the hour the read of the canvas took after it", st)
 	}
 }

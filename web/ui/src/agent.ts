@@ -68,6 +68,9 @@ export class AgentPanel {
   /** The chat follows its newest line (the person has not scrolled up). */
   private stick = true;
   private lastTop = 0; // the chat's scrollTop as last seen
+  private scrollFrame = 0; // the frame that scrolls the chat to its end (scroll), 0 when none is due
+  private addressTimer = 0; // the task that puts addressSession in the address (remember), 0 when none is due
+  private addressSession = "";
 
   constructor(private client: CanvasClient, private ctx: AgentContext) {
     this.prompt = h("textarea", { id: "agent-prompt", rows: 2, maxlength: 20000, placeholder: "Ask the agent, e.g. Draft a brutalist poster concept" });
@@ -191,12 +194,22 @@ export class AgentPanel {
     this.remember(sid);
   }
 
-  /** Puts the session in the address (?agent=…), or takes it out (""). */
+  /**
+   * Puts the session in the address (?agent=…), or takes it out (""), in a
+   * task of its own (the last call's session): changing the address takes
+   * the page milliseconds, which the canvas stream's events handled after
+   * the agent:status that calls this (a screenshot asked of this page) must
+   * not wait for. reset() drops an address change not made yet.
+   */
   private remember(sid: string): void {
-    const u = new URL(location.href);
-    if (sid) u.searchParams.set("agent", sid);
-    else u.searchParams.delete("agent");
-    history.replaceState(null, "", u.pathname + u.search + u.hash);
+    this.addressSession = sid;
+    this.addressTimer ||= window.setTimeout(() => {
+      this.addressTimer = 0;
+      const u = new URL(location.href);
+      if (this.addressSession) u.searchParams.set("agent", this.addressSession);
+      else u.searchParams.delete("agent");
+      history.replaceState(null, "", u.pathname + u.search + u.hash);
+    });
   }
 
   /** Accepts the reviewed run: the review goes, and so does the session from
@@ -208,6 +221,8 @@ export class AgentPanel {
 
   /** Starts over for another canvas. */
   reset(): void {
+    clearTimeout(this.addressTimer); // (another canvas's address is not this run's)
+    this.addressTimer = 0;
     this.session = "";
     this.own = false;
     this.running = false;
@@ -351,12 +366,23 @@ export class AgentPanel {
     return this.log.scrollHeight - this.log.scrollTop - this.log.clientHeight < 40;
   }
 
-  /** Keeps the chat at its end, the newest line in view, unless the person scrolled up (or always, with force). */
+  /**
+   * Keeps the chat at its end, the newest line in view, unless the person
+   * scrolled up (or always, with force): at the next frame, once for all the
+   * lines added meanwhile. Reading the chat's height lays the page out, which
+   * the chat's lines, added as the canvas stream's events are handled, must
+   * not do: the events after them (a screenshot asked of this page) would
+   * wait for it.
+   */
   private scroll(force = false): void {
     if (force) this.stick = true;
-    if (!this.stick) return;
-    this.log.scrollTop = this.log.scrollHeight;
-    this.lastTop = this.log.scrollTop;
+    if (!this.stick || this.scrollFrame) return;
+    this.scrollFrame = requestAnimationFrame(() => {
+      this.scrollFrame = 0;
+      if (!this.stick) return;
+      this.log.scrollTop = this.log.scrollHeight;
+      this.lastTop = this.log.scrollTop;
+    });
   }
 
   /**
