@@ -42,49 +42,11 @@ func (g snapshotGate) RoundTrip(r *http.Request) (*http.Response, error) {
 func TestAgentAsksForTheScreenshotBeforeReadingTheCanvas(t *testing.T) {
 	model := newFakeOpenAI(t, scriptedReply{chunks: []string{actionsJSON(`{"name":"think","params":{"text":"seen"}}`)}})
 	e := newAgentEnv(t, model, nil)
-	e.runner.Stop()
 	broker := host.NewBroker(CanvasInvokeDeliverer(e.hub))
-	tok, _ := e.admin.CreateToken(context.Background(), canvas.TokenRequest{Role: canvas.RoleEditor, ActorType: canvas.ActorAgent})
 	gate := snapshotGate{asked: make(chan struct{}), late: make(chan bool, 4)}
-	ac, _ := client.New(e.srv.URL, tok.Token, client.WithHTTPClient(&http.Client{Transport: gate}))
-	cfg := agent.DefaultConfig()
-	cfg.Model, cfg.OpenAIAPIKey, cfg.OpenAIBaseURL, cfg.LowActionThreshold = "openai:gpt-vision", "sk-test", model.srv.URL+"/v1", 0
-	r, err := agent.NewRunner(agent.Deps{Config: cfg, Client: ac, Events: e.hub, Store: e.sessions,
-		Screenshots: AgentScreenshotter{Hub: e.hub, Broker: broker}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r.Start(context.Background())
-	defer r.Stop()
+	r := visionRunner(t, e, model, gate, AgentScreenshotter{Hub: e.hub, Broker: broker}, nil)
 	e.newCanvas("p")
-
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	st := e.human.Stream(ctx, "p", client.StreamOptions{ClientID: "b1", Capabilities: []string{hub.CapScreenshot}})
-	defer st.Close()
-	subscribed := make(chan struct{})
-	go func() {
-		for {
-			ev, err := st.Recv()
-			if err != nil {
-				return
-			}
-			if ev.Event == client.EventCaughtUp {
-				close(subscribed)
-			}
-			if ev.Event != "invoke" {
-				continue
-			}
-			close(gate.asked)
-			var inv host.InvokeRequest
-			_ = ev.Decode(&inv)
-			var req agent.ScreenshotRequest
-			_ = json.Unmarshal(inv.Payload, &req)
-			res, _ := json.Marshal(agent.Screenshot{DataURL: "data:image/png;base64,iVBORw0KGgo=", Bounds: *req.Bounds, DocVersion: "0"})
-			_, _ = broker.Answer(inv.InvokeID, host.Answer{OK: true, Result: res})
-		}
-	}()
-	<-subscribed
+	hostAnswersScreenshots(t, e, broker, "p", func() { close(gate.asked) })
 	id, err := r.Run(context.Background(), client.AgentRunRequest{RoomID: "p", Message: "look", Viewport: &client.Box{X: 1, Y: 2, W: 300, H: 200}})
 	if err != nil {
 		t.Fatal(err)
@@ -139,29 +101,55 @@ func (c clockAfterShot) RoundTrip(r *http.Request) (*http.Response, error) {
 func TestAgentPrefetchedScreenshotTimeIsItsRoundTrip(t *testing.T) {
 	model := newFakeOpenAI(t, scriptedReply{chunks: []string{actionsJSON(`{"name":"think","params":{"text":"seen"}}`)}})
 	e := newAgentEnv(t, model, nil)
-	e.runner.Stop()
 	broker := host.NewBroker(CanvasInvokeDeliverer(e.hub))
-	tok, _ := e.admin.CreateToken(context.Background(), canvas.TokenRequest{Role: canvas.RoleEditor, ActorType: canvas.ActorAgent})
 	shots := &shotSignal{Screenshotter: AgentScreenshotter{Hub: e.hub, Broker: broker}, returned: make(chan struct{})}
 	var skew atomic.Int64
-	ac, _ := client.New(e.srv.URL, tok.Token, client.WithHTTPClient(&http.Client{Transport: clockAfterShot{returned: shots.returned, skew: &skew}}))
+	r := visionRunner(t, e, model, clockAfterShot{returned: shots.returned, skew: &skew}, shots,
+		func() time.Time { return time.Now().Add(time.Duration(skew.Load())) })
+	e.newCanvas("p")
+	hostAnswersScreenshots(t, e, broker, "p", nil)
+	id, err := r.Run(context.Background(), client.AgentRunRequest{RoomID: "p", Message: "look", Viewport: &client.Box{X: 1, Y: 2, W: 300, H: 200}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitRunner(t, r, id)
+	sess, _ := r.Session(context.Background(), id)
+	if st := sess.Stats; st.ScreenshotSource != agent.ShotFromBrowser || st.Screenshots != 1 || st.ScreenshotMS >= float64(time.Hour.Milliseconds()) {
+		t.Fatalf("stats %+v: want one screenshot from the browser, its time under the hour the read of the canvas took after it", st)
+	}
+}
+
+// visionRunner replaces e's runner with one of a vision model (model) that
+// reaches canvasd through transport, takes its screenshots from shots and,
+// when now is not nil, its time from now; stopped at cleanup.
+func visionRunner(t *testing.T, e *agentEnv, model *fakeOpenAI, transport http.RoundTripper, shots agent.Screenshotter, now func() time.Time) *agent.Runner {
+	t.Helper()
+	e.runner.Stop()
+	tok, _ := e.admin.CreateToken(context.Background(), canvas.TokenRequest{Role: canvas.RoleEditor, ActorType: canvas.ActorAgent})
+	ac, _ := client.New(e.srv.URL, tok.Token, client.WithHTTPClient(&http.Client{Transport: transport}))
 	cfg := agent.DefaultConfig()
 	cfg.Model, cfg.OpenAIAPIKey, cfg.OpenAIBaseURL, cfg.LowActionThreshold = "openai:gpt-vision", "sk-test", model.srv.URL+"/v1", 0
-	r, err := agent.NewRunner(agent.Deps{Config: cfg, Client: ac, Events: e.hub, Store: e.sessions, Screenshots: shots,
-		Now: func() time.Time { return time.Now().Add(time.Duration(skew.Load())) }})
+	r, err := agent.NewRunner(agent.Deps{Config: cfg, Client: ac, Events: e.hub, Store: e.sessions, Screenshots: shots, Now: now})
 	if err != nil {
 		t.Fatal(err)
 	}
 	r.Start(context.Background())
-	defer r.Stop()
-	e.newCanvas("p")
+	t.Cleanup(r.Stop)
+	return r
+}
 
+// hostAnswersScreenshots subscribes a browser that takes screenshots to
+// canvas cid and answers each screenshot invoke through broker with a tiny
+// PNG of the bounds asked for, after calling asked (when not nil) on the
+// first; it returns once the browser caught up, and stops at cleanup.
+func hostAnswersScreenshots(t *testing.T, e *agentEnv, broker *host.Broker, cid string, asked func()) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	st := e.human.Stream(ctx, "p", client.StreamOptions{ClientID: "b1", Capabilities: []string{hub.CapScreenshot}})
-	defer st.Close()
+	st := e.human.Stream(ctx, cid, client.StreamOptions{ClientID: "b1", Capabilities: []string{hub.CapScreenshot}})
+	t.Cleanup(func() { cancel(); st.Close() })
 	subscribed := make(chan struct{})
 	go func() {
+		var once sync.Once
 		for {
 			ev, err := st.Recv()
 			if err != nil {
@@ -173,6 +161,9 @@ func TestAgentPrefetchedScreenshotTimeIsItsRoundTrip(t *testing.T) {
 			if ev.Event != "invoke" {
 				continue
 			}
+			if asked != nil {
+				once.Do(asked)
+			}
 			var inv host.InvokeRequest
 			_ = ev.Decode(&inv)
 			var req agent.ScreenshotRequest
@@ -182,13 +173,4 @@ func TestAgentPrefetchedScreenshotTimeIsItsRoundTrip(t *testing.T) {
 		}
 	}()
 	<-subscribed
-	id, err := r.Run(context.Background(), client.AgentRunRequest{RoomID: "p", Message: "look", Viewport: &client.Box{X: 1, Y: 2, W: 300, H: 200}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	waitRunner(t, r, id)
-	sess, _ := r.Session(context.Background(), id)
-	if st := sess.Stats; st.ScreenshotSource != agent.ShotFromBrowser || st.Screenshots != 1 || st.ScreenshotMS >= float64(time.Hour.Milliseconds()) {
-		t.Fatalf("stats %+v: want one screenshot from the browser, its time under the hour the read of the canvas took after it", st)
-	}
 }
