@@ -46,7 +46,8 @@ func TestAgentAsksForTheScreenshotBeforeReadingTheCanvas(t *testing.T) {
 	gate := snapshotGate{asked: make(chan struct{}), late: make(chan bool, 4)}
 	r := visionRunner(t, e, model, gate, AgentScreenshotter{Hub: e.hub, Broker: broker}, nil)
 	e.newCanvas("p")
-	hostAnswersScreenshots(t, e, broker, "p", func() { close(gate.asked) })
+	var asked sync.Once
+	hostAnswersScreenshots(t, e, broker, "p", func(agent.ScreenshotRequest) { asked.Do(func() { close(gate.asked) }) })
 	id, err := r.Run(context.Background(), client.AgentRunRequest{RoomID: "p", Message: "look", Viewport: &client.Box{X: 1, Y: 2, W: 300, H: 200}})
 	if err != nil {
 		t.Fatal(err)
@@ -140,16 +141,17 @@ func visionRunner(t *testing.T, e *agentEnv, model *fakeOpenAI, transport http.R
 
 // hostAnswersScreenshots subscribes a browser that takes screenshots to
 // canvas cid and answers each screenshot invoke through broker with a tiny
-// PNG of the bounds asked for, after calling asked (when not nil) on the
-// first; it returns once the browser caught up, and stops at cleanup.
-func hostAnswersScreenshots(t *testing.T, e *agentEnv, broker *host.Broker, cid string, asked func()) {
+// PNG of the bounds asked for, after handing the request to onRequest
+// (when not nil). It returns once the browser caught up (the hub counts
+// it), and stop, which closes its stream (also run at cleanup).
+func hostAnswersScreenshots(t *testing.T, e *agentEnv, broker *host.Broker, cid string, onRequest func(agent.ScreenshotRequest)) (stop func()) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	st := e.human.Stream(ctx, cid, client.StreamOptions{ClientID: "b1", Capabilities: []string{hub.CapScreenshot}})
-	t.Cleanup(func() { cancel(); st.Close() })
+	stop = sync.OnceFunc(func() { cancel(); st.Close() })
+	t.Cleanup(stop)
 	subscribed := make(chan struct{})
 	go func() {
-		var once sync.Once
 		for {
 			ev, err := st.Recv()
 			if err != nil {
@@ -161,16 +163,17 @@ func hostAnswersScreenshots(t *testing.T, e *agentEnv, broker *host.Broker, cid 
 			if ev.Event != "invoke" {
 				continue
 			}
-			if asked != nil {
-				once.Do(asked)
-			}
 			var inv host.InvokeRequest
 			_ = ev.Decode(&inv)
 			var req agent.ScreenshotRequest
 			_ = json.Unmarshal(inv.Payload, &req)
+			if onRequest != nil {
+				onRequest(req)
+			}
 			res, _ := json.Marshal(agent.Screenshot{DataURL: "data:image/png;base64,iVBORw0KGgo=", Bounds: *req.Bounds, DocVersion: "0"})
 			_, _ = broker.Answer(inv.InvokeID, host.Answer{OK: true, Result: res})
 		}
 	}()
 	<-subscribed
+	return stop
 }

@@ -1188,48 +1188,13 @@ func TestAgentScreenshotReachesVisionModel(t *testing.T) {
 		scriptedReply{chunks: []string{actionsJSON(`{"name":"think","params":{"text":"seen"}}`)}},
 		scriptedReply{chunks: []string{actionsJSON(`{"name":"think","params":{"text":"blind"}}`)}})
 	e := newAgentEnv(t, model, nil)
-	e.runner.Stop()
 	broker := host.NewBroker(CanvasInvokeDeliverer(e.hub))
-	tok, _ := e.admin.CreateToken(context.Background(), canvas.TokenRequest{Role: canvas.RoleEditor, ActorType: canvas.ActorAgent})
-	ac, _ := client.New(e.srv.URL, tok.Token)
-	cfg := agent.DefaultConfig()
-	cfg.Model, cfg.OpenAIAPIKey, cfg.OpenAIBaseURL, cfg.LowActionThreshold = "openai:gpt-vision", "sk-test", model.srv.URL+"/v1", 0
-	r, err := agent.NewRunner(agent.Deps{Config: cfg, Client: ac, Events: e.hub, Store: e.sessions,
-		Screenshots: AgentScreenshotter{Hub: e.hub, Broker: broker}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r.Start(context.Background())
-	defer r.Stop()
+	r := visionRunner(t, e, model, http.DefaultTransport, AgentScreenshotter{Hub: e.hub, Broker: broker}, nil)
 	e.newCanvas("v")
 
 	// A browser on the canvas stream, elected host, answers screenshot invokes.
-	ctx, cancel := context.WithCancel(context.Background())
-	st := e.human.Stream(ctx, "v", client.StreamOptions{ClientID: "b1", Capabilities: []string{hub.CapScreenshot}})
 	answered := make(chan agent.ScreenshotRequest, 4)
-	subscribed := make(chan struct{}) // caught_up: the hub counts this stream
-	go func() {
-		for {
-			ev, err := st.Recv()
-			if err != nil {
-				return
-			}
-			if ev.Event == client.EventCaughtUp {
-				close(subscribed)
-			}
-			if ev.Event != "invoke" {
-				continue
-			}
-			var inv host.InvokeRequest
-			ev.Decode(&inv)
-			var req agent.ScreenshotRequest
-			json.Unmarshal(inv.Payload, &req)
-			res, _ := json.Marshal(agent.Screenshot{DataURL: "data:image/png;base64,iVBORw0KGgo=", Bounds: *req.Bounds, DocVersion: "0"})
-			broker.Answer(inv.InvokeID, host.Answer{OK: true, Result: res})
-			answered <- req
-		}
-	}()
-	<-subscribed
+	stopHost := hostAnswersScreenshots(t, e, broker, "v", func(req agent.ScreenshotRequest) { answered <- req })
 	id, err := r.Run(context.Background(), client.AgentRunRequest{RoomID: "v", Message: "look", Viewport: &client.Box{X: 1, Y: 2, W: 300, H: 200}})
 	if err != nil {
 		t.Fatal(err)
@@ -1252,8 +1217,7 @@ func TestAgentScreenshotReachesVisionModel(t *testing.T) {
 	}
 	// Without a browser the server draws the viewport: the model gets a PNG
 	// of what the canvas holds there (a red shape fills its middle).
-	cancel()
-	st.Close()
+	stopHost()
 	waitUntil(t, 10*time.Second, "the closed stream left the hub", func() bool { return e.hub.Subscribers("v") == 0 })
 	e.humanCommand("v", "create_shape", e.snapshot("v").HeadRev, `{"id":"red","type":"geo","x":1000,"y":1000,"w":400,"h":300,"props":{"fill":"solid","fillColor":"#ff0000","color":"#ff0000"}}`)
 	start := time.Now()
