@@ -163,18 +163,7 @@ func benchAgentHostPage(b *testing.B, turns, shapes int) {
 		v.flush = () => { const t = performance.now(); f(); d.flush.push(performance.now() - t); };
 		return true;
 	})()`, nil)
-	// CANVASD_BENCH_PROFILE=1: a CPU profile of the page during the turns,
-	// its functions with the most time of their own logged.
-	profile := os.Getenv("CANVASD_BENCH_PROFILE") != ""
-	if profile {
-		p.do(chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
-			if _, err := cdp.Call(ctx, tg, profiler.Enable, cdp.Empty{}); err != nil {
-				return err
-			}
-			_, err := cdp.Call(ctx, tg, profiler.Start, cdp.Empty{})
-			return err
-		}))
-	}
+	stopProfile := profilePage(b, p) // CANVASD_BENCH_PROFILE=1: a CPU profile of the page during the turns
 	var ttfa, shot, ttfb, pacedTTFA, pacedShot []float64
 	var ids []string
 	for t := 0; t < turns+paced; t++ {
@@ -201,15 +190,7 @@ func benchAgentHostPage(b *testing.B, turns, shapes int) {
 		ttfb = append(ttfb, st.TTFBMS)
 	}
 	stop()
-	if profile {
-		p.do(chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
-			res, err := cdp.Call(ctx, tg, profiler.Stop, cdp.Empty{})
-			if err == nil {
-				logProfile(b, res.Profile)
-			}
-			return err
-		}))
-	}
+	stopProfile()
 
 	// The apply jitter of every envelope, as the server measures it (agent/browser.go):
 	// each ack against the ack of the nearest seq below it in its session.
@@ -310,8 +291,33 @@ func benchAgentHostPage(b *testing.B, turns, shapes int) {
 		paced, pct(pacedShot, 0.5), slices.Max(pacedShot), pct(pacedTTFA, 0.5), slices.Max(pacedTTFA))
 }
 
+// profilePage starts a CPU profile of p's page when CANVASD_BENCH_PROFILE is
+// set; the function it returns stops it and logs the functions with the most
+// time of their own (logProfile). Without the variable, neither does anything.
+func profilePage(b *testing.B, p *uiPage) (stop func()) {
+	if os.Getenv("CANVASD_BENCH_PROFILE") == "" {
+		return func() {}
+	}
+	p.do(chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+		if _, err := cdp.Call(ctx, tg, profiler.Enable, cdp.Empty{}); err != nil {
+			return err
+		}
+		_, err := cdp.Call(ctx, tg, profiler.Start, cdp.Empty{})
+		return err
+	}))
+	return func() {
+		p.do(chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+			res, err := cdp.Call(ctx, tg, profiler.Stop, cdp.Empty{})
+			if err == nil {
+				logProfile(b, res.Profile)
+			}
+			return err
+		}))
+	}
+}
+
 // logProfile logs the 25 functions of a page's CPU profile with the most
-// time of their own (and the profile's whole time).
+// time of their own (and the profile's whole time), each with its file, line and column.
 func logProfile(b *testing.B, prof *profiler.Profile) {
 	if prof == nil {
 		return
@@ -329,7 +335,7 @@ func logProfile(b *testing.B, prof *profiler.Profile) {
 		if name == "" {
 			name = "(anonymous)"
 		}
-		byFn[fmt.Sprintf("%s %s:%d", name, filepath.Base(f.URL), f.LineNumber+1)] += self[n.ID]
+		byFn[fmt.Sprintf("%s %s:%d:%d", name, filepath.Base(f.URL), f.LineNumber+1, f.ColumnNumber+1)] += self[n.ID]
 	}
 	type fn struct {
 		name string

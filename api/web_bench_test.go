@@ -119,6 +119,7 @@ func benchWebUI(b *testing.B, shapes int) {
 	}
 
 	// Remote commits: another actor moves shapes in view, 20 a second.
+	stopProfile := profilePage(b, p) // CANVASD_BENCH_PROFILE=1: a CPU profile of the page while they come
 	const commits = 200
 	sent := map[int]float64{} // k → wall ms just before sending
 	xs := map[int]float64{}
@@ -139,6 +140,7 @@ func benchWebUI(b *testing.B, shapes int) {
 		<-pace.C
 	}
 	p.poll("all shown", fmt.Sprintf(`Object.keys(__bench.shown).length === %d`, commits))
+	stopProfile()
 	var seen struct{ Drawn, Shown map[string]float64 }
 	p.eval(`({drawn: __bench.drawn, shown: __bench.shown})`, &seen)
 	lat, drawn := make([]float64, 0, commits), make([]float64, 0, commits)
