@@ -237,7 +237,7 @@ var writeCommand = []byte(`{"type":"create_node","base_rev":0,"args":{"name":"n"
 // canvasd's clients use an editor token (the hot path authenticates through
 // the store as a real client would). It reports each figure's median over
 // the rounds with its range, and the median of the per-round ratios:
-// x-floor (empty canvas / floor, target ≥ 1.0) and big/empty (target ≥ 0.9).
+// x-floor (empty canvas / floor, target ≥ 0.85) and big/empty (target ≥ 0.9).
 // cpu-µs/cmd is the CPU time the whole process (server and load generator)
 // spent per command, which the machine's load moves less than rates do.
 func BenchmarkWrites(b *testing.B) {
