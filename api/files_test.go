@@ -10,8 +10,11 @@ import (
 	"net/http"
 	"os"
 	"reflect"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -403,5 +406,47 @@ func TestMCPExportSVGNamesItsFonts(t *testing.T) {
 	r := e.rawDo("GET", "/api/canvases/"+id+"/export?format=svg", testAdmin, "", nil)
 	if !strings.Contains(string(r.Body), `@font-face{font-family:"Excalifont"`) {
 		t.Errorf("the exported SVG does not embed its font")
+	}
+}
+
+// TestExportedSVGFontsDrawInChromium: the font an exported SVG embeds (the
+// glyphs of its text only) is one Chromium's font sanitizer accepts, and it
+// draws the text's letters and leaves out the others.
+func TestExportedSVGFontsDrawInChromium(t *testing.T) {
+	e := newTestEnv(t)
+	id := e.canvas("svgchromium")
+	e.must(200, "POST", "/canvas_commands/"+id+"/command", testAdmin, env("create_shape", 0, map[string]any{
+		"id": "a", "type": "geo", "x": 0, "y": 0, "props": map[string]any{"text": "hello"}}))
+	r := e.rawDo("GET", "/api/canvases/"+id+"/export?format=svg", testAdmin, "", nil)
+	m := regexp.MustCompile(`font-family:"Excalifont";src:url\(data:font/ttf;base64,([^)]*)\)`).FindSubmatch(r.Body)
+	if r.Status != 200 || m == nil {
+		t.Fatalf("export: %d, no Excalifont face in %.300s", r.Status, r.Body)
+	}
+	p := uiBrowser(t, time.Minute)("about:blank")
+	var got struct {
+		Loaded string
+		Hello  int
+		X      int
+	}
+	p.eval(`(async () => {
+		const bytes = Uint8Array.from(atob(`+strconv.Quote(string(m[1]))+`), (c) => c.charCodeAt(0));
+		const face = new FontFace("embedded", bytes.buffer);
+		let loaded = "ok";
+		try { await face.load(); document.fonts.add(face); } catch (e) { loaded = String(e); }
+		const ink = (s) => {
+			const c = document.createElement("canvas");
+			c.width = 300; c.height = 80;
+			const ctx = c.getContext("2d");
+			ctx.font = "48px embedded";
+			ctx.fillText(s, 10, 60);
+			const px = ctx.getImageData(0, 0, c.width, c.height).data;
+			let n = 0;
+			for (let i = 3; i < px.length; i += 4) if (px[i] > 0) n++;
+			return n;
+		};
+		return { loaded, hello: ink("hello"), x: ink("xxxx") };
+	})()`, &got)
+	if got.Loaded != "ok" || got.Hello < 200 || got.X != 0 {
+		t.Errorf("the embedded font in Chromium: load %q, %d pixels for \"hello\" (want many), %d for \"xxxx\" (want none: not in the text)", got.Loaded, got.Hello, got.X)
 	}
 }

@@ -11,11 +11,14 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"golang.org/x/image/font/sfnt"
 )
 
 // WriteSVG writes the drawing as a standalone SVG document in page units:
 // the fonts its text uses are embedded (TrueType, as @font-face data
-// URLs), so it shows the same wherever it is opened (unless
+// URLs, each with the outlines of the glyphs the text draws only:
+// subsetTrueType), so it shows the same wherever it is opened (unless
 // Options.FontsByName). Each node's and
 // edge's parts are one group with data-id (its id) and data-kind (its kind,
 // or "edge").
@@ -26,7 +29,7 @@ func (d *Drawing) WriteSVG(w io.Writer) error {
 		num(v.W), num(v.H), num(v.X), num(v.Y), num(v.W), num(v.H))
 	bw.WriteString("\n")
 	// Fonts and frame clips.
-	used := map[*Face]bool{}
+	used := map[*Face]map[sfnt.GlyphIndex]bool{} // the glyphs drawn, by face
 	clips := map[*rect]int{}
 	var clipOrder []*rect
 	for i := range d.items {
@@ -35,10 +38,16 @@ func (d *Drawing) WriteSVG(w io.Writer) error {
 			continue
 		}
 		if it.text != nil {
-			used[it.text.face] = true
+			if used[it.text.face] == nil {
+				used[it.text.face] = map[sfnt.GlyphIndex]bool{}
+			}
 			for _, line := range it.text.lines {
 				for _, r := range line {
-					used[it.text.face.glyphFor(r).face] = true
+					g := it.text.face.glyphFor(r)
+					if used[g.face] == nil {
+						used[g.face] = map[sfnt.GlyphIndex]bool{}
+					}
+					used[g.face][g.idx] = true
 				}
 			}
 		}
@@ -63,9 +72,13 @@ func (d *Drawing) WriteSVG(w io.Writer) error {
 			bw.WriteString("<style>")
 			for _, f := range faces {
 				f.mustLoad()
+				data, err := subsetTrueType(f.data, used[f])
+				if err != nil {
+					data = f.data // (the fonts the renderer ships all subset; see subset_test.go)
+				}
 				fmt.Fprintf(bw, `@font-face{font-family:"%s";src:url(data:font/ttf;base64,`, f.Family)
 				enc := base64.NewEncoder(base64.StdEncoding, bw)
-				enc.Write(f.data)
+				enc.Write(data)
 				enc.Close()
 				bw.WriteString(`) format("truetype");}`)
 			}
