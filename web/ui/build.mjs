@@ -2,9 +2,10 @@
 // web.go): boot.js, a classic script that asks for the canvas's snapshot
 // first; one ESM bundle with code-split chunks (two entries: app.js, the
 // styles, then main.js, the application, whose modules index.html
-// preloads), its CSS, index.html and
-// Excalidraw's fonts (served from /ui/fonts, never from a CDN); and the
-// canvas host's pages into ../dist/shell (served under
+// preloads; the document panel and CodeMirror are imported dynamically, a
+// chunk loaded on a document's first opening, not preloaded), its CSS,
+// index.html and Excalidraw's fonts (served from /ui/fonts, never from a
+// CDN); and the canvas host's pages into ../dist/shell (served under
 // /host/{session}/__canvas__/): the viewer, the runtime injected into every
 // served page, and the A2UI page with the A2UI project's Lit renderer.
 // `node build.mjs --watch` rebuilds on change.
@@ -186,12 +187,25 @@ if (watch) {
   const key = (f) => Object.keys(outs).find((k) => resolve(k) === resolve(f));
   const preload = new Set();
   const todo = outs[key(join(out, "main.js"))].imports.filter((i) => i.kind === "import-statement").map((i) => i.path);
-  while (todo.length) {
-    const f = key(todo.pop());
-    if (!f || preload.has(f)) continue;
-    preload.add(f);
-    for (const i of outs[f].imports) if (i.kind === "import-statement") todo.push(i.path);
+  const walk = () => {
+    while (todo.length) {
+      const f = key(todo.pop());
+      if (!f || preload.has(f)) continue;
+      preload.add(f);
+      for (const i of outs[f].imports) if (i.kind === "import-statement") todo.push(i.path);
+    }
+  };
+  walk();
+  // Excalidraw imports two modules dynamically each time it starts (its
+  // English strings, the canvas roundRect polyfill): preloaded too (last),
+  // they are not fetched only then. What else is imported dynamically (the
+  // document panel with CodeMirror, Excalidraw's other languages, ...) is not.
+  for (const re of [/@excalidraw[\\/]excalidraw[\\/]dist[\\/]prod[\\/]locales[\\/]en-\w+\.js$/, /canvas-roundrect-polyfill[\\/]roundRect\.js$/]) {
+    const f = Object.keys(outs).find((k) => re.test(outs[k].entryPoint || ""));
+    if (!f) throw new Error(`no chunk of ${re} in the build (a new Excalidraw version? see build.mjs)`);
+    todo.push(f);
   }
+  walk();
   const links = [...preload].map((f) => `<link rel="modulepreload" href="/ui/${relative(out, resolve(f)).split(sep).join("/")}">`).join("\n");
   const index = readFileSync(join(here, "index.html"), "utf8");
   if (!index.includes("<!-- modulepreload -->")) throw new Error("index.html lacks its <!-- modulepreload --> mark");
