@@ -13,6 +13,7 @@ import * as esbuild from "esbuild";
 import { cpSync, existsSync, mkdirSync, rmSync, readFileSync, writeFileSync, readdirSync } from "node:fs";
 import { dirname, join, relative, resolve, sep } from "node:path";
 import { fileURLToPath } from "node:url";
+import { gzipSync } from "node:zlib";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const out = join(here, "..", "dist");
@@ -215,4 +216,19 @@ if (watch) {
   const sh = await esbuild.build({ ...shellOptions, metafile: true });
   const sizes = Object.entries(sh.metafile.outputs).filter(([f]) => f.endsWith(".js")).map(([f, o]) => `${f.split("/").pop()} ${(o.bytes / 1e3).toFixed(0)} kB`);
   console.log(`host pages built into ${shellOut} (${sizes.join(", ")})`);
+  // Each text file web.go would gzip (over 1 KiB; not the host's pages) gets
+  // its gzipped copy beside it (name.gz), at the best ratio: the server
+  // sends it as it is, so that no first request after a start waits while
+  // the server compresses (main.js: tens of ms on a loaded machine).
+  let gz = 0;
+  for (const f of readdirSync(out, { recursive: true, withFileTypes: true })) {
+    const path = join(f.parentPath, f.name);
+    if (!f.isFile() || !/\.(js|css|html|json|txt)$/.test(f.name) || f.name === "BUILD.txt" || relative(out, path).startsWith("shell")) continue;
+    const body = readFileSync(path);
+    if (body.length <= 1024) continue;
+    const z = gzipSync(body, { level: 9 });
+    writeFileSync(path + ".gz", z);
+    gz += z.length;
+  }
+  console.log(`gzipped copies beside them: ${(gz / 1e6).toFixed(1)} MB`);
 }
