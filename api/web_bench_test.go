@@ -1,14 +1,22 @@
 package api
 
 import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/chromedp/cdproto/tracing"
+	"github.com/chromedp/chromedp"
 
 	"github.com/canvasd/canvasd/canvas"
 )
@@ -33,6 +41,13 @@ import (
 // Targets: open ≤ 1 s at 5,000 shapes, also at a load average of 4, ≤ 2.5 s
 // at 20,000; commit p95 ≤ 50 ms at both. The machine's load average is
 // logged with the figures: on a loaded machine they measure the load too.
+//
+// With CANVASD_UI_TRACE=dir each open is traced (Chrome's trace of the
+// browser's processes with the page's JavaScript sampled, written to
+// dir/open-5k.json and dir/open-20k.json for DevTools' Performance panel or
+// Perfetto), and the CPU the page's main thread spent from navigation to
+// the open is logged: a figure the machine's load changes far less than
+// the wall times (the tracing itself slows the page somewhat).
 func BenchmarkWebUI(b *testing.B) {
 	if _, err := os.Stat(chromiumPath); err != nil {
 		b.Fatalf("no %s (make deps installs it): %v", chromiumPath, err)
@@ -73,10 +88,33 @@ func benchWebUI(b *testing.B, shapes int) {
 		head = int64(m["current_rev"].(float64))
 	}
 	open := uiBrowser(b, 5*time.Minute)
-	p := open(e.srv.URL + "/?canvas=" + cid + "#access_token=" + editor)
+	url := e.srv.URL + "/?canvas=" + cid + "#access_token=" + editor
+	traceDir := os.Getenv("CANVASD_UI_TRACE")
+	var p *uiPage
+	var stopTrace func() []byte
+	if traceDir == "" {
+		p = open(url)
+	} else {
+		p = open("about:blank")
+		stopTrace = p.trace()
+		p.do(chromedp.Navigate(url))
+	}
 	p.poll("opened", `document.body.dataset.loaded === '`+cid+`' && canvasd.view.ex.getSceneElements().length >= `+fmt.Sprint(shapes))
 	var open5k struct{ Nav, Own float64 }
 	p.eval(`({nav: canvasd.openedAt, own: canvasd.loadedAt})`, &open5k)
+	if stopTrace != nil {
+		tr := stopTrace()
+		file := filepath.Join(traceDir, "open-"+k+".json")
+		if err := os.WriteFile(file, tr, 0o644); err != nil {
+			b.Fatal(err)
+		}
+		cpu, err := mainThreadCPU(tr, "canvas="+cid, open5k.Nav)
+		if err != nil {
+			b.Fatalf("%s: %v", file, err)
+		}
+		b.ReportMetric(cpu, "open-"+k+"-main-cpu-ms")
+		b.Logf("%d shapes: the page's main thread spent %.0f ms of CPU from navigation to the open (%.0f ms); trace in %s", shapes, cpu, open5k.Nav, file)
+	}
 	p.poll("live", `document.getElementById('conn').textContent === 'live'`)
 
 	var timing, viewTiming map[string]float64
@@ -198,4 +236,113 @@ func openUnderLoad(b *testing.B, url, cid string, shapes int) float64 {
 	var nav float64
 	p.eval(`canvasd.openedAt`, &nav)
 	return nav
+}
+
+// trace starts a Chrome trace of the browser (its processes' tasks, the
+// pages' JavaScript sampled); the function returned stops it and returns
+// the trace in Chrome's JSON format.
+func (p *uiPage) trace() func() []byte {
+	p.t.Helper()
+	var (
+		events [][]byte
+		done   = make(chan struct{})
+	)
+	ctx, cancel := context.WithCancel(p.ctx)
+	if err := chromedp.Listen(ctx, func(ev any) {
+		switch ev := ev.(type) {
+		case *tracing.EventDataCollected: // delivered in order, before TracingComplete
+			for _, v := range ev.Value {
+				events = append(events, v)
+			}
+		case *tracing.EventTracingComplete:
+			close(done)
+		}
+	}); err != nil {
+		p.t.Fatal(err)
+	}
+	if _, err := chromedp.Call(p.ctx, tracing.Start, tracing.StartParams{TraceConfig: &tracing.TraceConfig{EnableSampling: true,
+		IncludedCategories: []string{"toplevel", "devtools.timeline", "disabled-by-default-devtools.timeline", "v8", "v8.execute",
+			"disabled-by-default-v8.cpu_profiler", "blink.user_timing", "loading"}}}); err != nil {
+		p.t.Fatalf("start tracing: %v", err)
+	}
+	return func() []byte {
+		p.t.Helper()
+		defer cancel()
+		if _, err := chromedp.Call(p.ctx, tracing.End, struct{}{}); err != nil {
+			p.t.Fatalf("end tracing: %v", err)
+		}
+		select {
+		case <-done:
+		case <-p.ctx.Done():
+			p.t.Fatalf("tracing: %v", p.ctx.Err())
+		}
+		var b strings.Builder
+		b.WriteString(`{"traceEvents":[`)
+		for i, v := range events {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			b.Write(v)
+		}
+		b.WriteString("]}")
+		return []byte(b.String())
+	}
+}
+
+// mainThreadCPU is the CPU time (ms) the main thread of the page whose
+// address contains url spent in the ms after its navigation started, from
+// a Chrome trace: the thread time of its top-level tasks.
+func mainThreadCPU(trace []byte, url string, ms float64) (float64, error) {
+	var tr struct {
+		TraceEvents []struct {
+			Name, Ph string
+			Pid, Tid int64
+			Ts, Dur  float64
+			Tdur     *float64
+			Args     json.RawMessage
+		}
+	}
+	if err := json.Unmarshal(trace, &tr); err != nil {
+		return 0, err
+	}
+	var pid int64
+	start := -1.0
+	for _, e := range tr.TraceEvents {
+		if e.Name == "navigationStart" && strings.Contains(string(e.Args), url) {
+			pid, start = e.Pid, e.Ts // the last one: the page's own
+		}
+	}
+	if start < 0 {
+		return 0, fmt.Errorf("no navigation to %s", url)
+	}
+	tid := int64(-1)
+	for _, e := range tr.TraceEvents {
+		if e.Ph == "M" && e.Name == "thread_name" && e.Pid == pid && strings.Contains(string(e.Args), `"CrRendererMain"`) {
+			tid = e.Tid
+		}
+	}
+	type task struct{ ts, dur, cpu float64 }
+	var tasks []task
+	for _, e := range tr.TraceEvents {
+		if e.Ph == "X" && e.Pid == pid && e.Tid == tid && e.Tdur != nil && e.Ts >= start && e.Ts < start+ms*1000 {
+			tasks = append(tasks, task{e.Ts, e.Dur, *e.Tdur})
+		}
+	}
+	if len(tasks) == 0 {
+		return 0, errors.New("no task of the page's main thread")
+	}
+	slices.SortFunc(tasks, func(a, b task) int { // outer first at one start
+		if a.ts != b.ts {
+			return cmp.Compare(a.ts, b.ts)
+		}
+		return cmp.Compare(b.dur, a.dur)
+	})
+	cpu, end := 0.0, 0.0
+	for _, t := range tasks {
+		if t.ts < end {
+			continue // inside a task counted
+		}
+		cpu, end = cpu+t.cpu, t.ts+t.dur
+	}
+	return cpu / 1000, nil
 }

@@ -113,7 +113,7 @@ func TestWebUIAgentEditsTheOpenDocument(t *testing.T) {
 	c := openChatUI(t, "ui-agent-doc", "&doc=d:main", []map[string]any{
 		{"id": "d:main", "type": "doc", "name": "main.py", "x": 0, "y": 0, "w": 360, "h": 220, "props": map[string]any{"language": "python", "text": mainPy}}})
 	p := c.p
-	p.poll("document open", `!document.getElementById('doc-panel').hidden && document.querySelector('#doc-panel .cm-content').textContent.includes('return 1')`)
+	p.poll("document open", `document.getElementById('doc-panel')?.hidden === false && document.querySelector('#doc-panel .cm-content').textContent.includes('return 1')`)
 	docText := func() string {
 		t.Helper()
 		return c.e.nodes(c.cid)["d:main"]["props"].(map[string]any)["text"].(string)

@@ -99,7 +99,7 @@ func TestWebUINewDocument(t *testing.T) {
 		}
 	}
 
-	p.poll("the document open", `document.getElementById('doc-panel').dataset.nodeId === '`+id+`' && !document.getElementById('doc-panel').hidden`)
+	p.poll("the document open", `document.getElementById('doc-panel')?.dataset.nodeId === '`+id+`' && !document.getElementById('doc-panel').hidden`)
 	p.pollFor(5*time.Second, "the panel laid out", `document.getElementById('right').getBoundingClientRect().width > 400`)
 	after := stageBox(p)
 	if after[2] < before[2]-1 {
@@ -127,7 +127,7 @@ func TestWebUIDocumentBesideCanvasList(t *testing.T) {
 	})
 	p := c.p
 	p.dblclick(350, 200)
-	p.poll("the document open", `document.getElementById('doc-panel').dataset.nodeId === 'd:plan' && !document.getElementById('doc-panel').hidden`)
+	p.poll("the document open", `document.getElementById('doc-panel')?.dataset.nodeId === 'd:plan' && !document.getElementById('doc-panel').hidden`)
 	p.poll("the list aside", `document.getElementById('sidebar').getBoundingClientRect().width === 0`)
 	withDoc := stageBox(p)
 	const phone = `!!document.querySelector('#excalidraw .excalidraw--mobile')`
@@ -170,7 +170,7 @@ func TestWebUIDocumentHistoryFollows(t *testing.T) {
 	})
 	p := c.p
 	p.dblclick(350, 200)
-	p.poll("the document open", `document.getElementById('doc-panel').dataset.nodeId === 'd:plan' && document.querySelector('#doc-panel .cm-content')?.textContent.includes('first release')`)
+	p.poll("the document open", `document.getElementById('doc-panel')?.dataset.nodeId === 'd:plan' && document.querySelector('#doc-panel .cm-content')?.textContent.includes('first release')`)
 	p.clickCSS(`#doc-snapshot`)
 	p.do(chromedp.SendKeys(chromedp.CSS(`#snapshot-label`), "v1\r"))
 	p.poll("the history with the snapshot", `[...document.querySelectorAll('.timeline li.snap')].some(li => li.textContent.includes('v1'))`)
@@ -233,7 +233,7 @@ func TestWebUIDocumentMarkdownList(t *testing.T) {
 	})
 	p := c.p
 	p.dblclick(350, 200)
-	p.poll("the document open, its grammar loaded", `document.getElementById('doc-panel').dataset.nodeId === 'd:list' && document.querySelectorAll('#doc-panel .cm-line span[class]').length > 0`)
+	p.poll("the document open, its grammar loaded", `document.getElementById('doc-panel')?.dataset.nodeId === 'd:list' && document.querySelectorAll('#doc-panel .cm-line span[class]').length > 0`)
 	p.clickCSS(`#doc-panel .cm-line:nth-child(1)`)
 	p.do(chromedp.KeyEvent(kb.End), pressEnter, chromedp.KeyEvent("- one"), pressEnter, chromedp.KeyEvent("- two"), pressEnter, chromedp.KeyEvent("three"))
 	want := "# List\n- one\n- two\n- three\n"
@@ -464,7 +464,7 @@ func TestWebUIScreenshotForREADME(t *testing.T) {
 	p := c.p
 	p.poll("the edit shown", `canvasd.model.rev === `+fmt.Sprint(c.head()))
 	p.dblclick(850, 220)
-	p.poll("the document open", `document.getElementById('doc-panel').dataset.nodeId === 'd:plan'`)
+	p.poll("the document open", `document.getElementById('doc-panel')?.dataset.nodeId === 'd:plan'`)
 	p.clickCSS(`#doc-diff`)
 	p.poll("the diff shown", `!!document.querySelector('.doc-side pre.diff.unified .add')`)
 	p.eval(`canvasd.view.ex.updateScene({appState: {zoom: {value: 1}, scrollX: -135, scrollY: -40}}), true`, nil)
@@ -493,7 +493,7 @@ func TestWebUIDocumentOpenedByDoubleClick(t *testing.T) {
 	})
 	p := c.p
 	p.dblclick(350, 200)
-	p.poll("the document open", `document.getElementById('doc-panel').dataset.nodeId === 'd:long' && document.querySelectorAll('#doc-panel .cm-line').length >= 2`)
+	p.poll("the document open", `document.getElementById('doc-panel')?.dataset.nodeId === 'd:long' && document.querySelectorAll('#doc-panel .cm-line').length >= 2`)
 	p.screenshot("doc-opened-by-dblclick")
 	var title struct {
 		Text             string

@@ -976,7 +976,7 @@ func TestWebUIDocument(t *testing.T) {
 
 	p := open(e.srv.URL+"/?canvas="+cid+"&doc=d:main#access_token="+editor, holdStreamScript)
 	e.diag = p.state
-	p.poll("document open", `!document.getElementById('doc-panel').hidden && document.querySelector('#doc-panel .cm-content').textContent.includes('package main') && document.getElementById('conn').textContent === 'live'`)
+	p.poll("document open", `document.getElementById('doc-panel')?.hidden === false && document.querySelector('#doc-panel .cm-content').textContent.includes('package main') && document.getElementById('conn').textContent === 'live'`)
 	var gutter int
 	p.eval(`document.querySelectorAll('#doc-panel .cm-lineNumbers .cm-gutterElement').length`, &gutter)
 	if gutter < 8 {
@@ -1109,7 +1109,7 @@ func TestWebUIDocumentSync(t *testing.T) {
 			t.Errorf("%s: the page sent more: head %d → %d", what, rev, h)
 		}
 	}
-	p.poll("document open", `!document.getElementById('doc-panel').hidden && document.querySelector('#doc-panel .cm-content').textContent.includes('c') && document.getElementById('conn').textContent === 'live'`)
+	p.poll("document open", `document.getElementById('doc-panel')?.hidden === false && document.querySelector('#doc-panel .cm-content').textContent.includes('c') && document.getElementById('conn').textContent === 'live'`)
 	editorText := func() string {
 		var s string
 		p.eval(`canvasd.doc.text()`, &s)
@@ -1126,7 +1126,7 @@ func TestWebUIDocumentSync(t *testing.T) {
 	}
 
 	// The line after a final newline, then Enter and a new last line.
-	p.eval(`canvasd.doc.open("d:notes")`, nil)
+	p.eval(`canvasd.openDoc("d:notes").then(() => true)`, nil)
 	p.poll("notes open", `document.querySelector('#doc-panel .cm-content').textContent.startsWith('# Notes')`)
 	p.clickCSS(`#doc-panel .cm-line:last-child`)
 	p.do(chromedp.KeyEvent(kb.End), chromedp.KeyEvent("hello"))
@@ -1338,7 +1338,7 @@ func TestWebUIDocumentMergeBetweenEdits(t *testing.T) {
 		{"id": "d1", "type": "doc", "name": "d1", "x": 200, "y": 100, "w": 360, "h": 220, "props": map[string]any{"language": "markdown", "text": body}},
 	})
 	p := c.p
-	p.eval(`canvasd.doc.open("d1"), true`, nil)
+	p.eval(`canvasd.openDoc("d1").then(() => true)`, nil)
 	p.poll("the document open", `canvasd.doc.text() === `+strconv.Quote(body))
 	p.eval(`window.__holdSSE = true`, nil)
 	c.apply("replace_lines", map[string]any{"node_id": "d1", "start_line": 5, "end_line": 5, "new_content": "REMOTE"})
@@ -1360,7 +1360,7 @@ func TestWebUIDocumentCloseWhileSending(t *testing.T) {
 		{"id": "d1", "type": "doc", "name": "d1", "x": 200, "y": 100, "w": 360, "h": 220, "props": map[string]any{"language": "markdown", "text": "hello\n"}},
 	})
 	p := c.p
-	p.eval(`canvasd.doc.open("d1"), true`, nil)
+	p.eval(`canvasd.openDoc("d1").then(() => true)`, nil)
 	p.poll("the document open", `canvasd.doc.text() === "hello\n"`)
 	p.eval(`window.__holdSSE = true`, nil)
 	p.clickCSS(`#doc-panel .cm-line:nth-child(1)`)
@@ -1380,7 +1380,7 @@ func TestWebUIDocumentKeptThroughOutage(t *testing.T) {
 		{"id": "d1", "type": "doc", "name": "d1", "x": 200, "y": 100, "w": 360, "h": 220, "props": map[string]any{"language": "markdown", "text": "hello\n"}},
 	}, commandNetworkScript)
 	p := c.p
-	p.eval(`canvasd.doc.open("d1"), true`, nil)
+	p.eval(`canvasd.openDoc("d1").then(() => true)`, nil)
 	p.poll("the document open", `canvasd.doc.text() === "hello\n"`)
 	p.eval(`window.__down = "refuse", window.__refused = 0, true`, nil)
 	p.clickCSS(`#doc-panel .cm-line:nth-child(1)`)

@@ -35,8 +35,8 @@ const CSP = "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inl
 	"font-src 'self' data:; connect-src 'self'; worker-src 'self' blob:; frame-src 'self'; " +
 	"base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 
-// asset is one embedded file with its validator and, for text, a lazily
-// gzipped copy.
+// asset is one embedded file with its validator and, for text, its gzipped
+// copy: the build's (name.gz beside it in dist), else made on first use.
 type asset struct {
 	body      []byte
 	ctype     string
@@ -79,13 +79,20 @@ func newHandler(dist fs.FS) http.Handler {
 		if strings.HasPrefix(name, "shell/") {
 			return nil // the host's pages: served under /host/{session}/__canvas__/ (ShellFS)
 		}
+		if strings.HasSuffix(name, ".gz") {
+			return nil // a file's gzipped copy, taken with the file
+		}
 		b, err := fs.ReadFile(dist, name)
 		if err != nil {
 			return err
 		}
 		sum := sha256.Sum256(b)
-		h.assets[name] = &asset{body: b, ctype: contentType(name), etag: `"` + base64.RawURLEncoding.EncodeToString(sum[:12]) + `"`,
+		a := &asset{body: b, ctype: contentType(name), etag: `"` + base64.RawURLEncoding.EncodeToString(sum[:12]) + `"`,
 			immutable: strings.HasPrefix(name, "chunks/") || strings.HasPrefix(name, "assets/") || strings.HasPrefix(name, "fonts/")}
+		if gz, err := fs.ReadFile(dist, name+".gz"); err == nil && a.compressible() {
+			a.gz = gz // compressed by the build: no first request waits for it
+		}
+		h.assets[name] = a
 		return nil
 	})
 	if err != nil {
@@ -173,6 +180,9 @@ func (a *asset) compressible() bool {
 
 func (a *asset) gzipped() []byte {
 	a.gzOnce.Do(func() {
+		if a.gz != nil {
+			return // the build's
+		}
 		var buf bytes.Buffer
 		zw, _ := gzip.NewWriterLevel(&buf, gzip.BestSpeed)
 		_, _ = zw.Write(a.body)

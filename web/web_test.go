@@ -31,6 +31,8 @@ var bundle = fstest.MapFS{
 	"app.js":                   {Data: []byte("export const app = 1;" + strings.Repeat(" ", 2000))},
 	"app.css":                  {Data: []byte("#stage { flex: 1 }")},
 	"chunks/chunk-AB12.js":     {Data: []byte("export const c = 2;")},
+	"chunks/chunk-CD34.js":     {Data: []byte("export const d = 3;" + strings.Repeat(" ", 2000))},
+	"chunks/chunk-CD34.js.gz":  {Data: gzipped("export const d = 3;" + strings.Repeat(" ", 2000))},
 	"fonts/Excalifont/x.woff2": {Data: []byte("wOF2")},
 	".hidden":                  {Data: []byte("secret")},
 }
@@ -55,6 +57,7 @@ func TestHandler(t *testing.T) {
 		{"GET", "/ui/BUILD.txt", 404, "application/problem+json", "", ""},
 		{"GET", "/ui/.hidden", 404, "application/problem+json", "", ""},
 		{"GET", "/ui/chunks/../app.js", 404, "application/problem+json", "", ""},
+		{"GET", "/ui/chunks/chunk-CD34.js.gz", 404, "application/problem+json", "", ""},
 		{"GET", "/ui/../web.go", 404, "application/problem+json", "", ""},
 		{"GET", "/other", 404, "application/problem+json", "", ""},
 		{"POST", "/", 405, "application/problem+json", "read-only", ""},
@@ -99,6 +102,23 @@ func TestHandler(t *testing.T) {
 	if resp, _ := serve(t, h, "GET", "/ui/app.js", map[string]string{"Accept-Encoding": "gzip;q=0"}); resp.Header.Get("Content-Encoding") != "" {
 		t.Errorf("gzip;q=0 got %q", resp.Header.Get("Content-Encoding"))
 	}
+	// A file the build gzipped (name.gz beside it) is served as that copy; without gzip, as itself.
+	if resp, body := serve(t, h, "GET", "/ui/chunks/chunk-CD34.js", map[string]string{"Accept-Encoding": "gzip"}); resp.Header.Get("Content-Encoding") != "gzip" ||
+		body != string(bundle["chunks/chunk-CD34.js.gz"].Data) {
+		t.Errorf("the build's gzipped copy: %v %d bytes, want its %d", resp.Header, len(body), len(bundle["chunks/chunk-CD34.js.gz"].Data))
+	}
+	if resp, body := serve(t, h, "GET", "/ui/chunks/chunk-CD34.js", nil); resp.Header.Get("Content-Encoding") != "" || body != string(bundle["chunks/chunk-CD34.js"].Data) {
+		t.Errorf("without gzip: %v %.60q", resp.Header, body)
+	}
+}
+
+// gzipped is s compressed at the best ratio (as the build compresses, not as the handler would).
+func gzipped(s string) []byte {
+	var buf bytes.Buffer
+	zw, _ := gzip.NewWriterLevel(&buf, gzip.BestCompression)
+	_, _ = zw.Write([]byte(s))
+	_ = zw.Close()
+	return buf.Bytes()
 }
 
 // TestHandlerWithoutBundle: a binary built without `make ui` serves a page

@@ -2,9 +2,10 @@
 // web.go): boot.js, a classic script that asks for the canvas's snapshot
 // first; one ESM bundle with code-split chunks (two entries: app.js, the
 // styles, then main.js, the application, whose modules index.html
-// preloads), its CSS, index.html and
-// Excalidraw's fonts (served from /ui/fonts, never from a CDN); and the
-// canvas host's pages into ../dist/shell (served under
+// preloads; the document panel and CodeMirror are imported dynamically, a
+// chunk loaded on a document's first opening, not preloaded), its CSS,
+// index.html and Excalidraw's fonts (served from /ui/fonts, never from a
+// CDN); and the canvas host's pages into ../dist/shell (served under
 // /host/{session}/__canvas__/): the viewer, the runtime injected into every
 // served page, and the A2UI page with the A2UI project's Lit renderer.
 // `node build.mjs --watch` rebuilds on change.
@@ -12,6 +13,7 @@ import * as esbuild from "esbuild";
 import { cpSync, existsSync, mkdirSync, rmSync, readFileSync, writeFileSync, readdirSync } from "node:fs";
 import { dirname, join, relative, resolve, sep } from "node:path";
 import { fileURLToPath } from "node:url";
+import { gzipSync } from "node:zlib";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const out = join(here, "..", "dist");
@@ -186,12 +188,25 @@ if (watch) {
   const key = (f) => Object.keys(outs).find((k) => resolve(k) === resolve(f));
   const preload = new Set();
   const todo = outs[key(join(out, "main.js"))].imports.filter((i) => i.kind === "import-statement").map((i) => i.path);
-  while (todo.length) {
-    const f = key(todo.pop());
-    if (!f || preload.has(f)) continue;
-    preload.add(f);
-    for (const i of outs[f].imports) if (i.kind === "import-statement") todo.push(i.path);
+  const walk = () => {
+    while (todo.length) {
+      const f = key(todo.pop());
+      if (!f || preload.has(f)) continue;
+      preload.add(f);
+      for (const i of outs[f].imports) if (i.kind === "import-statement") todo.push(i.path);
+    }
+  };
+  walk();
+  // Excalidraw imports two modules dynamically each time it starts (its
+  // English strings, the canvas roundRect polyfill): preloaded too (last),
+  // they are not fetched only then. What else is imported dynamically (the
+  // document panel with CodeMirror, Excalidraw's other languages, ...) is not.
+  for (const re of [/@excalidraw[\\/]excalidraw[\\/]dist[\\/]prod[\\/]locales[\\/]en-\w+\.js$/, /canvas-roundrect-polyfill[\\/]roundRect\.js$/]) {
+    const f = Object.keys(outs).find((k) => re.test(outs[k].entryPoint || ""));
+    if (!f) throw new Error(`no chunk of ${re} in the build (a new Excalidraw version? see build.mjs)`);
+    todo.push(f);
   }
+  walk();
   const links = [...preload].map((f) => `<link rel="modulepreload" href="/ui/${relative(out, resolve(f)).split(sep).join("/")}">`).join("\n");
   const index = readFileSync(join(here, "index.html"), "utf8");
   if (!index.includes("<!-- modulepreload -->")) throw new Error("index.html lacks its <!-- modulepreload --> mark");
@@ -201,4 +216,19 @@ if (watch) {
   const sh = await esbuild.build({ ...shellOptions, metafile: true });
   const sizes = Object.entries(sh.metafile.outputs).filter(([f]) => f.endsWith(".js")).map(([f, o]) => `${f.split("/").pop()} ${(o.bytes / 1e3).toFixed(0)} kB`);
   console.log(`host pages built into ${shellOut} (${sizes.join(", ")})`);
+  // Each text file web.go would gzip (over 1 KiB; not the host's pages) gets
+  // its gzipped copy beside it (name.gz), at the best ratio: the server
+  // sends it as it is, so that no first request after a start waits while
+  // the server compresses (main.js: tens of ms on a loaded machine).
+  let gz = 0;
+  for (const f of readdirSync(out, { recursive: true, withFileTypes: true })) {
+    const path = join(f.parentPath, f.name);
+    if (!f.isFile() || !/\.(js|css|html|json|txt)$/.test(f.name) || f.name === "BUILD.txt" || relative(out, path).startsWith("shell")) continue;
+    const body = readFileSync(path);
+    if (body.length <= 1024) continue;
+    const z = gzipSync(body, { level: 9 });
+    writeFileSync(path + ".gz", z);
+    gz += z.length;
+  }
+  console.log(`gzipped copies beside them: ${(gz / 1e6).toFixed(1)} MB`);
 }

@@ -1,13 +1,16 @@
 // canvasd's built-in UI: sign-in, the live canvas list, the canvas
 // (Excalidraw), the document panel (CodeMirror) and the agent panel, all on
-// the public API. Addresses: /?canvas={id} opens a canvas, &doc={node_id}
+// the public API. The document panel and CodeMirror are loaded when a
+// document is first opened (or about to be: a document card selected, the
+// new-document dialog shown), not with the page: opening a canvas neither
+// downloads, compiles nor runs them. Addresses: /?canvas={id} opens a canvas, &doc={node_id}
 // opens a document; a token handed over once as #access_token=... is kept
 // like one typed at sign-in and removed from the address bar.
 
 import { CanvasClient, SCREENSHOT_ACTION, viewportBox, type ApplyResult, type CanvasModel, type Commit, type Gesture, type LiveCanvas, type ScreenshotRequest, type Screenshot } from "@canvasd/client";
 import { $, h, toast, why } from "./dom";
 import { CanvasView, touched } from "./canvas";
-import { DocPanel } from "./doc";
+import type { DocPanel } from "./doc";
 import { AgentPanel } from "./agent";
 import { Files } from "./files";
 import { Outbox, sendCommand } from "./outbox";
@@ -30,7 +33,9 @@ class App {
   /** The edits waiting for the server while it is unreachable. */
   readonly outbox = new Outbox();
   view: CanvasView;
-  doc: DocPanel;
+  /** The document panel, null until a document is first opened (openDoc loads it). */
+  doc: DocPanel | null = null;
+  private docLoad: Promise<DocPanel> | null = null;
   agent: AgentPanel;
   /**
    * How long opening the canvas took (ms): from open() to its first frame
@@ -90,7 +95,6 @@ class App {
           h("div", { class: "row" }, h("button", { type: "submit", text: "Use token" })))));
     const files = new Files(this.client, () => this.canvasId, stage);
     this.view = new CanvasView(stage, this.client, () => this.canvasId, this.outbox, () => files.menu());
-    this.doc = new DocPanel(this.client, () => this.canvasId, () => this.model, () => this.me, this.view.myCommands, (rev) => this.view.caughtUp(rev), this.outbox);
     this.outbox.onChange = (queued, stalled) => {
       const el = $("unsaved");
       el.hidden = stalled === 0;
@@ -107,7 +111,7 @@ class App {
         return (await this.view.picture(null, null, ids)).dataUrl;
       },
       token: () => this.token,
-      document: () => this.doc.agentTarget(),
+      document: async () => (this.doc ? this.doc.agentTarget() : null),
       show: (revs) => this.view.showNodes(this.nodesAt(revs)),
       inView: async (revs) => {
         await this.view.caughtUp(Math.max(...revs));
@@ -115,13 +119,13 @@ class App {
         return ns.length ? ns.every((n) => n!.x! >= v.x && n!.y! >= v.y && n!.x! + (n!.w || 0) <= v.x + v.w && n!.y! + (n!.h || 0) <= v.y + v.h) : null;
       },
     });
-    $("right").append(this.doc.el, this.agent.el);
-    this.doc.onAddToChat = (text) => this.agent.addToPrompt(text);
-    this.view.onOpenDoc = (id) => this.doc.open(id);
+    $("right").append(this.agent.el);
+    this.view.onOpenDoc = (id) => void this.openDoc(id);
     this.view.onSelection = (ids) => {
       const one = ids.length === 1 && this.model?.nodes.get(ids[0]);
       openDoc.hidden = !(one && one.type === "doc");
-      openDoc.onclick = () => one && this.doc.open(one.id);
+      openDoc.onclick = () => one && void this.openDoc(one.id);
+      if (one && one.type === "doc") void this.docPanel().catch(() => {}); // likely opened next (openDoc says when it fails)
     };
     this.view.onPointer = (x, y) => this.postCursor(x, y);
     setInterval(() => this.view.expireCursors(), 2000);
@@ -149,6 +153,40 @@ class App {
     const at = new Set(revs), ids = new Set<string>();
     for (const n of this.model?.nodes.values() || []) if (at.has(n.created_rev!) || at.has(n.updated_rev!)) ids.add(n.id);
     return ids;
+  }
+
+  /**
+   * The document panel, loaded (doc.ts and CodeMirror, a chunk of their
+   * own) and put in the right-hand column the first time it is asked for.
+   */
+  docPanel(): Promise<DocPanel> {
+    this.docLoad ??= import("./doc").then(({ DocPanel }) => {
+      const d = new DocPanel(this.client, () => this.canvasId, () => this.model, () => this.me, this.view.myCommands, (rev) => this.view.caughtUp(rev), this.outbox);
+      d.onAddToChat = (text) => this.agent.addToPrompt(text);
+      $("right").prepend(d.el);
+      return (this.doc = d);
+    }, (err) => {
+      this.docLoad = null; // asked again next time
+      throw err;
+    });
+    return this.docLoad;
+  }
+
+  /**
+   * Opens document node id of the open canvas in the panel (loading the
+   * panel first); resolves once it is open, or was not opened: the canvas
+   * changed meanwhile, or the panel could not be loaded (said in a toast).
+   */
+  async openDoc(id: string): Promise<void> {
+    const cid = this.canvasId;
+    let d: DocPanel;
+    try {
+      d = await this.docPanel();
+    } catch (err) {
+      toast(`the document panel could not be loaded: ${why(err)}`, "bad");
+      return;
+    }
+    if (this.canvasId === cid && this.model) d.open(id);
   }
 
   // ---------------------------------------------------------------- token and routing
@@ -208,7 +246,7 @@ class App {
     const q = new URLSearchParams(location.search);
     const id = q.get("canvas") || "";
     if (reopen || id !== this.canvasId) this.open(id, q.get("doc") || "", q.get("agent") || "");
-    else if (q.get("doc") && q.get("doc") !== this.doc.nodeId && this.model) this.doc.open(q.get("doc")!);
+    else if (q.get("doc") && q.get("doc") !== this.doc?.nodeId && this.model) void this.openDoc(q.get("doc")!);
   }
 
   private go(id: string): void {
@@ -271,7 +309,7 @@ class App {
   /** Opens canvas id, then its document docId and the review of agent session agentId when given (a reload). */
   private async open(id: string, docId: string, agentId = ""): Promise<void> {
     this.closeLive();
-    if (this.doc.nodeId) this.doc.close();
+    if (this.doc?.nodeId) this.doc.close();
     this.canvasId = id;
     this.model = null;
     this.view.leave();
@@ -329,9 +367,9 @@ class App {
           this.openedAt = performance.now();
           this.loadedAt = this.openedAt - t0;
           document.body.dataset.loaded = id;
-          if (docId) this.doc.open(docId);
+          if (docId) void this.openDoc(docId);
         } else {
-          this.doc.sync(); // the open document follows the text read anew
+          this.doc?.sync(); // the open document follows the text read anew
           toast("re-read the canvas (the stream could not resume)", "", 3000);
         }
       } else this.onCommit(commit);
@@ -375,7 +413,7 @@ class App {
     if (this.view.myCommands.has(c.cmd_id)) this.me = c.actor_id;
     this.view.me = this.me;
     this.view.applied(c, touched(c));
-    this.doc.applied(c);
+    this.doc?.applied(c);
   }
 
   /** Shows the open canvas's revision and shape count, in the top bar and in its entry of the list. */
@@ -486,6 +524,7 @@ class App {
    */
   private async newDoc(): Promise<void> {
     if (!this.model) return;
+    void this.docPanel().catch(() => {}); // loads while the dialog asks (openDoc says when it fails)
     const cid = this.canvasId, d = await askNewDoc(new Set([...this.model.nodes.values()].filter((n) => n.type === "doc").map((n) => n.name || "")));
     if (!d || !this.model || this.canvasId !== cid) return;
     const w = 400, ht = 300, v = this.view.viewport();
@@ -502,7 +541,7 @@ class App {
     const id = r.createdIds[0];
     await this.view.caughtUp(r.rev);
     if (!id || !this.model?.nodes.has(id)) return;
-    this.doc.open(id);
+    await this.openDoc(id);
     // The panel opened beside the canvas: the card is shown if it is not in the view now.
     requestAnimationFrame(() => {
       const nv = this.view.viewport();
