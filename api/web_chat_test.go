@@ -108,7 +108,8 @@ const mainPy = "def main():\n    return 1\n\nprint(main())\n"
 // chat edits that line through the document verbs (no sticky note); the run
 // carries the document and the selection. After Add to Chat of line 4, the
 // instruction after the added lines edits line 4. With the document closed,
-// the run works on the canvas again.
+// the run works on the canvas again. After a reload, the rebuilt chat names
+// the document by its name, as the page did.
 func TestWebUIAgentEditsTheOpenDocument(t *testing.T) {
 	c := openChatUI(t, "ui-agent-doc", "&doc=d:main", []map[string]any{
 		{"id": "d:main", "type": "doc", "name": "main.py", "x": 0, "y": 0, "w": 360, "h": 220, "props": map[string]any{"language": "python", "text": mainPy}}})
@@ -182,6 +183,12 @@ func TestWebUIAgentEditsTheOpenDocument(t *testing.T) {
 	if n := notes(); n == 0 {
 		t.Fatal("the canvas run made nothing on the canvas")
 	}
+
+	// After a reload, the rebuilt chat names the runs' document as the page did.
+	p.do(chromedp.Reload())
+	c.live(p)
+	p.poll("the rebuilt chat names the document", `(() => { const asks = [...document.querySelectorAll('#agent-log .ask')].map(a => a.textContent);
+		return asks.length === 3 && asks[0] === 'you, on main.py (line 2): replace line 2 with:     return 42' && asks[2] === 'you: replace line 2 with: nothing'; })()`)
 }
 
 // chatRuns is what the page's chat shows, top to bottom: each run's request

@@ -17,6 +17,8 @@ export interface AgentContext {
   token(): string;
   /** The document open in the document panel, with the lines the person selected in it (null: none), or null when none is open: then the agent works on the canvas. */
   document(): Promise<{ nodeId: string; name: string; lines: [number, number] | null } | null>;
+  /** The name of node id once the open canvas is on screen (id itself when the node has none, or is not on the canvas). */
+  nodeName(id: string): Promise<string>;
   /** Brings into view the nodes the commits at revs made or last changed; false when none is on the canvas. */
   show(revs: number[]): boolean;
   /** Whether the nodes the commits at revs made or last changed are all in view, once the page has those commits; null when none is on the canvas. */
@@ -415,8 +417,10 @@ export class AgentPanel {
       this.forget(run.sid);
       return;
     }
-    const ds = s.document_selection;
-    this.asked(run, s.message || s.transcript?.[0]?.text || "", s.document ? s.document + (ds ? ` (${lineSpan([ds.start_line, ds.end_line])})` : "") : "");
+    const ds = s.document_selection, ask = s.message || s.transcript?.[0]?.text || "", span = ds ? ` (${lineSpan([ds.start_line, ds.end_line])})` : "";
+    this.asked(run, ask, s.document ? s.document + span : "");
+    // The document by its name, once the canvas that names it is on screen.
+    if (s.document) void this.ctx.nodeName(s.document).then((name) => this.runs.get(run.sid) === run && this.asked(run, ask, name + span));
     if (live) return;
     const at = (ts: string | undefined) => (ts ? Date.parse(ts) || 0 : 0);
     const items: { t: number; cls: string; who: string; text: string }[] = [];

@@ -45,6 +45,9 @@ class App {
    */
   loadedAt = 0;
   openedAt = 0;
+  /** Settles once the open canvas's first snapshot is on screen, or another canvas is opened. */
+  private staged: Promise<void> = Promise.resolve();
+  private stagedNow = () => {};
   timing: Record<string, number> = {};
   /** The last screenshots' times (ms): waiting for the scene, the picture drawn, encoded; for the browser benchmark. */
   shotTimes: { wait: number; draw: number; encode: number; total: number; from: string }[] = [];
@@ -112,6 +115,10 @@ class App {
       },
       token: () => this.token,
       document: async () => (this.doc ? this.doc.agentTarget() : null),
+      nodeName: async (id) => {
+        await this.staged;
+        return String(this.model?.nodes.get(id)?.name || id);
+      },
       show: (revs) => this.view.showNodes(this.nodesAt(revs)),
       inView: async (revs) => {
         await this.view.caughtUp(Math.max(...revs));
@@ -315,6 +322,8 @@ class App {
     this.view.leave();
     this.agent.reset();
     this.timing = {};
+    this.stagedNow();
+    if (id) this.staged = new Promise((res) => (this.stagedNow = res));
     delete document.body.dataset.loaded;
     for (const li of $("canvas-list").children) li.classList.toggle("active", (li as HTMLElement).dataset.canvasId === id);
     const c = this.canvases.find((x) => x.canvas_id === id);
@@ -367,6 +376,7 @@ class App {
           this.openedAt = performance.now();
           this.loadedAt = this.openedAt - t0;
           document.body.dataset.loaded = id;
+          this.stagedNow();
           if (docId) void this.openDoc(docId);
         } else {
           this.doc?.sync(); // the open document follows the text read anew
