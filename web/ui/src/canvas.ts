@@ -10,6 +10,7 @@
 // the conflict explained until they keep it or take the other version.
 
 import { createElement } from "react";
+import { flushSync } from "react-dom";
 import { createRoot, type Root } from "react-dom/client";
 import { Excalidraw, CaptureUpdateAction, FONT_FAMILY, exportToCanvas, getCommonBounds, mutateElement, restoreElements } from "@excalidraw/excalidraw";
 import type { AppState, BinaryFiles } from "@excalidraw/excalidraw/types";
@@ -442,6 +443,17 @@ export class CanvasView {
     };
   }
 
+  /**
+   * Shows the pending commits and has Excalidraw render and draw the scene
+   * updates it has not drawn yet, now: a React commit at sync priority
+   * (flushSync), which renders the scene as it is, instead of the one
+   * queued for the updates. Not for a caller inside a React commit.
+   */
+  private drawNow(): void {
+    if (this.flushQueued) this.flush();
+    if (this.ex && !this.loading && !this.isDrawn()) flushSync(() => this.ex.updateScene({ appState: {} }));
+  }
+
   /** Whether Excalidraw has drawn the last scene update. */
   private isDrawn(): boolean {
     return Math.max(this.framesDrawn, this.drawnUpdates) === this.updates;
@@ -866,11 +878,14 @@ export class CanvasView {
    * the update (Excalidraw draws an update in a later commit). What a
    * screenshot shows is then the version it reports (under a stream of
    * commits, as on stage after 500 ms). Rejects after ms. A hidden page
-   * draws no frames: a timer stands in for them.
+   * draws no frames: a timer stands in for them. What waits to be shown
+   * and drawn is shown and drawn at once (drawNow()), not in the tasks
+   * queued for it, which other tasks may hold up for tens of ms at load.
    */
   async drawn(ms = 15000): Promise<number> {
     const t0 = performance.now(), end = t0 + ms;
     const settled = () => !!this.ex && !!this.model && !this.loading && !this.flushQueued && !this.pendingNodes.size && !this.pendingEdges.size;
+    this.drawNow();
     for (;;) {
       // Under a stream of commits (one every frame) the last update may
       // never be drawn before the next: after 500 ms the scene on stage is
