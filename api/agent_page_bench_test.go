@@ -73,7 +73,9 @@ func benchAgentHostPage(b *testing.B, turns, shapes int) {
 	}
 	model := newFakeOpenAI(b, replies...)
 	svc := &ackTap{lateAgent: &lateAgent{}}
+	shots := &timedShots{Screenshotter: AgentScreenshotter{}}
 	e, broker, sessions := newHostedAgentEnv(b, svc, nil)
+	shots.Screenshotter = AgentScreenshotter{Hub: e.api.hub, Broker: broker}
 	ctx := context.Background()
 	agentTok, agentID := e.token(canvas.RoleEditor, canvas.ActorAgent)
 	ac, err := client.New(e.srv.URL, agentTok)
@@ -85,7 +87,7 @@ func benchAgentHostPage(b *testing.B, turns, shapes int) {
 	cfg.LowActionThreshold = 0 // one model call per run
 	cfg.Watchdog, cfg.ScreenshotTimeout, cfg.AckTimeout = 30*time.Second, 10*time.Second, 5*time.Second
 	runner, err := agent.NewRunner(agent.Deps{Config: cfg, Client: ac, ActorID: agentID, Events: e.api.hub, Store: sessions,
-		Screenshots: AgentScreenshotter{Hub: e.api.hub, Broker: broker}})
+		Screenshots: shots})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -157,13 +159,28 @@ func benchAgentHostPage(b *testing.B, turns, shapes int) {
 	// What keeps the page's main thread busy during the turns: its long
 	// tasks, and the time showing the commits takes (CanvasView.flush).
 	p.eval(`(() => {
-		const d = window.__agentBench = { long: [], flush: [] };
+		const d = window.__agentBench = { long: [], flush: [], invokes: [] };
+		// Each screenshot invoke's times (ms since the epoch, as the server's clock):
+		// the page takes it from the stream, its answer is ready, its answer is posted.
+		const live = canvasd.live, epoch = () => performance.timeOrigin + performance.now();
+		const onInvoke = live.onInvoke.bind(live), shot = canvasd.screenshot.bind(canvasd), answer = live.client.answerInvoke.bind(live.client);
+		let cur = null;
+		live.onInvoke = (inv) => { if (inv.action === "agent:screenshot") d.invokes.push(cur = { in: epoch() }); return onInvoke(inv); };
+		canvasd.screenshot = async (req) => { const c = cur; try { return await shot(req); } finally { if (c) c.ready = epoch(); } };
+		live.client.answerInvoke = (id, a) => { if (cur && !cur.sent) cur.sent = epoch(); return answer(id, a); };
 		new PerformanceObserver((l) => { for (const e of l.getEntries()) d.long.push(e.duration); }).observe({ type: "longtask" });
 		const v = canvasd.view, f = v.flush.bind(v);
 		v.flush = () => { const t = performance.now(); f(); d.flush.push(performance.now() - t); };
 		return true;
 	})()`, nil)
 	stopProfile := profilePage(b, p) // CANVASD_BENCH_PROFILE=1: a CPU profile of the page during the turns
+	// CANVASD_BENCH_TRACE=file: a Chrome trace of the page during the turns
+	// (the main thread's tasks, the stream's data, the user timing marks),
+	// written to file as JSON for chrome://tracing or Perfetto.
+	endTrace := func() {}
+	if file := os.Getenv("CANVASD_BENCH_TRACE"); file != "" {
+		endTrace = tracePage(b, p, file)
+	}
 	var ttfa, shot, ttfb, pacedTTFA, pacedShot []float64
 	var ids []string
 	for t := 0; t < turns+paced; t++ {
@@ -190,6 +207,7 @@ func benchAgentHostPage(b *testing.B, turns, shapes int) {
 		ttfb = append(ttfb, st.TTFBMS)
 	}
 	stop()
+	endTrace()
 	stopProfile()
 
 	// The apply jitter of every envelope, as the server measures it (agent/browser.go):
@@ -240,8 +258,8 @@ func benchAgentHostPage(b *testing.B, turns, shapes int) {
 		}
 	}
 	if len(times) > 0 {
-		b.Logf("in the page, a screenshot's median: %.0f ms waiting for the scene, %.0f ms drawn, %.0f ms encoded, %.0f ms in all (%d of %d copied from the screen); the session's first model byte at p50 %.0f ms",
-			pct(wait, 0.5), pct(draw, 0.5), pct(encode, 0.5), pct(total, 0.5), screen, len(times), pct(ttfb, 0.5))
+		b.Logf("in the page, a screenshot's median (p95): %.0f (%.0f) ms waiting for the scene, %.0f (%.0f) ms drawn, %.0f (%.0f) ms encoded, %.0f (%.0f) ms in all (%d of %d copied from the screen); the session's first model byte at p50 %.0f ms",
+			pct(wait, 0.5), pct(wait, 0.95), pct(draw, 0.5), pct(draw, 0.95), pct(encode, 0.5), pct(encode, 0.95), pct(total, 0.5), pct(total, 0.95), screen, len(times), pct(ttfb, 0.5))
 	}
 	// The same run's comparison: the page's picture of its view copied from
 	// the screen against Excalidraw's export of the same bounds (what the
@@ -263,6 +281,21 @@ func benchAgentHostPage(b *testing.B, turns, shapes int) {
 	b.ReportMetric(pct(cmpTimes.Screen, 0.5)/pct(cmpTimes.Export, 0.5), "shot-screen/export")
 	b.Logf("the page's picture of its view (800 px): copied from the screen p50 %.0f ms, exported p50 %.0f ms (%.2f×), the same run",
 		pct(cmpTimes.Screen, 0.5), pct(cmpTimes.Export, 0.5), pct(cmpTimes.Screen, 0.5)/pct(cmpTimes.Export, 0.5))
+	// Where the screenshots' round trips went, the server's times and the page's side by side.
+	var inv []struct{ In, Ready, Sent float64 }
+	p.eval(`__agentBench.invokes`, &inv)
+	shots.mu.Lock()
+	if len(inv) == len(shots.times) {
+		var deliver, page, post []float64
+		for i, t := range shots.times {
+			deliver, page, post = append(deliver, inv[i].In-t[0]), append(page, inv[i].Sent-inv[i].In), append(post, t[1]-inv[i].Sent)
+		}
+		b.Logf("a screenshot's round trip, p50 (p95) ms: %.0f (%.0f) from the server's invoke to the page taking it from the stream, %.0f (%.0f) in the page until its answer is posted, %.0f (%.0f) until the server has the answer",
+			pct(deliver, 0.5), pct(deliver, 0.95), pct(page, 0.5), pct(page, 0.95), pct(post, 0.5), pct(post, 0.95))
+	} else {
+		b.Logf("%d screenshots asked for, %d taken by the page: the round trips are not accounted for", len(shots.times), len(inv))
+	}
+	shots.mu.Unlock()
 	var busy struct{ Long, Flush []float64 }
 	p.eval(`({long: __agentBench.long, flush: __agentBench.flush})`, &busy)
 	if len(busy.Flush) > 0 {
@@ -313,6 +346,56 @@ func profilePage(b *testing.B, p *uiPage) (stop func()) {
 			}
 			return err
 		}))
+	}
+}
+
+// timedShots is a Screenshotter that records each screenshot's start and
+// end (ms since the epoch).
+type timedShots struct {
+	agent.Screenshotter
+	mu    sync.Mutex
+	times [][2]float64
+}
+
+func (t *timedShots) Screenshot(ctx context.Context, canvasID string, req agent.ScreenshotRequest, timeout time.Duration) (agent.Screenshot, error) {
+	ms := func() float64 { return float64(time.Now().UnixMicro()) / 1000 }
+	start := ms()
+	s, err := t.Screenshotter.Screenshot(ctx, canvasID, req, timeout)
+	t.mu.Lock()
+	t.times = append(t.times, [2]float64{start, ms()})
+	t.mu.Unlock()
+	return s, err
+}
+
+// tracePage starts a Chrome trace of page p (uiPage.trace) with user timing
+// marks of the agent loop's steps in it: the stream's events as the page
+// takes them, the invokes' spans (event to answer posted), flushes, scene
+// pushes and draws. The function it returns ends the trace and writes it to
+// file (Chrome's JSON trace format).
+func tracePage(b *testing.B, p *uiPage, file string) func() {
+	p.eval(`(() => {
+		const live = canvasd.live, v = canvasd.view, span = (o, k, name) => {
+			const f = o[k].bind(o);
+			o[k] = (...a) => { const t = performance.now(); const r = f(...a);
+				if (r && r.then) return r.finally(() => performance.measure(name, { start: t }));
+				performance.measure(name, { start: t }); return r; };
+		};
+		const emit = live.emit.bind(live);
+		live.emit = (ev, ...a) => { performance.mark("emit " + ev + (ev === "agent:status" ? " " + a[0].state : "")); return emit(ev, ...a); };
+		span(live, "onInvoke", "invoke");
+		span(canvasd, "screenshot", "screenshot handler");
+		span(v, "flush", "flush");
+		span(v, "push", "push");
+		span(v, "drawn", "drawn");
+		return true;
+	})()`, nil)
+	end := p.trace()
+	return func() {
+		tr := end()
+		if err := os.WriteFile(file, tr, 0o644); err != nil {
+			b.Fatal(err)
+		}
+		b.Logf("the page's trace: %d bytes in %s", len(tr), file)
 	}
 }
 

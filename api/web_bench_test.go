@@ -262,7 +262,7 @@ func (p *uiPage) trace() func() []byte {
 	}
 	if _, err := chromedp.Call(p.ctx, tracing.Start, tracing.StartParams{TraceConfig: &tracing.TraceConfig{EnableSampling: true,
 		IncludedCategories: []string{"toplevel", "devtools.timeline", "disabled-by-default-devtools.timeline", "v8", "v8.execute",
-			"disabled-by-default-v8.cpu_profiler", "blink.user_timing", "loading"}}}); err != nil {
+			"disabled-by-default-v8.cpu_profiler", "blink.user_timing", "loading", "netlog", "disabled-by-default-devtools.timeline.frame"}}}); err != nil {
 		p.t.Fatalf("start tracing: %v", err)
 	}
 	return func() []byte {

@@ -115,3 +115,56 @@ func TestWebUIScreenshotOfTheView(t *testing.T) {
 		t.Fatalf("screenshot after the commit: version %q, the red ellipse's centre is %v", shot.DocVersion, at(img, scale, 250, 450))
 	}
 }
+
+// TestWebUIScreenshotRightAfterACommit: a screenshot asked for while the
+// page has just taken another actor's commit (not yet shown, let alone
+// drawn by Excalidraw) shows it at once: drawn() resolves within the same
+// task (the commit shown and drawn on the spot, not in the tasks queued for
+// it), and the picture, copied from the screen, has the new shape.
+func TestWebUIScreenshotRightAfterACommit(t *testing.T) {
+	open := uiBrowser(t, 60*time.Second)
+	e := newTestEnv(t)
+	editor, _ := e.token(canvas.RoleEditor, canvas.ActorHuman)
+	const cid = "shot-after-commit"
+	e.must(201, "POST", "/api/canvases", testAdmin, map[string]any{"canvas_id": cid, "title": "Shot after a commit"})
+	e.must(200, "POST", "/canvas_commands/"+cid+"/command", editor, env("create_shape", 0, map[string]any{"id": "shape:blue", "type": "geo",
+		"x": 100, "y": 100, "w": 300, "h": 200, "props": map[string]any{"geo": "rectangle", "color": "blue", "fill": "fill"}}))
+	p := open(e.srv.URL + "/?canvas=" + cid + "#access_token=" + editor)
+	p.poll("live and drawn", `document.getElementById("conn").textContent === "live" && document.body.dataset.loaded === "`+cid+`"`)
+	var vp client.Box
+	p.eval(`canvasd.view.viewport()`, &vp)
+	// At the commit of rev 2, as the page takes it: drawn() and the picture.
+	p.eval(`(() => {
+		window.__shot = new Promise((resolve, reject) => {
+			canvasd.live.on("state", (m, c) => {
+				if (!c || c.rev !== 2) return;
+				let now = false;
+				const drawn = canvasd.view.drawn().then((rev) => { now = true; return rev; });
+				// A few microtask turns: no other task can run meanwhile.
+				Promise.resolve().then(() => 0).then(() => 0).then(() => 0).then(() => 0).then(async () => {
+					const inTask = now, rev = await drawn;
+					const shot = await canvasd.view.picture(null, { w: 800, h: 800 });
+					resolve({ inTask, rev, from: shot.from, dataUrl: shot.dataUrl });
+				}).catch(reject);
+			});
+		});
+		return true;
+	})()`, nil)
+	e.must(200, "POST", "/canvas_commands/"+cid+"/command", editor, env("create_shape", 1, map[string]any{"id": "shape:red", "type": "geo",
+		"x": 150, "y": 130, "w": 200, "h": 140, "props": map[string]any{"geo": "ellipse", "color": "red", "fill": "fill"}}))
+	var shot struct {
+		InTask  bool
+		Rev     int
+		From    string
+		DataURL string
+	}
+	p.eval(`window.__shot`, &shot)
+	if !shot.InTask || shot.Rev != 2 || shot.From != "screen" {
+		t.Fatalf("the screenshot right after the commit: drawn within its task %v, at rev %d, from %q; want true, 2, screen", shot.InTask, shot.Rev, shot.From)
+	}
+	img := decodePNGDataURL(t, shot.DataURL)
+	scale := min(800/vp.W, 800/vp.H)
+	if c := img.At(int((250-vp.X)*scale), int((200-vp.Y)*scale)); !near(c, 0xe03131, 30) {
+		t.Fatalf("the screenshot right after the commit: the red ellipse's centre is %v", c)
+	}
+}

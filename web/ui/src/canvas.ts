@@ -10,6 +10,7 @@
 // the conflict explained until they keep it or take the other version.
 
 import { createElement } from "react";
+import { flushSync } from "react-dom";
 import { createRoot, type Root } from "react-dom/client";
 import { Excalidraw, CaptureUpdateAction, FONT_FAMILY, exportToCanvas, getCommonBounds, mutateElement, restoreElements } from "@excalidraw/excalidraw";
 import type { AppState, BinaryFiles } from "@excalidraw/excalidraw/types";
@@ -53,8 +54,12 @@ export class CanvasView {
   private pendingNodes = new Set<string>(); // touched by commits not yet shown
   private pendingEdges = new Set<string>();
   private flushQueued = false;
-  private pushes = 0; // push() calls: scene updates Excalidraw draws in a later frame
-  private drawnPushes = 0; // the last push() two frames went by since
+  private updates = 0; // scene updates handed to Excalidraw (push(), and flush() in place), each drawn by a later React commit
+  private framesDrawn = 0; // the last update two frames went by since (Excalidraw has drawn it by then)
+  private committed = 0; // the updates Excalidraw's last commit rendered (its onChange)
+  private drawnUpdates = 0; // the updates its shapes canvas showed when it was last drawn (watchDraws)
+  private watched: HTMLCanvasElement | null = null; // the shapes canvas whose draws are counted
+  private nextDraw: { seen: Promise<void>; resolve: () => void } | null = null; // drawn() waits for the next draw
   private loads = 0; // load() calls: a newer one supersedes an older one still waiting
   private loading = false; // a snapshot is being built: commits wait for it
   /** How the last load went (ms from its start): elements built, Excalidraw ready, on stage. */
@@ -352,6 +357,7 @@ export class CanvasView {
       this.addImages(images);
       return;
     }
+    if (plans.length) this.updated();
     for (const [st, el] of plans) {
       const up: El = {};
       for (const k in el) if (!IN_PLACE_SKIP.has(k)) up[k] = el[k];
@@ -408,11 +414,54 @@ export class CanvasView {
     this.cache.set(id, els);
   }
 
+  /** Counts a scene update about to be handed to Excalidraw (see drawn()). */
+  private updated(): void {
+    const n = ++this.updates;
+    void nextFrame().then(nextFrame).then(() => { this.framesDrawn = Math.max(this.framesDrawn, n); });
+  }
+
+  /**
+   * Counts the draws of Excalidraw's canvas of the shapes (its static
+   * canvas): Excalidraw draws it anew in the commit that renders a scene
+   * update (a passive effect of that commit, renderStaticScene), which
+   * starts with the canvas's getContext. A draw shows the updates the last
+   * commit rendered (committed, set by its onChange): with it counted,
+   * drawn() answers as soon as the shapes of the last update are on that
+   * canvas, rather than two frames after the update.
+   */
+  private watchDraws(): void {
+    const c = this.host.querySelector<HTMLCanvasElement>("canvas.excalidraw__canvas.static");
+    if (!c || c === this.watched) return;
+    this.watched = c;
+    const get = c.getContext.bind(c) as (id: string, o?: unknown) => RenderingContext | null;
+    (c as any).getContext = (id: string, o?: unknown) => {
+      this.drawnUpdates = Math.max(this.drawnUpdates, this.committed);
+      const d = this.nextDraw;
+      this.nextDraw = null;
+      d?.resolve(); // (its waiters go on once this draw, synchronous, is done)
+      return get(id, o);
+    };
+  }
+
+  /**
+   * Shows the pending commits and has Excalidraw render and draw the scene
+   * updates it has not drawn yet, now: a React commit at sync priority
+   * (flushSync), which renders the scene as it is, instead of the one
+   * queued for the updates. Not for a caller inside a React commit.
+   */
+  private drawNow(): void {
+    if (this.flushQueued) this.flush();
+    if (this.ex && !this.loading && !this.isDrawn()) flushSync(() => this.ex.updateScene({ appState: {} }));
+  }
+
+  /** Whether Excalidraw has drawn the last scene update. */
+  private isDrawn(): boolean {
+    return Math.max(this.framesDrawn, this.drawnUpdates) === this.updates;
+  }
+
   /** Puts the cached elements on stage, keeping the user's unsent versions. */
   private push(reset: boolean): void {
-    const n = ++this.pushes;
-    // Two frames later Excalidraw has drawn this update.
-    void nextFrame().then(nextFrame).then(() => { this.drawnPushes = Math.max(this.drawnPushes, n); });
+    this.updated();
     const m = this.model!;
     const scene = new Map<string, El>();
     if (!reset) for (const el of this.ex.getSceneElementsIncludingDeleted()) scene.set(el.id, el);
@@ -526,6 +575,8 @@ export class CanvasView {
   // ------------------------------------------------------------ user edits
 
   private changed(els: readonly El[], app: AppState, files: BinaryFiles): void {
+    this.committed = this.updates; // (a commit renders the scene as it is: every update made so far)
+    if (this.watched?.isConnected !== true) this.watchDraws();
     // Excalidraw initialises its scene asynchronously: only then may the canvas be put on stage.
     if (this.ex && !app.isLoading) this.resolveReady();
     if (!this.model) return;
@@ -822,28 +873,32 @@ export class CanvasView {
   /**
    * Resolves, with the model's revision, once the scene on stage is the
    * model's (Excalidraw started, the snapshot on stage, no commit waiting
-   * to be shown) and two frames went by since (Excalidraw draws a scene update
-   * in a later frame): what a screenshot shows is then the
-   * version it reports (under a stream of commits that leaves no two quiet
-   * frames, as on stage after 500 ms). Rejects after ms. A hidden page
-   * draws no frames: a timer stands in for them.
+   * to be shown) and Excalidraw has drawn the last scene update: seen
+   * drawn on its canvas of the shapes (watchDraws), or two frames after
+   * the update (Excalidraw draws an update in a later commit). What a
+   * screenshot shows is then the version it reports (under a stream of
+   * commits, as on stage after 500 ms). Rejects after ms. A hidden page
+   * draws no frames: a timer stands in for them. What waits to be shown
+   * and drawn is shown and drawn at once (drawNow()), not in the tasks
+   * queued for it, which other tasks may hold up for tens of ms at load.
    */
   async drawn(ms = 15000): Promise<number> {
     const t0 = performance.now(), end = t0 + ms;
     const settled = () => !!this.ex && !!this.model && !this.loading && !this.flushQueued && !this.pendingNodes.size && !this.pendingEdges.size;
+    this.drawNow();
     for (;;) {
-      // Under a stream of commits (one every frame) two quiet frames may
-      // not come: after 500 ms the scene on stage is answered as it is.
-      if (settled() && (this.drawnPushes === this.pushes || performance.now() - t0 > 500)) return this.model!.rev;
-      if (settled()) {
-        // Two frames with no scene update: Excalidraw has drawn the last one.
-        const rev = this.model!.rev, n = this.pushes;
-        await nextFrame();
-        await nextFrame();
-        if (settled() && this.model!.rev === rev && this.pushes === n) return rev;
-      } else if (performance.now() > end) {
-        throw new Error("the canvas is not on screen yet: try again");
-      } else await nextFrame();
+      // Under a stream of commits (one every frame) the last update may
+      // never be drawn before the next: after 500 ms the scene on stage is
+      // answered as it is.
+      if (settled() && (this.isDrawn() || performance.now() - t0 > 500)) return this.model!.rev;
+      if (!settled() && performance.now() > end) throw new Error("the canvas is not on screen yet: try again");
+      let d = this.nextDraw;
+      if (!d) {
+        let resolve!: () => void;
+        const seen = new Promise<void>((r) => (resolve = r));
+        d = this.nextDraw = { seen, resolve };
+      }
+      await Promise.race([d.seen, nextFrame()]);
     }
   }
 
@@ -855,16 +910,16 @@ export class CanvasView {
    */
   screenKey(): string {
     const settled = !!this.ex && !!this.model && !this.loading && !this.flushQueued && !this.pendingNodes.size && !this.pendingEdges.size;
-    if (!settled || this.drawnPushes !== this.pushes) return "";
+    if (!settled || !this.isDrawn()) return "";
     const v = this.viewport();
-    return `${this.model!.rev}|${this.pushes}|${v.x},${v.y},${v.w},${v.h}`;
+    return `${this.model!.rev}|${this.updates}|${v.x},${v.y},${v.w},${v.h}`;
   }
 
   /**
    * Excalidraw's canvas of the shapes on screen (no selection, no cursors:
    * those are on a canvas of their own) when bounds is the view and a
    * picture w pixels wide would not be larger than it; null otherwise.
-   * What it shows is the scene as of the last frame: call after drawn().
+   * What it shows is the scene as last drawn: call after drawn().
    */
   private onScreen(b: Box, w: number): HTMLCanvasElement | null {
     const c = this.host.querySelector<HTMLCanvasElement>("canvas.excalidraw__canvas.static");

@@ -55,6 +55,7 @@ class App {
   readyShot: { key: string; dataUrl: string; bounds: { x: number; y: number; w: number; h: number } } | null = null;
   private lastShotAsked = -Infinity;
   private preparing = false;
+  private lastKey = ""; // the screenKey() prepareShot saw last
 
   constructor() {
     const app = $("app");
@@ -350,8 +351,8 @@ class App {
     // Screenshots: the elected host answers; on a server that elects no host, any page does.
     // While this page is host and an agent asked it for a screenshot in the
     // last two minutes, a picture of the view is kept ready (drawn again
-    // when what is on screen changed, at most every 250 ms): a screenshot
-    // of an unchanged view is then answered at once.
+    // once what is on screen changed and then stayed the same for a 250 ms
+    // tick): a screenshot of an unchanged view is then answered at once.
     const prepare = window.setInterval(() => {
       if (!mine()) return window.clearInterval(prepare);
       if (live.isHost && !document.hidden && performance.now() - this.lastShotAsked < 120000) void this.prepareShot();
@@ -484,10 +485,17 @@ class App {
     return { dataUrl: shot.dataUrl, bounds: shot.bounds, viewport: this.view.viewport(), selection: this.view.selection(), docVersion } as Screenshot;
   }
 
-  /** Draws the ready picture of the view again when what is on screen changed (see readyShot). */
+  /**
+   * Draws the ready picture of the view again when what is on screen
+   * changed and has stayed the same since the last tick (see readyShot):
+   * not while an agent's commits keep coming (its next screenshot would
+   * not be this picture), when it only takes the main thread (7-28 ms a
+   * picture at load) from the commits and the screenshot asked after them.
+   */
   private async prepareShot(): Promise<void> {
-    const key = this.view.screenKey();
-    if (this.preparing || !key || this.readyShot?.key === key) return;
+    const key = this.view.screenKey(), steady = key === this.lastKey;
+    this.lastKey = key;
+    if (this.preparing || !key || !steady || this.readyShot?.key === key) return;
     this.preparing = true;
     try {
       const shot = await this.view.picture(null, { w: 800, h: 800 });
