@@ -55,20 +55,27 @@ func TestWebUIFirstScreenshotAfterElection(t *testing.T) {
 	p.poll("live and drawn", `document.body.dataset.loaded === "`+cid+`"`)
 }
 
+// blueBoxPage makes canvas cid holding a filled blue box at (100, 100),
+// 300×200, and opens it in Chromium for an editor, whose token it returns.
+func blueBoxPage(t *testing.T, cid string) (*testEnv, string, *uiPage) {
+	t.Helper()
+	open := uiBrowser(t, 60*time.Second)
+	e := newTestEnv(t)
+	editor, _ := e.token(canvas.RoleEditor, canvas.ActorHuman)
+	e.must(201, "POST", "/api/canvases", testAdmin, map[string]any{"canvas_id": cid, "title": cid})
+	e.must(200, "POST", "/canvas_commands/"+cid+"/command", editor, env("create_shape", 0, map[string]any{"id": "shape:blue", "type": "geo",
+		"x": 100, "y": 100, "w": 300, "h": 200, "props": map[string]any{"geo": "rectangle", "color": "blue", "fill": "fill"}}))
+	return e, editor, open(e.srv.URL + "/?canvas=" + cid + "#access_token=" + editor)
+}
+
 // TestWebUIScreenshotOfTheView: a screenshot of the page's view is the view
 // as drawn on screen, scaled to fit 800 px: the blue box is where the view
 // shows it; asked again with nothing changed, the page answers with the
 // picture it kept ready; and a shape added by another actor is in the next
 // one once its commit is on screen (the version the answer reports).
 func TestWebUIScreenshotOfTheView(t *testing.T) {
-	open := uiBrowser(t, 60*time.Second)
-	e := newTestEnv(t)
-	editor, _ := e.token(canvas.RoleEditor, canvas.ActorHuman)
 	const cid = "view-shot"
-	e.must(201, "POST", "/api/canvases", testAdmin, map[string]any{"canvas_id": cid, "title": "View shot"})
-	e.must(200, "POST", "/canvas_commands/"+cid+"/command", editor, env("create_shape", 0, map[string]any{"id": "shape:blue", "type": "geo",
-		"x": 100, "y": 100, "w": 300, "h": 200, "props": map[string]any{"geo": "rectangle", "color": "blue", "fill": "fill"}}))
-	p := open(e.srv.URL + "/?canvas=" + cid + "#access_token=" + editor)
+	e, editor, p := blueBoxPage(t, cid)
 	p.poll("live, drawn and host", `document.getElementById("conn").textContent === "live" && document.body.dataset.loaded === "`+cid+
 		`" && !document.getElementById("host").hidden`)
 	var vp client.Box
@@ -122,14 +129,8 @@ func TestWebUIScreenshotOfTheView(t *testing.T) {
 // task (the commit shown and drawn on the spot, not in the tasks queued for
 // it), and the picture, copied from the screen, has the new shape.
 func TestWebUIScreenshotRightAfterACommit(t *testing.T) {
-	open := uiBrowser(t, 60*time.Second)
-	e := newTestEnv(t)
-	editor, _ := e.token(canvas.RoleEditor, canvas.ActorHuman)
 	const cid = "shot-after-commit"
-	e.must(201, "POST", "/api/canvases", testAdmin, map[string]any{"canvas_id": cid, "title": "Shot after a commit"})
-	e.must(200, "POST", "/canvas_commands/"+cid+"/command", editor, env("create_shape", 0, map[string]any{"id": "shape:blue", "type": "geo",
-		"x": 100, "y": 100, "w": 300, "h": 200, "props": map[string]any{"geo": "rectangle", "color": "blue", "fill": "fill"}}))
-	p := open(e.srv.URL + "/?canvas=" + cid + "#access_token=" + editor)
+	e, editor, p := blueBoxPage(t, cid)
 	p.poll("live and drawn", `document.getElementById("conn").textContent === "live" && document.body.dataset.loaded === "`+cid+`"`)
 	var vp client.Box
 	p.eval(`canvasd.view.viewport()`, &vp)
