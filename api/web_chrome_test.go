@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/cdproto/input"
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
@@ -121,9 +122,12 @@ func TestWebUINewDocument(t *testing.T) {
 // Canvases in the top bar: the list comes back beside the canvas, which
 // keeps at least Excalidraw's 730 px (narrower, Excalidraw turns to its phone
 // layout); the panel gives up the room. Canvases again puts the list aside.
+// On a canvas of 731 px, the narrowest of Excalidraw's desktop layout, the
+// Style button stays clear of Excalidraw's toolbar and opens the panel.
 func TestWebUIDocumentBesideCanvasList(t *testing.T) {
 	c := openCanvasUI(t, "ui-doc-list", []map[string]any{
 		{"id": "d:plan", "type": "doc", "name": "plan.md", "x": 200, "y": 100, "w": 300, "h": 200, "props": map[string]any{"language": "markdown", "text": "# Plan\n"}},
+		{"id": "s:box", "type": "geo", "x": 250, "y": 380, "w": 100, "h": 60, "props": map[string]any{"geo": "rectangle", "fill": "solid"}},
 	})
 	p := c.p
 	p.dblclick(350, 200)
@@ -151,12 +155,51 @@ func TestWebUIDocumentBesideCanvasList(t *testing.T) {
 	if mobile {
 		t.Errorf("Excalidraw turned to its phone layout with the list shown")
 	}
-
 	p.clickCSS(`#toggle-sidebar`)
 	p.poll("the list aside again", `document.getElementById('sidebar').getBoundingClientRect().width === 0`)
 	if st := stageBox(p); st[2] < withDoc[2]-1 {
 		t.Errorf("the list put aside, the canvas is %.0f px wide, %.0f before", st[2], withDoc[2])
 	}
+
+	// The window narrowed until the canvas is 731 px wide, a shape selected.
+	resize := func(width int64) {
+		p.do(chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+			_, err := cdp.Call(ctx, tg, emulation.SetDeviceMetricsOverride, emulation.SetDeviceMetricsOverrideParams{Width: width, Height: 860, DeviceScaleFactor: 1})
+			return err
+		}))
+	}
+	// The panels beside the canvas narrow with the window too: each step corrects the last.
+	var width int64
+	p.eval(`innerWidth`, &width)
+	for range 5 {
+		stage := int64(stageBox(p)[2])
+		if stage == 731 {
+			break
+		}
+		width += 731 - stage
+		resize(width)
+		p.poll("the window resized", `innerWidth === `+fmt.Sprint(width))
+	}
+	p.poll("the canvas 731 px wide", `Math.round(document.getElementById('stage').getBoundingClientRect().width) === 731 && !(`+phone+`)`)
+	p.click(300, 410)
+	p.pollSelection("the box selected", "s:box")
+	p.poll("the Style button shown", `getComputedStyle(document.getElementById('props-toggle')).display !== 'none'`)
+	p.screenshot("style-narrow")
+	var overlap struct {
+		Button, Toolbar [4]float64
+		Apart           bool
+	}
+	p.eval(`(() => { const b = document.getElementById('props-toggle').getBoundingClientRect();
+		const t = document.querySelector('#excalidraw .App-toolbar').getBoundingClientRect();
+		return {button: [b.left, b.top, b.right, b.bottom], toolbar: [t.left, t.top, t.right, t.bottom],
+			apart: b.right <= t.left || t.right <= b.left || b.bottom <= t.top || t.bottom <= b.top}; })()`, &overlap)
+	if !overlap.Apart {
+		t.Errorf("on a canvas 731 px wide the Style button %v overlaps Excalidraw's toolbar %v", overlap.Button, overlap.Toolbar)
+	}
+	p.clickCSS(`#props-toggle`)
+	p.poll("the panel open", `document.querySelector('#excalidraw .App-menu__left')?.getBoundingClientRect().width > 0 &&
+		document.getElementById('props-toggle').getAttribute('aria-expanded') === 'true'`)
+	p.screenshot("style-narrow-open")
 }
 
 // TestWebUIDocumentHistoryFollows: the history shown follows the document

@@ -124,6 +124,8 @@ export class CanvasView {
         if (ev.detail > 0) host.querySelector<HTMLElement>(".excalidraw-container")?.focus({ preventScroll: true });
       } });
     host.append(this.propsToggle);
+    // Below about 800 px Excalidraw's centred toolbar reaches the button's place: there the button is a palette icon (app.css).
+    new ResizeObserver(([entry]) => this.propsToggle.classList.toggle("compact", entry.contentRect.width < 800)).observe(host);
     // A double-click on a document card opens the document instead of editing
     // its label; the card its first click selected is let go (no property
     // panel over the canvas for it).
