@@ -4,6 +4,7 @@
 // pages / A2UI surfaces of a host session in a frame.
 
 import type { AgentSession, AgentTurn, CanvasClient, HostPresentNotice } from "@canvasd/client";
+import { byRecord, Rank, recordTime } from "./chatorder";
 import { h, toast, why } from "./dom";
 import { PagesPanel } from "./pages";
 
@@ -422,25 +423,24 @@ export class AgentPanel {
     // The document by its name, once the canvas that names it is on screen.
     if (s.document) void this.ctx.nodeName(s.document).then((name) => this.runs.get(run.sid) === run && this.asked(run, ask, name + span));
     if (live) return;
-    const at = (ts: string | undefined) => (ts ? Date.parse(ts) || 0 : 0);
-    const items: { t: number; cls: string; who: string; text: string }[] = [];
+    const items: { t: number; rank: number; cls: string; who: string; text: string }[] = [];
     (s.transcript || []).slice(1).forEach((e) => {
-      if (e.role === "user") items.push({ t: at(e.ts), cls: "mine", who: run.own ? "you: " : "asked: ", text: e.text });
-      else items.push({ t: at(e.ts), cls: e.role === "assistant" ? "chat" : "status", who: "", text: e.text });
+      if (e.role === "user") items.push({ t: recordTime(e.ts), rank: Rank.said, cls: "mine", who: run.own ? "you: " : "asked: ", text: e.text });
+      else items.push({ t: recordTime(e.ts), rank: Rank.said, cls: e.role === "assistant" ? "chat" : "status", who: "", text: e.text });
     });
     for (const tn of s.turns || []) {
       const kind = TURN_KINDS[tn.kind] ?? tn.kind;
-      items.push({ t: at(tn.started_at), cls: "status", who: "", text: `Turn ${tn.turn} started${kind ? ` (${kind})` : ""}.` });
+      items.push({ t: recordTime(tn.started_at), rank: Rank.turnStart, cls: "status", who: "", text: `Turn ${tn.turn} started${kind ? ` (${kind})` : ""}.` });
       const n = (tn.revs || []).length;
       if (tn.ended_at && n) {
-        items.push({ t: at(tn.ended_at), cls: "actions", who: "", text: `Turn ${tn.turn} made ${n} change${n === 1 ? "" : "s"}${tn.reverted_rev != null ? " (reverted)" : ""}.` });
+        items.push({ t: recordTime(tn.ended_at), rank: Rank.turnChanges, cls: "actions", who: "", text: `Turn ${tn.turn} made ${n} change${n === 1 ? "" : "s"}${tn.reverted_rev != null ? " (reverted)" : ""}.` });
       }
     }
     if (TERMINAL.has(s.state)) {
       const end = statusText(s.state, s.detail);
-      if (end) items.push({ t: at(s.updated_at), cls: end.warn ? "status warn" : "status", who: "", text: end.text });
+      if (end) items.push({ t: recordTime(s.updated_at), rank: Rank.end, cls: end.warn ? "status warn" : "status", who: "", text: end.text });
     }
-    items.sort((a, b) => a.t - b.t); // stable: the record's order for equal times
+    items.sort(byRecord); // stable: the record's order for equal times and ranks
     const streamed = [...run.lines.children] as HTMLElement[];
     run.lines.replaceChildren();
     for (const it of items) this.say(run, it.cls, it.text, it.who);
