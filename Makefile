@@ -39,7 +39,7 @@ web/dist/index.html: web/ui/node_modules/.package-lock.json $(UI_SRC)
 	cd web/ui && npx tsc --noEmit -p . && node build.mjs
 
 .PHONY: ui-test
-ui-test: web/ui/node_modules/.package-lock.json ## the web UI's unit tests (node --test: the mapping of canvasd nodes and edges to Excalidraw elements, the planning of what a gesture sends)
+ui-test: web/ui/node_modules/.package-lock.json ## the web UI's unit tests (node --test: the mapping of canvasd nodes and edges to Excalidraw elements, the planning of what a gesture sends, the order of a rebuilt agent chat)
 	cd web/ui && npm test
 
 .PHONY: deps
