@@ -155,6 +155,7 @@ func TestWebUIDocumentBesideCanvasList(t *testing.T) {
 	if mobile {
 		t.Errorf("Excalidraw turned to its phone layout with the list shown")
 	}
+
 	p.clickCSS(`#toggle-sidebar`)
 	p.poll("the list aside again", `document.getElementById('sidebar').getBoundingClientRect().width === 0`)
 	if st := stageBox(p); st[2] < withDoc[2]-1 {

@@ -4,7 +4,7 @@
 // pages / A2UI surfaces of a host session in a frame.
 
 import type { AgentSession, AgentTurn, CanvasClient, HostPresentNotice } from "@canvasd/client";
-import { byRecord, Rank, recordTime } from "./chatorder";
+import { byRecord, Rank, recordTime, type RecordLine } from "./chatorder";
 import { h, toast, why } from "./dom";
 import { PagesPanel } from "./pages";
 
@@ -423,7 +423,7 @@ export class AgentPanel {
     // The document by its name, once the canvas that names it is on screen.
     if (s.document) void this.ctx.nodeName(s.document).then((name) => this.runs.get(run.sid) === run && this.asked(run, ask, name + span));
     if (live) return;
-    const items: { t: number; rank: number; cls: string; who: string; text: string }[] = [];
+    const items: (RecordLine & { cls: string; who: string; text: string })[] = [];
     (s.transcript || []).slice(1).forEach((e) => {
       if (e.role === "user") items.push({ t: recordTime(e.ts), rank: Rank.said, cls: "mine", who: run.own ? "you: " : "asked: ", text: e.text });
       else items.push({ t: recordTime(e.ts), rank: Rank.said, cls: e.role === "assistant" ? "chat" : "status", who: "", text: e.text });

@@ -15,14 +15,16 @@ test("a record time keeps the fraction of a millisecond", () => {
   assert.equal(recordTime("not a time"), 0);
 });
 
-test("a turn's start comes before the model's words of the same millisecond", () => {
-  // As a fast model's run is recorded: the words 300 µs after the turn's start, listed before it.
+test("lines within one millisecond keep the record's order of their microseconds", () => {
+  // A fast model's run as recorded, the transcript listed before the turns: turn 1 starts, the
+  // model's words come 100 µs later, turn 2 starts 500 µs after them, all in one millisecond. By
+  // the millisecond and the rank alone, both turns' starts would come before the words.
   const lines = [
-    { text: "Noting that down.", t: recordTime("2026-12-03T07:20:01.123700Z"), rank: Rank.said },
-    { text: "Turn 1 started.", t: recordTime("2026-12-03T07:20:01.123400Z"), rank: Rank.turnStart },
-    { text: "Turn 1 made 1 change.", t: recordTime("2026-12-03T07:20:01.125Z"), rank: Rank.turnChanges },
+    { text: "Noting that down.", t: recordTime("2026-12-03T07:20:01.123200Z"), rank: Rank.said },
+    { text: "Turn 1 started.", t: recordTime("2026-12-03T07:20:01.123100Z"), rank: Rank.turnStart },
+    { text: "Turn 2 started.", t: recordTime("2026-12-03T07:20:01.123700Z"), rank: Rank.turnStart },
   ];
-  assert.deepEqual(lines.sort(byRecord).map((l) => l.text), ["Turn 1 started.", "Noting that down.", "Turn 1 made 1 change."]);
+  assert.deepEqual(lines.sort(byRecord).map((l) => l.text), ["Turn 1 started.", "Noting that down.", "Turn 2 started."]);
 });
 
 test("at an equal time the rank orders: a turn's start, what was said, the turn's changes, the run's end", () => {
