@@ -199,8 +199,21 @@ func TestWebUIDocumentBesideCanvasList(t *testing.T) {
 	}
 	p.clickCSS(`#props-toggle`)
 	p.poll("the panel open", `document.querySelector('#excalidraw .App-menu__left')?.getBoundingClientRect().width > 0 &&
+		getComputedStyle(document.querySelector('#excalidraw .App-menu__left')).visibility === 'visible' &&
 		document.getElementById('props-toggle').getAttribute('aria-expanded') === 'true'`)
 	p.screenshot("style-narrow-open")
+	// The opacity slider's value (100 for the box) sits at the slider's
+	// right end, whole inside the panel: it was placed while the panel was
+	// closed, by a width a closed panel must still have.
+	var bubble struct {
+		Text                  string
+		Bubble, Slider, Panel []float64
+	}
+	p.eval(`(() => { const q = (s) => document.querySelector('#excalidraw .App-menu__left ' + s), box = (el) => { const r = el.getBoundingClientRect(); return [r.left, r.right]; };
+		return {text: q('.value-bubble').textContent, bubble: box(q('.value-bubble')), slider: box(q('.range-input')), panel: box(q('.range-input').closest('.App-menu__left'))}; })()`, &bubble)
+	if b, s, pn := bubble.Bubble, bubble.Slider, bubble.Panel; bubble.Text != "100" || b[0] < pn[0] || b[1] > pn[1] || (b[0]+b[1])/2 < (s[0]+s[1])/2 {
+		t.Errorf("the opacity slider's value %q spans %v, the slider %v, the panel %v: want 100 on the slider's right half, inside the panel", bubble.Text, b, s, pn)
+	}
 }
 
 // TestWebUIDocumentHistoryFollows: the history shown follows the document
