@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -252,6 +253,58 @@ func TestStreamDirectWritesThroughFullSocket(t *testing.T) {
 	t.Logf("%d frames written directly, %d queued", direct, queued)
 	if d, q := counterValue(t, e.reg, "canvas_sse_frames_total", "path", "direct"), counterValue(t, e.reg, "canvas_sse_frames_total", "path", "queued"); d < float64(direct) || q < float64(queued) {
 		t.Errorf("canvas_sse_frames_total: direct %v, queued %v; want at least %d and %d", d, q, direct, queued)
+	}
+}
+
+// TestStreamDirectWritesTogether: commits that pile up in a fan-out
+// shard's queue while it writes (a batch of 200 published at once) reach a
+// reading client in fewer system calls than frames, each commit once, in
+// order: the shard writes the frames waiting with one writev.
+func TestStreamDirectWritesTogether(t *testing.T) {
+	e := newTestEnv(t)
+	id := e.canvas("c_together")
+	conn, err := net.Dial("tcp", e.srv.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "GET /sse/canvas/%s HTTP/1.1\r\nHost: canvasd\r\nAuthorization: Bearer %s\r\n\r\n", id, testAdmin)
+	rd := bufio.NewReaderSize(conn, 64<<10)
+	for caughtUp := false; ; {
+		line, err := rd.ReadString('\n')
+		if err != nil {
+			t.Fatalf("before caught_up: %v", err)
+		}
+		caughtUp = caughtUp || strings.HasPrefix(line, "event: caught_up")
+		if caughtUp && line == "\n" {
+			break
+		}
+	}
+	before := e.api.hub.Stats()
+	const n = 200
+	cmds := make([]any, n)
+	for i := range cmds {
+		cmds[i] = map[string]any{"type": "create_node", "args": map[string]any{"name": "n"}}
+	}
+	e.must(200, "POST", "/canvas_commands/"+id+"/commands", testAdmin, map[string]any{"base_rev": 0, "commands": cmds})
+	_ = conn.SetReadDeadline(time.Now().Add(30 * time.Second))
+	for rev := 1; rev <= n; {
+		line, err := rd.ReadString('\n')
+		if err != nil {
+			t.Fatalf("reading commit %d: %v", rev, err)
+		}
+		if id, ok := strings.CutPrefix(strings.TrimSuffix(line, "\n"), "id: "); ok {
+			if got, _, _ := strings.Cut(id, "-"); got != strconv.Itoa(rev) {
+				t.Fatalf("want commit %d, got id %s", rev, id)
+			}
+			rev++
+		}
+	}
+	st := e.api.hub.Stats()
+	direct, writes := st.Direct-before.Direct, st.DirectWrites-before.DirectWrites
+	t.Logf("%d commits: %d written directly in %d system calls, %d queued", n, direct, writes, st.Queued-before.Queued)
+	if direct == 0 || writes*2 > direct {
+		t.Errorf("%d frames written directly in %d system calls: want them together, at most half as many calls", direct, writes)
 	}
 }
 

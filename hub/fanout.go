@@ -7,6 +7,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // Fan-out. A canvas with subscribers has a few shard goroutines
@@ -14,7 +16,11 @@ import (
 // round-robin); the hub hands each of them every frame through a bounded
 // queue and never waits. A shard writes the frame straight to each idle
 // live subscriber's connection with one non-blocking write (no goroutine
-// woken, no copy: the frame's bytes are shared), and queues it for the
+// woken, no copy: the frame's bytes are shared); when frames have piled up
+// in its queue (the shard fell behind: the machine is short of CPU), it
+// takes up to maxRun of them at once and writes them to each connection
+// with one writev, so that each subscriber, and its reader, costs one
+// system call for all of them, not one each. It queues a frame for the
 // subscriber's own goroutine (streamLive) otherwise: during replay, while
 // that goroutine is writing, behind earlier queued frames, across a gap in
 // revisions, or when the socket takes only part of it (the rest is queued).
@@ -32,6 +38,7 @@ import (
 const (
 	fanQueue = 1024
 	maxSpill = 16 * fanQueue
+	maxRun   = 64 // frames a shard delivers together, at most
 )
 
 // fanout is the shards of one canvas's subscribers.
@@ -42,20 +49,22 @@ type fanout struct {
 }
 
 // Stats counts the frames the fan-out delivered, per subscriber: Direct
-// ones written straight to the connection, Queued ones handed to the
+// ones written straight to the connection (in DirectWrites system calls:
+// fewer when frames piled up and went together), Queued ones handed to the
 // stream's goroutine; Behind counts the streams ended with a reset because
 // they fell too far behind.
-type Stats struct{ Direct, Queued, Behind int64 }
+type Stats struct{ Direct, DirectWrites, Queued, Behind int64 }
 
 // Stats returns the hub's fan-out counters.
 func (h *Hub) Stats() Stats {
-	return Stats{Direct: h.fanStats.direct.Load(), Queued: h.fanStats.queued.Load(), Behind: h.fanStats.behind.Load()}
+	return Stats{Direct: h.fanStats.direct.Load(), DirectWrites: h.fanStats.writes.Load(), Queued: h.fanStats.queued.Load(), Behind: h.fanStats.behind.Load()}
 }
 
 // fanStats counts the frames shards delivered, per subscriber, by path,
 // and the streams ended because they fell behind.
 type fanStats struct {
 	direct atomic.Int64 // written straight to the connection
+	writes atomic.Int64 // the system calls that wrote them
 	queued atomic.Int64 // handed to the stream's goroutine
 	behind atomic.Int64 // streams ended with a reset: too far behind, or kicked by a full queue
 }
@@ -157,61 +166,85 @@ func (fo *fanout) close() {
 }
 
 // run delivers the shard's frames: those of its queue, and once the queue
-// is empty those spilled meanwhile (which came after them); it returns
-// once the queue is closed and both are delivered.
+// is empty those spilled meanwhile (which came after them), in runs of the
+// frames waiting (at most maxRun); it returns once the queue is closed and
+// both are delivered.
 func (sh *fanShard) run() {
 	d := shardDelivery{seen: ^uint64(0)}
-	var batch []*frame // the spill taken out, its buffer reused
+	var spill []*frame // the spill taken out, its buffer reused
+	run := make([]*frame, 0, maxRun)
 	for open := true; open; {
 		select {
 		case f, ok := <-sh.queue:
-			if open = ok; ok {
-				d.deliver(sh, f)
+			if open = ok; !ok {
+				break
 			}
+			run = append(run[:0], f)
+		take:
+			for len(run) < maxRun {
+				select {
+				case f, ok := <-sh.queue:
+					if open = ok; !ok {
+						break take
+					}
+					run = append(run, f)
+				default:
+					break take
+				}
+			}
+			d.deliver(sh, run)
+			clear(run)
 		case <-sh.woken:
 		}
 		for len(sh.queue) == 0 && sh.spilled.Load() {
 			sh.mu.Lock()
-			batch, sh.spill = sh.spill, batch[:0]
+			spill, sh.spill = sh.spill, spill[:0]
 			sh.spilled.Store(false)
 			sh.mu.Unlock()
-			for i, f := range batch {
-				d.deliver(sh, f)
-				batch[i] = nil
+			for len(spill) > 0 {
+				k := min(len(spill), maxRun)
+				d.deliver(sh, spill[:k])
+				clear(spill[:k])
+				spill = spill[k:]
 			}
+			spill = spill[:0:cap(spill)]
 		}
 	}
 }
 
 // shardDelivery is a shard goroutine's copy of its subscriber list, taken
-// anew when the list changed (so subscribing never waits for a delivery).
+// anew when the list changed (so subscribing never waits for a delivery),
+// and its room for the writes of a run of frames.
 type shardDelivery struct {
 	subs []*Subscription
 	seen uint64 // the list's version the copy is of
+	out  directWrite
 }
 
-// deliver writes f to each of the shard's subscribers that can take it at
-// once and queues it for the others.
-func (d *shardDelivery) deliver(sh *fanShard, f *frame) {
+// deliver writes the frames of run (in order) to each of the shard's
+// subscribers that can take them at once, and queues the rest for the others.
+func (d *shardDelivery) deliver(sh *fanShard, run []*frame) {
 	sh.mu.Lock()
 	if d.seen != sh.version {
 		clear(d.subs)
 		d.subs, d.seen = append(d.subs[:0], sh.subs...), sh.version
 	}
 	sh.mu.Unlock()
-	var direct, queued int64
-	now := time.Now() // one clock read per frame, not per subscriber
+	var direct, writes, queued int64
+	now := time.Now() // one clock read per run, not per subscriber
 	for _, s := range d.subs {
-		switch {
-		case !s.wants(f):
-		case s.writeDirect(f, now):
-			direct++
-		default:
-			s.enqueue(f)
-			queued++
+		k, written := s.writeDirect(run, now, &d.out)
+		if written > 0 {
+			direct, writes = direct+int64(written), writes+1
+		}
+		for _, f := range run[k:] {
+			if s.enqueue(f) {
+				queued++
+			}
 		}
 	}
 	sh.stats.direct.Add(direct)
+	sh.stats.writes.Add(writes)
 	sh.stats.queued.Add(queued)
 }
 
@@ -243,49 +276,83 @@ func (s *Subscription) enqueue(f *frame) bool {
 	}
 }
 
-// writeDirect writes f, a frame the subscriber wants, to its connection
-// when it is live, idle (nothing queued for it unwritten) and f is its next
-// frame, with one non-blocking write; what the socket does not take is
-// queued. It reports whether f was dealt with (written, queued, or already
-// sent); false: queue it. now is when the shard took up f: the heartbeat
-// counts from it.
-func (s *Subscription) writeDirect(f *frame, now time.Time) bool {
+// directWrite is a shard's room for one subscriber's write: the frames'
+// bytes and their places in the run.
+type directWrite struct {
+	bufs [][]byte
+	at   []int
+}
+
+// writeDirect writes the frames of run the subscriber wants to its
+// connection when it is live and idle (nothing queued for it unwritten),
+// with one non-blocking write (writev for several), stopping before a
+// commit that does not follow the last one sent (a gap: the goroutine fills
+// it from the engine); what the socket does not take is queued. It returns
+// k, how many of run's first frames were dealt with (written, queued,
+// already sent, or not for this subscriber), the caller queueing run[k:],
+// and how many frames it wrote or queued. now is when the shard took up
+// the run: the heartbeat counts from it.
+func (s *Subscription) writeDirect(run []*frame, now time.Time, w *directWrite) (k, written int) {
 	if s.queued.Load() != 0 || !s.wmu.TryLock() {
-		return false
+		return 0, 0
 	}
 	defer s.wmu.Unlock()
 	if s.direct == nil || s.queued.Load() != 0 {
-		return false
+		return 0, 0
 	}
-	if f.rev > 0 {
-		if f.rev <= s.last {
-			return true // sent already
+	w.bufs, w.at = w.bufs[:0], w.at[:0]
+	last := s.last
+	for ; k < len(run); k++ {
+		f := run[k]
+		if !s.wants(f) {
+			continue
 		}
-		if f.rev != s.last+1 {
-			return false // a gap: the goroutine fills it from the engine
+		if f.rev > 0 {
+			if f.rev <= last {
+				continue // sent already
+			}
+			if f.rev != last+1 {
+				break // a gap: the goroutine fills it from the engine
+			}
+			last = f.rev
 		}
+		w.bufs, w.at = append(w.bufs, f.data), append(w.at, k)
+	}
+	if len(w.bufs) == 0 {
+		return k, 0
 	}
 	var n int
 	var werr error
 	err := s.direct.Write(func(fd uintptr) bool {
-		n, werr = syscall.Write(int(fd), f.data)
+		if len(w.bufs) == 1 {
+			n, werr = syscall.Write(int(fd), w.bufs[0])
+		} else {
+			n, werr = unix.Writev(int(fd), w.bufs)
+		}
 		return true // never wait for the socket: the goroutine does
 	})
 	if err == nil && werr != nil && !errors.Is(werr, syscall.EAGAIN) && !errors.Is(werr, syscall.EINTR) {
 		err = werr
 	}
+	clear(w.bufs)
 	if err != nil {
 		// Nothing was written (the connection failed, or is closing): the
-		// goroutine writes f, or finds out and ends the stream.
-		return false
+		// goroutine writes the run, or finds out and ends the stream.
+		return 0, 0
 	}
 	n = max(n, 0)
-	if f.rev > 0 {
-		s.last = f.rev
-	}
 	s.sentAt = now
-	if n < len(f.data) {
-		// The rest goes first in the (empty: queued was 0) queue.
+	for i, at := range w.at {
+		f := run[at]
+		if f.rev > 0 {
+			s.last = f.rev
+		}
+		if n >= len(f.data) {
+			n -= len(f.data)
+			continue
+		}
+		// The socket took part of f (or none of it): the rest goes first in
+		// the (empty: queued was 0) queue, and the frames after it behind it.
 		s.queued.Add(1)
 		select {
 		case s.ch <- &frame{data: f.data[n:], rest: true}:
@@ -295,6 +362,7 @@ func (s *Subscription) writeDirect(f *frame, now time.Time) bool {
 			s.unsent = f.data[n:]
 			s.kick()
 		}
+		return at + 1, i + 1
 	}
-	return true
+	return k, len(w.at)
 }
