@@ -201,13 +201,12 @@ func (sh *fanShard) run() {
 			spill, sh.spill = sh.spill, spill[:0]
 			sh.spilled.Store(false)
 			sh.mu.Unlock()
-			for len(spill) > 0 {
-				k := min(len(spill), maxRun)
-				d.deliver(sh, spill[:k])
-				clear(spill[:k])
-				spill = spill[k:]
+			for i := 0; i < len(spill); i += maxRun {
+				part := spill[i:min(i+maxRun, len(spill))]
+				d.deliver(sh, part)
+				clear(part)
 			}
-			spill = spill[:0:cap(spill)]
+			spill = spill[:0]
 		}
 	}
 }
