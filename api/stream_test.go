@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -258,27 +257,15 @@ func TestStreamDirectWritesThroughFullSocket(t *testing.T) {
 
 // TestStreamDirectWritesTogether: commits that pile up in a fan-out
 // shard's queue while it writes (a batch of 200 published at once) reach a
-// reading client in fewer system calls than frames, each commit once, in
-// order: the shard writes the frames waiting with one writev.
+// reading client in fewer system calls than frames (at most 3/4 as many),
+// each commit once, in order: the shard writes the frames waiting with one
+// writev.
 func TestStreamDirectWritesTogether(t *testing.T) {
 	e := newTestEnv(t)
 	id := e.canvas("c_together")
-	conn, err := net.Dial("tcp", e.srv.Listener.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	fmt.Fprintf(conn, "GET /sse/canvas/%s HTTP/1.1\r\nHost: canvasd\r\nAuthorization: Bearer %s\r\n\r\n", id, testAdmin)
-	rd := bufio.NewReaderSize(conn, 64<<10)
-	for caughtUp := false; ; {
-		line, err := rd.ReadString('\n')
-		if err != nil {
-			t.Fatalf("before caught_up: %v", err)
-		}
-		caughtUp = caughtUp || strings.HasPrefix(line, "event: caught_up")
-		if caughtUp && line == "\n" {
-			break
-		}
+	s := e.stream("/sse/canvas/"+id, testAdmin, nil)
+	if m := s.next(); m.Event != "caught_up" {
+		t.Fatalf("first event %+v", m)
 	}
 	before := e.api.hub.Stats()
 	const n = 200
@@ -287,24 +274,21 @@ func TestStreamDirectWritesTogether(t *testing.T) {
 		cmds[i] = map[string]any{"type": "create_node", "args": map[string]any{"name": "n"}}
 	}
 	e.must(200, "POST", "/canvas_commands/"+id+"/commands", testAdmin, map[string]any{"base_rev": 0, "commands": cmds})
-	_ = conn.SetReadDeadline(time.Now().Add(30 * time.Second))
-	for rev := 1; rev <= n; {
-		line, err := rd.ReadString('\n')
-		if err != nil {
-			t.Fatalf("reading commit %d: %v", rev, err)
+	for rev := 1; rev <= n; rev++ {
+		if m := s.next(); m.Event != "canvas_commit" || m.json(t)["rev"] != float64(rev) {
+			t.Fatalf("want commit %d, got %+v", rev, m)
 		}
-		if id, ok := strings.CutPrefix(strings.TrimSuffix(line, "\n"), "id: "); ok {
-			if got, _, _ := strings.Cut(id, "-"); got != strconv.Itoa(rev) {
-				t.Fatalf("want commit %d, got id %s", rev, id)
-			}
-			rev++
-		}
+	}
+	// The shard counts a frame once its write returned, which may be after the reader has it.
+	delivered := func() int64 { st := e.api.hub.Stats(); return st.Direct + st.Queued - before.Direct - before.Queued }
+	for pl := newPoller(2*time.Second, 5*time.Millisecond); delivered() < n && !pl.expired(); pl.wait() {
 	}
 	st := e.api.hub.Stats()
 	direct, writes := st.Direct-before.Direct, st.DirectWrites-before.DirectWrites
 	t.Logf("%d commits: %d written directly in %d system calls, %d queued", n, direct, writes, st.Queued-before.Queued)
-	if direct == 0 || writes*2 > direct {
-		t.Errorf("%d frames written directly in %d system calls: want them together, at most half as many calls", direct, writes)
+	// (4 to 24 calls here, 20 to 60 with the race detector; one each without the runs.)
+	if direct == 0 || writes*4 > direct*3 {
+		t.Errorf("%d frames written directly in %d system calls: want them together, at most 3/4 as many calls", direct, writes)
 	}
 }
 
