@@ -58,7 +58,8 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 }
 
 // WatchHub exports h's fan-out counters: canvas_sse_frames_total by path
-// (direct, queued) and canvas_sse_streams_behind_total.
+// (direct, queued), canvas_sse_direct_writes_total and
+// canvas_sse_streams_behind_total.
 func (m *Metrics) WatchHub(h *hub.Hub) {
 	for path, n := range map[string]func() int64{"direct": func() int64 { return h.Stats().Direct }, "queued": func() int64 { return h.Stats().Queued }} {
 		m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "canvas_sse_frames_total",
@@ -66,6 +67,9 @@ func (m *Metrics) WatchHub(h *hub.Hub) {
 			ConstLabels: prometheus.Labels{"path": path}},
 			func() float64 { return float64(n()) }))
 	}
+	m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "canvas_sse_direct_writes_total",
+		Help: "System calls that wrote the direct frames; more frames than calls: the fan-out fell behind and wrote frames that piled up together."},
+		func() float64 { return float64(h.Stats().DirectWrites) }))
 	m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "canvas_sse_streams_behind_total",
 		Help: "Streams ended with a reset event because their subscriber fell too far behind."},
 		func() float64 { return float64(h.Stats().Behind) }))

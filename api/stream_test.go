@@ -290,6 +290,9 @@ func TestStreamDirectWritesTogether(t *testing.T) {
 	if direct == 0 || writes*4 > direct*3 {
 		t.Errorf("%d frames written directly in %d system calls: want them together, at most 3/4 as many calls", direct, writes)
 	}
+	if w := counterValue(t, e.reg, "canvas_sse_direct_writes_total", "", ""); w < float64(writes) {
+		t.Errorf("canvas_sse_direct_writes_total %v, want at least %d", w, writes)
+	}
 }
 
 // TestStreamDirectWritesAfterIdle: a stream idle for longer than the write

@@ -180,17 +180,8 @@ func (sh *fanShard) run() {
 				break
 			}
 			run = append(run[:0], f)
-		take:
-			for len(run) < maxRun {
-				select {
-				case f, ok := <-sh.queue:
-					if open = ok; !ok {
-						break take
-					}
-					run = append(run, f)
-				default:
-					break take
-				}
+			for len(run) < maxRun && len(sh.queue) > 0 { // the shard is the queue's one receiver: these do not block
+				run = append(run, <-sh.queue)
 			}
 			d.deliver(sh, run)
 			clear(run)
