@@ -11,6 +11,7 @@ import (
 
 	"github.com/canvasd/canvasd/canvas"
 	"github.com/canvasd/canvasd/host"
+	"github.com/canvasd/canvasd/internal/testchrome"
 	"github.com/canvasd/canvasd/web"
 )
 
@@ -82,10 +83,7 @@ func benchHostPage(b *testing.B) {
 	editor, _ := e.token(canvas.RoleEditor, canvas.ActorAgent)
 	e.must(201, "PUT", "/api/host/bench/files/index.html", editor, benchPage)
 
-	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(),
-		chromedp.ExecPath(chromiumPath), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU,
-		chromedp.Flag("disable-background-networking", true), chromedp.NoFirstRun, chromedp.NoDefaultBrowserCheck,
-		chromedp.WindowSize(1280, 1000), chromedp.UserDataDir(b.TempDir()))
+	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), testchrome.Options(b.TempDir(), 1280, 1000)...)
 	defer cancelAlloc()
 	browser, cancel := chromedp.NewContext(alloc)
 	defer cancel()

@@ -13,10 +13,11 @@ import (
 
 	"github.com/canvasd/canvasd/canvas"
 	"github.com/canvasd/canvasd/host"
+	"github.com/canvasd/canvasd/internal/testchrome"
 )
 
 // chromiumPath is Debian's chromium (CI installs the package).
-const chromiumPath = "/usr/bin/chromium"
+const chromiumPath = testchrome.Path
 
 // deepQuery is JavaScript for the first element matching a selector in the
 // document or in any open shadow root (the A2UI page's components live in

@@ -19,6 +19,7 @@ import (
 
 	"github.com/canvasd/canvasd/canvas"
 	"github.com/canvasd/canvasd/host"
+	"github.com/canvasd/canvasd/internal/testchrome"
 	"github.com/canvasd/canvasd/web"
 )
 
@@ -33,10 +34,7 @@ func newChromium(t *testing.T, startURL string) context.Context {
 	if _, err := web.ShellFS().Open("page.js"); err != nil {
 		t.Skip("the host's pages are not built (make ui)")
 	}
-	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(),
-		chromedp.ExecPath(chromiumPath), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU,
-		chromedp.Flag("disable-background-networking", true), chromedp.NoFirstRun, chromedp.NoDefaultBrowserCheck,
-		chromedp.WindowSize(1280, 860), chromedp.UserDataDir(t.TempDir()))
+	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), testchrome.Options(t.TempDir(), 1280, 860)...)
 	t.Cleanup(cancelAlloc)
 	browser, cancel := chromedp.NewContext(alloc)
 	t.Cleanup(cancel)

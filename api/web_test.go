@@ -28,6 +28,7 @@ import (
 	"github.com/chromedp/chromedp/kb"
 
 	"github.com/canvasd/canvasd/canvas"
+	"github.com/canvasd/canvasd/internal/testchrome"
 	"github.com/canvasd/canvasd/web"
 )
 
@@ -126,11 +127,7 @@ func chromiumBrowser(t testing.TB) context.Context {
 	if err != nil {
 		t.Fatal(err)
 	}
-	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(),
-		chromedp.ExecPath(chromiumPath), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU,
-		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-quic", true),
-		chromedp.NoFirstRun, chromedp.NoDefaultBrowserCheck, chromedp.WindowSize(1400, 860),
-		chromedp.UserDataDir(dir))
+	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), testchrome.Options(dir, 1400, 860)...)
 	browser, cancelBrowser := chromedp.NewContext(alloc)
 	stop := func() {
 		cancelBrowser()

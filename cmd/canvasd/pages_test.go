@@ -16,10 +16,11 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/canvasd/canvasd/internal/testchrome"
 	"github.com/canvasd/canvasd/web"
 )
 
-const chromiumPath = "/usr/bin/chromium"
+const chromiumPath = testchrome.Path
 
 // browserFor starts headless Chromium on url (skipping when Chromium or the
 // built host pages are missing) and returns a context for later actions.
@@ -31,10 +32,7 @@ func browserFor(t *testing.T, url string) context.Context {
 	if _, err := web.ShellFS().Open("page.js"); err != nil {
 		t.Skip("the host's pages are not built (make ui)")
 	}
-	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(),
-		chromedp.ExecPath(chromiumPath), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU,
-		chromedp.Flag("disable-background-networking", true), chromedp.NoFirstRun, chromedp.NoDefaultBrowserCheck,
-		chromedp.WindowSize(1280, 860), chromedp.UserDataDir(t.TempDir()))
+	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), testchrome.Options(t.TempDir(), 1280, 860)...)
 	t.Cleanup(cancelAlloc)
 	browser, cancel := chromedp.NewContext(alloc)
 	t.Cleanup(cancel)
