@@ -120,6 +120,7 @@ var layers = map[string][]string{
 	"agent":                    {"canvas", "client"},
 	"agent/providertest":       {},
 	"internal/testwait":        {},
+	"internal/testchrome":      {},
 	"host":                     {"canvas"},
 	"render":                   {"canvas"},
 	"convert":                  {"canvas", "render"},
