@@ -16,11 +16,14 @@ import (
 // goroutine encodes and stores it, so the writer never pays for the
 // canvas's size. A snapshot whose base is not stored is never stored (the
 // chain a load follows stays whole), and when a store fails the writer's
-// next capture is whole again. When the deltas since the last whole
-// snapshot hold as many records as it does, or there are maxDeltas of them,
+// next capture is whole again. When the chain (the last whole snapshot and
+// the deltas since) holds twice the records the canvas has, so that half of
+// what a cold load would read is superseded, or there are maxDeltas deltas,
 // the snapshotter also merges the chain into a whole snapshot stored at the
 // same revision (replacing the delta; reducer.MergeSnapshots copies records
 // without decoding them), which bounds what a cold load reads and merges.
+// A canvas that only grows is thus not rewritten at every doubling: its
+// deltas hold nothing a merge would drop.
 
 // maxDeltas bounds the deltas after a whole snapshot before they are merged.
 const maxDeltas = 32
@@ -67,9 +70,10 @@ func (e *Engine) maybeSnapshot(l *live) {
 	default:
 		next.deltas++
 		next.deltaRecords += j.capture.Records()
-		if next.deltas >= maxDeltas || next.deltaRecords >= next.wholeRecords {
+		live := len(l.state.Nodes) + len(l.state.Edges) + len(l.state.Tombstones) + len(l.state.History)
+		if next.deltas >= maxDeltas || next.wholeRecords+next.deltaRecords >= 2*live {
 			j.merge = true
-			next = chainStats{wholeRecords: len(l.state.Nodes) + len(l.state.Edges) + len(l.state.Tombstones) + len(l.state.History)}
+			next = chainStats{wholeRecords: live}
 		}
 	}
 	select {

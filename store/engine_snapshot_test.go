@@ -140,6 +140,62 @@ func TestSnapshotDeltasAndMerges(t *testing.T) {
 	}
 }
 
+// TestSnapshotGrowthNotRewritten: a canvas that only grows (creates, no
+// shape written twice) keeps one whole snapshot and its deltas, as nothing
+// in them is superseded; merging at every doubling rewrote the whole canvas
+// log(n) times. A cold load still equals a full replay.
+func TestSnapshotGrowthNotRewritten(t *testing.T) {
+	ctx := context.Background()
+	sq, err := sqlitestore.Open(ctx, filepath.Join(t.TempDir(), "s.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sq.Close()
+	st := &flakySnapshots{Store: sq, fail: map[int64]bool{}}
+	e := store.NewEngine(st, store.EngineConfig{SnapshotEvery: 10})
+	if err := e.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.CreateCanvas(ctx, canvas.Canvas{ID: "c", CreatedAt: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	for rev := range int64(150) {
+		a, err := e.Execute(ctx, "c", human, envelope("create_node", rev, map[string]any{"name": "n"}))
+		if err != nil || a.Outcome != store.OutcomeApplied {
+			t.Fatalf("create %d: %v %s", rev, err, a.Result)
+		}
+	}
+	e.Stop()
+	var wholes []int64
+	for _, snap := range st.stored {
+		if _, base, _, err := reducer.SnapshotHeader(snap.Data); err != nil {
+			t.Fatal(err)
+		} else if base == 0 {
+			wholes = append(wholes, snap.Rev)
+		}
+	}
+	if len(st.stored) != 15 || !reflect.DeepEqual(wholes, []int64{10}) {
+		t.Fatalf("%d snapshots stored, whole ones at %v: want 15, the first one whole and no merge", len(st.stored), wholes)
+	}
+	commits, err := st.ReadCommits(ctx, "c", 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := reducer.Replay(commits)
+	fresh := store.NewEngine(st, store.EngineConfig{})
+	if err := fresh.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer fresh.Stop()
+	var got *canvas.State
+	if err := fresh.View(ctx, "c", -1, func(s *canvas.State, _ string) error { got = s.Clone(); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatal("cold load differs from a full replay")
+	}
+}
+
 // TestBrokenSnapshotChainIsIgnored deletes the base of the latest stored
 // delta behind the engine's back and checks that a cold load still gives the
 // replayed log (it ignores the broken chain).
