@@ -125,14 +125,25 @@ func TestSnapshotDeltasAndMerges(t *testing.T) {
 			t.Fatalf("state at snapshot rev %d differs from the replayed log (%v)", snap.Rev, err)
 		}
 	}
+	coldLoadIsReplay(t, st, "c", commits)
+}
+
+// coldLoadIsReplay checks that a fresh engine on st loads canvasID into the
+// state that replaying its whole log (commits) gives.
+func coldLoadIsReplay(t *testing.T, st store.Store, canvasID string, commits []canvas.Commit) {
+	t.Helper()
+	ctx := context.Background()
 	fresh := store.NewEngine(st, store.EngineConfig{})
 	if err := fresh.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
 	defer fresh.Stop()
-	want, _ := reducer.Replay(commits)
+	want, err := reducer.Replay(commits)
+	if err != nil {
+		t.Fatal(err)
+	}
 	var got *canvas.State
-	if err := fresh.View(ctx, "c", -1, func(s *canvas.State, _ string) error { got = s.Clone(); return nil }); err != nil {
+	if err := fresh.View(ctx, canvasID, -1, func(s *canvas.State, _ string) error { got = s.Clone(); return nil }); err != nil {
 		t.Fatal(err)
 	}
 	if !reflect.DeepEqual(got, want) {
@@ -181,19 +192,7 @@ func TestSnapshotGrowthNotRewritten(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, _ := reducer.Replay(commits)
-	fresh := store.NewEngine(st, store.EngineConfig{})
-	if err := fresh.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	defer fresh.Stop()
-	var got *canvas.State
-	if err := fresh.View(ctx, "c", -1, func(s *canvas.State, _ string) error { got = s.Clone(); return nil }); err != nil {
-		t.Fatal(err)
-	}
-	if !reflect.DeepEqual(got, want) {
-		t.Fatal("cold load differs from a full replay")
-	}
+	coldLoadIsReplay(t, st, "c", commits)
 }
 
 // TestBrokenSnapshotChainIsIgnored deletes the base of the latest stored
