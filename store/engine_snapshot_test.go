@@ -36,6 +36,30 @@ func (f *flakySnapshots) SaveStateSnapshot(ctx context.Context, canvasID string,
 	return f.Store.SaveStateSnapshot(ctx, canvasID, snap)
 }
 
+// snapshottingEngine starts an engine that stores a snapshot every `every`
+// commits on a fresh SQLite store, which refuses the snapshots of the
+// revisions in fail and records the others, and creates canvas "c" on it.
+// The engine is stopped and the store closed at cleanup.
+func snapshottingEngine(t *testing.T, every int64, fail map[int64]bool) (*flakySnapshots, *store.Engine) {
+	t.Helper()
+	ctx := context.Background()
+	sq, err := sqlitestore.Open(ctx, filepath.Join(t.TempDir(), "s.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sq.Close() })
+	st := &flakySnapshots{Store: sq, fail: fail}
+	e := store.NewEngine(st, store.EngineConfig{SnapshotEvery: every})
+	if err := e.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(e.Stop)
+	if err := st.CreateCanvas(ctx, canvas.Canvas{ID: "c", CreatedAt: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	return st, e
+}
+
 // TestSnapshotDeltasAndMerges runs a canvas through creates, moves,
 // deletes and undos with a snapshot every 10 commits, one of whose stores
 // fails, and checks: deltas are stored (base ≠ 0), chains are merged into
@@ -44,19 +68,7 @@ func (f *flakySnapshots) SaveStateSnapshot(ctx context.Context, canvasID string,
 // load equals a full replay.
 func TestSnapshotDeltasAndMerges(t *testing.T) {
 	ctx := context.Background()
-	sq, err := sqlitestore.Open(ctx, filepath.Join(t.TempDir(), "s.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sq.Close()
-	st := &flakySnapshots{Store: sq, fail: map[int64]bool{150: true}}
-	e := store.NewEngine(st, store.EngineConfig{SnapshotEvery: 10})
-	if err := e.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := st.CreateCanvas(ctx, canvas.Canvas{ID: "c", CreatedAt: time.Now()}); err != nil {
-		t.Fatal(err)
-	}
+	st, e := snapshottingEngine(t, 10, map[int64]bool{150: true})
 	rev := int64(0)
 	exec := func(typ string, args map[string]any) {
 		t.Helper()
@@ -157,19 +169,7 @@ func coldLoadIsReplay(t *testing.T, st store.Store, canvasID string, commits []c
 // log(n) times. A cold load still equals a full replay.
 func TestSnapshotGrowthNotRewritten(t *testing.T) {
 	ctx := context.Background()
-	sq, err := sqlitestore.Open(ctx, filepath.Join(t.TempDir(), "s.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sq.Close()
-	st := &flakySnapshots{Store: sq, fail: map[int64]bool{}}
-	e := store.NewEngine(st, store.EngineConfig{SnapshotEvery: 10})
-	if err := e.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := st.CreateCanvas(ctx, canvas.Canvas{ID: "c", CreatedAt: time.Now()}); err != nil {
-		t.Fatal(err)
-	}
+	st, e := snapshottingEngine(t, 10, nil)
 	for rev := range int64(150) {
 		a, err := e.Execute(ctx, "c", human, envelope("create_node", rev, map[string]any{"name": "n"}))
 		if err != nil || a.Outcome != store.OutcomeApplied {
@@ -339,19 +339,7 @@ func TestSnapshotOfDeletedCanvasDropped(t *testing.T) {
 // event id, as before the restart, not a bare revision.
 func TestColdLoadAtASnapshotNamesTheHeadCommit(t *testing.T) {
 	ctx := context.Background()
-	sq, err := sqlitestore.Open(ctx, filepath.Join(t.TempDir(), "s.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sq.Close()
-	st := &flakySnapshots{Store: sq}
-	e := store.NewEngine(st, store.EngineConfig{SnapshotEvery: 5})
-	if err := e.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := st.CreateCanvas(ctx, canvas.Canvas{ID: "c", CreatedAt: time.Now()}); err != nil {
-		t.Fatal(err)
-	}
+	st, e := snapshottingEngine(t, 5, nil)
 	for rev := range int64(5) {
 		if a, err := e.Execute(ctx, "c", human, envelope("create_node", rev, map[string]any{"name": "n"})); err != nil || a.Outcome != store.OutcomeApplied {
 			t.Fatalf("create_node at %d: %v %s", rev, err, a.Result)
