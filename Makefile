@@ -92,6 +92,8 @@ bench: deps ui ## run the benchmarks of the performance targets (docs/architectu
 	-$(GO) test -run '^$$' -bench '^BenchmarkAgentHostPage$$' -benchtime 1x -timeout 10m ./api/ | grep -E '^Benchmark|agent_page_bench|FAIL|^panic|_test\.go:[0-9]+:'
 	@echo "== files: server-drawn PNG of a 1,000-shape viewport (1,600 px wide; target <= 100 ms) and of a 10,000-shape canvas at 1x (target <= 1 s); cpu-ms/op is all cores"
 	-$(GO) test -run '^$$' -bench 'PNGViewport1000|PNGCanvas10000' -benchtime 5x -timeout 10m ./render/ | grep -E '^Benchmark|FAIL|^panic|_test\.go:[0-9]+:'
+	@echo "== files: the hardest Mermaid charts within the import's limits (links between random nodes, a third labelled): how long one layout holds a core"
+	-$(GO) test -run '^$$' -bench 'MermaidWorstCase' -benchtime 3x -timeout 10m ./convert/ | grep -E '^Benchmark|FAIL|^panic|_test\.go:[0-9]+:'
 	@echo "== files: import of a 5,000-node JSON Canvas file over HTTP, end to end (target <= 500 ms)"
 	-$(GO) test -run '^$$' -bench 'ImportJSONCanvas5000' -benchtime 5x -timeout 10m ./api/ | grep -E '^Benchmark|FAIL|^panic|_test\.go:[0-9]+:'
 	@echo "== agent pages in Chromium: host action round trip (eval p95 <= 50 ms), snapshot of a 1280x800 page as PNG (p95 <= 300 ms), A2UI gallery on screen; with the load average"

@@ -18,10 +18,16 @@ import (
 // and `direction` inside subgraphs are accepted and left out.
 
 // MaxMermaidNodes bounds the nodes (with subgraphs) of a Mermaid file, and
-// MaxMermaidEdges its links: dot's layout grows faster than linearly.
+// MaxMermaidEdges its links (Mermaid's own default maxEdges): dot's layout
+// grows much faster than linearly, and these bounds keep the hardest chart's
+// layout to about a second of a core (BenchmarkMermaidWorstCase; within the
+// old bounds of 2,000 and 5,000, a chart of random links took minutes; a
+// layout past dotTimeout is stopped). MaxMermaidDepth bounds how deep
+// subgraphs nest: at 300 levels go-graphviz failed to read dot's answer.
 const (
-	MaxMermaidNodes = 2000
-	MaxMermaidEdges = 5000
+	MaxMermaidNodes = 1000
+	MaxMermaidEdges = 500
+	MaxMermaidDepth = 20
 )
 
 // mmGraph is a parsed flowchart.

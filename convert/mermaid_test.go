@@ -1,10 +1,15 @@
 package convert
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/canvasd/canvasd/canvas"
@@ -191,5 +196,148 @@ func TestMermaidBadFilesNameTheLine(t *testing.T) {
 		if !errors.As(err, &fe) || fe.Field != c.field || !strings.Contains(fe.Reason, c.says) {
 			t.Errorf("Decode(%q) = %v, want a 422 naming %s and saying %q", c.file, err, c.field, c.says)
 		}
+	}
+}
+
+// TestMermaidConcurrentImports lays out different charts at once, as
+// concurrent imports do: each must come out as it does alone (Graphviz runs
+// as one WebAssembly module instance that two layouts must not share).
+func TestMermaidConcurrentImports(t *testing.T) {
+	files, _ := filepath.Glob("testdata/mermaid/docs/*.mmd")
+	if len(files) < 8 {
+		t.Fatalf("found %d examples", len(files))
+	}
+	files = append(files[:6], "testdata/mermaid/every-feature.mmd")
+	alone := make([][]byte, len(files))
+	for i, f := range files {
+		data, _ := os.ReadFile(f)
+		sc, err := Decode(Mermaid, data)
+		if err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		alone[i], _ = json.Marshal(sc)
+	}
+	var wg sync.WaitGroup
+	for i, f := range files {
+		data, _ := os.ReadFile(f)
+		for range 3 {
+			wg.Go(func() {
+				sc, err := Decode(Mermaid, data)
+				if err != nil {
+					t.Errorf("%s, concurrently: %v", filepath.Base(f), err)
+					return
+				}
+				if got, _ := json.Marshal(sc); !bytes.Equal(got, alone[i]) {
+					t.Errorf("%s: laid out concurrently with others, it differs from its layout alone", filepath.Base(f))
+				}
+			})
+		}
+	}
+	wg.Wait()
+}
+
+// chart writes a flowchart of nodes nodes and links links: each link from
+// a lower-numbered node to a higher one (acyclic), every third labelled,
+// picked by a fixed seed; random picks links that run any way.
+func chart(nodes, links int, random bool) string {
+	var b strings.Builder
+	b.WriteString("flowchart TD\n")
+	for i := range nodes {
+		fmt.Fprintf(&b, "  n%d[step %d]\n", i, i)
+	}
+	r := rand.New(rand.NewPCG(7, 11))
+	for k := range links {
+		from, to := r.IntN(nodes), r.IntN(nodes)
+		if !random {
+			from = r.IntN(nodes - 1)
+			to = from + 1 + r.IntN(min(nodes-from-1, 8))
+		}
+		if k%3 == 0 {
+			fmt.Fprintf(&b, "  n%d -->|link %d| n%d\n", from, k, to)
+		} else {
+			fmt.Fprintf(&b, "  n%d --> n%d\n", from, to)
+		}
+	}
+	return b.String()
+}
+
+// nested writes a flowchart of depth subgraphs, each inside the one before.
+func nested(depth int) string {
+	var b strings.Builder
+	b.WriteString("flowchart TD\n")
+	for i := range depth {
+		fmt.Fprintf(&b, "subgraph s%d\n  n%d --> m%d\n", i, i, i)
+	}
+	b.WriteString(strings.Repeat("end\n", depth))
+	return b.String()
+}
+
+// TestMermaidBigChartsBounded: a chart past the curved-link size is laid
+// out with straight links and dot's bounded search, still with nothing
+// overlapping and every link the declared way; past the limits a chart is
+// refused before any layout.
+func TestMermaidBigChartsBounded(t *testing.T) {
+	g, _ := parseMermaid(chart(300, MaxMermaidEdges, false))
+	if dotEffort(g) != mmBoundedDot {
+		t.Fatalf("a chart of 300 nodes and %d links is laid out with %q", MaxMermaidEdges, dotEffort(g))
+	}
+	sc, err := Decode(Mermaid, []byte(chart(300, MaxMermaidEdges, false)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkLayout(t, "300 nodes", sc, g.dir)
+	if len(sc.Nodes) != 300 || len(sc.Edges) != MaxMermaidEdges {
+		t.Fatalf("%d nodes and %d edges, want 300 and %d", len(sc.Nodes), len(sc.Edges), MaxMermaidEdges)
+	}
+	for _, e := range sc.Edges {
+		if pts, _ := e.Props["points"].([]any); len(pts) < 2 {
+			t.Fatalf("edge %s has no route: %v", e.ID, e.Props["points"])
+		}
+	}
+	if sc, err := Decode(Mermaid, []byte(nested(MaxMermaidDepth))); err != nil || len(sc.Nodes) != 3*MaxMermaidDepth {
+		t.Errorf("subgraphs nested %d deep: %v", MaxMermaidDepth, err)
+	}
+	small, _ := parseMermaid(chart(40, mmCurvedEdges, false))
+	if dotEffort(small) != "splines=spline" {
+		t.Errorf("a chart of 40 nodes and %d links is laid out with %q, want curved links", mmCurvedEdges, dotEffort(small))
+	}
+	for _, c := range []struct {
+		file, says string
+	}{
+		{chart(MaxMermaidNodes+1, 10, false), fmt.Sprintf("has %d nodes and subgraphs, more than the %d", MaxMermaidNodes+1, MaxMermaidNodes)},
+		{chart(100, MaxMermaidEdges+1, true), fmt.Sprintf("has %d links, more than the %d", MaxMermaidEdges+1, MaxMermaidEdges)},
+		{nested(MaxMermaidDepth + 1), fmt.Sprintf("is nested %d deep, more than the %d", MaxMermaidDepth+1, MaxMermaidDepth)},
+	} {
+		_, err := Decode(Mermaid, []byte(c.file))
+		var fe *canvas.FieldError
+		if !errors.As(err, &fe) || !strings.HasPrefix(fe.Field, "body") || !strings.Contains(fe.Reason, c.says) {
+			t.Errorf("Decode = %v, want a 422 saying %q", err, c.says)
+		}
+	}
+}
+
+// BenchmarkMermaidWorstCase lays out the hardest charts within the limits
+// that were found: links between random nodes (crossing everywhere,
+// cycles, long links), a third of them labelled, at the most links each
+// kind of layout takes. A layout cannot be cut short once it runs, so this
+// is how long one import can hold the layout (and a core).
+func BenchmarkMermaidWorstCase(b *testing.B) {
+	for _, c := range []struct {
+		name         string
+		nodes, links int
+	}{
+		{"curved-40-nodes", 40, mmCurvedEdges},
+		{"bounded-100-nodes", 100, MaxMermaidEdges},
+		{"bounded-200-nodes", 200, MaxMermaidEdges},
+		{"bounded-1000-nodes", MaxMermaidNodes, MaxMermaidEdges},
+	} {
+		data := []byte(chart(c.nodes, c.links, true))
+		b.Run(c.name, func(b *testing.B) {
+			for b.Loop() {
+				if _, err := Decode(Mermaid, data); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

@@ -448,7 +448,8 @@ export interface paths {
          *     direction, subgraphs become frames. A file that cannot be read, or a node or edge of it the
          *     canvas refuses, is a 422 whose `field` names the place in the file (`body.nodes[3].color`,
          *     `body.elements[7]`, `body line 12`). A file holds at most 50,000 nodes and edges (a Mermaid
-         *     chart 2,000 nodes and 5,000 links).
+         *     chart 1,000 nodes and subgraphs, 500 links, subgraphs nested 20 deep; a layout past 10 s is a
+         *     422, every layout slot busy for 10 s a 503).
          */
         post: operations["importFile"];
         delete?: never;
