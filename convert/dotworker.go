@@ -2,6 +2,7 @@ package convert
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/binary"
 	"encoding/json"
@@ -110,11 +111,11 @@ func layoutDot(src []byte) ([]byte, error) {
 		return nil, fmt.Errorf("Graphviz read the layout graph: %w", err)
 	}
 	defer graph.Close()
-	var b strings.Builder
+	var b bytes.Buffer
 	if err := gv.Render(ctx, graph, graphviz.Format("json"), &b); err != nil {
 		return nil, err
 	}
-	return []byte(b.String()), nil
+	return b.Bytes(), nil
 }
 
 // dotWorker is a running worker process.
@@ -124,6 +125,7 @@ type dotWorker struct {
 	out      *bufio.Reader
 	idle     *time.Timer // while in the pool: stops the worker at dotIdle
 	stopOnce sync.Once
+	exited   chan struct{} // closed once stop has seen the process exit
 }
 
 // dotPool holds the idle workers.
@@ -189,7 +191,7 @@ func takeWorker() (*dotWorker, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("convert: starting a Graphviz worker: %w", err)
 	}
-	return &dotWorker{cmd: cmd, in: in, out: bufio.NewReader(out)}, nil
+	return &dotWorker{cmd: cmd, in: in, out: bufio.NewReader(out), exited: make(chan struct{})}, nil
 }
 
 // putWorker keeps w for the next layout, for dotIdle.
@@ -221,6 +223,7 @@ func (w *dotWorker) stop() {
 		_ = w.in.Close()
 		_ = w.cmd.Process.Kill()
 		_ = w.cmd.Wait()
+		close(w.exited)
 	})
 }
 

@@ -66,19 +66,14 @@ func TestDotWorkerIdleExits(t *testing.T) {
 	}
 	w := dotPool.idle[len(dotPool.idle)-1]
 	dotPool.Unlock()
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		dotPool.Lock()
-		kept := slices.Contains(dotPool.idle, w)
-		dotPool.Unlock()
-		if !kept {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the idle worker is still kept after 10 s")
-		}
+	select {
+	case <-w.exited:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("the idle worker is still running 10 s after its %v idle", dotIdle)
 	}
-	w.stopOnce.Do(func() {}) // waits for the reaper's stop to end
-	if w.cmd.ProcessState == nil {
-		t.Error("the idle worker's process has not exited")
+	dotPool.Lock()
+	defer dotPool.Unlock()
+	if slices.Contains(dotPool.idle, w) {
+		t.Error("the worker that exited is still kept for the next layout")
 	}
 }
