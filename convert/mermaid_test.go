@@ -319,8 +319,8 @@ func TestMermaidBigChartsBounded(t *testing.T) {
 // BenchmarkMermaidWorstCase lays out the hardest charts within the limits
 // that were found: links between random nodes (crossing everywhere,
 // cycles, long links), a third of them labelled, at the most links each
-// kind of layout takes. A layout cannot be cut short once it runs, so this
-// is how long one import can hold the layout (and a core).
+// kind of layout takes: how long one import can hold a Graphviz worker
+// (and a core) short of being killed at dotTimeout.
 func BenchmarkMermaidWorstCase(b *testing.B) {
 	for _, c := range []struct {
 		name         string
