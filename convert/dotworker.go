@@ -227,7 +227,8 @@ func (w *dotWorker) stop() {
 	})
 }
 
-// layout sends src to the worker and reads its answer, by dotTimeout.
+// layout sends src to the worker and reads its answer, by dotTimeout (past
+// it the worker is killed). After an error the caller must stop w.
 func (w *dotWorker) layout(src string) ([]byte, error) {
 	type answer struct {
 		js  []byte
@@ -244,9 +245,8 @@ func (w *dotWorker) layout(src string) ([]byte, error) {
 	case a := <-done:
 		return a.js, a.err
 	case <-t.C:
-		_ = w.cmd.Process.Kill() // which ends the exchange
+		_ = w.cmd.Process.Kill() // which ends the exchange (the caller then stops w)
 		<-done
-		w.stop()
 		return nil, fileError("", "took Graphviz more than %v to lay out; split it into smaller charts", dotTimeout)
 	}
 }
@@ -270,12 +270,8 @@ func (w *dotWorker) exchange(src string) ([]byte, error) {
 		return nil, fmt.Errorf("convert: reading the Graphviz worker's answer: %w", err)
 	}
 	if head[0] != 0 {
-		return nil, fileError("", "could not be laid out by Graphviz: %s", firstLine(string(body)))
+		why, _, _ := strings.Cut(string(body), "\n")
+		return nil, fileError("", "could not be laid out by Graphviz: %s", why)
 	}
 	return body, nil
-}
-
-func firstLine(s string) string {
-	line, _, _ := strings.Cut(s, "\n")
-	return line
 }
